@@ -1,0 +1,1 @@
+//! ge_model! (see the macro issue).

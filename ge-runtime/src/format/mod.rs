@@ -1,0 +1,14 @@
+//! The `.om` offline-model format: records, op parameter records, and tensor views.
+//! `ge-build` writes it and this crate reads it, so there is exactly one definition.
+
+mod dtype;
+mod ops;
+mod records;
+mod shape;
+mod view;
+
+pub use dtype::DType;
+pub use ops::*;
+pub use records::*;
+pub use shape::{MAX_RANK, Shape};
+pub use view::{Element, TensorMut, TensorRef, ViewError};

@@ -1,0 +1,365 @@
+//! Task kinds and their parameter records. Each record is `Pod` and stored verbatim in the
+//! params section, so the compiler and the device share one definition and cannot drift.
+//! Shapes are not repeated here: kernels read them from the tensor table.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::shape::MAX_RANK;
+
+macro_rules! op_kinds {
+    ($($(#[$doc:meta])* $name:ident = $num:literal => $params:ty,)*) => {
+        /// What a task computes.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        pub enum OpKind { $($(#[$doc])* $name = $num,)* }
+
+        impl OpKind {
+            /// Decodes the on-disk number.
+            pub const fn from_u16(v: u16) -> Option<OpKind> {
+                match v { $($num => Some(OpKind::$name),)* _ => None }
+            }
+            /// Size of this kind's parameter record.
+            pub const fn params_len(self) -> usize {
+                match self { $(OpKind::$name => core::mem::size_of::<$params>(),)* }
+            }
+            /// Kind name for profiles and messages.
+            pub const fn name(self) -> &'static str {
+                match self { $(OpKind::$name => stringify!($name),)* }
+            }
+        }
+    };
+}
+
+op_kinds! {
+    /// Elementwise unary math, f32 (some ops also on integers).
+    Unary = 1 => UnaryParams,
+    /// Elementwise binary op with numpy broadcasting.
+    Binary = 2 => BinaryParams,
+    /// Sum/Max/Min/Mean over any number of broadcast inputs.
+    Variadic = 3 => BinaryParams,
+    /// `cond ? x : y` with broadcasting.
+    Where = 4 => NoParams,
+    /// N-d convolution (1 to 3 spatial dims): inputs x, w, optional bias.
+    Conv = 5 => ConvParams,
+    /// N-d transposed convolution: inputs x, w, optional bias.
+    ConvTranspose = 6 => ConvParams,
+    /// `alpha * op(A) * op(B) + beta * C`: inputs A, B, optional C.
+    Gemm = 7 => GemmParams,
+    /// Batched matrix product with broadcasting of batch dims.
+    MatMul = 8 => NoParams,
+    /// Max / average / Lp pooling.
+    Pool = 9 => PoolParams,
+    /// Global max / average / Lp pooling over all spatial dims.
+    GlobalPool = 10 => PoolParams,
+    /// Local response normalization across channels.
+    Lrn = 11 => LrnParams,
+    /// Inference batch norm: inputs x, scale, bias, mean, var.
+    BatchNorm = 12 => NormParams,
+    /// Softmax / LogSoftmax / Hardmax.
+    Softmax = 13 => SoftmaxParams,
+    /// Reductions over a set of axes.
+    Reduce = 14 => ReduceParams,
+    /// Axis permutation.
+    Transpose = 15 => TransposeParams,
+    /// Strided window: `out[i] = in[start + i * step]` per axis.
+    Slice = 16 => SliceParams,
+    /// Concatenation along an axis.
+    Concat = 17 => AxisParams,
+    /// Split along an axis into the outputs' sizes.
+    Split = 18 => AxisParams,
+    /// Gather along an axis with (possibly negative) i64/i32 indices.
+    Gather = 19 => AxisParams,
+    /// Constant / reflect / edge / wrap padding.
+    Pad = 20 => PadParams,
+    /// Byte copy (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout).
+    Copy = 21 => NoParams,
+    /// Broadcast the input to the output shape.
+    Expand = 22 => NoParams,
+    /// Repeat the input along each axis.
+    Tile = 23 => NoParams,
+    /// Nearest / linear / cubic resampling.
+    Resize = 24 => ResizeParams,
+    /// Element type conversion to the output's dtype.
+    Cast = 25 => NoParams,
+    /// Instance normalization: inputs x, scale, bias.
+    InstanceNorm = 26 => NormParams,
+    /// Arg max / arg min along an axis.
+    ArgReduce = 27 => ArgReduceParams,
+}
+
+/// For kinds without parameters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct NoParams {
+    pub reserved: u32,
+}
+
+/// An activation applied to a task's result (fused epilogue), or none.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq)]
+pub struct Activation {
+    /// A [`UnaryOp`] number, or 0 for none.
+    pub op: u32,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+macro_rules! numbered {
+    ($(#[$doc:meta])* $enum:ident { $($(#[$vdoc:meta])* $name:ident = $num:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u32)]
+        pub enum $enum { $($(#[$vdoc])* $name = $num,)* }
+        impl $enum {
+            /// Decodes the on-disk number.
+            pub const fn from_u32(v: u32) -> Option<$enum> {
+                match v { $($num => Some($enum::$name),)* _ => None }
+            }
+            /// Name for messages.
+            pub const fn name(self) -> &'static str {
+                match self { $($enum::$name => stringify!($name),)* }
+            }
+        }
+    };
+}
+
+numbered! {
+    /// Unary elementwise functions. `alpha`/`beta` are as ONNX names them for the op.
+    UnaryOp {
+        Relu = 1, LeakyRelu = 2, Elu = 3, Selu = 4, Sigmoid = 5, Tanh = 6, HardSigmoid = 7,
+        Softplus = 8, Softsign = 9,
+        /// `alpha` = min, `beta` = max.
+        Clip = 10,
+        Sqrt = 11, Exp = 12, Log = 13, Neg = 14, Abs = 15, Reciprocal = 16, Erf = 17,
+        Floor = 18, Ceil = 19, Round = 20, Sign = 21, Sin = 22, Cos = 23, Tan = 24, Asin = 25,
+        Acos = 26, Atan = 27, Sinh = 28, Cosh = 29, Asinh = 30, Acosh = 31, Atanh = 32,
+        HardSwish = 33, Mish = 34,
+        /// Gelu with `alpha` = 0 (erf form) or 1 (tanh approximation).
+        Gelu = 35,
+        Celu = 36, ThresholdedRelu = 37,
+        /// Shrink: `alpha` = bias, `beta` = lambd.
+        Shrink = 38,
+        Not = 39, IsNaN = 40, IsInf = 41, Identity = 42,
+    }
+}
+
+numbered! {
+    /// Binary elementwise functions.
+    BinaryOp {
+        Add = 1, Sub = 2, Mul = 3, Div = 4, Pow = 5, Max = 6, Min = 7, Mean = 8,
+        Equal = 9, Less = 10, Greater = 11, LessOrEqual = 12, GreaterOrEqual = 13,
+        And = 14, Or = 15, Xor = 16,
+        /// Integer-style modulo (sign of divisor), ONNX `fmod = 0`.
+        Mod = 17,
+        /// C-style remainder (sign of dividend), ONNX `fmod = 1`.
+        Fmod = 18,
+        /// `x * slope` where `x < 0` (PRelu: inputs x, slope).
+        PRelu = 19,
+        BitShiftLeft = 20, BitShiftRight = 21, BitAnd = 22, BitOr = 23, BitXor = 24,
+    }
+}
+
+/// Parameters of `Binary` and `Variadic`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BinaryParams {
+    /// A [`BinaryOp`] number.
+    pub op: u32,
+    /// Applied to the result (fused epilogue).
+    pub act: Activation,
+}
+
+/// Parameters of `Unary`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct UnaryParams {
+    /// A [`UnaryOp`] number with its `alpha`/`beta`.
+    pub act: Activation,
+}
+
+/// Parameters of `Conv` and `ConvTranspose`. Spatial arrays use the first `spatial` entries.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ConvParams {
+    pub spatial: u32,
+    pub group: u32,
+    pub kernel: [u32; 3],
+    pub stride: [u32; 3],
+    pub dilation: [u32; 3],
+    pub pad_begin: [u32; 3],
+    pub pad_end: [u32; 3],
+    /// ConvTranspose only.
+    pub output_padding: [u32; 3],
+    pub act: Activation,
+}
+
+/// Parameters of `Gemm`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct GemmParams {
+    pub trans_a: u32,
+    pub trans_b: u32,
+    pub alpha: f32,
+    pub beta: f32,
+    pub act: Activation,
+}
+
+numbered! {
+    /// Pooling flavour.
+    PoolKind { Max = 1, Average = 2, Lp = 3, }
+}
+
+/// Parameters of `Pool` and `GlobalPool`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct PoolParams {
+    /// A [`PoolKind`] number.
+    pub kind: u32,
+    pub spatial: u32,
+    pub kernel: [u32; 3],
+    pub stride: [u32; 3],
+    pub dilation: [u32; 3],
+    pub pad_begin: [u32; 3],
+    pub pad_end: [u32; 3],
+    /// Average pooling: divide by the full window including padding.
+    pub count_include_pad: u32,
+    /// Lp pooling exponent.
+    pub p: f32,
+}
+
+/// Parameters of `Lrn`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct LrnParams {
+    pub size: u32,
+    pub alpha: f32,
+    pub beta: f32,
+    pub bias: f32,
+}
+
+/// Parameters of `BatchNorm` and `InstanceNorm`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct NormParams {
+    pub epsilon: f32,
+    pub act: Activation,
+}
+
+numbered! {
+    /// Softmax flavour.
+    SoftmaxKind { Softmax = 1, LogSoftmax = 2, Hardmax = 3, }
+}
+
+/// Parameters of `Softmax`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct SoftmaxParams {
+    /// A [`SoftmaxKind`] number.
+    pub kind: u32,
+    /// Normalized (non-negative) axis.
+    pub axis: u32,
+    /// Opset < 13 semantics: the input is viewed as 2-D `[prod(d[..axis]), prod(d[axis..])]`.
+    pub coerce_2d: u32,
+}
+
+numbered! {
+    /// Reduction functions.
+    ReduceOp {
+        Sum = 1, Mean = 2, Max = 3, Min = 4, Prod = 5, L1 = 6, L2 = 7, LogSum = 8,
+        LogSumExp = 9, SumSquare = 10,
+    }
+}
+
+/// Parameters of `Reduce`. The output shape (keepdims or not) comes from the tensor table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ReduceParams {
+    /// A [`ReduceOp`] number.
+    pub op: u32,
+    /// Bit `i` set: axis `i` of the input is reduced.
+    pub axes_mask: u32,
+}
+
+/// Parameters of `ArgReduce`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ArgReduceParams {
+    /// 1 = argmax, 2 = argmin.
+    pub kind: u32,
+    pub axis: u32,
+    pub select_last_index: u32,
+}
+
+/// Parameters of `Transpose`: output axis `i` is input axis `perm[i]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct TransposeParams {
+    pub perm: [u32; MAX_RANK],
+}
+
+/// Parameters of `Slice`, already clamped by the compiler.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct SliceParams {
+    pub starts: [i64; MAX_RANK],
+    pub steps: [i64; MAX_RANK],
+}
+
+/// Parameters of `Concat`, `Split`, `Gather`: a normalized axis.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct AxisParams {
+    pub axis: u32,
+}
+
+numbered! {
+    /// Padding modes.
+    PadMode { Constant = 1, Reflect = 2, Edge = 3, Wrap = 4, }
+}
+
+/// Parameters of `Pad`. Negative pads crop.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct PadParams {
+    /// A [`PadMode`] number.
+    pub mode: u32,
+    pub reserved: u32,
+    pub begin: [i64; MAX_RANK],
+    pub end: [i64; MAX_RANK],
+    /// Constant fill, as f64 (exact for every supported dtype's common values).
+    pub value: f64,
+}
+
+numbered! {
+    /// Resize interpolation modes.
+    ResizeMode { Nearest = 1, Linear = 2, Cubic = 3, }
+}
+
+numbered! {
+    /// How output coordinates map to input coordinates.
+    CoordTransform {
+        HalfPixel = 1, PytorchHalfPixel = 2, AlignCorners = 3, Asymmetric = 4,
+        TfCropAndResize = 5, HalfPixelSymmetric = 6,
+    }
+}
+
+numbered! {
+    /// How `Nearest` rounds.
+    NearestMode { RoundPreferFloor = 1, RoundPreferCeil = 2, Floor = 3, Ceil = 4, }
+}
+
+/// Parameters of `Resize`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ResizeParams {
+    pub mode: u32,
+    pub coord: u32,
+    pub nearest: u32,
+    pub exclude_outside: u32,
+    pub cubic_coeff: f32,
+    pub extrapolation: f32,
+    /// Per-axis scale (output / input) used by the coordinate transform.
+    pub scales: [f32; MAX_RANK],
+    /// TfCropAndResize region of interest: starts then ends per axis.
+    pub roi: [f32; 2 * MAX_RANK],
+}

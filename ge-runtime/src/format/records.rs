@@ -1,0 +1,172 @@
+//! Fixed-size little-endian records of the `.om` file. Every record is `Pod`, so the reader can
+//! view tables in place (after checking length and alignment) and the writer can emit them with
+//! `bytemuck::bytes_of`. The only supported hosts are little-endian, which the reader checks.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::shape::MAX_RANK;
+
+/// File magic: `GEOM` then the major format version as text-free bytes.
+pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
+/// The format version this crate reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Alignment of the weights section and of every arena offset.
+pub const ALIGN: usize = 64;
+/// Marks an absent optional tensor in a task's input list.
+pub const NO_TENSOR: u32 = u32::MAX;
+/// Most inputs or outputs one task may have.
+pub const MAX_TASK_IO: usize = 64;
+
+/// File header: the first 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Header {
+    pub magic: [u8; 8],
+    pub version: u32,
+    pub flags: u32,
+    pub file_len: u64,
+    pub section_count: u32,
+    /// CRC-32 of the header (with this field and `body_crc` zeroed) and the section table.
+    pub header_crc: u32,
+    /// CRC-32 of every byte after the section table.
+    pub body_crc: u32,
+    pub reserved: [u32; 7],
+}
+
+/// What a section holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SectionKind {
+    Meta = 1,
+    Strings = 2,
+    Io = 3,
+    Tensors = 4,
+    Tasks = 5,
+    TaskIo = 6,
+    Params = 7,
+    Weights = 8,
+    Events = 9,
+}
+
+impl SectionKind {
+    /// All kinds, in file order.
+    pub const ALL: [SectionKind; 9] = [
+        SectionKind::Meta,
+        SectionKind::Strings,
+        SectionKind::Io,
+        SectionKind::Tensors,
+        SectionKind::Tasks,
+        SectionKind::TaskIo,
+        SectionKind::Params,
+        SectionKind::Weights,
+        SectionKind::Events,
+    ];
+
+    /// Section name for messages and `ge inspect`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SectionKind::Meta => "meta",
+            SectionKind::Strings => "strings",
+            SectionKind::Io => "io",
+            SectionKind::Tensors => "tensors",
+            SectionKind::Tasks => "tasks",
+            SectionKind::TaskIo => "task_io",
+            SectionKind::Params => "params",
+            SectionKind::Weights => "weights",
+            SectionKind::Events => "events",
+        }
+    }
+}
+
+/// One row of the section table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct SectionEntry {
+    pub kind: u32,
+    pub reserved: u32,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// A UTF-8 string in the strings section.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq, Eq)]
+pub struct StrRef {
+    pub offset: u32,
+    pub len: u32,
+}
+
+/// Model-wide facts.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Meta {
+    pub name: StrRef,
+    pub producer: StrRef,
+    /// Bytes of activation memory the plan needs (excluding alignment slack of the caller's buffer).
+    pub arena_bytes: u64,
+    pub input_count: u32,
+    pub output_count: u32,
+    pub stream_count: u32,
+    /// 0 = fp32, 1 = fp16, 2 = allow_fp32_to_fp16.
+    pub precision: u32,
+    pub opset: u32,
+    pub reserved: [u32; 5],
+}
+
+/// A model input or output.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct IoDesc {
+    pub name: StrRef,
+    pub tensor: u32,
+    /// 0 = input, 1 = output.
+    pub direction: u32,
+}
+
+/// Where a tensor's bytes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Location {
+    /// In the caller's activation arena, at `offset`.
+    Arena = 0,
+    /// In the weights section, at `offset` (used in place).
+    Weight = 1,
+    /// The caller's input buffer number `index`.
+    Input = 2,
+}
+
+/// One tensor of the compiled graph.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct TensorDesc {
+    pub dtype: u8,
+    pub rank: u8,
+    pub location: u8,
+    pub reserved: u8,
+    /// Input number when `location` is `Input`.
+    pub index: u32,
+    pub dims: [u32; MAX_RANK],
+    pub offset: u64,
+    pub bytes: u64,
+    pub name: StrRef,
+}
+
+/// One task (kernel launch) of the compiled graph.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct TaskDesc {
+    /// An [`crate::format::OpKind`] number.
+    pub op: u16,
+    pub input_count: u8,
+    pub output_count: u8,
+    pub stream: u16,
+    pub reserved: u16,
+    /// First entry in the task-I/O section: inputs, then outputs.
+    pub io_start: u32,
+    /// Byte offset and length of the op's parameter record in the params section.
+    pub params_offset: u32,
+    pub params_len: u32,
+    /// Scratch tensor for the kernel (im2col, packing), or [`NO_TENSOR`].
+    pub workspace: u32,
+    pub name: StrRef,
+}

@@ -1,0 +1,147 @@
+//! Numpy broadcasting without allocation: per-input strides aligned to the output's rank, and
+//! an odometer that walks the output in row-major order while tracking each input's offset.
+
+use ge_runtime::format::{MAX_RANK, Shape};
+
+use super::KernelError;
+
+/// Element strides of `input` as seen from an output of shape `out`: 0 on broadcast axes.
+/// Errors if `input` cannot broadcast to `out`.
+pub fn broadcast_strides(input: &Shape, out: &Shape) -> Result<[usize; MAX_RANK], KernelError> {
+    let (ir, or) = (input.rank(), out.rank());
+    if ir > or {
+        return Err(KernelError::Shape("input rank exceeds output rank in broadcast"));
+    }
+    let own = input.strides();
+    let mut s = [0usize; MAX_RANK];
+    for i in 0..ir {
+        let o = or - ir + i;
+        let d = input.dims()[i];
+        if d == out.dims()[o] {
+            s[o] = if d == 1 { 0 } else { own[i] };
+        } else if d == 1 {
+            s[o] = 0;
+        } else {
+            return Err(KernelError::Shape("shapes do not broadcast"));
+        }
+    }
+    Ok(s)
+}
+
+/// Walks an output shape in row-major order, yielding for each element the offsets of up to
+/// `N` inputs. `N` is small (1 to 3), so the state is a few arrays on the stack.
+pub struct Odometer<const N: usize> {
+    dims: [usize; MAX_RANK],
+    rank: usize,
+    strides: [[usize; MAX_RANK]; N],
+    index: [usize; MAX_RANK],
+    offsets: [usize; N],
+}
+
+impl<const N: usize> Odometer<N> {
+    /// Starts at element 0 of `out` with per-input `strides` (from [`broadcast_strides`]).
+    pub fn new(out: &Shape, strides: [[usize; MAX_RANK]; N]) -> Self {
+        let mut dims = [1usize; MAX_RANK];
+        dims[..out.rank()].copy_from_slice(out.dims());
+        Odometer { dims, rank: out.rank(), strides, index: [0; MAX_RANK], offsets: [0; N] }
+    }
+
+    /// Length of the innermost axis (1 for scalars).
+    pub fn inner_len(&self) -> usize {
+        if self.rank == 0 { 1 } else { self.dims[self.rank - 1] }
+    }
+
+    /// Innermost-axis stride of input `k` (0 when broadcast along it).
+    pub fn inner_stride(&self, k: usize) -> usize {
+        if self.rank == 0 { 0 } else { self.strides[k][self.rank - 1] }
+    }
+
+    /// Current offsets of the inputs at the start of the current inner row.
+    pub fn offsets(&self) -> [usize; N] {
+        self.offsets
+    }
+
+    /// Advances to the start of the next inner row; false when the walk is done.
+    pub fn next_row(&mut self) -> bool {
+        if self.rank <= 1 {
+            return false;
+        }
+        let mut axis = self.rank - 1;
+        while axis > 0 {
+            axis -= 1;
+            self.index[axis] += 1;
+            for k in 0..N {
+                self.offsets[k] += self.strides[k][axis];
+            }
+            if self.index[axis] < self.dims[axis] {
+                return true;
+            }
+            for k in 0..N {
+                self.offsets[k] -= self.strides[k][axis] * self.dims[axis];
+            }
+            self.index[axis] = 0;
+        }
+        false
+    }
+}
+
+/// Calls `row(out_start, offsets, inner_strides, len)` for each inner row of `out`, where
+/// `offsets[k]` is input `k`'s element offset at the row start. Empty outputs call nothing.
+pub fn for_each_row<const N: usize>(
+    out: &Shape,
+    inputs: [&Shape; N],
+    mut row: impl FnMut(usize, [usize; N], [usize; N], usize),
+) -> Result<(), KernelError> {
+    let mut strides = [[0usize; MAX_RANK]; N];
+    for k in 0..N {
+        strides[k] = broadcast_strides(inputs[k], out)?;
+    }
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let mut od = Odometer::new(out, strides);
+    let len = od.inner_len();
+    let mut inner = [0usize; N];
+    for (k, s) in inner.iter_mut().enumerate() {
+        *s = od.inner_stride(k);
+    }
+    let mut start = 0usize;
+    loop {
+        row(start, od.offsets(), inner, len);
+        start += len;
+        if !od.next_row() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasts_row_and_column() {
+        let out = Shape::new(&[2, 3]).unwrap();
+        let a = Shape::new(&[2, 1]).unwrap();
+        let b = Shape::new(&[3]).unwrap();
+        let mut seen = [[0usize; 2]; 6];
+        let mut n = 0;
+        for_each_row(&out, [&a, &b], |start, offs, inner, len| {
+            for i in 0..len {
+                seen[start + i] = [offs[0] + i * inner[0], offs[1] + i * inner[1]];
+                n += 1;
+            }
+        })
+        .unwrap();
+        assert_eq!(n, 6);
+        assert_eq!(seen, [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]);
+    }
+
+    #[test]
+    fn rejects_incompatible() {
+        let out = Shape::new(&[2, 3]).unwrap();
+        let a = Shape::new(&[2]).unwrap();
+        assert!(broadcast_strides(&a, &out).is_err());
+    }
+}
