@@ -2,9 +2,25 @@
 //! kind to its kernel after decoding the parameter record. Kernels never allocate: scratch
 //! space comes from the planned workspace tensor (size from [`workspace_bytes`]).
 
+pub mod binary;
 pub mod broadcast;
+pub mod cast;
+pub mod concat;
+pub mod conv;
+pub mod copy;
+pub mod gather;
+pub mod gemm;
+pub mod norm;
+pub mod pad;
+pub mod pool;
+pub mod reduce;
+pub mod resize;
+pub mod slice;
+pub mod softmax;
+pub mod transpose;
+pub mod unary;
 
-use ge_runtime::format::{OpKind, TensorMut, TensorRef, ViewError};
+use ge_runtime::format::{ConvParams, OpKind, Shape, TensorMut, TensorRef, ViewError};
 
 /// Work a kernel did, for the cost model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,14 +94,50 @@ pub fn execute(
     params: &[u8],
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
-    workspace: &mut [u8],
+    ws: &mut [u8],
 ) -> KernelResult {
-    let _ = (kind, params, ins, outs, workspace);
-    Err(KernelError::BadParams("kernel not wired yet"))
+    let p = params;
+    match kind {
+        OpKind::Unary => unary::run_unary(&read_params(p)?, ins, outs),
+        OpKind::Binary => binary::run_binary(&read_params(p)?, ins, outs),
+        OpKind::Variadic => binary::run_variadic(&read_params(p)?, ins, outs),
+        OpKind::Where => binary::run_where(ins, outs),
+        OpKind::Conv => conv::run_conv(&read_params(p)?, ins, outs, ws),
+        OpKind::ConvTranspose => conv::run_conv_transpose(&read_params(p)?, ins, outs, ws),
+        OpKind::Gemm => gemm::run_gemm(&read_params(p)?, ins, outs, ws),
+        OpKind::MatMul => gemm::run_matmul(ins, outs, ws),
+        OpKind::Pool => pool::run_pool(&read_params(p)?, ins, outs),
+        OpKind::GlobalPool => pool::run_global_pool(&read_params(p)?, ins, outs),
+        OpKind::Lrn => norm::run_lrn(&read_params(p)?, ins, outs),
+        OpKind::BatchNorm => norm::run_batch_norm(&read_params(p)?, ins, outs),
+        OpKind::InstanceNorm => norm::run_instance_norm(&read_params(p)?, ins, outs),
+        OpKind::Softmax => softmax::run_softmax(&read_params(p)?, ins, outs),
+        OpKind::Reduce => reduce::run_reduce(&read_params(p)?, ins, outs),
+        OpKind::ArgReduce => reduce::run_arg_reduce(&read_params(p)?, ins, outs),
+        OpKind::Transpose => transpose::run_transpose(&read_params(p)?, ins, outs),
+        OpKind::Slice => slice::run_slice(&read_params(p)?, ins, outs),
+        OpKind::Concat => concat::run_concat(&read_params(p)?, ins, outs),
+        OpKind::Split => concat::run_split(&read_params(p)?, ins, outs),
+        OpKind::Gather => gather::run_gather(&read_params(p)?, ins, outs),
+        OpKind::Pad => pad::run_pad(&read_params(p)?, ins, outs),
+        OpKind::Copy => copy::run_copy(ins, outs),
+        OpKind::Expand => copy::run_expand(ins, outs),
+        OpKind::Tile => copy::run_tile(ins, outs),
+        OpKind::Resize => resize::run_resize(&read_params(p)?, ins, outs),
+        OpKind::Cast => cast::run_cast(ins, outs),
+    }
 }
 
 /// Scratch bytes a task needs, decided at compile time from its kind, params and shapes.
-pub fn workspace_bytes(kind: OpKind, params: &[u8], in_shapes: &[Option<ge_runtime::format::Shape>], out_shapes: &[ge_runtime::format::Shape]) -> usize {
-    let _ = (kind, params, in_shapes, out_shapes);
-    0
+/// Kinds that need none return 0; a malformed record also returns 0 (execution then fails
+/// with a parameter error instead).
+pub fn workspace_bytes(kind: OpKind, params: &[u8], in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
+    match kind {
+        OpKind::Conv | OpKind::ConvTranspose => match read_params::<ConvParams>(params) {
+            Ok(p) => conv::conv_workspace_bytes(&p, kind == OpKind::ConvTranspose, in_shapes, out_shapes),
+            Err(_) => 0,
+        },
+        OpKind::Gemm | OpKind::MatMul => gemm::gemm_workspace_bytes(in_shapes, out_shapes),
+        _ => 0,
+    }
 }
