@@ -1,1 +1,23 @@
-//! ge-build
+//! ge-build: the ge compiler as a library.
+//!
+//! ```text
+//! .onnx ─ onnx (prost) ─► ir::Graph ─ passes ─► plan (order, arena) ─► om (.om blob) ─► codegen
+//! ```
+//! [`compile_file`] runs the whole pipeline; the CLI, the `ge_model!` macro and the build.rs
+//! helper are thin layers over it.
+
+pub mod check;
+mod compile;
+pub mod error;
+pub mod ir;
+pub mod om;
+pub mod onnx;
+mod options;
+pub mod plan;
+pub mod report;
+pub mod run;
+
+pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
+pub use error::{CompileError, Result};
+pub use options::{CompileOptions, OptLevel, Precision, parse_input_shape};
+pub use report::Report;

@@ -1,7 +1,26 @@
-//! ge-runtime: the `.om` format and a runtime that executes it without touching the heap.
+//! ge-runtime: the `.om` offline-model format and a runtime that executes it without the heap.
+//!
+//! ```text
+//! Model::from_bytes(blob)          validate once (checksums, every offset/length/id)
+//! Session::new(&model, arena, dev) bind a caller-given arena (no allocation)
+//! session.run(inputs, outputs)     execute the task list on the device
+//! ```
 #![no_std]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+mod error;
 pub mod format;
+mod memory;
+mod model;
+mod session;
+#[cfg(feature = "std")]
+mod owned;
+
+pub use error::{Error, KernelError};
+pub use memory::Memory;
+pub use model::{IoInfo, MAX_SECTIONS, Model, header_checksum, header_len, tensor_dtype, tensor_shape};
+#[cfg(feature = "std")]
+pub use owned::AlignedBlob;
+pub use session::{Device, Session};

@@ -1,7 +1,20 @@
-//! ge-sim: the simulated NPU.
+//! ge-sim: a simulated Da Vinci-like NPU.
+//!
+//! The device runs a validated `.om` model's task list in order. Each task's kernel computes
+//! real results on the host ([`kernels`]); the analytic [`cost`] model turns the work the
+//! kernel reports and the bytes it moves into device cycles; the [`device`] keeps the
+//! timeline (launch overheads in host-dispatched mode, one launch in sink mode).
+//!
+//! Profiles ([`device::Profile`]) are sized from public figures for this class of part:
+//! a cube does 16×16×16 fp16 MACs per cycle, fp32 is charged at a quarter of that; edge parts
+//! have 1–2 cores and ~25 GB/s LPDDR, data-centre parts 20–32 cores and ~1.2 TB/s HBM.
 #![no_std]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod cost;
+pub mod device;
 pub mod kernels;
+
+pub use device::{LaunchMode, NoObserver, Observer, Profile, RunReport, SimDevice, TaskRecord};

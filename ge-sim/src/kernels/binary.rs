@@ -1,23 +1,999 @@
 //! Broadcast binary ops, variadic Sum/Max/Min/Mean, and Where.
 
-use ge_runtime::format::{BinaryParams, TensorMut, TensorRef};
+use ge_runtime::format::{BinaryOp, BinaryParams, DType, Shape, TensorMut, TensorRef, ViewError};
 
-use super::{KernelError, KernelResult};
+use super::broadcast::{broadcast_strides, for_each_row};
+use super::cast::Scalar;
+use super::unary::{Real, activation_cost, apply_activation, apply_unary_in_place};
+use super::{KernelError, KernelResult, Work, input, output};
 
-/// TODO(helper): implement.
-pub fn run_binary(p: &BinaryParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let _ = (p, ins, outs);
-    Err(KernelError::BadParams("not implemented yet"))
+fn numel(s: &Shape) -> Result<usize, KernelError> {
+    s.checked_numel()
+        .ok_or(KernelError::Shape("element count overflows"))
 }
 
-/// TODO(helper): implement.
-pub fn run_variadic(p: &BinaryParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let _ = (p, ins, outs);
-    Err(KernelError::BadParams("not implemented yet"))
+fn dtype_mismatch(expected: DType, found: DType) -> KernelError {
+    KernelError::DType(ViewError { expected, found })
 }
 
-/// TODO(helper): implement.
+const OFFSET_ERR: KernelError = KernelError::Shape("broadcast offset out of range");
+
+/// `out[i] = f(a[..], b[..])` with numpy broadcasting of `a` and `b` to `so`.
+/// Fast paths for equal shapes and scalar operands; otherwise one inner row at a time.
+pub fn broadcast2<A: Copy, B: Copy, O>(
+    out: &mut [O],
+    so: &Shape,
+    a: &[A],
+    sa: &Shape,
+    b: &[B],
+    sb: &Shape,
+    f: impl Fn(A, B) -> O,
+) -> Result<(), KernelError> {
+    broadcast_strides(sa, so)?;
+    broadcast_strides(sb, so)?;
+    if a.len() != numel(sa)? || b.len() != numel(sb)? || out.len() != numel(so)? {
+        return Err(KernelError::Shape("tensor data does not match its shape"));
+    }
+    let a_full = sa.dims() == so.dims();
+    let b_full = sb.dims() == so.dims();
+    match (a_full, b_full, a, b) {
+        (true, true, _, _) => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f(x, y);
+            }
+            return Ok(());
+        }
+        (true, false, _, &[y]) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = f(x, y);
+            }
+            return Ok(());
+        }
+        (false, true, &[x], _) => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = f(x, y);
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    let mut bad = false;
+    for_each_row(so, [sa, sb], |start, [oa, ob], [ia, ib], len| {
+        let Some(o) = out.get_mut(start..start + len) else {
+            bad = true;
+            return;
+        };
+        match (ia, ib) {
+            (1, 1) => match (a.get(oa..oa + len), b.get(ob..ob + len)) {
+                (Some(xa), Some(xb)) => {
+                    for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            (0, 1) => match (a.get(oa), b.get(ob..ob + len)) {
+                (Some(&x), Some(xb)) => {
+                    for (o, &y) in o.iter_mut().zip(xb) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            (1, 0) => match (a.get(oa..oa + len), b.get(ob)) {
+                (Some(xa), Some(&y)) => {
+                    for (o, &x) in o.iter_mut().zip(xa) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            (0, 0) => match (a.get(oa), b.get(ob)) {
+                (Some(&x), Some(&y)) => {
+                    for o in o.iter_mut() {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            _ => bad = true,
+        }
+    })?;
+    if bad { Err(OFFSET_ERR) } else { Ok(()) }
+}
+
+/// `out[i] = f(out[i], x[..])` with `x` broadcast to `out`'s shape `so`.
+pub fn accumulate<T: Copy>(
+    out: &mut [T],
+    so: &Shape,
+    x: &[T],
+    sx: &Shape,
+    f: impl Fn(T, T) -> T,
+) -> Result<(), KernelError> {
+    broadcast_strides(sx, so)?;
+    if x.len() != numel(sx)? || out.len() != numel(so)? {
+        return Err(KernelError::Shape("tensor data does not match its shape"));
+    }
+    if sx.dims() == so.dims() {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = f(*o, v);
+        }
+        return Ok(());
+    }
+    if let &[v] = x {
+        for o in out.iter_mut() {
+            *o = f(*o, v);
+        }
+        return Ok(());
+    }
+    let mut bad = false;
+    for_each_row(so, [sx], |start, [ox], [ix], len| {
+        let Some(o) = out.get_mut(start..start + len) else {
+            bad = true;
+            return;
+        };
+        if ix == 1 {
+            match x.get(ox..ox + len) {
+                Some(xs) => {
+                    for (o, &v) in o.iter_mut().zip(xs) {
+                        *o = f(*o, v);
+                    }
+                }
+                None => bad = true,
+            }
+        } else {
+            match x.get(ox) {
+                Some(&v) => {
+                    for o in o.iter_mut() {
+                        *o = f(*o, v);
+                    }
+                }
+                None => bad = true,
+            }
+        }
+    })?;
+    if bad { Err(OFFSET_ERR) } else { Ok(()) }
+}
+
+/// Arithmetic with ONNX semantics per element type.
+trait Arith: Scalar {
+    fn plus(self, b: Self) -> Self;
+    fn minus(self, b: Self) -> Self;
+    fn times(self, b: Self) -> Self;
+    /// Division; integers truncate toward zero (and give 0 for a zero divisor).
+    fn over(self, b: Self) -> Self;
+    fn power(self, e: Self) -> Self;
+    /// Max / min propagating NaN.
+    fn maxp(self, b: Self) -> Self;
+    fn minp(self, b: Self) -> Self;
+    /// Remainder with the divisor's sign (Python `%`).
+    fn modp(self, b: Self) -> Self;
+    /// Remainder with the dividend's sign (C `fmod`).
+    fn fmodc(self, b: Self) -> Self;
+    fn is_neg(self) -> bool;
+    fn from_count(n: usize) -> Self;
+}
+
+macro_rules! arith_float {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline]
+            fn plus(self, b: Self) -> Self { self + b }
+            #[inline]
+            fn minus(self, b: Self) -> Self { self - b }
+            #[inline]
+            fn times(self, b: Self) -> Self { self * b }
+            #[inline]
+            fn over(self, b: Self) -> Self { self / b }
+            #[inline]
+            fn power(self, e: Self) -> Self { Real::powf(self, e) }
+            #[inline]
+            fn maxp(self, b: Self) -> Self { if self >= b || <$t>::is_nan(self) { self } else { b } }
+            #[inline]
+            fn minp(self, b: Self) -> Self { if self <= b || <$t>::is_nan(self) { self } else { b } }
+            #[inline]
+            fn modp(self, b: Self) -> Self {
+                let r = Real::fmod(self, b);
+                if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r }
+            }
+            #[inline]
+            fn fmodc(self, b: Self) -> Self { Real::fmod(self, b) }
+            #[inline]
+            fn is_neg(self) -> bool { self < 0.0 }
+            #[inline]
+            fn from_count(n: usize) -> Self { n as $t }
+        }
+    )*};
+}
+arith_float!(f32, f64);
+
+macro_rules! arith_int {
+    ($neg:ident: $($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline]
+            fn plus(self, b: Self) -> Self { self.wrapping_add(b) }
+            #[inline]
+            fn minus(self, b: Self) -> Self { self.wrapping_sub(b) }
+            #[inline]
+            fn times(self, b: Self) -> Self { self.wrapping_mul(b) }
+            #[inline]
+            fn over(self, b: Self) -> Self { if b == 0 { 0 } else { self.wrapping_div(b) } }
+            #[inline]
+            fn power(self, e: Self) -> Self { ipow(self, e as i128) }
+            #[inline]
+            fn maxp(self, b: Self) -> Self { if self >= b { self } else { b } }
+            #[inline]
+            fn minp(self, b: Self) -> Self { if self <= b { self } else { b } }
+            #[inline]
+            fn modp(self, b: Self) -> Self {
+                if b == 0 {
+                    return 0;
+                }
+                let r = self.wrapping_rem(b);
+                if r != 0 && (r.is_neg() != b.is_neg()) { r.wrapping_add(b) } else { r }
+            }
+            #[inline]
+            fn fmodc(self, b: Self) -> Self { if b == 0 { 0 } else { self.wrapping_rem(b) } }
+            #[inline]
+            fn is_neg(self) -> bool { $neg!(self) }
+            #[inline]
+            fn from_count(n: usize) -> Self { n as $t }
+        }
+    )*};
+}
+macro_rules! signed_neg {
+    ($v:expr) => {
+        $v < 0
+    };
+}
+macro_rules! unsigned_neg {
+    ($v:expr) => {{
+        let _ = $v;
+        false
+    }};
+}
+arith_int!(signed_neg: i8, i16, i32, i64);
+arith_int!(unsigned_neg: u8, u16, u32, u64);
+
+/// Integer power by squaring (wrapping); negative exponents give `1 / base` truncated.
+fn ipow<T: Arith>(base: T, e: i128) -> T {
+    if e < 0 {
+        return match base.to_i128() {
+            1 => T::from_i128(1),
+            -1 => T::from_i128(if e & 1 == 1 { -1 } else { 1 }),
+            _ => T::from_i128(0),
+        };
+    }
+    let (mut r, mut b, mut e) = (T::from_i128(1), base, e);
+    while e > 0 {
+        if e & 1 == 1 {
+            r = r.times(b);
+        }
+        e >>= 1;
+        if e > 0 {
+            b = b.times(b);
+        }
+    }
+    r
+}
+
+struct Operands<'s, 'a, 'o> {
+    a: &'s TensorRef<'a>,
+    b: &'s TensorRef<'a>,
+    y: &'s mut TensorMut<'o>,
+}
+
+fn arith_t<T: Arith>(op: BinaryOp, t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    use BinaryOp::*;
+    let (sa, sb, so) = (t.a.shape, t.b.shape, t.y.shape);
+    let (xa, xb) = (t.a.as_slice::<T>()?, t.b.as_slice::<T>()?);
+    let out = t.y.as_slice_mut::<T>()?;
+    macro_rules! go {
+        ($f:expr) => {
+            broadcast2(out, &so, xa, &sa, xb, &sb, $f)
+        };
+    }
+    match op {
+        Add => go!(T::plus),
+        Sub => go!(T::minus),
+        Mul => go!(T::times),
+        Div => go!(T::over),
+        Pow => go!(T::power),
+        Max => go!(T::maxp),
+        Min => go!(T::minp),
+        Mean => {
+            let two = T::from_count(2);
+            go!(move |x: T, y: T| x.plus(y).over(two))
+        }
+        Mod => go!(T::modp),
+        Fmod => go!(T::fmodc),
+        PRelu => go!(|x: T, s: T| if x.is_neg() { x.times(s) } else { x }),
+        _ => Err(KernelError::BadParams("not an arithmetic binary op")),
+    }
+}
+
+macro_rules! numeric_dispatch {
+    ($dt:expr, $f:ident, $($arg:expr),*) => {
+        match $dt {
+            DType::F32 => $f::<f32>($($arg),*),
+            DType::F64 => $f::<f64>($($arg),*),
+            DType::I8 => $f::<i8>($($arg),*),
+            DType::I16 => $f::<i16>($($arg),*),
+            DType::I32 => $f::<i32>($($arg),*),
+            DType::I64 => $f::<i64>($($arg),*),
+            DType::U8 => $f::<u8>($($arg),*),
+            DType::U16 => $f::<u16>($($arg),*),
+            DType::U32 => $f::<u32>($($arg),*),
+            DType::U64 => $f::<u64>($($arg),*),
+            _ => Err(KernelError::UnsupportedDType("binary op on this element type")),
+        }
+    };
+}
+
+fn cmp_t<T: Copy + PartialOrd>(
+    op: BinaryOp,
+    out: &mut [u8],
+    so: &Shape,
+    xa: &[T],
+    sa: &Shape,
+    xb: &[T],
+    sb: &Shape,
+) -> Result<(), KernelError> {
+    use BinaryOp::*;
+    match op {
+        Equal => broadcast2(out, so, xa, sa, xb, sb, |x, y| (x == y) as u8),
+        Less => broadcast2(out, so, xa, sa, xb, sb, |x, y| (x < y) as u8),
+        Greater => broadcast2(out, so, xa, sa, xb, sb, |x, y| (x > y) as u8),
+        LessOrEqual => broadcast2(out, so, xa, sa, xb, sb, |x, y| (x <= y) as u8),
+        GreaterOrEqual => broadcast2(out, so, xa, sa, xb, sb, |x, y| (x >= y) as u8),
+        _ => Err(KernelError::BadParams("not a comparison op")),
+    }
+}
+
+fn cmp_typed<T: Scalar>(op: BinaryOp, t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    let (xa, xb) = (t.a.as_slice::<T>()?, t.b.as_slice::<T>()?);
+    let so = t.y.shape;
+    cmp_t(op, t.y.as_bool_mut()?, &so, xa, &t.a.shape, xb, &t.b.shape)
+}
+
+fn compare(op: BinaryOp, t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    if t.a.dtype != t.b.dtype {
+        return Err(dtype_mismatch(t.a.dtype, t.b.dtype));
+    }
+    if t.a.dtype == DType::Bool {
+        let (xa, xb) = (t.a.as_bool()?, t.b.as_bool()?);
+        let so = t.y.shape;
+        return cmp_t(op, t.y.as_bool_mut()?, &so, xa, &t.a.shape, xb, &t.b.shape);
+    }
+    numeric_dispatch!(t.a.dtype, cmp_typed, op, t)
+}
+
+/// Bit operations on integers (shift amounts outside `0..bits` shift everything out).
+trait Bits: Scalar {
+    fn band(self, b: Self) -> Self;
+    fn bor(self, b: Self) -> Self;
+    fn bxor(self, b: Self) -> Self;
+    fn shl(self, s: Self) -> Self;
+    fn shr(self, s: Self) -> Self;
+}
+
+macro_rules! bits_impl {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline]
+            fn band(self, b: Self) -> Self { self & b }
+            #[inline]
+            fn bor(self, b: Self) -> Self { self | b }
+            #[inline]
+            fn bxor(self, b: Self) -> Self { self ^ b }
+            #[inline]
+            fn shl(self, s: Self) -> Self {
+                let s = s as i128;
+                if (0..Self::BITS as i128).contains(&s) { self << (s as u32) } else { 0 }
+            }
+            #[inline]
+            fn shr(self, s: Self) -> Self {
+                let s = s as i128;
+                if (0..Self::BITS as i128).contains(&s) {
+                    self >> (s as u32)
+                } else {
+                    // Arithmetic shift by bits-1 yields the sign fill (0 for unsigned).
+                    self >> (Self::BITS - 1) >> 1
+                }
+            }
+        }
+    )*};
+}
+bits_impl!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+fn bits_t<T: Bits>(op: BinaryOp, t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    use BinaryOp::*;
+    let (sa, sb, so) = (t.a.shape, t.b.shape, t.y.shape);
+    let (xa, xb) = (t.a.as_slice::<T>()?, t.b.as_slice::<T>()?);
+    let out = t.y.as_slice_mut::<T>()?;
+    match op {
+        BitAnd => broadcast2(out, &so, xa, &sa, xb, &sb, T::band),
+        BitOr => broadcast2(out, &so, xa, &sa, xb, &sb, T::bor),
+        BitXor => broadcast2(out, &so, xa, &sa, xb, &sb, T::bxor),
+        BitShiftLeft => broadcast2(out, &so, xa, &sa, xb, &sb, T::shl),
+        BitShiftRight => broadcast2(out, &so, xa, &sa, xb, &sb, T::shr),
+        _ => Err(KernelError::BadParams("not a bitwise op")),
+    }
+}
+
+fn bool_op(op: BinaryOp, t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    use BinaryOp::*;
+    let (sa, sb, so) = (t.a.shape, t.b.shape, t.y.shape);
+    let (xa, xb) = (t.a.as_bool()?, t.b.as_bool()?);
+    let out = t.y.as_bool_mut()?;
+    match op {
+        And | BitAnd => broadcast2(out, &so, xa, &sa, xb, &sb, |x, y| {
+            ((x != 0) & (y != 0)) as u8
+        }),
+        Or | BitOr => broadcast2(out, &so, xa, &sa, xb, &sb, |x, y| {
+            ((x != 0) | (y != 0)) as u8
+        }),
+        Xor | BitXor => broadcast2(out, &so, xa, &sa, xb, &sb, |x, y| {
+            ((x != 0) ^ (y != 0)) as u8
+        }),
+        _ => Err(KernelError::UnsupportedDType(
+            "this op is not defined on bool",
+        )),
+    }
+}
+
+fn bitwise(op: BinaryOp, t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    if t.a.dtype != t.b.dtype || t.a.dtype != t.y.dtype {
+        return Err(dtype_mismatch(t.a.dtype, t.b.dtype));
+    }
+    match t.a.dtype {
+        DType::Bool => bool_op(op, t),
+        DType::I8 => bits_t::<i8>(op, t),
+        DType::I16 => bits_t::<i16>(op, t),
+        DType::I32 => bits_t::<i32>(op, t),
+        DType::I64 => bits_t::<i64>(op, t),
+        DType::U8 => bits_t::<u8>(op, t),
+        DType::U16 => bits_t::<u16>(op, t),
+        DType::U32 => bits_t::<u32>(op, t),
+        DType::U64 => bits_t::<u64>(op, t),
+        _ => Err(KernelError::UnsupportedDType("bitwise ops need integers")),
+    }
+}
+
+/// Pow with an exponent type that differs from the base's: through f64 when either side is
+/// a float (as numpy promotes), by squaring when both are integers.
+fn pow_te<T: Arith, E: Scalar>(t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    let (sa, sb, so) = (t.a.shape, t.b.shape, t.y.shape);
+    let (xa, xb) = (t.a.as_slice::<T>()?, t.b.as_slice::<E>()?);
+    let out = t.y.as_slice_mut::<T>()?;
+    if T::IS_FLOAT || E::IS_FLOAT {
+        broadcast2(out, &so, xa, &sa, xb, &sb, |x: T, e: E| {
+            T::from_f64(libm::pow(x.to_f64(), e.to_f64()))
+        })
+    } else {
+        broadcast2(out, &so, xa, &sa, xb, &sb, |x: T, e: E| {
+            ipow(x, e.to_i128())
+        })
+    }
+}
+
+fn pow_base<T: Arith>(t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    match t.b.dtype {
+        DType::F32 => pow_te::<T, f32>(t),
+        DType::F64 => pow_te::<T, f64>(t),
+        DType::I8 => pow_te::<T, i8>(t),
+        DType::I16 => pow_te::<T, i16>(t),
+        DType::I32 => pow_te::<T, i32>(t),
+        DType::I64 => pow_te::<T, i64>(t),
+        DType::U8 => pow_te::<T, u8>(t),
+        DType::U16 => pow_te::<T, u16>(t),
+        DType::U32 => pow_te::<T, u32>(t),
+        DType::U64 => pow_te::<T, u64>(t),
+        _ => Err(KernelError::UnsupportedDType("Pow exponent type")),
+    }
+}
+
+fn pow_mixed(t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
+    if t.a.dtype != t.y.dtype {
+        return Err(dtype_mismatch(t.a.dtype, t.y.dtype));
+    }
+    match t.a.dtype {
+        DType::F32 => pow_base::<f32>(t),
+        DType::F64 => pow_base::<f64>(t),
+        DType::I32 => pow_base::<i32>(t),
+        DType::I64 => pow_base::<i64>(t),
+        _ => Err(KernelError::UnsupportedDType("Pow base type")),
+    }
+}
+
+/// Applies a fused activation to a float result.
+fn epilogue(
+    act: &ge_runtime::format::Activation,
+    y: &mut TensorMut<'_>,
+) -> Result<u64, KernelError> {
+    if act.op == 0 {
+        return Ok(0);
+    }
+    match y.dtype {
+        DType::F32 => apply_activation(act, y.as_slice_mut::<f32>()?)?,
+        DType::F64 => {
+            let op = ge_runtime::format::UnaryOp::from_u32(act.op)
+                .ok_or(KernelError::BadParams("unknown activation op"))?;
+            apply_unary_in_place(op, act.alpha, act.beta, y.as_slice_mut::<f64>()?);
+        }
+        _ => {
+            return Err(KernelError::UnsupportedDType(
+                "fused activation on a non-float result",
+            ));
+        }
+    }
+    Ok(activation_cost(act))
+}
+
+/// Broadcast binary op. Arithmetic (Add Sub Mul Div Pow Max Min Mean Mod Fmod PRelu) on
+/// f32, f64 and the eight integer types (Pow also with a different exponent type for f32,
+/// f64, i32, i64 bases); comparisons on those and bool (output bool); And/Or/Xor on bool;
+/// bit ops on integers (BitAnd/Or/Xor also on bool). The fused activation applies to float
+/// results.
+pub fn run_binary(
+    p: &BinaryParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    use BinaryOp::*;
+    let op = BinaryOp::from_u32(p.op).ok_or(KernelError::BadParams("unknown binary op"))?;
+    let a = input(ins, 0, "binary input A")?;
+    let b = input(ins, 1, "binary input B")?;
+    let y = output(outs, 0, "binary output")?;
+    let n = numel(&y.shape)? as u64;
+    let t = Operands { a, b, y: &mut *y };
+    let cost = match op {
+        Equal | Less | Greater | LessOrEqual | GreaterOrEqual => {
+            compare(op, t)?;
+            1
+        }
+        And | Or | Xor => {
+            if a.dtype != DType::Bool || b.dtype != DType::Bool {
+                return Err(dtype_mismatch(
+                    DType::Bool,
+                    if a.dtype == DType::Bool {
+                        b.dtype
+                    } else {
+                        a.dtype
+                    },
+                ));
+            }
+            bool_op(op, t)?;
+            1
+        }
+        BitShiftLeft | BitShiftRight | BitAnd | BitOr | BitXor => {
+            bitwise(op, t)?;
+            1
+        }
+        Pow if a.dtype != b.dtype => {
+            pow_mixed(t)?;
+            4
+        }
+        _ => {
+            if a.dtype != b.dtype || a.dtype != t.y.dtype {
+                return Err(dtype_mismatch(
+                    a.dtype,
+                    if a.dtype == b.dtype {
+                        t.y.dtype
+                    } else {
+                        b.dtype
+                    },
+                ));
+            }
+            numeric_dispatch!(a.dtype, arith_t, op, t)?;
+            match op {
+                Pow => 4,
+                Div | Mod | Fmod => 2,
+                _ => 1,
+            }
+        }
+    };
+    let act = epilogue(&p.act, y)?;
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n * (cost + act),
+    })
+}
+
+fn variadic_t<T: Arith>(
+    op: BinaryOp,
+    ins: &[Option<TensorRef<'_>>],
+    y: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    use BinaryOp::*;
+    let so = y.shape;
+    let out = y.as_slice_mut::<T>()?;
+    for (k, t) in ins.iter().enumerate() {
+        let t = t
+            .as_ref()
+            .ok_or(KernelError::MissingTensor("variadic input"))?;
+        let x = t.as_slice::<T>()?;
+        if k == 0 {
+            accumulate(out, &so, x, &t.shape, |_, v| v)?;
+            continue;
+        }
+        match op {
+            Add | Mean => accumulate(out, &so, x, &t.shape, T::plus)?,
+            Max => accumulate(out, &so, x, &t.shape, T::maxp)?,
+            Min => accumulate(out, &so, x, &t.shape, T::minp)?,
+            _ => {
+                return Err(KernelError::BadParams(
+                    "variadic op must be Add (Sum), Max, Min or Mean",
+                ));
+            }
+        }
+    }
+    if op == Mean {
+        let c = T::from_count(ins.len());
+        for v in out.iter_mut() {
+            *v = v.over(c);
+        }
+    }
+    Ok(())
+}
+
+/// Sum (`Add`) / Max / Min / Mean over N ≥ 1 broadcast inputs, for f32, f64 and integers.
+pub fn run_variadic(
+    p: &BinaryParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    use BinaryOp::*;
+    let op = BinaryOp::from_u32(p.op).ok_or(KernelError::BadParams("unknown binary op"))?;
+    if !matches!(op, Add | Max | Min | Mean) {
+        return Err(KernelError::BadParams(
+            "variadic op must be Add (Sum), Max, Min or Mean",
+        ));
+    }
+    if ins.is_empty() {
+        return Err(KernelError::MissingTensor("variadic input"));
+    }
+    let y = output(outs, 0, "variadic output")?;
+    for t in ins {
+        let t = t
+            .as_ref()
+            .ok_or(KernelError::MissingTensor("variadic input"))?;
+        if t.dtype != y.dtype {
+            return Err(dtype_mismatch(y.dtype, t.dtype));
+        }
+    }
+    let n = numel(&y.shape)? as u64;
+    numeric_dispatch!(y.dtype, variadic_t, op, ins, &mut *y)?;
+    let act = epilogue(&p.act, y)?;
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n * (ins.len() as u64 + act),
+    })
+}
+
+fn raw<'a, T: bytemuck::Pod>(t: &TensorRef<'a>) -> Result<&'a [T], KernelError> {
+    bytemuck::try_cast_slice(t.data).map_err(|_| dtype_mismatch(t.dtype, t.dtype))
+}
+
+fn where_t<T: bytemuck::Pod>(
+    c: &TensorRef<'_>,
+    x: &TensorRef<'_>,
+    yv: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let cs = c.as_bool()?;
+    let (xs, ys) = (raw::<T>(x)?, raw::<T>(yv)?);
+    let so = out.shape;
+    let dt = out.dtype;
+    let os: &mut [T] =
+        bytemuck::try_cast_slice_mut(&mut *out.data).map_err(|_| dtype_mismatch(dt, dt))?;
+    let (sc, sx, sy) = (&c.shape, &x.shape, &yv.shape);
+    for s in [sc, sx, sy] {
+        broadcast_strides(s, &so)?;
+    }
+    if cs.len() != numel(sc)?
+        || xs.len() != numel(sx)?
+        || ys.len() != numel(sy)?
+        || os.len() != numel(&so)?
+    {
+        return Err(KernelError::Shape("tensor data does not match its shape"));
+    }
+    if sc.dims() == so.dims() && sx.dims() == so.dims() && sy.dims() == so.dims() {
+        for (((o, &c), &a), &b) in os.iter_mut().zip(cs).zip(xs).zip(ys) {
+            *o = if c != 0 { a } else { b };
+        }
+        return Ok(());
+    }
+    let mut bad = false;
+    for_each_row(
+        &so,
+        [sc, sx, sy],
+        |start, [oc, ox, oy], [ic, ix, iy], len| {
+            let Some(o) = os.get_mut(start..start + len) else {
+                bad = true;
+                return;
+            };
+            for (j, o) in o.iter_mut().enumerate() {
+                match (
+                    cs.get(oc + j * ic),
+                    xs.get(ox + j * ix),
+                    ys.get(oy + j * iy),
+                ) {
+                    (Some(&c), Some(&a), Some(&b)) => *o = if c != 0 { a } else { b },
+                    _ => {
+                        bad = true;
+                        return;
+                    }
+                }
+            }
+        },
+    )?;
+    if bad { Err(OFFSET_ERR) } else { Ok(()) }
+}
+
+/// `cond ? x : y` with broadcasting, for any element type (selected by element size).
 pub fn run_where(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let _ = (ins, outs);
-    Err(KernelError::BadParams("not implemented yet"))
+    let c = input(ins, 0, "Where condition")?;
+    let x = input(ins, 1, "Where X")?;
+    let yv = input(ins, 2, "Where Y")?;
+    let out = output(outs, 0, "Where output")?;
+    if x.dtype != out.dtype {
+        return Err(dtype_mismatch(out.dtype, x.dtype));
+    }
+    if yv.dtype != out.dtype {
+        return Err(dtype_mismatch(out.dtype, yv.dtype));
+    }
+    let n = numel(&out.shape)? as u64;
+    match out.dtype.size() {
+        1 => where_t::<u8>(c, x, yv, out)?,
+        2 => where_t::<u16>(c, x, yv, out)?,
+        4 => where_t::<u32>(c, x, yv, out)?,
+        _ => where_t::<u64>(c, x, yv, out)?,
+    }
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::super::unary::test_util::*;
+    use super::*;
+    use ge_runtime::format::{Activation, Element, UnaryOp};
+    use std::vec::Vec;
+
+    fn bp(op: BinaryOp) -> BinaryParams {
+        BinaryParams { op: op as u32, act: Activation::default() }
+    }
+
+    fn bin<A: Element, B: Element, O: Element + Default + Clone>(op: BinaryOp, sa: &[usize], a: &[A], sb: &[usize], b: &[B], so: &[usize]) -> Vec<O> {
+        let mut y = std::vec![O::default(); shape(so).numel()];
+        run_binary(&bp(op), &[Some(t(sa, a)), Some(t(sb, b))], &mut [tm(so, &mut y)]).unwrap();
+        y
+    }
+
+    const A: [f32; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+
+    #[test]
+    fn broadcasting_arithmetic() {
+        // Expected values from onnx.reference.
+        let y: Vec<f32> = bin(BinaryOp::Add, &[2, 3], &A, &[3], &[10.0f32, 20.0, 30.0], &[2, 3]);
+        assert_eq!(y, [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
+        let y: Vec<f32> = bin(BinaryOp::Mul, &[2, 1], &[1.0f32, 2.0], &[1, 3], &[3.0f32, 4.0, 5.0], &[2, 3]);
+        assert_eq!(y, [3.0, 4.0, 5.0, 6.0, 8.0, 10.0]);
+        let e: Vec<f32> = (0..6).map(|v| v as f32).collect();
+        let y: Vec<f32> = bin(BinaryOp::Sub, &[2, 1, 3], &e, &[4, 1], &[1.0f32, 2.0, 3.0, 4.0], &[2, 4, 3]);
+        #[rustfmt::skip]
+        let want = [-1.0, 0.0, 1.0, -2.0, -1.0, 0.0, -3.0, -2.0, -1.0, -4.0, -3.0, -2.0,
+            2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, -1.0, 0.0, 1.0];
+        assert_eq!(y, want);
+        // Scalar on the left, then on the right.
+        let y: Vec<f32> = bin(BinaryOp::Div, &[], &[2.0f32], &[2, 3], &A, &[2, 3]);
+        close(&y, &[2.0, 1.0, 0.6666666865348816, 0.5, 0.4000000059604645, 0.3333333432674408], 0.0);
+        let y: Vec<f32> = bin(BinaryOp::Sub, &[2, 3], &A, &[1, 1], &[1.0f32], &[2, 3]);
+        assert_eq!(y, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let y: Vec<f32> = bin(BinaryOp::Mean, &[2, 3], &A, &[2, 3], &A, &[2, 3]);
+        assert_eq!(y, A);
+        // Inner broadcast on the left with a row on the right of a higher rank.
+        let y: Vec<i64> = bin(BinaryOp::Add, &[2, 1], &[100i64, 200], &[3], &[1i64, 2, 3], &[2, 3]);
+        assert_eq!(y, [101, 102, 103, 201, 202, 203]);
+    }
+
+    #[test]
+    fn integer_division_and_modulo() {
+        let y: Vec<i32> = bin(BinaryOp::Div, &[4], &[7i32, -7, 7, -7], &[4], &[2i32, 2, -2, -2], &[4]);
+        assert_eq!(y, [3, -3, -3, 3]);
+        let (a, b) = ([5i32, -5, 5, -5], [3i32, 3, -3, -3]);
+        let y: Vec<i32> = bin(BinaryOp::Mod, &[4], &a, &[4], &b, &[4]);
+        assert_eq!(y, [2, 1, -1, -2]);
+        let y: Vec<i32> = bin(BinaryOp::Fmod, &[4], &a, &[4], &b, &[4]);
+        assert_eq!(y, [2, -2, 2, -2]);
+        // Zero divisor and MIN / -1 do not panic.
+        let y: Vec<i32> = bin(BinaryOp::Div, &[2], &[5i32, i32::MIN], &[2], &[0i32, -1], &[2]);
+        assert_eq!(y, [0, i32::MIN]);
+        let y: Vec<i8> = bin(BinaryOp::Mod, &[2], &[5i8, i8::MIN], &[2], &[0i8, -1], &[2]);
+        assert_eq!(y, [0, 0]);
+        let y: Vec<u8> = bin(BinaryOp::Mod, &[2], &[250u8, 7], &[], &[7u8], &[2]);
+        assert_eq!(y, [5, 0]);
+        // Wrapping add on u8.
+        let y: Vec<u8> = bin(BinaryOp::Add, &[1], &[250u8], &[1], &[10u8], &[1]);
+        assert_eq!(y, [4]);
+        // Float Fmod and Mod (numpy fmod / mod).
+        let (fx, fy) = ([5.5f32, -5.5, 5.5, -5.5], [2.0f32, 2.0, -2.0, -2.0]);
+        let y: Vec<f32> = bin(BinaryOp::Fmod, &[4], &fx, &[4], &fy, &[4]);
+        assert_eq!(y, [1.5, -1.5, 1.5, -1.5]);
+        let y: Vec<f32> = bin(BinaryOp::Mod, &[4], &fx, &[4], &fy, &[4]);
+        assert_eq!(y, [1.5, 0.5, -0.5, -1.5]);
+    }
+
+    #[test]
+    fn pow_same_and_mixed_types() {
+        let base = [2.0f32, 3.0, 0.5, -2.0];
+        let y: Vec<f32> = bin(BinaryOp::Pow, &[4], &base, &[4], &[3.0f32, 0.5, -1.0, 2.0], &[4]);
+        close(&y, &[8.0, 1.732050895690918, 2.0, 4.0], 1e-7);
+        let y: Vec<f32> = bin(BinaryOp::Pow, &[4], &base, &[4], &[3i64, 2, -1, 3], &[4]);
+        assert_eq!(y, [8.0, 9.0, 2.0, -8.0]);
+        let y: Vec<f32> = bin(BinaryOp::Pow, &[4], &base, &[], &[2i32], &[4]);
+        assert_eq!(y, [4.0, 9.0, 0.25, 4.0]);
+        let y: Vec<i64> = bin(BinaryOp::Pow, &[4], &[2i64, 3, -2, 5], &[4], &[10i64, 0, 3, 2], &[4]);
+        assert_eq!(y, [1024, 1, -8, 25]);
+        let y: Vec<i32> = bin(BinaryOp::Pow, &[4], &[2i32, 1, -1, -1], &[4], &[-1i32, -5, -3, -4], &[4]);
+        assert_eq!(y, [0, 1, -1, 1]);
+        let y: Vec<i32> = bin(BinaryOp::Pow, &[2], &[2i32, 9], &[2], &[0.5f32, 0.5], &[2]);
+        assert_eq!(y, [1, 3]);
+        let y: Vec<i64> = bin(BinaryOp::Pow, &[1], &[3i64], &[1], &[4u8], &[1]);
+        assert_eq!(y, [81]);
+    }
+
+    #[test]
+    fn max_min_nan_and_prelu() {
+        let a = [1.0f32, f32::NAN, 3.0];
+        let b = [2.0f32, 1.0, f32::NAN];
+        let y: Vec<f32> = bin(BinaryOp::Max, &[3], &a, &[3], &b, &[3]);
+        close(&y, &[2.0, f32::NAN, f32::NAN], 0.0);
+        let y: Vec<f32> = bin(BinaryOp::Min, &[3], &a, &[3], &b, &[3]);
+        close(&y, &[1.0, f32::NAN, f32::NAN], 0.0);
+        let y: Vec<f32> = bin(BinaryOp::PRelu, &[2, 1, 2], &[-1.0f32, 2.0, -3.0, 4.0], &[2, 1, 1], &[0.1f32, 0.5], &[2, 1, 2]);
+        close(&y, &[-0.10000000149011612, 2.0, -1.5, 4.0], 0.0);
+        let y: Vec<i32> = bin(BinaryOp::PRelu, &[3], &[-4i32, 0, 4], &[], &[3i32], &[3]);
+        assert_eq!(y, [-12, 0, 4]);
+    }
+
+    #[test]
+    fn comparisons_logic_and_bits() {
+        let y: Vec<u8> = {
+            let mut y = std::vec![0u8; 6];
+            run_binary(&bp(BinaryOp::Less), &[Some(t(&[2, 3], &A)), Some(t(&[2, 1], &[2.0f32, 5.0]))], &mut [tmb(&[2, 3], &mut y)]).unwrap();
+            y
+        };
+        assert_eq!(y, [1, 0, 0, 1, 0, 0]);
+        let cmp = |op, a: &[i64], b: &[i64]| {
+            let mut y = std::vec![9u8; a.len()];
+            run_binary(&bp(op), &[Some(t(&[a.len()], a)), Some(t(&[b.len()], b))], &mut [tmb(&[a.len()], &mut y)]).unwrap();
+            y
+        };
+        let (a, b) = ([1i64, 2, 3], [2i64, 2, 2]);
+        assert_eq!(cmp(BinaryOp::Equal, &a, &b), [0, 1, 0]);
+        assert_eq!(cmp(BinaryOp::Greater, &a, &b), [0, 0, 1]);
+        assert_eq!(cmp(BinaryOp::LessOrEqual, &a, &b), [1, 1, 0]);
+        assert_eq!(cmp(BinaryOp::GreaterOrEqual, &a, &b), [0, 1, 1]);
+        // NaN compares unequal.
+        let mut y = [9u8; 1];
+        run_binary(&bp(BinaryOp::Equal), &[Some(t(&[1], &[f32::NAN])), Some(t(&[1], &[f32::NAN]))], &mut [tmb(&[1], &mut y)]).unwrap();
+        assert_eq!(y, [0]);
+
+        let (p, q) = ([0u8, 0, 1, 1], [0u8, 1, 0, 1]);
+        let logic = |op| {
+            let mut y = [9u8; 4];
+            run_binary(&bp(op), &[Some(tb(&[4], &p)), Some(tb(&[4], &q))], &mut [tmb(&[4], &mut y)]).unwrap();
+            y
+        };
+        assert_eq!(logic(BinaryOp::And), [0, 0, 0, 1]);
+        assert_eq!(logic(BinaryOp::Or), [0, 1, 1, 1]);
+        assert_eq!(logic(BinaryOp::Xor), [0, 1, 1, 0]);
+        assert_eq!(logic(BinaryOp::Equal), [1, 0, 0, 1]);
+        assert_eq!(logic(BinaryOp::BitXor), [0, 1, 1, 0]);
+        // And on bool with broadcasting.
+        let mut y = [9u8; 4];
+        run_binary(&bp(BinaryOp::And), &[Some(tb(&[2, 2], &[1, 1, 0, 1])), Some(tb(&[2], &[1, 0]))], &mut [tmb(&[2, 2], &mut y)]).unwrap();
+        assert_eq!(y, [1, 0, 0, 0]);
+
+        // onnx.reference BitShift.
+        let y: Vec<u8> = bin(BinaryOp::BitShiftLeft, &[4], &[1u8, 2, 255, 7], &[4], &[1u8, 7, 1, 0], &[4]);
+        assert_eq!(y, [2, 0, 254, 7]);
+        let y: Vec<u32> = bin(BinaryOp::BitShiftRight, &[3], &[16u32, 255, 1], &[3], &[2u32, 4, 1], &[3]);
+        assert_eq!(y, [4, 15, 0]);
+        let y: Vec<u8> = bin(BinaryOp::BitShiftLeft, &[2], &[1u8, 1], &[2], &[8u8, 200], &[2]);
+        assert_eq!(y, [0, 0]);
+        let y: Vec<i32> = bin(BinaryOp::BitShiftRight, &[2], &[-16i32, 16], &[2], &[2i32, 40], &[2]);
+        assert_eq!(y, [-4, 0]);
+        let y: Vec<i32> = bin(BinaryOp::BitAnd, &[3], &[12i32, -1, 5], &[], &[10i32], &[3]);
+        assert_eq!(y, [8, 10, 0]);
+        let y: Vec<u16> = bin(BinaryOp::BitOr, &[2], &[0x0f00u16, 1], &[2], &[0x00f0u16, 2], &[2]);
+        assert_eq!(y, [0x0ff0, 3]);
+    }
+
+    #[test]
+    fn fused_activation_on_float_results() {
+        let mut y = [0f32; 3];
+        let p = BinaryParams { op: BinaryOp::Sub as u32, act: Activation { op: UnaryOp::Relu as u32, alpha: 0.0, beta: 0.0 } };
+        let w = run_binary(&p, &[Some(t(&[3], &[1.0f32, 5.0, 3.0])), Some(t(&[], &[3.0f32]))], &mut [tm(&[3], &mut y)]).unwrap();
+        assert_eq!(y, [0.0, 2.0, 0.0]);
+        assert_eq!(w.vector_ops, 3 * 2);
+        let mut yd = [0f64; 2];
+        let p = BinaryParams { op: BinaryOp::Add as u32, act: Activation { op: UnaryOp::LeakyRelu as u32, alpha: 0.5, beta: 0.0 } };
+        run_binary(&p, &[Some(t(&[2], &[-4.0f64, 1.0])), Some(t(&[2], &[0.0f64, 1.0]))], &mut [tm(&[2], &mut yd)]).unwrap();
+        assert_eq!(yd, [-2.0, 2.0]);
+        let mut yi = [0i32; 1];
+        assert!(run_binary(&p, &[Some(t(&[1], &[1i32])), Some(t(&[1], &[1i32]))], &mut [tm(&[1], &mut yi)]).is_err());
+    }
+
+    #[test]
+    fn binary_errors_and_empty() {
+        let mut y = [0f32; 6];
+        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), Some(t(&[2], &[1.0f32, 2.0]))], &mut [tm(&[2, 3], &mut y)]);
+        assert!(matches!(r, Err(KernelError::Shape(_))));
+        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), Some(t(&[1], &[1i32]))], &mut [tm(&[2, 3], &mut y)]);
+        assert!(matches!(r, Err(KernelError::DType(_))));
+        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), None], &mut [tm(&[2, 3], &mut y)]);
+        assert!(matches!(r, Err(KernelError::MissingTensor(_))));
+        let r = run_binary(&BinaryParams { op: 77, act: Activation::default() }, &[Some(t(&[2, 3], &A)), Some(t(&[2, 3], &A))], &mut [tm(&[2, 3], &mut y)]);
+        assert!(matches!(r, Err(KernelError::BadParams(_))));
+        // Output shape disagreeing with the broadcast.
+        let mut y4 = [0f32; 4];
+        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), Some(t(&[3], &[1.0f32; 3]))], &mut [tm(&[4], &mut y4)]);
+        assert!(r.is_err());
+        // Data shorter than the shape says.
+        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A[..5])), Some(t(&[3], &[1.0f32; 3]))], &mut [tm(&[2, 3], &mut y)]);
+        assert!(matches!(r, Err(KernelError::Shape(_))));
+        // Empty broadcast.
+        let mut e: [f32; 0] = [];
+        let w = run_binary(&bp(BinaryOp::Add), &[Some(t::<f32>(&[0, 3], &[])), Some(t(&[3], &[1.0f32; 3]))], &mut [tm(&[0, 3], &mut e)]).unwrap();
+        assert_eq!(w.vector_ops, 0);
+    }
+
+    #[test]
+    fn variadic_sum_mean_max() {
+        let ins = |third: &'static [f32]| [Some(t(&[2, 3], &A)), Some(t(&[3], &[10.0f32, 20.0, 30.0])), Some(t(&[2, 1], third))];
+        let mut y = [0f32; 6];
+        run_variadic(&bp(BinaryOp::Add), &ins(&[100.0, 200.0]), &mut [tm(&[2, 3], &mut y)]).unwrap();
+        assert_eq!(y, [111.0, 122.0, 133.0, 214.0, 225.0, 236.0]);
+        let w = run_variadic(&bp(BinaryOp::Mean), &ins(&[100.0, 200.0]), &mut [tm(&[2, 3], &mut y)]).unwrap();
+        close(&y, &[37.0, 40.66666793823242, 44.33333206176758, 71.33333587646484, 75.0, 78.66666412353516], 1e-7);
+        assert_eq!(w.vector_ops, 6 * 3);
+        run_variadic(&bp(BinaryOp::Min), &ins(&[2.5, 0.0]), &mut [tm(&[2, 3], &mut y)]).unwrap();
+        assert_eq!(y, [1.0, 2.0, 2.5, 0.0, 0.0, 0.0]);
+        // The first input may itself be broadcast.
+        let mut yi = [0i64; 3];
+        run_variadic(&bp(BinaryOp::Max), &[Some(t(&[1], &[4i64])), Some(t(&[3], &[1i64, 5, 3]))], &mut [tm(&[3], &mut yi)]).unwrap();
+        assert_eq!(yi, [4, 5, 4]);
+        // One input is a copy.
+        run_variadic(&bp(BinaryOp::Add), &[Some(t(&[3], &[1i64, 2, 3]))], &mut [tm(&[3], &mut yi)]).unwrap();
+        assert_eq!(yi, [1, 2, 3]);
+        assert!(run_variadic(&bp(BinaryOp::Add), &[], &mut [tm(&[3], &mut yi)]).is_err());
+        assert!(run_variadic(&bp(BinaryOp::Sub), &[Some(t(&[3], &[1i64, 2, 3]))], &mut [tm(&[3], &mut yi)]).is_err());
+        assert!(run_variadic(&bp(BinaryOp::Add), &[Some(t(&[3], &[1i64, 2, 3])), None], &mut [tm(&[3], &mut yi)]).is_err());
+    }
+
+    #[test]
+    fn where_broadcasts_any_dtype() {
+        let mut y = [0f32; 6];
+        run_where(&[Some(tb(&[2, 1], &[1, 0])), Some(t(&[2, 3], &A)), Some(t(&[3], &[10.0f32, 20.0, 30.0]))], &mut [tm(&[2, 3], &mut y)]).unwrap();
+        assert_eq!(y, [1.0, 2.0, 3.0, 10.0, 20.0, 30.0]);
+        let mut yi = [0i64; 4];
+        run_where(&[Some(tb(&[4], &[1, 0, 0, 1])), Some(t(&[4], &[1i64, 2, 3, 4])), Some(t(&[4], &[-1i64, -2, -3, -4]))], &mut [tm(&[4], &mut yi)]).unwrap();
+        assert_eq!(yi, [1, -2, -3, 4]);
+        let mut yb = [9u8; 3];
+        run_where(&[Some(tb(&[3], &[1, 0, 1])), Some(tb(&[], &[1])), Some(tb(&[], &[0]))], &mut [tmb(&[3], &mut yb)]).unwrap();
+        assert_eq!(yb, [1, 0, 1]);
+        let mut yh = [0i16; 2];
+        run_where(&[Some(tb(&[], &[0])), Some(t(&[2], &[1i16, 2])), Some(t(&[2], &[3i16, 4]))], &mut [tm(&[2], &mut yh)]).unwrap();
+        assert_eq!(yh, [3, 4]);
+        // Condition must be bool; branches must match the output.
+        assert!(run_where(&[Some(t(&[4], &[1.0f32; 4])), Some(t(&[4], &[1i64; 4])), Some(t(&[4], &[1i64; 4]))], &mut [tm(&[4], &mut yi)]).is_err());
+        assert!(run_where(&[Some(tb(&[4], &[1; 4])), Some(t(&[4], &[1i32; 4])), Some(t(&[4], &[1i64; 4]))], &mut [tm(&[4], &mut yi)]).is_err());
+        assert!(run_where(&[Some(tb(&[3], &[1; 3])), Some(t(&[4], &[1i64; 4])), Some(t(&[4], &[1i64; 4]))], &mut [tm(&[4], &mut yi)]).is_err());
+    }
 }

@@ -1,23 +1,756 @@
 //! N-d convolution and transposed convolution (im2col + GEMM).
+//!
+//! Both ops are normalized to 3 spatial axes (leading unit axes for 1-D / 2-D) and share one
+//! geometry: a "big" grid (Conv: the input; ConvTranspose: the output) and a "small" grid
+//! (Conv: the output; ConvTranspose: the input) related by `big = small·stride − pad + k·dilation`.
+//! Conv gathers the big grid into columns (im2col) and multiplies by the weights; ConvTranspose
+//! multiplies by the transposed weights and scatter-adds the columns into the big grid
+//! (col2im). Columns are processed in chunks so the workspace stays bounded. Depthwise conv and
+//! 1×1 stride-1 conv take direct paths without a column buffer.
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef};
 
-use super::{KernelError, KernelResult};
+use super::copy::{f32_in, f32_out};
+use super::gemm::{sgemm, sgemm_ws_len, ws_f32};
+use super::{KernelError, KernelResult, Work, input, output};
 
-/// TODO(helper): implement.
-pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
-    let _ = (p, ins, outs, ws);
-    Err(KernelError::BadParams("not implemented yet"))
+/// Target size of the column buffer, in f32.
+const COL_CAP: usize = 1 << 19;
+/// Fewest columns per chunk (when a column is longer than `COL_CAP / MIN_COLS`).
+const MIN_COLS: usize = 64;
+
+/// Shapes and hyper-parameters, normalized to 3 spatial axes.
+#[derive(Clone, Copy, Debug)]
+struct Geo {
+    n: usize,
+    c: usize,
+    m: usize,
+    g: usize,
+    cg: usize,
+    mg: usize,
+    big: [usize; 3],
+    small: [usize; 3],
+    k: [usize; 3],
+    s: [usize; 3],
+    d: [usize; 3],
+    pb: [usize; 3],
+    kprod: usize,
+    big_plane: usize,
+    small_plane: usize,
 }
 
-/// TODO(helper): implement.
-pub fn run_conv_transpose(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
-    let _ = (p, ins, outs, ws);
-    Err(KernelError::BadParams("not implemented yet"))
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// Depthwise conv (group == C == M): direct loops.
+    Depthwise,
+    /// 1×1, stride 1, unpadded conv: GEMM on the input.
+    Pointwise,
+    /// im2col (Conv) or col2im (ConvTranspose) over column chunks of `cols`.
+    Columns { cols: usize },
 }
 
-/// Scratch bytes Conv / ConvTranspose need (im2col / col2im buffers).
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    geo: Geo,
+    path: Path,
+    /// Rows of the column buffer (Conv: C/g·Πk; ConvTranspose: M/g·Πk).
+    rows: usize,
+    /// Column-buffer f32 elements.
+    col_len: usize,
+    /// GEMM packing f32 elements.
+    gemm_len: usize,
+}
+
+fn bad(m: &'static str) -> KernelError {
+    KernelError::Shape(m)
+}
+
+fn geometry(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) -> Result<Geo, KernelError> {
+    let sp = p.spatial as usize;
+    if !(1..=3).contains(&sp) {
+        return Err(KernelError::BadParams("conv spatial rank must be 1, 2 or 3"));
+    }
+    if x.rank() != sp + 2 || w.rank() != sp + 2 || y.rank() != sp + 2 {
+        return Err(bad("conv tensors must have rank spatial + 2"));
+    }
+    let (xd, wd, yd) = (x.dims(), w.dims(), y.dims());
+    let g = p.group as usize;
+    if g == 0 {
+        return Err(KernelError::BadParams("conv group is zero"));
+    }
+    let (n, c) = (xd[0], xd[1]);
+    if yd[0] != n || c % g != 0 {
+        return Err(bad("conv batch or channel/group mismatch"));
+    }
+    let cg = c / g;
+    let (m, mg) = if transpose {
+        if wd[0] != c {
+            return Err(bad("conv_transpose weight channels differ from the input"));
+        }
+        (wd[1].checked_mul(g).ok_or(bad("conv channel count overflows"))?, wd[1])
+    } else {
+        if wd[1] != cg || wd[0] % g != 0 {
+            return Err(bad("conv weight shape does not match channels/group"));
+        }
+        (wd[0], wd[0] / g)
+    };
+    if yd[1] != m {
+        return Err(bad("conv output channels do not match the weights"));
+    }
+    let off = 3 - sp;
+    let mut geo = Geo {
+        n,
+        c,
+        m,
+        g,
+        cg,
+        mg,
+        big: [1; 3],
+        small: [1; 3],
+        k: [1; 3],
+        s: [1; 3],
+        d: [1; 3],
+        pb: [0; 3],
+        kprod: 1,
+        big_plane: 1,
+        small_plane: 1,
+    };
+    for i in 0..sp {
+        let a = off + i;
+        let k = wd[2 + i];
+        let (s, d) = (p.stride[i] as usize, p.dilation[i] as usize);
+        let (pb, pe) = (p.pad_begin[i] as u128, p.pad_end[i] as u128);
+        if p.kernel[i] != 0 && p.kernel[i] as usize != k {
+            return Err(KernelError::BadParams("conv kernel shape differs from the weights"));
+        }
+        if s == 0 || d == 0 || k == 0 {
+            return Err(KernelError::BadParams("conv stride, dilation and kernel must be positive"));
+        }
+        let (xi, yi) = (xd[2 + i] as u128, yd[2 + i] as u128);
+        let span = (d as u128) * (k as u128 - 1) + 1;
+        if transpose {
+            // y = s·(x − 1) + output_padding + span − pb − pe
+            let full = if xi == 0 { 0 } else { s as u128 * (xi - 1) + p.output_padding[i] as u128 + span };
+            if xi == 0 || full < pb + pe || full - pb - pe != yi {
+                return Err(bad("conv_transpose output size does not match the parameters"));
+            }
+            geo.big[a] = yd[2 + i];
+            geo.small[a] = xd[2 + i];
+        } else {
+            let total = xi + pb + pe;
+            if total < span || (total - span) / s as u128 + 1 != yi {
+                return Err(bad("conv output size does not match the parameters"));
+            }
+            geo.big[a] = xd[2 + i];
+            geo.small[a] = yd[2 + i];
+        }
+        geo.k[a] = k;
+        geo.s[a] = s;
+        geo.d[a] = d;
+        geo.pb[a] = p.pad_begin[i] as usize;
+    }
+    let prod = |v: [usize; 3]| v.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x)).ok_or(bad("conv size overflows"));
+    geo.kprod = prod(geo.k)?;
+    geo.big_plane = prod(geo.big)?;
+    geo.small_plane = prod(geo.small)?;
+    Ok(geo)
+}
+
+fn plan(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) -> Result<Plan, KernelError> {
+    let geo = geometry(p, transpose, x, w, y)?;
+    let ovf = || bad("conv workspace overflows");
+    if transpose {
+        let rows = geo.mg.checked_mul(geo.kprod).ok_or_else(ovf)?;
+        let cols = chunk_cols(rows, geo.small_plane);
+        let col_len = rows.checked_mul(cols).ok_or_else(ovf)?;
+        return Ok(Plan { geo, path: Path::Columns { cols }, rows, col_len, gemm_len: sgemm_ws_len(rows, cols, geo.cg) });
+    }
+    let rows = geo.cg.checked_mul(geo.kprod).ok_or_else(ovf)?;
+    if geo.g == geo.c && geo.m == geo.c {
+        return Ok(Plan { geo, path: Path::Depthwise, rows, col_len: 0, gemm_len: 0 });
+    }
+    if geo.kprod == 1 && geo.s == [1; 3] && geo.pb == [0; 3] && geo.big == geo.small {
+        return Ok(Plan { geo, path: Path::Pointwise, rows, col_len: 0, gemm_len: sgemm_ws_len(geo.mg, geo.small_plane, geo.cg) });
+    }
+    let cols = chunk_cols(rows, geo.small_plane);
+    let col_len = rows.checked_mul(cols).ok_or_else(ovf)?;
+    Ok(Plan { geo, path: Path::Columns { cols }, rows, col_len, gemm_len: sgemm_ws_len(geo.mg, cols, rows) })
+}
+
+fn chunk_cols(rows: usize, plane: usize) -> usize {
+    (COL_CAP / rows.max(1)).max(MIN_COLS).min(plane).max(1)
+}
+
+/// Scratch bytes Conv / ConvTranspose need (column buffer plus GEMM packing); 0 for a
+/// malformed description (execution then reports the error).
 pub fn conv_workspace_bytes(p: &ConvParams, transpose: bool, in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
-    let _ = (p, transpose, in_shapes, out_shapes);
-    0
+    let (Some(Some(x)), Some(Some(w)), Some(y)) = (in_shapes.first(), in_shapes.get(1), out_shapes.first()) else {
+        return 0;
+    };
+    match plan(p, transpose, x, w, y) {
+        Ok(pl) => pl.col_len.saturating_add(pl.gemm_len).saturating_mul(4),
+        Err(_) => 0,
+    }
+}
+
+/// Output indices `o` in `[o0, o1)` whose big-grid index `o·s + off` lies in `[0, limit)`.
+fn valid_range(o0: usize, o1: usize, s: usize, off: i64, limit: usize) -> (usize, usize) {
+    let s = s as i64;
+    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
+    let top = limit as i64 - 1 - off;
+    let hi = if top < 0 { 0 } else { top / s + 1 };
+    let lo = (lo.max(0) as usize).max(o0);
+    let hi = (hi.max(0) as usize).min(o1);
+    (lo, hi.max(lo))
+}
+
+/// Big-grid index of small index `o` on axis `a` at kernel tap `t`, if inside the grid.
+#[inline]
+fn big_index(geo: &Geo, a: usize, o: usize, t: usize) -> Option<usize> {
+    let v = (o * geo.s[a] + t * geo.d[a]) as i64 - geo.pb[a] as i64;
+    if v >= 0 && (v as usize) < geo.big[a] { Some(v as usize) } else { None }
+}
+
+/// Walks the column rows `r` (channel, kd, kh, kw) and, for columns `[p0, p0 + cols)`, the
+/// runs along the innermost axis, calling `f(r, t, len, big_row, lo, hi, off)` where
+/// `t` is the column offset of the run, `big_row` the start of the big-grid row (or `None`
+/// when the run's row is outside the grid), `[lo, hi)` the sub-run (relative indices) that
+/// maps inside, and `off` the big index of the run's first element (may be negative).
+fn walk_columns(geo: &Geo, channels: usize, p0: usize, cols: usize, mut f: impl FnMut(usize, usize, usize, Option<usize>, usize, usize, i64)) {
+    let [k0, k1, k2] = geo.k;
+    let [s0, s1, s2] = geo.small;
+    let plane2 = s1 * s2;
+    let mut r = 0;
+    for ch in 0..channels {
+        for t0 in 0..k0 {
+            for t1 in 0..k1 {
+                for t2 in 0..k2 {
+                    let mut p = p0;
+                    let mut t = 0;
+                    while t < cols {
+                        let (o0, o1, o2) = (p / plane2, (p / s2) % s1, p % s2);
+                        let len = (s2 - o2).min(cols - t);
+                        let row = match (o0 < s0, big_index(geo, 0, o0, t0), big_index(geo, 1, o1, t1)) {
+                            (true, Some(b0), Some(b1)) => Some((ch * geo.big[0] + b0) * geo.big[1] + b1),
+                            _ => None,
+                        };
+                        let off = (o2 * geo.s[2] + t2 * geo.d[2]) as i64 - geo.pb[2] as i64;
+                        let (lo, hi) = valid_range(o2, o2 + len, geo.s[2], t2 as i64 * geo.d[2] as i64 - geo.pb[2] as i64, geo.big[2]);
+                        f(r, t, len, row.map(|r| r * geo.big[2]), lo - o2, hi - o2, off);
+                        p += len;
+                        t += len;
+                    }
+                    r += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Gathers columns `[p0, p0 + cols)` of the im2col matrix of `x` (cg big planes).
+fn im2col(geo: &Geo, x: &[f32], p0: usize, cols: usize, col: &mut [f32]) {
+    let st = geo.s[2];
+    walk_columns(geo, geo.cg, p0, cols, |r, t, len, row, lo, hi, off| {
+        let dst = &mut col[r * cols + t..r * cols + t + len];
+        match row {
+            None => dst.fill(0.0),
+            Some(base) => {
+                dst[..lo].fill(0.0);
+                dst[hi..].fill(0.0);
+                if hi > lo {
+                    let start = base + (off + (lo * st) as i64) as usize;
+                    if st == 1 {
+                        dst[lo..hi].copy_from_slice(&x[start..start + hi - lo]);
+                    } else {
+                        for (j, d) in dst[lo..hi].iter_mut().enumerate() {
+                            *d = x[start + j * st];
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Scatter-adds columns `[p0, p0 + cols)` into `y` (mg big planes).
+fn col2im(geo: &Geo, col: &[f32], p0: usize, cols: usize, y: &mut [f32]) {
+    let st = geo.s[2];
+    walk_columns(geo, geo.mg, p0, cols, |r, t, _len, row, lo, hi, off| {
+        if let Some(base) = row
+            && hi > lo
+        {
+            let src = &col[r * cols + t + lo..r * cols + t + hi];
+            let start = base + (off + (lo * st) as i64) as usize;
+            if st == 1 {
+                for (d, s) in y[start..start + src.len()].iter_mut().zip(src) {
+                    *d += *s;
+                }
+            } else {
+                for (j, s) in src.iter().enumerate() {
+                    y[start + j * st] += *s;
+                }
+            }
+        }
+    });
+}
+
+/// Depthwise conv of one channel plane: `y += w ⋆ x` (y already holds the bias).
+fn depthwise_plane(geo: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
+    let [k0, k1, k2] = geo.k;
+    let [s0, s1, s2] = geo.small;
+    let st = geo.s[2];
+    for t0 in 0..k0 {
+        for t1 in 0..k1 {
+            for t2 in 0..k2 {
+                let wv = w[(t0 * k1 + t1) * k2 + t2];
+                let off = (t2 * geo.d[2]) as i64 - geo.pb[2] as i64;
+                let (lo, hi) = valid_range(0, s2, st, off, geo.big[2]);
+                if hi <= lo {
+                    continue;
+                }
+                for o0 in 0..s0 {
+                    let Some(b0) = big_index(geo, 0, o0, t0) else { continue };
+                    for o1 in 0..s1 {
+                        let Some(b1) = big_index(geo, 1, o1, t1) else { continue };
+                        let xrow = &x[(b0 * geo.big[1] + b1) * geo.big[2]..][..geo.big[2]];
+                        let yrow = &mut y[(o0 * s1 + o1) * s2..][lo..hi];
+                        let start = (lo as i64 * st as i64 + off) as usize;
+                        if st == 1 {
+                            for (d, s) in yrow.iter_mut().zip(&xrow[start..]) {
+                                *d += wv * *s;
+                            }
+                        } else {
+                            for (j, d) in yrow.iter_mut().enumerate() {
+                                *d += wv * xrow[start + j * st];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct Operands<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    bias: Option<&'a [f32]>,
+}
+
+fn operands<'a>(ins: &[Option<TensorRef<'a>>], m: usize) -> Result<Operands<'a>, KernelError> {
+    let x = f32_in(input(ins, 0, "conv input")?)?;
+    let w = f32_in(input(ins, 1, "conv weights")?)?;
+    let bias = match ins.get(2).and_then(|t| t.as_ref()) {
+        Some(b) => {
+            let b = f32_in(b)?;
+            if b.len() != m {
+                return Err(bad("conv bias length differs from the output channels"));
+            }
+            Some(b)
+        }
+        None => None,
+    };
+    Ok(Operands { x, w, bias })
+}
+
+fn shapes(ins: &[Option<TensorRef<'_>>], outs: &[TensorMut<'_>]) -> Result<(Shape, Shape, Shape), KernelError> {
+    let x = input(ins, 0, "conv input")?.shape;
+    let w = input(ins, 1, "conv weights")?.shape;
+    let y = outs.first().ok_or(KernelError::MissingTensor("conv output"))?.shape;
+    Ok((x, w, y))
+}
+
+/// Conv: `Y = W ⋆ X + B`, then the fused activation.
+pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
+    let (xs, wsh, ysh) = shapes(ins, outs)?;
+    let pl = plan(p, false, &xs, &wsh, &ysh)?;
+    let geo = pl.geo;
+    let ops = operands(ins, geo.m)?;
+    let y = f32_out(output(outs, 0, "conv output")?)?;
+    let scratch = ws_f32(ws, pl.col_len + pl.gemm_len)?;
+    let (col, gws) = scratch.split_at_mut(pl.col_len);
+    let (xp, yp) = (geo.big_plane, geo.small_plane);
+    let krows = pl.rows;
+    let mut vector_ops = 0u64;
+    for b in 0..geo.n {
+        let xb = &ops.x[b * geo.c * xp..(b + 1) * geo.c * xp];
+        let yb = &mut y[b * geo.m * yp..(b + 1) * geo.m * yp];
+        match pl.path {
+            Path::Depthwise => {
+                for ch in 0..geo.c {
+                    let yc = &mut yb[ch * yp..(ch + 1) * yp];
+                    yc.fill(ops.bias.map_or(0.0, |bv| bv[ch]));
+                    depthwise_plane(&geo, &xb[ch * xp..(ch + 1) * xp], &ops.w[ch * geo.kprod..(ch + 1) * geo.kprod], yc);
+                }
+            }
+            Path::Pointwise => {
+                for g in 0..geo.g {
+                    let xg = &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp];
+                    let wg = &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows];
+                    let yg = &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp];
+                    sgemm(geo.mg, yp, geo.cg, 1.0, wg, krows, false, xg, xp, false, false, yg, yp, gws)?;
+                }
+            }
+            Path::Columns { cols } => {
+                for g in 0..geo.g {
+                    let xg = &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp];
+                    let wg = &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows];
+                    let yg = &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp];
+                    for p0 in (0..yp).step_by(cols) {
+                        let pc = cols.min(yp - p0);
+                        let col = &mut col[..krows * pc];
+                        im2col(&geo, xg, p0, pc, col);
+                        vector_ops += col.len() as u64;
+                        sgemm(geo.mg, pc, krows, 1.0, wg, krows, false, col, pc, false, false, &mut yg[p0..], yp, gws)?;
+                    }
+                }
+            }
+        }
+        if let (Some(bias), false) = (ops.bias, pl.path == Path::Depthwise) {
+            for (ch, yc) in yb.chunks_exact_mut(yp).enumerate() {
+                let bv = bias[ch];
+                yc.iter_mut().for_each(|v| *v += bv);
+            }
+        }
+    }
+    if ops.bias.is_some() {
+        vector_ops += y.len() as u64;
+    }
+    let macs = (geo.n * geo.m * yp) as u64 * (geo.cg * geo.kprod) as u64;
+    let work = if pl.path == Path::Depthwise {
+        // depthwise runs on the vector unit
+        Work { cube_macs: 0, vector_ops: vector_ops + macs }
+    } else {
+        Work { cube_macs: macs, vector_ops }
+    };
+    finish(p, y, work)
+}
+
+fn finish(p: &ConvParams, y: &mut [f32], mut work: Work) -> KernelResult {
+    if p.act.op != 0 {
+        super::unary::apply_activation(&p.act, y)?;
+        work.vector_ops += y.len() as u64;
+    }
+    Ok(work)
+}
+
+/// ConvTranspose: `Y = Wᵀ ⋆ X + B` (GEMM then col2im), then the fused activation.
+pub fn run_conv_transpose(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
+    let (xs, wsh, ysh) = shapes(ins, outs)?;
+    let pl = plan(p, true, &xs, &wsh, &ysh)?;
+    let geo = pl.geo;
+    let ops = operands(ins, geo.m)?;
+    let y = f32_out(output(outs, 0, "conv_transpose output")?)?;
+    let scratch = ws_f32(ws, pl.col_len + pl.gemm_len)?;
+    let (col, gws) = scratch.split_at_mut(pl.col_len);
+    let Path::Columns { cols } = pl.path else {
+        return Err(KernelError::BadParams("conv_transpose plan"));
+    };
+    let (xp, yp) = (geo.small_plane, geo.big_plane);
+    let rows = pl.rows;
+    let mut vector_ops = 0u64;
+    for b in 0..geo.n {
+        let xb = &ops.x[b * geo.c * xp..(b + 1) * geo.c * xp];
+        let yb = &mut y[b * geo.m * yp..(b + 1) * geo.m * yp];
+        for (ch, yc) in yb.chunks_exact_mut(yp).enumerate() {
+            yc.fill(ops.bias.map_or(0.0, |bv| bv[ch]));
+        }
+        for g in 0..geo.g {
+            let xg = &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp];
+            let wg = &ops.w[g * geo.cg * rows..(g + 1) * geo.cg * rows];
+            let yg = &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp];
+            for p0 in (0..xp).step_by(cols) {
+                let pc = cols.min(xp - p0);
+                let col = &mut col[..rows * pc];
+                sgemm(rows, pc, geo.cg, 1.0, wg, rows, true, &xg[p0..], xp, false, false, col, pc, gws)?;
+                col2im(&geo, col, p0, pc, yg);
+                vector_ops += col.len() as u64;
+            }
+        }
+    }
+    vector_ops += y.len() as u64;
+    let macs = (geo.n * geo.c * xp) as u64 * (geo.mg * geo.kprod) as u64;
+    finish(p, y, Work { cube_macs: macs, vector_ops })
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use ge_runtime::format::{Activation, DType};
+    use std::vec::Vec;
+
+    fn lcg(seed: &mut u32) -> f32 {
+        *seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+        (*seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+    }
+
+    struct Case {
+        x: Vec<usize>,
+        w: Vec<usize>,
+        group: usize,
+        stride: Vec<usize>,
+        dil: Vec<usize>,
+        pb: Vec<usize>,
+        pe: Vec<usize>,
+        op: Vec<usize>,
+        bias: bool,
+    }
+
+    fn params(c: &Case) -> ConvParams {
+        let sp = c.x.len() - 2;
+        let mut p = ConvParams {
+            spatial: sp as u32,
+            group: c.group as u32,
+            kernel: [0; 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0; 3],
+            pad_end: [0; 3],
+            output_padding: [0; 3],
+            act: Activation::default(),
+        };
+        for i in 0..sp {
+            p.kernel[i] = c.w[2 + i] as u32;
+            p.stride[i] = c.stride[i] as u32;
+            p.dilation[i] = c.dil[i] as u32;
+            p.pad_begin[i] = c.pb[i] as u32;
+            p.pad_end[i] = c.pe[i] as u32;
+            if !c.op.is_empty() {
+                p.output_padding[i] = c.op[i] as u32;
+            }
+        }
+        p
+    }
+
+    /// Naive N-d conv (up to 3 spatial) over flattened indices.
+    fn naive_conv(c: &Case, x: &[f32], w: &[f32], b: Option<&[f32]>, yd: &[usize]) -> Vec<f32> {
+        let sp = c.x.len() - 2;
+        let pad3 = |v: &[usize], fill: usize| -> [usize; 3] {
+            let mut o = [fill; 3];
+            o[3 - sp..].copy_from_slice(&v[..sp]);
+            o
+        };
+        let (xs, ks, ys) = (pad3(&c.x[2..], 1), pad3(&c.w[2..], 1), pad3(&yd[2..], 1));
+        let (st, dl, pb) = (pad3(&c.stride, 1), pad3(&c.dil, 1), pad3(&c.pb, 0));
+        let (n, ci, m) = (c.x[0], c.x[1], c.w[0]);
+        let (cg, mg) = (ci / c.group, m / c.group);
+        let mut y = std::vec![0.0f32; n * m * ys.iter().product::<usize>()];
+        for bn in 0..n {
+            for mo in 0..m {
+                let g = mo / mg;
+                for o0 in 0..ys[0] {
+                    for o1 in 0..ys[1] {
+                        for o2 in 0..ys[2] {
+                            let mut s = b.map_or(0.0, |b| b[mo] as f64);
+                            for cc in 0..cg {
+                                let ch = g * cg + cc;
+                                for k0 in 0..ks[0] {
+                                    for k1 in 0..ks[1] {
+                                        for k2 in 0..ks[2] {
+                                            let i0 = (o0 * st[0] + k0 * dl[0]) as i64 - pb[0] as i64;
+                                            let i1 = (o1 * st[1] + k1 * dl[1]) as i64 - pb[1] as i64;
+                                            let i2 = (o2 * st[2] + k2 * dl[2]) as i64 - pb[2] as i64;
+                                            if i0 < 0 || i1 < 0 || i2 < 0 || i0 >= xs[0] as i64 || i1 >= xs[1] as i64 || i2 >= xs[2] as i64 {
+                                                continue;
+                                            }
+                                            let xi = (((bn * ci + ch) * xs[0] + i0 as usize) * xs[1] + i1 as usize) * xs[2] + i2 as usize;
+                                            let wi = (((mo * cg + cc) * ks[0] + k0) * ks[1] + k1) * ks[2] + k2;
+                                            s += x[xi] as f64 * w[wi] as f64;
+                                        }
+                                    }
+                                }
+                            }
+                            y[(((bn * m + mo) * ys[0] + o0) * ys[1] + o1) * ys[2] + o2] = s as f32;
+                        }
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    /// Naive ConvTranspose by direct scatter.
+    fn naive_conv_t(c: &Case, x: &[f32], w: &[f32], b: Option<&[f32]>, yd: &[usize]) -> Vec<f32> {
+        let sp = c.x.len() - 2;
+        let pad3 = |v: &[usize], fill: usize| -> [usize; 3] {
+            let mut o = [fill; 3];
+            o[3 - sp..].copy_from_slice(&v[..sp]);
+            o
+        };
+        let (xs, ks, ys) = (pad3(&c.x[2..], 1), pad3(&c.w[2..], 1), pad3(&yd[2..], 1));
+        let (st, dl, pb) = (pad3(&c.stride, 1), pad3(&c.dil, 1), pad3(&c.pb, 0));
+        let (n, ci) = (c.x[0], c.x[1]);
+        let mg = c.w[1];
+        let m = mg * c.group;
+        let cg = ci / c.group;
+        let yp: usize = ys.iter().product();
+        let mut y = std::vec![0.0f64; n * m * yp];
+        for bn in 0..n {
+            for mo in 0..m {
+                for v in &mut y[(bn * m + mo) * yp..(bn * m + mo + 1) * yp] {
+                    *v = b.map_or(0.0, |b| b[mo] as f64);
+                }
+            }
+            for ch in 0..ci {
+                let g = ch / cg;
+                for i0 in 0..xs[0] {
+                    for i1 in 0..xs[1] {
+                        for i2 in 0..xs[2] {
+                            let xv = x[(((bn * ci + ch) * xs[0] + i0) * xs[1] + i1) * xs[2] + i2] as f64;
+                            for mm in 0..mg {
+                                let mo = g * mg + mm;
+                                for k0 in 0..ks[0] {
+                                    for k1 in 0..ks[1] {
+                                        for k2 in 0..ks[2] {
+                                            let o0 = (i0 * st[0] + k0 * dl[0]) as i64 - pb[0] as i64;
+                                            let o1 = (i1 * st[1] + k1 * dl[1]) as i64 - pb[1] as i64;
+                                            let o2 = (i2 * st[2] + k2 * dl[2]) as i64 - pb[2] as i64;
+                                            if o0 < 0 || o1 < 0 || o2 < 0 || o0 >= ys[0] as i64 || o1 >= ys[1] as i64 || o2 >= ys[2] as i64 {
+                                                continue;
+                                            }
+                                            let wi = (((ch * mg + mm) * ks[0] + k0) * ks[1] + k1) * ks[2] + k2;
+                                            let yi = (((bn * m + mo) * ys[0] + o0 as usize) * ys[1] + o1 as usize) * ys[2] + o2 as usize;
+                                            y[yi] += xv * w[wi] as f64;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        y.iter().map(|&v| v as f32).collect()
+    }
+
+    fn out_dims(c: &Case, transpose: bool) -> Vec<usize> {
+        let sp = c.x.len() - 2;
+        let m = if transpose { c.w[1] * c.group } else { c.w[0] };
+        let mut d = std::vec![c.x[0], m];
+        for i in 0..sp {
+            let span = c.dil[i] * (c.w[2 + i] - 1) + 1;
+            d.push(if transpose {
+                c.stride[i] * (c.x[2 + i] - 1) + c.op.get(i).copied().unwrap_or(0) + span - c.pb[i] - c.pe[i]
+            } else {
+                (c.x[2 + i] + c.pb[i] + c.pe[i] - span) / c.stride[i] + 1
+            });
+        }
+        d
+    }
+
+    /// Runs the kernel with exactly the planned workspace and compares with the naive loop.
+    fn check(c: &Case, transpose: bool) -> Path {
+        let mut seed = 11;
+        let x: Vec<f32> = (0..c.x.iter().product()).map(|_| lcg(&mut seed)).collect();
+        let w: Vec<f32> = (0..c.w.iter().product()).map(|_| lcg(&mut seed)).collect();
+        let yd = out_dims(c, transpose);
+        let m = yd[1];
+        let b: Vec<f32> = (0..m).map(|_| lcg(&mut seed)).collect();
+        let p = params(c);
+        let (xs, wsh, ys) = (Shape::new(&c.x).unwrap(), Shape::new(&c.w).unwrap(), Shape::new(&yd).unwrap());
+        let bs = Shape::new(&[m]).unwrap();
+        let nbytes = conv_workspace_bytes(&p, transpose, &[Some(xs), Some(wsh), c.bias.then_some(bs)], &[ys]);
+        let mut ws = std::vec![0u32; nbytes / 4];
+        let mut y = std::vec![0.0f32; yd.iter().product()];
+        let ins = [
+            Some(TensorRef { dtype: DType::F32, shape: xs, data: bytemuck::cast_slice(&x) }),
+            Some(TensorRef { dtype: DType::F32, shape: wsh, data: bytemuck::cast_slice(&w) }),
+            c.bias.then(|| TensorRef { dtype: DType::F32, shape: bs, data: bytemuck::cast_slice(&b) }),
+        ];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: ys, data: bytemuck::cast_slice_mut(&mut y) }];
+        let ws_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
+        let work = if transpose { run_conv_transpose(&p, &ins, &mut outs, ws_bytes) } else { run_conv(&p, &ins, &mut outs, ws_bytes) }.unwrap();
+        assert!(work.cube_macs + work.vector_ops > 0);
+        let bias = c.bias.then_some(&b[..]);
+        let want = if transpose { naive_conv_t(c, &x, &w, bias, &yd) } else { naive_conv(c, &x, &w, bias, &yd) };
+        let err = y.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(err < 1e-4, "err {err}");
+        if nbytes >= 4 {
+            // one float short of the plan must be refused
+            let short: &mut [u8] = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut ws)[..nbytes - 4];
+            let mut outs = [TensorMut { dtype: DType::F32, shape: ys, data: bytemuck::cast_slice_mut(&mut y) }];
+            let r = if transpose { run_conv_transpose(&p, &ins, &mut outs, short) } else { run_conv(&p, &ins, &mut outs, short) };
+            assert_eq!(r, Err(KernelError::Workspace));
+        }
+        plan(&p, transpose, &xs, &wsh, &ys).unwrap().path
+    }
+
+    fn case(x: &[usize], w: &[usize], group: usize, stride: &[usize], dil: &[usize], pb: &[usize], pe: &[usize], bias: bool) -> Case {
+        Case { x: x.to_vec(), w: w.to_vec(), group, stride: stride.to_vec(), dil: dil.to_vec(), pb: pb.to_vec(), pe: pe.to_vec(), op: Vec::new(), bias }
+    }
+
+    #[test]
+    fn conv2d_groups_dilation_stride_asymmetric_pads() {
+        let c = case(&[2, 4, 9, 8], &[6, 2, 3, 2], 2, &[2, 1], &[2, 3], &[1, 0], &[2, 3], true);
+        assert!(matches!(check(&c, false), Path::Columns { .. }));
+        let c = case(&[1, 3, 7, 7], &[5, 3, 3, 3], 1, &[1, 1], &[1, 1], &[1, 1], &[1, 1], false);
+        check(&c, false);
+        let c = case(&[1, 3, 6, 5], &[4, 3, 2, 4], 1, &[3, 2], &[1, 1], &[0, 2], &[1, 0], true);
+        check(&c, false);
+    }
+
+    #[test]
+    fn conv_pointwise_and_depthwise() {
+        let c = case(&[2, 6, 5, 7], &[4, 3, 1, 1], 2, &[1, 1], &[1, 1], &[0, 0], &[0, 0], true);
+        assert_eq!(check(&c, false), Path::Pointwise);
+        let c = case(&[2, 5, 9, 10], &[5, 1, 3, 3], 5, &[1, 1], &[1, 1], &[1, 1], &[1, 1], true);
+        assert_eq!(check(&c, false), Path::Depthwise);
+        let c = case(&[1, 4, 11, 10], &[4, 1, 5, 3], 4, &[2, 3], &[2, 1], &[3, 0], &[1, 2], false);
+        assert_eq!(check(&c, false), Path::Depthwise);
+        // depthwise with channel multiplier 2 goes through im2col
+        let c = case(&[1, 3, 6, 6], &[6, 1, 3, 3], 3, &[1, 1], &[1, 1], &[1, 1], &[1, 1], true);
+        assert!(matches!(check(&c, false), Path::Columns { .. }));
+    }
+
+    #[test]
+    fn conv1d_and_conv3d() {
+        check(&case(&[2, 3, 17], &[4, 3, 3], 1, &[2], &[2], &[2], &[1], true), false);
+        check(&case(&[1, 2, 10], &[2, 1, 4], 2, &[1], &[1], &[0], &[3], false), false);
+        check(&case(&[1, 2, 5, 6, 7], &[3, 2, 2, 3, 2], 1, &[1, 2, 1], &[2, 1, 1], &[1, 0, 1], &[0, 1, 1], true), false);
+        check(&case(&[1, 4, 4, 5, 6], &[4, 1, 3, 3, 3], 4, &[1, 1, 2], &[1, 1, 1], &[1, 1, 1], &[1, 1, 1], true), false);
+    }
+
+    #[test]
+    fn conv_chunks_columns() {
+        // C/g·Πk = 576 rows × 1600 columns exceeds COL_CAP: several column chunks
+        let c = case(&[1, 64, 40, 40], &[4, 64, 3, 3], 1, &[1, 1], &[1, 1], &[1, 1], &[1, 1], true);
+        match check(&c, false) {
+            Path::Columns { cols } => assert!(cols < 1600),
+            p => panic!("{p:?}"),
+        }
+    }
+
+    #[test]
+    fn conv_transpose_matches_naive() {
+        let mut c = case(&[2, 4, 3, 4], &[4, 3, 3, 2], 2, &[2, 3], &[1, 2], &[1, 0], &[0, 2], true);
+        c.op = std::vec![1, 2];
+        check(&c, true);
+        check(&case(&[1, 3, 5], &[3, 2, 4], 1, &[2], &[1], &[1], &[2], false), true);
+        check(&case(&[1, 2, 3, 3, 2], &[2, 1, 2, 2, 3], 2, &[2, 1, 2], &[1, 2, 1], &[0, 1, 1], &[1, 0, 0], true), true);
+        check(&case(&[1, 3, 4, 4], &[3, 5, 1, 1], 1, &[1, 1], &[1, 1], &[0, 0], &[0, 0], true), true);
+    }
+
+    #[test]
+    fn conv_known_values() {
+        // ONNX Conv doc example: x = arange(25) as [1,1,5,5], w = ones[1,1,3,3], pads 1
+        let x: Vec<f32> = (0..25).map(|v| v as f32).collect();
+        let w = [1.0f32; 9];
+        let p = params(&case(&[1, 1, 5, 5], &[1, 1, 3, 3], 1, &[1, 1], &[1, 1], &[1, 1], &[1, 1], false));
+        let mut y = [0.0f32; 25];
+        let ins = [
+            Some(TensorRef { dtype: DType::F32, shape: Shape::new(&[1, 1, 5, 5]).unwrap(), data: bytemuck::cast_slice(&x) }),
+            Some(TensorRef { dtype: DType::F32, shape: Shape::new(&[1, 1, 3, 3]).unwrap(), data: bytemuck::cast_slice(&w) }),
+        ];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[1, 1, 5, 5]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        run_conv(&p, &ins, &mut outs, &mut []).unwrap();
+        assert_eq!(
+            y,
+            [12., 21., 27., 33., 24., 33., 54., 63., 72., 51., 63., 99., 108., 117., 81., 93., 144., 153., 162., 111., 72., 111., 117., 123., 84.]
+        );
+        // wrong output size is refused
+        let mut y = [0.0f32; 16];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[1, 1, 4, 4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        assert!(run_conv(&p, &ins, &mut outs, &mut []).is_err());
+    }
 }

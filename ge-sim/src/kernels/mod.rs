@@ -20,7 +20,7 @@ pub mod softmax;
 pub mod transpose;
 pub mod unary;
 
-use ge_runtime::format::{ConvParams, OpKind, Shape, TensorMut, TensorRef, ViewError};
+use ge_runtime::format::{ConvParams, OpKind, Shape, TensorMut, TensorRef};
 
 /// Work a kernel did, for the cost model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,41 +31,7 @@ pub struct Work {
     pub vector_ops: u64,
 }
 
-/// Why a kernel refused to run. Validated models only hit these on malformed blobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelError {
-    /// The parameter record has the wrong size or an invalid field.
-    BadParams(&'static str),
-    /// An input or output has an unexpected dtype or misaligned bytes.
-    DType(ViewError),
-    /// An element type the kernel does not implement.
-    UnsupportedDType(&'static str),
-    /// Shapes are inconsistent with the op.
-    Shape(&'static str),
-    /// A required input or output is missing.
-    MissingTensor(&'static str),
-    /// The workspace given is smaller than [`workspace_bytes`] said.
-    Workspace,
-}
-
-impl From<ViewError> for KernelError {
-    fn from(e: ViewError) -> Self {
-        KernelError::DType(e)
-    }
-}
-
-impl core::fmt::Display for KernelError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            KernelError::BadParams(m) => write!(f, "bad parameters: {m}"),
-            KernelError::DType(e) => write!(f, "dtype {} where {} was expected (or misaligned data)", e.found.name(), e.expected.name()),
-            KernelError::UnsupportedDType(m) => write!(f, "unsupported dtype: {m}"),
-            KernelError::Shape(m) => write!(f, "shape error: {m}"),
-            KernelError::MissingTensor(m) => write!(f, "missing tensor: {m}"),
-            KernelError::Workspace => write!(f, "workspace too small"),
-        }
-    }
-}
+pub use ge_runtime::KernelError;
 
 /// Result of a kernel.
 pub type KernelResult = Result<Work, KernelError>;

@@ -1,17 +1,320 @@
-//! Max / average / Lp pooling, windowed and global.
+//! Max / average / Lp pooling, windowed and global (f32).
+//!
+//! Windows are normalized to 3 spatial axes. A window's taps at `o·stride − pad_begin +
+//! t·dilation` that fall outside the input are skipped (they are padding, or lie past the
+//! padded input in ceil mode). Average divides by the number of in-input taps
+//! (`count_include_pad = 0`) or by the number of taps inside the padded extent
+//! `[−pad_begin, in + pad_end)` (`count_include_pad = 1`, as onnxruntime does). Lp is
+//! `(Σ |x|^p)^(1/p)` over the in-input taps. An empty window yields 0.
 
-use ge_runtime::format::{PoolParams, TensorMut, TensorRef};
+use ge_runtime::format::{PoolKind, PoolParams, TensorMut, TensorRef};
 
-use super::{KernelError, KernelResult};
+use super::copy::{f32_in, f32_out};
+use super::{KernelError, KernelResult, Work, input, output};
 
-/// TODO(helper): implement.
-pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let _ = (p, ins, outs);
-    Err(KernelError::BadParams("not implemented yet"))
+/// Per-axis window geometry.
+#[derive(Clone, Copy, Default)]
+struct Axis {
+    inp: usize,
+    out: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    pb: usize,
+    pe: usize,
 }
 
-/// TODO(helper): implement.
+impl Axis {
+    /// Taps `t` of window `o` inside the input: `[lo, hi)`, and the count of taps inside the
+    /// padded extent.
+    fn taps(&self, o: usize) -> (usize, usize, usize) {
+        let start = (o * self.s) as i64 - self.pb as i64;
+        let d = self.d as i64;
+        let k = self.k as i64;
+        // first t with start + t·d >= 0
+        let lo = if start >= 0 { 0 } else { (-start + d - 1) / d };
+        // taps with start + t·d < limit
+        let below = |limit: i64| if limit <= start { 0 } else { ((limit - start + d - 1) / d).min(k) };
+        let hi = below(self.inp as i64);
+        let padded = below(self.inp as i64 + self.pe as i64);
+        let lo = lo.min(k) as usize;
+        (lo, (hi as usize).max(lo), padded as usize)
+    }
+
+    fn index(&self, o: usize, t: usize) -> usize {
+        o * self.s + t * self.d - self.pb
+    }
+}
+
+fn pool_kind(p: &PoolParams) -> Result<PoolKind, KernelError> {
+    let kind = PoolKind::from_u32(p.kind).ok_or(KernelError::BadParams("unknown pool kind"))?;
+    if kind == PoolKind::Lp && !(p.p.is_finite() && p.p > 0.0) {
+        return Err(KernelError::BadParams("Lp pool exponent must be positive"));
+    }
+    Ok(kind)
+}
+
+#[inline]
+fn lp_term(v: f32, p: f32) -> f32 {
+    if p == 2.0 {
+        v * v
+    } else if p == 1.0 {
+        v.abs()
+    } else {
+        libm::powf(v.abs(), p)
+    }
+}
+
+#[inline]
+fn lp_root(s: f32, p: f32) -> f32 {
+    if p == 2.0 {
+        libm::sqrtf(s)
+    } else if p == 1.0 {
+        s
+    } else {
+        libm::powf(s, 1.0 / p)
+    }
+}
+
+/// Windowed pooling over 1 to 3 spatial axes.
+pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+    let kind = pool_kind(p)?;
+    let xt = input(ins, 0, "pool input")?;
+    let x = f32_in(xt)?;
+    let xs = xt.shape;
+    let yt = output(outs, 0, "pool output")?;
+    let ys = yt.shape;
+    let y = f32_out(yt)?;
+    let sp = p.spatial as usize;
+    if !(1..=3).contains(&sp) {
+        return Err(KernelError::BadParams("pool spatial rank must be 1, 2 or 3"));
+    }
+    if xs.rank() != sp + 2 || ys.rank() != sp + 2 || xs.dims()[..2] != ys.dims()[..2] {
+        return Err(KernelError::Shape("pool input/output shapes disagree"));
+    }
+    let mut ax = [Axis { inp: 1, out: 1, k: 1, s: 1, d: 1, pb: 0, pe: 0 }; 3];
+    for i in 0..sp {
+        let a = Axis {
+            inp: xs.dims()[2 + i],
+            out: ys.dims()[2 + i],
+            k: p.kernel[i] as usize,
+            s: p.stride[i] as usize,
+            d: p.dilation[i] as usize,
+            pb: p.pad_begin[i] as usize,
+            pe: p.pad_end[i] as usize,
+        };
+        if a.k == 0 || a.s == 0 || a.d == 0 {
+            return Err(KernelError::BadParams("pool kernel, stride and dilation must be positive"));
+        }
+        // The output size must be the floor- or ceil-mode size.
+        let total = a.inp as u128 + a.pb as u128 + a.pe as u128;
+        let span = a.d as u128 * (a.k as u128 - 1) + 1;
+        if total < span {
+            return Err(KernelError::Shape("pool window larger than the padded input"));
+        }
+        let floor = (total - span) / a.s as u128 + 1;
+        let mut ceil = (total - span).div_ceil(a.s as u128) + 1;
+        if (ceil - 1) * a.s as u128 >= a.inp as u128 + a.pb as u128 {
+            ceil -= 1;
+        }
+        let o = a.out as u128;
+        if o != floor && o != ceil {
+            return Err(KernelError::Shape("pool output size does not match the parameters"));
+        }
+        ax[3 - sp + i] = a;
+    }
+    let planes = xs.dims()[0] * xs.dims()[1];
+    let (xp, yp) = (ax[0].inp * ax[1].inp * ax[2].inp, ax[0].out * ax[1].out * ax[2].out);
+    let include_pad = p.count_include_pad != 0;
+    let mut taps_total = 0u64;
+    for (xpl, ypl) in x.chunks_exact(xp.max(1)).zip(y.chunks_exact_mut(yp.max(1))).take(planes) {
+        let mut yi = 0;
+        for o0 in 0..ax[0].out {
+            let (l0, h0, p0) = ax[0].taps(o0);
+            for o1 in 0..ax[1].out {
+                let (l1, h1, p1) = ax[1].taps(o1);
+                for o2 in 0..ax[2].out {
+                    let (l2, h2, p2) = ax[2].taps(o2);
+                    let valid = (h0 - l0) * (h1 - l1) * (h2 - l2);
+                    taps_total += valid as u64;
+                    let mut acc = match kind {
+                        PoolKind::Max => f32::NEG_INFINITY,
+                        _ => 0.0,
+                    };
+                    for t0 in l0..h0 {
+                        let i0 = ax[0].index(o0, t0);
+                        for t1 in l1..h1 {
+                            let row = &xpl[(i0 * ax[1].inp + ax[1].index(o1, t1)) * ax[2].inp..][..ax[2].inp];
+                            for t2 in l2..h2 {
+                                let v = row[ax[2].index(o2, t2)];
+                                match kind {
+                                    PoolKind::Max => acc = if v > acc || v.is_nan() { v } else { acc },
+                                    PoolKind::Average => acc += v,
+                                    PoolKind::Lp => acc += lp_term(v, p.p),
+                                }
+                            }
+                        }
+                    }
+                    ypl[yi] = match kind {
+                        _ if valid == 0 => 0.0,
+                        PoolKind::Max => acc,
+                        PoolKind::Average => {
+                            let n = if include_pad { p0 * p1 * p2 } else { valid };
+                            acc / n as f32
+                        }
+                        PoolKind::Lp => lp_root(acc, p.p),
+                    };
+                    yi += 1;
+                }
+            }
+        }
+    }
+    Ok(Work { cube_macs: 0, vector_ops: taps_total + y.len() as u64 })
+}
+
+/// Global pooling: one value per (batch, channel) over all spatial axes.
 pub fn run_global_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let _ = (p, ins, outs);
-    Err(KernelError::BadParams("not implemented yet"))
+    let kind = pool_kind(p)?;
+    let xt = input(ins, 0, "global pool input")?;
+    let x = f32_in(xt)?;
+    let xs = xt.shape;
+    let yt = output(outs, 0, "global pool output")?;
+    let ys = yt.shape;
+    let y = f32_out(yt)?;
+    if xs.rank() < 2 || ys.rank() != xs.rank() || xs.dims()[..2] != ys.dims()[..2] || ys.dims()[2..].iter().any(|&d| d != 1) {
+        return Err(KernelError::Shape("global pool output must be [N, C, 1, ...]"));
+    }
+    let planes = y.len();
+    let plane = xs.dims()[2..].iter().product::<usize>();
+    if plane == 0 {
+        y.fill(0.0);
+        return Ok(Work { cube_macs: 0, vector_ops: planes as u64 });
+    }
+    for (v, xpl) in y.iter_mut().zip(x.chunks_exact(plane)) {
+        *v = match kind {
+            PoolKind::Max => xpl.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a || b.is_nan() { b } else { a }),
+            PoolKind::Average => sum(xpl) / plane as f32,
+            PoolKind::Lp => lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p),
+        };
+    }
+    Ok(Work { cube_macs: 0, vector_ops: x.len() as u64 })
+}
+
+/// Sum with independent partial sums (vectorizes).
+fn sum(v: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (c, r) = v.as_chunks::<8>();
+    for ch in c {
+        for l in 0..8 {
+            acc[l] += ch[l];
+        }
+    }
+    acc.iter().sum::<f32>() + r.iter().sum::<f32>()
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use ge_runtime::format::{DType, Shape};
+    use std::vec::Vec;
+
+    #[allow(clippy::too_many_arguments)]
+    fn pool(kind: PoolKind, x: &[f32], xd: &[usize], yd: &[usize], k: &[u32], s: &[u32], d: &[u32], pb: &[u32], pe: &[u32], cip: u32, pw: f32) -> Result<Vec<f32>, KernelError> {
+        let sp = k.len();
+        let mut p = PoolParams {
+            kind: kind as u32,
+            spatial: sp as u32,
+            kernel: [1; 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0; 3],
+            pad_end: [0; 3],
+            count_include_pad: cip,
+            p: pw,
+        };
+        p.kernel[..sp].copy_from_slice(k);
+        p.stride[..sp].copy_from_slice(s);
+        p.dilation[..sp].copy_from_slice(d);
+        p.pad_begin[..sp].copy_from_slice(pb);
+        p.pad_end[..sp].copy_from_slice(pe);
+        let mut y = std::vec![0.0f32; yd.iter().product()];
+        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        run_pool(&p, &ins, &mut outs)?;
+        Ok(y)
+    }
+
+    fn close(a: &[f32], b: &[f32]) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{a:?} vs {b:?}");
+        }
+    }
+
+    fn arange(n: usize) -> Vec<f32> {
+        (0..n).map(|v| v as f32).collect()
+    }
+
+    #[test]
+    fn max_pool_ceil_mode_and_dilation() {
+        // onnx.reference MaxPool(x=arange(16).reshape(1,1,4,4), kernel 3x3, strides 2, ceil_mode 1)
+        let x = arange(16);
+        close(&pool(PoolKind::Max, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[0, 0], 0, 0.0).unwrap(), &[10., 11., 14., 15.]);
+        // dilation 2, kernel 2, strides 2, pads 1: onnx.reference [5, 7, 13, 15]
+        close(&pool(PoolKind::Max, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[2, 2], &[2, 2], &[2, 2], &[1, 1], &[1, 1], 0, 0.0).unwrap(), &[5., 7., 13., 15.]);
+    }
+
+    #[test]
+    fn average_pool_pads_and_ceil() {
+        // onnx.reference AveragePool x=arange(16) [1,1,4,4], k 3, s 2, pads 1, ceil_mode 0
+        let x = arange(16);
+        // count_include_pad = 0: [2.5, 4, 8.5, 10]
+        close(&pool(PoolKind::Average, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[3, 3], &[2, 2], &[1, 1], &[1, 1], &[1, 1], 0, 0.0).unwrap(), &[2.5, 4., 8.5, 10.]);
+        // count_include_pad = 1: [10, 24, 51, 90] / 9
+        let y = pool(PoolKind::Average, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[3, 3], &[2, 2], &[1, 1], &[1, 1], &[1, 1], 1, 0.0).unwrap();
+        close(&y, &[10.0 / 9.0, 24.0 / 9.0, 51.0 / 9.0, 90.0 / 9.0]);
+        // ceil mode 1-D: x=[0..5], k 2, s 2, no pads -> out 3 (last window clipped)
+        let x = arange(5);
+        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[2], &[2], &[1], &[0], &[0], 0, 0.0).unwrap(), &[0.5, 2.5, 4.0]);
+        // count_include_pad with ceil: last window past the padded extent counts only 1 tap
+        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[2], &[2], &[1], &[0], &[0], 1, 0.0).unwrap(), &[0.5, 2.5, 4.0]);
+        // 1 end pad + ceil: x=[0..5], k 3, s 2, pe 1: windows [0,3),[2,5),[4,7) -> include_pad
+        // counts 3,3,2; onnx.reference (ceil_mode 1) gives [1, 3, 2] and [1, 3, 4]
+        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[3], &[2], &[1], &[0], &[1], 1, 0.0).unwrap(), &[1.0, 3.0, 2.0]);
+        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[3], &[2], &[1], &[0], &[1], 0, 0.0).unwrap(), &[1.0, 3.0, 4.0]);
+        // pads 1/1, ceil: x=[0..6], k 3, s 2 -> onnx.reference [1/3, 2, 4, 2.5] and [0.5, 2, 4, 5]
+        let x6 = arange(6);
+        close(&pool(PoolKind::Average, &x6, &[1, 1, 6], &[1, 1, 4], &[3], &[2], &[1], &[1], &[1], 1, 0.0).unwrap(), &[1.0 / 3.0, 2.0, 4.0, 2.5]);
+        close(&pool(PoolKind::Average, &x6, &[1, 1, 6], &[1, 1, 4], &[3], &[2], &[1], &[1], &[1], 0, 0.0).unwrap(), &[0.5, 2.0, 4.0, 5.0]);
+        // wrong output size
+        assert!(pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 4], &[3], &[2], &[1], &[0], &[1], 0, 0.0).is_err());
+    }
+
+    #[test]
+    fn lp_and_3d() {
+        let x = [3.0f32, -4.0, 1.0, 2.0, -2.0, 0.5];
+        // p=2 over windows of 2 (stride 2): [5, sqrt(5), sqrt(4.25)]
+        close(&pool(PoolKind::Lp, &x, &[1, 1, 6], &[1, 1, 3], &[2], &[2], &[1], &[0], &[0], 0, 2.0).unwrap(), &[5.0, 5f32.sqrt(), 4.25f32.sqrt()]);
+        // p=3: (27+64)^(1/3)
+        let y = pool(PoolKind::Lp, &x[..2], &[1, 1, 2], &[1, 1, 1], &[2], &[1], &[1], &[0], &[0], 0, 3.0).unwrap();
+        close(&y, &[91f32.powf(1.0 / 3.0)]);
+        // 3-D max over 2x2x2 cubes of arange(64) [4,4,4] stride 2 -> max is the +21 corner
+        let x = arange(64);
+        let y = pool(PoolKind::Max, &x, &[1, 1, 4, 4, 4], &[1, 1, 2, 2, 2], &[2, 2, 2], &[2, 2, 2], &[1, 1, 1], &[0, 0, 0], &[0, 0, 0], 0, 0.0).unwrap();
+        close(&y, &[21., 23., 29., 31., 53., 55., 61., 63.]);
+    }
+
+    #[test]
+    fn global_pools() {
+        let x = [1.0f32, 2.0, 3.0, 4.0, -1.0, -2.0, 5.0, 0.0];
+        let mut y = [0.0f32; 2];
+        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(&[1, 2, 2, 2]).unwrap(), data: bytemuck::cast_slice(&x) })];
+        for (kind, p, want) in [(PoolKind::Average, 0.0, [2.5, 0.5]), (PoolKind::Max, 0.0, [4.0, 5.0]), (PoolKind::Lp, 1.0, [10.0, 8.0])] {
+            let pp = PoolParams { kind: kind as u32, spatial: 2, kernel: [0; 3], stride: [0; 3], dilation: [0; 3], pad_begin: [0; 3], pad_end: [0; 3], count_include_pad: 0, p };
+            let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[1, 2, 1, 1]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+            run_global_pool(&pp, &ins, &mut outs).unwrap();
+            close(&y, &want);
+        }
+    }
 }

@@ -1,0 +1,162 @@
+//! Conformance checking of ONNX backend-test cases (`model.onnx` + `test_data_set_*/`):
+//! compile with the case's input shapes, run every data set on the simulated device and
+//! compare with the expected outputs.
+
+use std::path::{Path, PathBuf};
+
+use ge_runtime::format::DType;
+
+use crate::error::CompileError;
+use crate::onnx::tensor::{TensorData, read_tensor_pb};
+use crate::options::CompileOptions;
+use crate::run::Runner;
+
+/// Comparison tolerances: `|got - want| <= atol + rtol * |want|`.
+#[derive(Clone, Copy, Debug)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance { rtol: 1e-3, atol: 1e-4 }
+    }
+}
+
+/// Outcome of one case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Pass,
+    Fail(String),
+    Unsupported(String),
+}
+
+/// The data sets of a case dir, sorted.
+pub fn data_sets(case: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(case)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("test_data_set_")))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Reads `prefix_0.pb`, `prefix_1.pb`, … from a data set dir.
+pub fn read_numbered(dir: &Path, prefix: &str) -> Result<Vec<TensorData>, String> {
+    let mut out = Vec::new();
+    for i in 0.. {
+        let p = dir.join(format!("{prefix}_{i}.pb"));
+        if !p.exists() {
+            break;
+        }
+        out.push(read_tensor_pb(&p).map_err(|e| format!("{}: {e}", p.display()))?);
+    }
+    Ok(out)
+}
+
+/// Compares one output; `Err` says where it differs.
+pub fn compare(got: &TensorData, want: &TensorData, tol: Tolerance) -> Result<(), String> {
+    if got.dims != want.dims {
+        return Err(format!("shape {:?}, expected {:?}", got.dims, want.dims));
+    }
+    if got.dtype != want.dtype {
+        return Err(format!("dtype {}, expected {}", got.dtype.name(), want.dtype.name()));
+    }
+    let float = matches!(want.dtype, DType::F32 | DType::F64 | DType::F16 | DType::Bf16);
+    let (g, w) = (got.to_f64_vec()?, want.to_f64_vec()?);
+    let mut worst: Option<(usize, f64, f64)> = None;
+    let mut bad = 0usize;
+    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+        let ok = if float {
+            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol.atol + tol.rtol * b.abs()
+        } else {
+            a == b
+        };
+        if !ok {
+            bad += 1;
+            if worst.is_none_or(|(_, x, y)| (a - b).abs() > (x - y).abs()) {
+                worst = Some((i, a, b));
+            }
+        }
+    }
+    match worst {
+        None => Ok(()),
+        Some((i, a, b)) => Err(format!("{bad} of {} elements differ; worst at {i}: got {a}, expected {b}", w.len())),
+    }
+}
+
+/// Runs one case dir with `opts` (input shapes are taken from the first data set).
+pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
+    let model_path = case.join("model.onnx");
+    let sets = data_sets(case);
+    let Some(first) = sets.first() else { return Outcome::Fail("no test_data_set_* directory".into()) };
+    let inputs = match read_numbered(first, "input") {
+        Ok(i) => i,
+        Err(e) => return Outcome::Unsupported(format!("inputs: {e}")),
+    };
+    let bytes = match std::fs::read(&model_path) {
+        Ok(b) => b,
+        Err(e) => return Outcome::Fail(format!("{}: {e}", model_path.display())),
+    };
+    let mut opts = opts.clone();
+    if let Ok(m) = crate::onnx::decode_model(&bytes)
+        && let Some(g) = &m.graph
+    {
+        let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+        let names = g.input.iter().map(|i| i.name()).filter(|n| !inits.contains(n));
+        for (name, t) in names.zip(&inputs) {
+            opts.input_shapes.insert(name.to_string(), t.dims.clone());
+        }
+    }
+    let compiled = match crate::compile_bytes(&bytes, Some(case), &opts) {
+        Ok(c) => c,
+        Err(e @ (CompileError::Unsupported { .. } | CompileError::Input { .. })) => return Outcome::Unsupported(e.to_string()),
+        Err(e) => return Outcome::Fail(format!("compile: {e}")),
+    };
+    let mut runner = match Runner::new(ge_runtime::AlignedBlob::from_bytes(&compiled.blob)) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Fail(format!("load: {e}")),
+    };
+    for set in &sets {
+        let (ins, want) = match (read_numbered(set, "input"), read_numbered(set, "output")) {
+            (Ok(i), Ok(o)) => (i, o),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Unsupported(format!("test data: {e}")),
+        };
+        let got = match runner.run(&ins, ge_sim::SimDevice::new(opts.device)) {
+            Ok((g, _)) => g,
+            Err(e) => return Outcome::Fail(format!("run: {e}")),
+        };
+        if got.len() != want.len() {
+            return Outcome::Fail(format!("{} outputs, expected {}", got.len(), want.len()));
+        }
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            if let Err(e) = compare(g, w, tol) {
+                return Outcome::Fail(format!("output {i} of {}: {e}", set.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())));
+            }
+        }
+    }
+    Outcome::Pass
+}
+
+/// Case dirs under `suite` (any dir holding a `model.onnx`), sorted.
+pub fn suite_cases(suite: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(suite)
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.join("model.onnx").is_file()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Runs a case, turning a panic into a failure so one case cannot stop a suite.
+pub fn check_case_isolated(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(case, opts, tol)))
+        .unwrap_or_else(|p| {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            Outcome::Fail(format!("panic: {}", msg.unwrap_or_default()))
+        })
+}

@@ -1,0 +1,93 @@
+//! The compile pipeline: parse → import (typed IR, shapes, constant folding of shape logic)
+//! → passes → plan → emit `.om`, with a report of every stage.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::error::{CompileError, Result};
+use crate::ir::Graph;
+use crate::onnx::{ImportOptions, decode_model, import_model};
+use crate::options::{CompileOptions, Precision};
+use crate::report::{MemoryStat, Report, SimStat};
+
+/// A compiled model.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub blob: Vec<u8>,
+    pub report: Report,
+    /// The optimized graph (for codegen and inspection).
+    pub graph: Graph,
+}
+
+/// Producer string written into blobs.
+pub const PRODUCER: &str = concat!("ge ", env!("CARGO_PKG_VERSION"));
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Compiles the `.onnx` file at `path`.
+pub fn compile_file(path: &Path, opts: &CompileOptions) -> Result<Compiled> {
+    let bytes = std::fs::read(path).map_err(|source| CompileError::Io { path: path.to_path_buf(), source })?;
+    compile_bytes(&bytes, path.parent(), opts)
+}
+
+/// Compiles model bytes; `model_dir` resolves external data.
+pub fn compile_bytes(bytes: &[u8], model_dir: Option<&Path>, opts: &CompileOptions) -> Result<Compiled> {
+    let start = Instant::now();
+    if opts.precision != Precision::Fp32 {
+        return Err(CompileError::Option("only --precision fp32 is implemented so far".into()));
+    }
+    let t = Instant::now();
+    let model = decode_model(bytes)?;
+    let parse = ms(t);
+    let t = Instant::now();
+    let nodes_before = model.graph.as_ref().map_or(0, |g| g.node.len());
+    let graph = import_model(&model, model_dir, &ImportOptions { input_shapes: opts.input_shapes.clone() })?;
+    let import = ms(t);
+    let t = Instant::now();
+    let passes = Vec::new();
+    let passes_ms = ms(t);
+    let t = Instant::now();
+    let order = graph.topo_order();
+    let emitted = crate::om::emit_full(&graph, &order, opts.memory_reuse, PRODUCER)?;
+    let plan_ms = ms(t);
+    let sim = predict(&emitted.blob, opts)?;
+    let report = Report {
+        model: graph.name.clone(),
+        opset: graph.opset,
+        opt_level: format!("{:?}", opts.opt_level),
+        nodes_before,
+        nodes_after: graph.node_count(),
+        tasks: emitted.tasks,
+        passes,
+        memory: MemoryStat {
+            arena_bytes: emitted.memory.arena_bytes as u64,
+            lower_bound_bytes: emitted.memory.lower_bound_bytes as u64,
+            naive_bytes: emitted.memory.naive_bytes as u64,
+            weight_bytes: emitted.weight_bytes as u64,
+        },
+        compile_millis: crate::report::CompileMillis { total: ms(start), parse, import, passes: passes_ms, plan_and_emit: plan_ms },
+        sim,
+        blob_bytes: emitted.blob.len(),
+    };
+    Ok(Compiled { blob: emitted.blob, report, graph })
+}
+
+/// Predicts one run's device figures from the blob with the cost model (no kernels run).
+fn predict(blob: &[u8], opts: &CompileOptions) -> Result<SimStat> {
+    let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
+    let model = ge_runtime::Model::from_bytes(aligned.as_bytes())
+        .map_err(|e| CompileError::Model(format!("internal error: the emitted blob does not validate: {e}")))?;
+    let dev = ge_sim::SimDevice::new(opts.device);
+    let r = dev.predict(&model);
+    Ok(SimStat {
+        device: opts.device.name.to_string(),
+        time_us: r.time_ns as f64 / 1000.0,
+        gm_bytes: r.gm_bytes,
+        launches: r.launches,
+        tasks: r.tasks,
+        cube_macs: r.cube_macs,
+        vector_ops: r.vector_ops,
+    })
+}

@@ -1,0 +1,60 @@
+//! Evaluates one op on constant inputs with the device's own kernels, so constant folding
+//! and the device can never disagree. Buffers are 64-byte aligned copies.
+
+use ge_runtime::KernelError;
+use ge_runtime::format::{DType, Shape, TensorMut, TensorRef};
+
+use super::Op;
+use crate::onnx::tensor::TensorData;
+
+/// 64-byte aligned scratch bytes.
+struct Aligned(Vec<[u64; 8]>, usize);
+
+impl Aligned {
+    fn zeroed(len: usize) -> Aligned {
+        Aligned(vec![[0u64; 8]; len.div_ceil(64)], len)
+    }
+    fn from(bytes: &[u8]) -> Aligned {
+        let mut a = Aligned::zeroed(bytes.len());
+        a.bytes_mut().copy_from_slice(bytes);
+        a
+    }
+    fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.0)[..self.1]
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.0)[..self.1]
+    }
+}
+
+fn shape(dims: &[usize]) -> Result<Shape, KernelError> {
+    Shape::new(dims).ok_or(KernelError::Shape("rank above 8"))
+}
+
+/// Runs `op` on `inputs`, producing outputs of the given dtypes and shapes.
+pub fn eval(op: &Op, inputs: &[Option<&TensorData>], outputs: &[(DType, Vec<usize>)]) -> Result<Vec<TensorData>, KernelError> {
+    let (kind, params) = op.lower();
+    let ins_buf: Vec<Option<(Aligned, DType, Shape)>> = inputs
+        .iter()
+        .map(|t| t.map(|t| Ok((Aligned::from(&t.bytes), t.dtype, shape(&t.dims)?))).transpose())
+        .collect::<Result<_, KernelError>>()?;
+    let ins: Vec<Option<TensorRef<'_>>> =
+        ins_buf.iter().map(|t| t.as_ref().map(|(a, d, s)| TensorRef { dtype: *d, shape: *s, data: a.bytes() })).collect();
+    let mut out_bufs: Vec<(Aligned, DType, Shape)> = outputs
+        .iter()
+        .map(|(d, dims)| Ok((Aligned::zeroed(dims.iter().product::<usize>() * d.size()), *d, shape(dims)?)))
+        .collect::<Result<_, KernelError>>()?;
+    let in_shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
+    let out_shapes: Vec<Shape> = out_bufs.iter().map(|o| o.2).collect();
+    let mut ws = Aligned::zeroed(ge_sim::kernels::workspace_bytes(kind, &params, &in_shapes, &out_shapes));
+    {
+        let mut outs: Vec<TensorMut<'_>> =
+            out_bufs.iter_mut().map(|(a, d, s)| TensorMut { dtype: *d, shape: *s, data: a.bytes_mut() }).collect();
+        ge_sim::kernels::execute(kind, &params, &ins, &mut outs, ws.bytes_mut())?;
+    }
+    Ok(out_bufs
+        .into_iter()
+        .zip(outputs)
+        .map(|((a, d, _), (_, dims))| TensorData { dtype: d, dims: dims.clone(), bytes: a.bytes().to_vec() })
+        .collect())
+}

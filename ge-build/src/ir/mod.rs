@@ -1,0 +1,9 @@
+//! The intermediate representation: one graph type for every pass.
+
+mod eval;
+mod graph;
+mod op;
+
+pub use graph::{Graph, Node, Value, ValueId};
+pub use eval::eval;
+pub use op::Op;

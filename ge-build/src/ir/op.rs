@@ -1,0 +1,97 @@
+//! The typed op set of the IR. Attributes are parsed and validated once, at import, into the
+//! same parameter records the device reads (`ge_runtime::format`), so lowering a node to a
+//! task is a copy, and the compiler and the device cannot disagree on a field.
+
+use ge_runtime::format::{
+    Activation, ArgReduceParams, AxisParams, BinaryOp, BinaryParams, ConvParams, GemmParams,
+    LrnParams, NoParams, NormParams, OpKind, PadParams, PoolParams, ReduceParams, ResizeParams,
+    SliceParams, SoftmaxParams, TransposeParams, UnaryOp, UnaryParams,
+};
+
+/// An IR operation with its typed attributes. Node inputs are exactly the kernel's inputs:
+/// attribute-like constant inputs (shapes, axes, pads…) were folded into these fields.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    Unary(UnaryParams),
+    Binary(BinaryParams),
+    Variadic(BinaryParams),
+    Where,
+    Conv(ConvParams),
+    ConvTranspose(ConvParams),
+    Gemm(GemmParams),
+    MatMul,
+    Pool(PoolParams),
+    GlobalPool(PoolParams),
+    Lrn(LrnParams),
+    BatchNorm(NormParams),
+    InstanceNorm(NormParams),
+    Softmax(SoftmaxParams),
+    Reduce(ReduceParams),
+    ArgReduce(ArgReduceParams),
+    Transpose(TransposeParams),
+    Slice(SliceParams),
+    Concat(AxisParams),
+    Split(AxisParams),
+    Gather(AxisParams),
+    Pad(PadParams),
+    /// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: same bytes, new shape.
+    Reshape,
+    Expand,
+    Tile,
+    Resize(ResizeParams),
+    Cast,
+}
+
+impl Op {
+    /// A unary op with its `alpha` / `beta`.
+    pub fn unary(op: UnaryOp, alpha: f32, beta: f32) -> Op {
+        Op::Unary(UnaryParams { act: Activation { op: op as u32, alpha, beta } })
+    }
+
+    /// A binary op without epilogue.
+    pub fn binary(op: BinaryOp) -> Op {
+        Op::Binary(BinaryParams { op: op as u32, act: Activation::default() })
+    }
+
+    /// The task kind and parameter record this op lowers to.
+    pub fn lower(&self) -> (OpKind, Vec<u8>) {
+        fn b<T: bytemuck::Pod>(p: &T) -> Vec<u8> {
+            bytemuck::bytes_of(p).to_vec()
+        }
+        let none = || b(&NoParams::default());
+        match self {
+            Op::Unary(p) => (OpKind::Unary, b(p)),
+            Op::Binary(p) => (OpKind::Binary, b(p)),
+            Op::Variadic(p) => (OpKind::Variadic, b(p)),
+            Op::Where => (OpKind::Where, none()),
+            Op::Conv(p) => (OpKind::Conv, b(p)),
+            Op::ConvTranspose(p) => (OpKind::ConvTranspose, b(p)),
+            Op::Gemm(p) => (OpKind::Gemm, b(p)),
+            Op::MatMul => (OpKind::MatMul, none()),
+            Op::Pool(p) => (OpKind::Pool, b(p)),
+            Op::GlobalPool(p) => (OpKind::GlobalPool, b(p)),
+            Op::Lrn(p) => (OpKind::Lrn, b(p)),
+            Op::BatchNorm(p) => (OpKind::BatchNorm, b(p)),
+            Op::InstanceNorm(p) => (OpKind::InstanceNorm, b(p)),
+            Op::Softmax(p) => (OpKind::Softmax, b(p)),
+            Op::Reduce(p) => (OpKind::Reduce, b(p)),
+            Op::ArgReduce(p) => (OpKind::ArgReduce, b(p)),
+            Op::Transpose(p) => (OpKind::Transpose, b(p)),
+            Op::Slice(p) => (OpKind::Slice, b(p)),
+            Op::Concat(p) => (OpKind::Concat, b(p)),
+            Op::Split(p) => (OpKind::Split, b(p)),
+            Op::Gather(p) => (OpKind::Gather, b(p)),
+            Op::Pad(p) => (OpKind::Pad, b(p)),
+            Op::Reshape => (OpKind::Copy, none()),
+            Op::Expand => (OpKind::Expand, none()),
+            Op::Tile => (OpKind::Tile, none()),
+            Op::Resize(p) => (OpKind::Resize, b(p)),
+            Op::Cast => (OpKind::Cast, none()),
+        }
+    }
+
+    /// True for ops whose output is the input's bytes under a new shape.
+    pub fn is_reshape(&self) -> bool {
+        matches!(self, Op::Reshape)
+    }
+}

@@ -1,0 +1,92 @@
+//! Writes `.om` blobs: header, section table, then 64-byte aligned sections, with CRC-32
+//! checksums over the header+table and over the body. The format itself is defined in
+//! `ge_runtime::format`, which this writer only fills in. O(blob size).
+
+use ge_runtime::format::{
+    ALIGN, FORMAT_VERSION, Header, IoDesc, MAGIC, Meta, SectionEntry, SectionKind, StrRef,
+    TaskDesc, TensorDesc,
+};
+
+/// Tables of a model being written.
+#[derive(Default, Debug)]
+pub struct OmBuilder {
+    strings: Vec<u8>,
+    pub io: Vec<IoDesc>,
+    pub tensors: Vec<TensorDesc>,
+    pub tasks: Vec<TaskDesc>,
+    pub task_io: Vec<u32>,
+    params: Vec<u8>,
+    weights: Vec<u8>,
+}
+
+impl OmBuilder {
+    /// Interns a string (no dedup; names are mostly unique).
+    pub fn string(&mut self, s: &str) -> StrRef {
+        let r = StrRef { offset: self.strings.len() as u32, len: s.len() as u32 };
+        self.strings.extend_from_slice(s.as_bytes());
+        r
+    }
+
+    /// Appends a parameter record (8-byte aligned) and returns (offset, len).
+    pub fn params(&mut self, bytes: &[u8]) -> (u32, u32) {
+        while self.params.len() % 8 != 0 {
+            self.params.push(0);
+        }
+        let off = self.params.len() as u32;
+        self.params.extend_from_slice(bytes);
+        (off, bytes.len() as u32)
+    }
+
+    /// Appends weight bytes at a 64-byte aligned offset and returns it.
+    pub fn weights(&mut self, bytes: &[u8]) -> u64 {
+        let pad = self.weights.len().next_multiple_of(ALIGN);
+        self.weights.resize(pad, 0);
+        let off = self.weights.len() as u64;
+        self.weights.extend_from_slice(bytes);
+        off
+    }
+
+    /// Bytes of weights so far.
+    pub fn weight_bytes(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Serializes everything with `meta`.
+    pub fn finish(self, meta: Meta) -> Vec<u8> {
+        let sections: Vec<(SectionKind, Vec<u8>)> = vec![
+            (SectionKind::Meta, bytemuck::bytes_of(&meta).to_vec()),
+            (SectionKind::Strings, self.strings),
+            (SectionKind::Io, bytemuck::cast_slice(&self.io).to_vec()),
+            (SectionKind::Tensors, bytemuck::cast_slice(&self.tensors).to_vec()),
+            (SectionKind::Tasks, bytemuck::cast_slice(&self.tasks).to_vec()),
+            (SectionKind::TaskIo, bytemuck::cast_slice(&self.task_io).to_vec()),
+            (SectionKind::Params, self.params),
+            (SectionKind::Weights, self.weights),
+        ];
+        let hl = std::mem::size_of::<Header>();
+        let table_len = sections.len() * std::mem::size_of::<SectionEntry>();
+        let mut out = vec![0u8; hl + table_len];
+        let mut entries = Vec::with_capacity(sections.len());
+        for (kind, bytes) in &sections {
+            out.resize(out.len().next_multiple_of(ALIGN), 0);
+            entries.push(SectionEntry { kind: *kind as u32, reserved: 0, offset: out.len() as u64, len: bytes.len() as u64 });
+            out.extend_from_slice(bytes);
+        }
+        out.resize(out.len().next_multiple_of(ALIGN), 0);
+        let table: &[u8] = bytemuck::cast_slice(&entries);
+        out[hl..hl + table_len].copy_from_slice(table);
+        let mut header = Header {
+            magic: MAGIC,
+            version: FORMAT_VERSION,
+            flags: 0,
+            file_len: out.len() as u64,
+            section_count: sections.len() as u32,
+            header_crc: 0,
+            body_crc: crc32fast::hash(&out[hl + table_len..]),
+            reserved: [0; 7],
+        };
+        header.header_crc = ge_runtime::header_checksum(&header, table);
+        out[..hl].copy_from_slice(bytemuck::bytes_of(&header));
+        out
+    }
+}

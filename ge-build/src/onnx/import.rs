@@ -1,0 +1,397 @@
+//! ONNX `ModelProto` → IR [`Graph`]. Nodes are visited in topological order; each is typed by
+//! its op importer (attributes validated, output shapes inferred). A node whose kernel
+//! inputs are all constant is evaluated on the spot, so shape subgraphs
+//! (`Shape → Gather → Concat → Reshape`) become constants before their consumers need them.
+//! Cost: O(nodes + edges) plus the folded kernels' own work.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use ge_runtime::format::{DType, MAX_RANK};
+use prost::Message;
+
+use super::ctx::{Imported, InputInfo, NodeCtx};
+use super::ops;
+use super::proto::{
+    ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
+};
+use super::tensor::{TensorData, decode_tensor};
+use crate::error::{CompileError, Result};
+use crate::ir::{Graph, Node, Value, ValueId, eval};
+
+/// Import options.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Shapes that replace the declared ones (symbolic dims), by input name.
+    pub input_shapes: BTreeMap<String, Vec<usize>>,
+}
+
+/// Decodes a `.onnx` file's bytes.
+pub fn decode_model(bytes: &[u8]) -> Result<ModelProto> {
+    ModelProto::decode(bytes)
+        .map_err(|e| CompileError::Parse(format!("protobuf decoding failed: {e}")))
+}
+
+/// The default-domain opset a model imports.
+pub fn default_opset(model: &ModelProto) -> i64 {
+    model
+        .opset_import
+        .iter()
+        .find(|o| matches!(o.domain(), "" | "ai.onnx"))
+        .map_or(1, |o| o.version())
+}
+
+fn declared_type(vi: &ValueInfoProto) -> Option<(i32, Vec<Option<i64>>, Vec<String>)> {
+    let Some(type_proto::Value::TensorType(t)) = vi.r#type.as_ref()?.value.as_ref() else {
+        return None;
+    };
+    let mut dims = Vec::new();
+    let mut params = Vec::new();
+    if let Some(s) = &t.shape {
+        for d in &s.dim {
+            match &d.value {
+                Some(dimension::Value::DimValue(v)) if *v >= 0 => dims.push(Some(*v)),
+                Some(dimension::Value::DimParam(p)) => {
+                    dims.push(None);
+                    params.push(p.clone());
+                }
+                _ => dims.push(None),
+            }
+        }
+    }
+    Some((t.elem_type(), dims, params))
+}
+
+/// Imports a decoded model. `model_dir` resolves external-data initializers.
+pub fn import_model(
+    model: &ModelProto,
+    model_dir: Option<&Path>,
+    opts: &ImportOptions,
+) -> Result<Graph> {
+    let opset = default_opset(model);
+    let gp = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| CompileError::Parse("the model has no graph".into()))?;
+    let mut g = Graph {
+        name: gp.name().to_string(),
+        opset,
+        ..Graph::default()
+    };
+    let mut by_name: HashMap<String, ValueId> = HashMap::new();
+
+    for t in &gp.initializer {
+        let data = decode_tensor(t, model_dir)
+            .map_err(|e| CompileError::Model(format!("initializer '{}': {e}", t.name())))?;
+        let id = g.add_value(Value {
+            name: t.name().to_string(),
+            dtype: data.dtype,
+            shape: data.dims.clone(),
+            producer: None,
+            data: Some(Arc::new(data)),
+        });
+        by_name.insert(t.name().to_string(), id);
+    }
+    for name in opts.input_shapes.keys() {
+        if !gp.input.iter().any(|i| i.name() == name) {
+            let known: Vec<&str> = gp.input.iter().map(|i| i.name()).collect();
+            return Err(CompileError::Input {
+                input: name.clone(),
+                reason: format!("no such graph input (inputs: {})", known.join(", ")),
+            });
+        }
+    }
+    for vi in &gp.input {
+        if by_name.contains_key(vi.name()) {
+            continue; // an initializer listed as input (IR < 4): a constant
+        }
+        let (et, dims, params) = declared_type(vi).ok_or_else(|| CompileError::Input {
+            input: vi.name().into(),
+            reason: "only tensor inputs are supported".into(),
+        })?;
+        let dtype =
+            DType::from_u8(u8::try_from(et).unwrap_or(0)).ok_or_else(|| CompileError::Input {
+                input: vi.name().into(),
+                reason: format!("element type {et} is not supported"),
+            })?;
+        let shape = match opts.input_shapes.get(vi.name()) {
+            Some(s) => {
+                if s.len() != dims.len() && !dims.is_empty() {
+                    return Err(CompileError::Input {
+                        input: vi.name().into(),
+                        reason: format!(
+                            "--input-shape gives rank {} but the model declares rank {}",
+                            s.len(),
+                            dims.len()
+                        ),
+                    });
+                }
+                for (i, (&given, decl)) in s.iter().zip(&dims).enumerate() {
+                    if let Some(d) = decl
+                        && *d as usize != given
+                    {
+                        return Err(CompileError::Input {
+                            input: vi.name().into(),
+                            reason: format!(
+                                "--input-shape sets dim {i} to {given} but the model fixes it to {d}"
+                            ),
+                        });
+                    }
+                }
+                s.clone()
+            }
+            None => dims
+                .iter()
+                .map(|d| d.map(|v| v as usize))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| CompileError::Input {
+                    input: vi.name().into(),
+                    reason: format!(
+                        "has symbolic dimension(s) {}; set them with --input-shape {}:{}",
+                        if params.is_empty() {
+                            "?".to_string()
+                        } else {
+                            params.join(", ")
+                        },
+                        vi.name(),
+                        dims.iter()
+                            .map(|d| d.map_or("N".to_string(), |v| v.to_string()))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                })?,
+        };
+        if shape.len() > MAX_RANK {
+            return Err(CompileError::Input {
+                input: vi.name().into(),
+                reason: format!("rank {} exceeds {MAX_RANK}", shape.len()),
+            });
+        }
+        let id = g.add_value(Value {
+            name: vi.name().to_string(),
+            dtype,
+            shape,
+            producer: None,
+            data: None,
+        });
+        g.inputs.push(id);
+        by_name.insert(vi.name().to_string(), id);
+    }
+
+    for node in topo_sort(&gp.node, &by_name)? {
+        import_node(&mut g, &mut by_name, node, opset)?;
+    }
+
+    for vi in &gp.output {
+        let id = *by_name.get(vi.name()).ok_or_else(|| {
+            CompileError::Model(format!(
+                "graph output '{}' is produced by no node",
+                vi.name()
+            ))
+        })?;
+        g.outputs.push(id);
+    }
+    Ok(g)
+}
+
+/// Orders nodes so every input is produced first (ONNX requires it, exporters mostly
+/// comply). Kahn's algorithm over value names: O(nodes + edges).
+fn topo_sort<'a>(
+    nodes: &'a [NodeProto],
+    known: &HashMap<String, ValueId>,
+) -> Result<Vec<&'a NodeProto>> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for o in &n.output {
+            if !o.is_empty() {
+                producer.insert(o.as_str(), i);
+            }
+        }
+    }
+    let mut indeg = vec![0usize; nodes.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for inp in n.input.iter().filter(|s| !s.is_empty()) {
+            if known.contains_key(inp) {
+                continue;
+            }
+            if let Some(&p) = producer.get(inp.as_str()) {
+                indeg[i] += 1;
+                users[p].push(i);
+            }
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..nodes.len()).filter(|&i| indeg[i] == 0).collect();
+    let mut out = Vec::with_capacity(nodes.len());
+    while let Some(i) = ready.pop_first() {
+        out.push(&nodes[i]);
+        for &u in &users[i] {
+            indeg[u] -= 1;
+            if indeg[u] == 0 {
+                ready.insert(u);
+            }
+        }
+    }
+    if out.len() != nodes.len() {
+        return Err(CompileError::Model("the graph has a cycle".into()));
+    }
+    Ok(out)
+}
+
+fn import_node(
+    g: &mut Graph,
+    by_name: &mut HashMap<String, ValueId>,
+    node: &NodeProto,
+    opset: i64,
+) -> Result<()> {
+    let domain = node.domain();
+    let mut input_ids = Vec::with_capacity(node.input.len());
+    for name in &node.input {
+        if name.is_empty() {
+            input_ids.push(None);
+            continue;
+        }
+        let id = by_name
+            .get(name)
+            .copied()
+            .ok_or_else(|| CompileError::Node {
+                node: node.name().into(),
+                op_type: node.op_type().into(),
+                opset,
+                reason: format!(
+                    "input '{name}' is produced by no node, initializer or graph input"
+                ),
+            })?;
+        input_ids.push(Some(id));
+    }
+    let ctx = NodeCtx {
+        node,
+        opset,
+        inputs: input_ids
+            .iter()
+            .map(|id| {
+                id.map(|id| {
+                    let v = g.value(id);
+                    InputInfo {
+                        dtype: v.dtype,
+                        shape: &v.shape,
+                        data: v.data.as_deref(),
+                    }
+                })
+            })
+            .collect(),
+    };
+    if !matches!(domain, "" | "ai.onnx") {
+        return Err(ctx.unsupported(format!(
+            "operator domain '{domain}' is not supported (only the default ONNX domain is)"
+        )));
+    }
+    let imported = ops::import(&ctx)?;
+    let (op, kernel_inputs, outputs, overrides) = match imported {
+        Imported::Constants(values) => {
+            if values.len() < node.output.iter().filter(|o| !o.is_empty()).count() {
+                return Err(ctx.err("importer produced fewer outputs than the node has"));
+            }
+            drop(ctx);
+            for (name, data) in node.output.iter().zip(values) {
+                if name.is_empty() {
+                    continue;
+                }
+                let id = g.add_value(Value {
+                    name: name.clone(),
+                    dtype: data.dtype,
+                    shape: data.dims.clone(),
+                    producer: None,
+                    data: Some(Arc::new(data)),
+                });
+                by_name.insert(name.clone(), id);
+            }
+            return Ok(());
+        }
+        Imported::Op {
+            op,
+            inputs,
+            outputs,
+            overrides,
+        } => (op, inputs, outputs, overrides),
+    };
+    if outputs.iter().any(|(_, s)| s.len() > MAX_RANK) {
+        return Err(ctx.unsupported(format!("an output's rank exceeds {MAX_RANK}")));
+    }
+    let node_name = ctx.name().to_string();
+    drop(ctx);
+    let mut kernel_ids: Vec<Option<ValueId>> = kernel_inputs
+        .iter()
+        .map(|&i| input_ids.get(i).copied().flatten())
+        .collect();
+    for (pos, data) in overrides {
+        let name = format!("{node_name}:const{pos}");
+        let id = g.add_value(Value {
+            name,
+            dtype: data.dtype,
+            shape: data.dims.clone(),
+            producer: None,
+            data: Some(Arc::new(data)),
+        });
+        if let Some(slot) = kernel_ids.get_mut(pos) {
+            *slot = Some(id);
+        }
+    }
+    let all_const = kernel_ids
+        .iter()
+        .flatten()
+        .all(|id| g.value(*id).data.is_some());
+    let names: Vec<String> = node.output.iter().take(outputs.len()).cloned().collect();
+    if all_const {
+        let datas: Vec<Option<&TensorData>> = kernel_ids
+            .iter()
+            .map(|id| id.and_then(|id| g.value(id).data.as_deref()))
+            .collect();
+        let values = eval(&op, &datas, &outputs).map_err(|e| CompileError::Node {
+            node: node_name.clone(),
+            op_type: node.op_type().into(),
+            opset,
+            reason: format!("constant folding failed: {e}"),
+        })?;
+        for (name, data) in names.iter().zip(values) {
+            let id = g.add_value(Value {
+                name: name.clone(),
+                dtype: data.dtype,
+                shape: data.dims.clone(),
+                producer: None,
+                data: Some(Arc::new(data)),
+            });
+            by_name.insert(name.clone(), id);
+        }
+        return Ok(());
+    }
+    let mut out_ids = Vec::with_capacity(outputs.len());
+    for (i, (dtype, shape)) in outputs.into_iter().enumerate() {
+        let name = names.get(i).cloned().unwrap_or_default();
+        let name = if name.is_empty() {
+            format!("{node_name}:unused{i}")
+        } else {
+            name
+        };
+        let id = g.add_value(Value {
+            name: name.clone(),
+            dtype,
+            shape,
+            producer: None,
+            data: None,
+        });
+        by_name.insert(name, id);
+        out_ids.push(id);
+    }
+    g.add_node(Node {
+        name: node_name,
+        op_type: node.op_type().to_string(),
+        opset,
+        op,
+        inputs: kernel_ids,
+        outputs: out_ids,
+    });
+    Ok(())
+}

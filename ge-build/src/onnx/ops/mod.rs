@@ -1,0 +1,82 @@
+//! Op importers: one function per ONNX op type (grouped by family), each validating the
+//! node's attributes for its opset, inferring output dtypes and shapes, and returning the
+//! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
+
+mod conv;
+mod elementwise;
+mod math;
+mod norm;
+mod resize;
+mod shape;
+
+use ge_runtime::format::DType;
+
+use super::ctx::{Imported, NodeCtx};
+use crate::error::Result;
+
+/// Every ONNX op type (default domain) the importer handles.
+pub const SUPPORTED: &[&str] = &[
+    "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
+    "AveragePool", "BatchNormalization", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv",
+    "ConvTranspose", "Cos", "Cosh", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand",
+    "Flatten", "Floor", "Gather", "Gelu", "Gemm", "GlobalAveragePool", "GlobalLpPool",
+    "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Hardmax",
+    "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LRN", "LeakyRelu", "Less",
+    "LessOrEqual", "Log", "LogSoftmax", "LpPool", "MatMul", "Max", "MaxPool", "Mean", "Min",
+    "Mish", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range", "Reciprocal",
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+    "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Resize",
+    "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
+    "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
+    "ThresholdedRelu", "Tile", "Transpose", "Unsqueeze", "Upsample", "Where", "Xor",
+];
+
+/// Imports one node.
+pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let t = ctx.node.op_type();
+    if let Some(r) = elementwise::import(t, ctx) {
+        return r;
+    }
+    match t {
+        "Conv" => conv::conv(ctx),
+        "ConvTranspose" => conv::conv_transpose(ctx),
+        "MaxPool" | "AveragePool" | "LpPool" => conv::pool(ctx),
+        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => conv::global_pool(ctx),
+        "BatchNormalization" => norm::batch_norm(ctx),
+        "InstanceNormalization" => norm::instance_norm(ctx),
+        "LRN" => norm::lrn(ctx),
+        "Gemm" => math::gemm(ctx),
+        "MatMul" => math::matmul(ctx),
+        "Softmax" | "LogSoftmax" | "Hardmax" => math::softmax(ctx),
+        "ArgMax" | "ArgMin" => math::arg_reduce(ctx),
+        r if r.starts_with("Reduce") => math::reduce(ctx),
+        "Resize" | "Upsample" => resize::resize(ctx),
+        _ => shape::import(t, ctx).unwrap_or_else(|| {
+            Err(ctx.unsupported("no importer for this op type; see docs for the supported list"))
+        }),
+    }
+}
+
+/// Numpy broadcast of several shapes; None when they do not broadcast.
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> Option<Vec<usize>> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1usize; rank];
+    for s in shapes {
+        let off = rank - s.len();
+        for (i, &d) in s.iter().enumerate() {
+            let o = &mut out[off + i];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// True for floating-point dtypes.
+pub fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::Bf16)
+}

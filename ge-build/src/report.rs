@@ -1,0 +1,58 @@
+//! The compile report (`--report`): the contract keys outside tools read.
+
+use serde::Serialize;
+
+/// One pass's effect.
+#[derive(Clone, Debug, Serialize)]
+pub struct PassStat {
+    pub name: String,
+    pub changed: bool,
+    pub millis: f64,
+}
+
+/// Memory plan figures.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryStat {
+    pub arena_bytes: u64,
+    pub lower_bound_bytes: u64,
+    pub naive_bytes: u64,
+    pub weight_bytes: u64,
+}
+
+/// Compile time per stage.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CompileMillis {
+    pub total: f64,
+    pub parse: f64,
+    pub import: f64,
+    pub passes: f64,
+    pub plan_and_emit: f64,
+}
+
+/// Predicted device figures for one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SimStat {
+    pub device: String,
+    pub time_us: f64,
+    pub gm_bytes: u64,
+    pub launches: u64,
+    pub tasks: u64,
+    pub cube_macs: u64,
+    pub vector_ops: u64,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub model: String,
+    pub opset: i64,
+    pub opt_level: String,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    pub tasks: usize,
+    pub passes: Vec<PassStat>,
+    pub memory: MemoryStat,
+    pub compile_millis: CompileMillis,
+    pub sim: SimStat,
+    pub blob_bytes: usize,
+}

@@ -1,0 +1,102 @@
+//! Command-line syntax (the contract in DESIGN.md).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "ge", version, about = "Compile ONNX models into .om offline models and run them on a simulated NPU")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Compile an ONNX model into an .om blob.
+    Compile {
+        model: PathBuf,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        #[command(flatten)]
+        flags: CompileFlags,
+        /// Write the compile report (JSON) here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Run an .om blob on the simulated device.
+    Run {
+        om: PathBuf,
+        /// NAME=FILE.npy (or FILE.pb); repeat per input.
+        #[arg(long = "input", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        #[arg(long = "output-dir", default_value = ".")]
+        output_dir: PathBuf,
+        /// Print a per-task profile and totals.
+        #[arg(long)]
+        profile: bool,
+        #[command(flatten)]
+        device: DeviceFlags,
+    },
+    /// Check ONNX backend-test cases (model.onnx + test_data_set_*/) against expected outputs.
+    Check {
+        case: Option<PathBuf>,
+        /// A folder of case folders.
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        #[command(flatten)]
+        flags: CompileFlags,
+        #[arg(long, default_value_t = 1e-3)]
+        rtol: f64,
+        #[arg(long, default_value_t = 1e-4)]
+        atol: f64,
+    },
+    /// Time runs of an .om (or an .onnx, compiled first) on the host.
+    Bench {
+        model: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        #[arg(long, default_value_t = 10)]
+        iters: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        flags: CompileFlags,
+    },
+    /// Show an .om blob's header, sections, I/O and tasks.
+    Inspect { om: PathBuf },
+}
+
+/// Device selection shared by run/compile.
+#[derive(Args, Debug, Clone)]
+pub struct DeviceFlags {
+    /// edge (default), datacenter, tiny, or a JSON profile file.
+    #[arg(long, default_value = "edge")]
+    pub device: String,
+    /// Limit the AI cores a task may use.
+    #[arg(long)]
+    pub cores: Option<u32>,
+    /// Dispatch every task from the host instead of sink mode.
+    #[arg(long)]
+    pub host_dispatch: bool,
+}
+
+/// Flags of `ge compile` (also accepted by check and bench).
+#[derive(Args, Debug, Clone)]
+pub struct CompileFlags {
+    /// NAME:D1,D2,... fixes an input's shape; repeat per input.
+    #[arg(long = "input-shape", value_name = "NAME:DIMS")]
+    pub input_shapes: Vec<String>,
+    #[arg(long = "opt-level", default_value = "O2")]
+    pub opt_level: String,
+    #[arg(long, default_value = "fp32")]
+    pub precision: String,
+    #[command(flatten)]
+    pub device: DeviceFlags,
+    #[arg(long = "fusion-switch")]
+    pub fusion_switch: Option<PathBuf>,
+    /// on (default) or off (naive memory plan, for debugging).
+    #[arg(long = "memory-reuse", default_value = "on")]
+    pub memory_reuse: String,
+}

@@ -1,0 +1,296 @@
+//! The subcommands.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use ge_build::check::{Outcome, Tolerance, check_case_isolated, suite_cases};
+use ge_build::onnx::tensor::{TensorData, read_npy, read_tensor_pb, write_npy};
+use ge_build::run::Runner;
+use ge_build::{CompileOptions, parse_input_shape};
+use ge_runtime::format::{DType, SectionKind};
+use ge_runtime::{AlignedBlob, Model};
+use ge_sim::{Observer, TaskRecord};
+
+use crate::cli::{Cli, Command, CompileFlags};
+use crate::profile;
+
+type Res<T = ()> = Result<T, String>;
+
+pub fn dispatch(cli: Cli) -> Res {
+    match cli.command {
+        Command::Compile { model, output, flags, report } => compile(&model, &output, &flags, report.as_deref()),
+        Command::Run { om, inputs, output_dir, profile, device } => run(&om, &inputs, &output_dir, profile, &device),
+        Command::Check { case, suite, flags, rtol, atol } => check(case.as_deref(), suite.as_deref(), &flags, Tolerance { rtol, atol }),
+        Command::Bench { model, threads, iters, json, flags } => bench(&model, threads, iters, json, &flags),
+        Command::Inspect { om } => inspect(&om),
+    }
+}
+
+fn options(flags: &CompileFlags) -> Res<CompileOptions> {
+    let mut o = CompileOptions::default();
+    for s in &flags.input_shapes {
+        let (name, dims) = parse_input_shape(s).map_err(|e| e.to_string())?;
+        o.input_shapes.insert(name, dims);
+    }
+    o.opt_level = flags.opt_level.parse().map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.precision = flags.precision.parse().map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.device = profile::resolve(&flags.device.device)?;
+    o.memory_reuse = match flags.memory_reuse.as_str() {
+        "on" => true,
+        "off" => false,
+        m => return Err(format!("--memory-reuse '{m}' must be on or off")),
+    };
+    if let Some(f) = &flags.fusion_switch {
+        if !f.is_file() {
+            return Err(format!("--fusion-switch {}: no such file", f.display()));
+        }
+        o.fusion_switch = Some(f.clone());
+    }
+    Ok(o)
+}
+
+fn compile(model: &Path, output: &Path, flags: &CompileFlags, report: Option<&Path>) -> Res {
+    let opts = options(flags)?;
+    let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
+    std::fs::write(output, &c.blob).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    if let Some(r) = report {
+        let text = serde_json::to_string_pretty(&c.report).map_err(|e| e.to_string())?;
+        std::fs::write(r, text).map_err(|e| format!("cannot write {}: {e}", r.display()))?;
+    }
+    let r = &c.report;
+    eprintln!(
+        "compiled {} → {} ({} bytes): {} nodes → {} tasks, arena {} B (lower bound {} B), {:.1} ms",
+        model.display(),
+        output.display(),
+        c.blob.len(),
+        r.nodes_before,
+        r.tasks,
+        r.memory.arena_bytes,
+        r.memory.lower_bound_bytes,
+        r.compile_millis.total
+    );
+    Ok(())
+}
+
+fn load_blob(path: &Path) -> Res<AlignedBlob> {
+    AlignedBlob::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+fn read_tensor_file(path: &Path) -> Res<TensorData> {
+    let r = if path.extension().is_some_and(|e| e == "pb") { read_tensor_pb(path) } else { read_npy(path) };
+    r.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Prints a per-task table as the device runs.
+struct ProfilePrinter;
+
+impl Observer for ProfilePrinter {
+    fn task(&mut self, model: &Model<'_>, task: &ge_runtime::format::TaskDesc, r: &TaskRecord) {
+        println!(
+            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>14}",
+            r.index,
+            model.task_op(task).name(),
+            truncate(model.str(task.name), 32),
+            r.stream,
+            r.cores,
+            r.cost.cycles,
+            r.cost.gm_bytes
+        );
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n { s.to_string() } else { s.chars().take(n - 1).chain(['…']).collect() }
+}
+
+fn sanitize(name: &str) -> String {
+    name.replace(['/', ':'], "_")
+}
+
+fn run(om: &Path, inputs: &[String], out_dir: &Path, profile: bool, dev: &crate::cli::DeviceFlags) -> Res {
+    let mut runner = Runner::new(load_blob(om)?).map_err(|e| format!("{}: {e}", om.display()))?;
+    let model = runner.model().map_err(|e| e.to_string())?;
+    let mut by_name = std::collections::HashMap::new();
+    for spec in inputs {
+        let (name, file) = spec.split_once('=').ok_or_else(|| format!("--input '{spec}' must be NAME=FILE"))?;
+        by_name.insert(name.to_string(), read_tensor_file(Path::new(file))?);
+    }
+    let mut ins = Vec::new();
+    for i in 0..model.input_count() {
+        let info = model.input(i).ok_or("missing input")?;
+        let t = by_name.remove(info.name).ok_or_else(|| format!("input '{}' is not given (--input {}=FILE.npy)", info.name, info.name))?;
+        ins.push(t);
+    }
+    if let Some(extra) = by_name.keys().next() {
+        return Err(format!("the model has no input named '{extra}'"));
+    }
+    let names: Vec<String> = (0..model.output_count()).filter_map(|i| model.output(i)).map(|o| o.name.to_string()).collect();
+    let device = profile::device(dev)?;
+    let (outs, rep) = if profile {
+        println!("{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>14}", "task", "op", "name", "stream", "cores", "cycles", "gm_bytes");
+        runner.run(&ins, device.with_observer(ProfilePrinter))
+    } else {
+        runner.run(&ins, device)
+    }
+    .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    for (name, t) in names.iter().zip(&outs) {
+        let p = out_dir.join(format!("{}.npy", sanitize(name)));
+        write_npy(&p, t).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let line = format!(
+        "simulated: {:.1} us, {} cycles, {} GM bytes, {} launches, {} tasks",
+        rep.time_ns as f64 / 1000.0,
+        rep.cycles,
+        rep.gm_bytes,
+        rep.launches,
+        rep.tasks
+    );
+    if profile { println!("{line}") } else { eprintln!("{line}") }
+    Ok(())
+}
+
+fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: Tolerance) -> Res {
+    let opts = options(flags)?;
+    let cases = match (case, suite) {
+        (Some(c), None) => vec![c.to_path_buf()],
+        (None, Some(s)) => {
+            let v = suite_cases(s);
+            if v.is_empty() {
+                return Err(format!("{}: no case folders (with model.onnx) found", s.display()));
+            }
+            v
+        }
+        _ => return Err("give either CASE_DIR or --suite DIR".into()),
+    };
+    let (mut pass, mut fail, mut skip) = (0, 0, 0);
+    let mut out = std::io::stdout().lock();
+    for c in &cases {
+        let name = c.file_name().map_or_else(|| c.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let line = match check_case_isolated(c, &opts, tol) {
+            Outcome::Pass => {
+                pass += 1;
+                format!("PASS {name}")
+            }
+            Outcome::Fail(r) => {
+                fail += 1;
+                format!("FAIL {name}: {}", r.replace('\n', " "))
+            }
+            Outcome::Unsupported(r) => {
+                skip += 1;
+                format!("UNSUPPORTED {name}: {}", r.replace('\n', " "))
+            }
+        };
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "{pass} passed, {fail} failed, {skip} skipped");
+    if fail > 0 { Err(format!("{fail} case(s) failed")) } else { Ok(()) }
+}
+
+/// Deterministic pseudo-random inputs (xorshift; floats ~ uniform[-1, 1)).
+pub fn random_input(dtype: DType, dims: &[usize], seed: u64) -> TensorData {
+    let n: usize = dims.iter().product();
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let bytes: Vec<u8> = match dtype {
+        DType::F32 => (0..n).flat_map(|_| ((next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0).to_le_bytes()).collect(),
+        DType::F64 => (0..n).flat_map(|_| ((next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_le_bytes()).collect(),
+        DType::I64 => (0..n).flat_map(|_| ((next() % 4) as i64).to_le_bytes()).collect(),
+        DType::I32 => (0..n).flat_map(|_| ((next() % 4) as i32).to_le_bytes()).collect(),
+        DType::Bool => (0..n).map(|_| (next() & 1) as u8).collect(),
+        d => vec![0u8; n * d.size()],
+    };
+    TensorData { dtype, dims: dims.to_vec(), bytes }
+}
+
+fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileFlags) -> Res {
+    if threads != 1 {
+        return Err("--threads other than 1 is not implemented yet (the host-speed issue adds a thread pool)".into());
+    }
+    if iters == 0 {
+        return Err("--iters must be at least 1".into());
+    }
+    let blob = if path.extension().is_some_and(|e| e == "onnx") {
+        let opts = options(flags)?;
+        let c = ge_build::compile_file(path, &opts).map_err(|e| e.to_string())?;
+        AlignedBlob::from_bytes(&c.blob)
+    } else {
+        load_blob(path)?
+    };
+    let mut runner = Runner::new(blob).map_err(|e| e.to_string())?;
+    let model = runner.model().map_err(|e| e.to_string())?;
+    let ins: Vec<TensorData> = (0..model.input_count())
+        .filter_map(|i| model.input(i))
+        .enumerate()
+        .map(|(i, io)| random_input(io.dtype, io.shape.dims(), 42 + i as u64))
+        .collect();
+    let device = profile::device(&flags.device)?;
+    let (_, rep) = runner.run(&ins, device.clone()).map_err(|e| e.to_string())?;
+    let mut times = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t = Instant::now();
+        runner.run(&ins, device.clone()).map_err(|e| e.to_string())?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = if iters % 2 == 1 { times[iters / 2] } else { (times[iters / 2 - 1] + times[iters / 2]) / 2.0 };
+    let mean = times.iter().sum::<f64>() / iters as f64;
+    let sim_us = rep.time_ns as f64 / 1000.0;
+    if json {
+        let v = serde_json::json!({
+            "model": path.display().to_string(),
+            "median_ms": median, "min_ms": times[0], "mean_ms": mean,
+            "iters": iters, "threads": threads, "sim_time_us": sim_us,
+            "sim_gm_bytes": rep.gm_bytes, "sim_launches": rep.launches,
+        });
+        println!("{v}");
+    } else {
+        println!("{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread); simulated {sim_us:.1} us", path.display(), times[0]);
+    }
+    Ok(())
+}
+
+fn inspect(path: &Path) -> Res {
+    let blob = load_blob(path)?;
+    let bytes = blob.as_bytes();
+    let model = Model::from_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let m = model.meta();
+    println!("{}: .om v{}, {} bytes", path.display(), ge_runtime::format::FORMAT_VERSION, bytes.len());
+    println!("model: {}  producer: {}  opset: {}", model.name(), model.str(m.producer), m.opset);
+    println!("arena: {} bytes  weights: {} bytes  streams: {}", m.arena_bytes, model.weights().len(), m.stream_count);
+    let hl = ge_runtime::header_len();
+    let entries: &[ge_runtime::format::SectionEntry] =
+        bytemuck::try_cast_slice(&bytes[hl..hl + m_sections(bytes) * 24]).map_err(|_| "bad section table")?;
+    println!("sections:");
+    for e in entries {
+        let name = SectionKind::ALL.iter().find(|k| **k as u32 == e.kind).map_or("?", |k| k.name());
+        println!("  {name:<8} offset {:>10}  len {:>10}", e.offset, e.len);
+    }
+    for i in 0..model.input_count() {
+        if let Some(io) = model.input(i) {
+            println!("input  {i}: {} {} {:?}", io.name, io.dtype.name(), io.shape.dims());
+        }
+    }
+    for i in 0..model.output_count() {
+        if let Some(io) = model.output(i) {
+            println!("output {i}: {} {} {:?}", io.name, io.dtype.name(), io.shape.dims());
+        }
+    }
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for t in model.tasks() {
+        *counts.entry(model.task_op(t).name()).or_default() += 1;
+    }
+    println!("tasks: {} ({})", model.tasks().len(), counts.iter().map(|(k, v)| format!("{k}×{v}")).collect::<Vec<_>>().join(", "));
+    Ok(())
+}
+
+fn m_sections(bytes: &[u8]) -> usize {
+    let h: ge_runtime::format::Header = bytemuck::pod_read_unaligned(&bytes[..ge_runtime::header_len()]);
+    h.section_count as usize
+}

@@ -1,0 +1,100 @@
+//! Views of a task's tensors over the arena, the weights and the caller's inputs.
+//!
+//! The arena is one `&mut [u8]`; a task reads some of its tensors and writes others. The
+//! loader proved that a task's written tensors (outputs, workspace) overlap nothing else the
+//! task touches, so handing out one `&mut` view per written tensor next to `&` views of the
+//! read ones is sound. All views of a task borrow the `Memory` mutably, so they end before
+//! the next task's begin.
+
+use core::marker::PhantomData;
+
+use crate::error::{Error, KernelError};
+use crate::format::{Location, MAX_TASK_IO, NO_TENSOR, Shape, TaskDesc, TensorDesc, TensorMut, TensorRef};
+use crate::model::{Model, tensor_dtype, tensor_shape};
+
+/// The memory one run executes in.
+pub struct Memory<'a> {
+    arena: *mut u8,
+    arena_len: usize,
+    weights: &'a [u8],
+    inputs: &'a [&'a [u8]],
+    _arena: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Memory<'a> {
+    /// Binds an aligned arena (at least the model's `arena_bytes`), the model's weights and
+    /// the caller's input buffers (sizes already checked).
+    pub(crate) fn new(arena: &'a mut [u8], weights: &'a [u8], inputs: &'a [&'a [u8]]) -> Self {
+        Memory { arena: arena.as_mut_ptr(), arena_len: arena.len(), weights, inputs, _arena: PhantomData }
+    }
+
+    fn bytes(&self, t: &TensorDesc) -> Result<&[u8], KernelError> {
+        let (o, n) = (t.offset as usize, t.bytes as usize);
+        let missing = KernelError::MissingTensor("tensor bytes out of range");
+        match t.location {
+            l if l == Location::Arena as u8 => {
+                if o.checked_add(n).is_none_or(|e| e > self.arena_len) {
+                    return Err(missing);
+                }
+                // SAFETY: in bounds (checked above); the arena outlives `self`; the loader
+                // proved no written tensor of the task overlaps this range.
+                Ok(unsafe { core::slice::from_raw_parts(self.arena.add(o), n) })
+            }
+            l if l == Location::Weight as u8 => self.weights.get(o..o + n).ok_or(missing),
+            _ => {
+                let b = self.inputs.get(t.index as usize).ok_or(missing)?;
+                if b.len() != n {
+                    return Err(missing);
+                }
+                Ok(b)
+            }
+        }
+    }
+
+    fn bytes_mut(&self, t: &TensorDesc) -> Result<&mut [u8], KernelError> {
+        let (o, n) = (t.offset as usize, t.bytes as usize);
+        if t.location != Location::Arena as u8 || o.checked_add(n).is_none_or(|e| e > self.arena_len) {
+            return Err(KernelError::MissingTensor("written tensor is not in the arena"));
+        }
+        // SAFETY: in bounds; the loader proved written tensors of one task are disjoint from
+        // every other tensor of that task, and views live only during the task.
+        Ok(unsafe { core::slice::from_raw_parts_mut(self.arena.add(o), n) })
+    }
+
+    /// Runs `f` with views of `task`'s inputs (`None` for absent optional inputs), outputs
+    /// and workspace (empty when the task has none).
+    pub fn with_task<R>(
+        &mut self,
+        model: &Model<'_>,
+        task: &TaskDesc,
+        f: impl FnOnce(&[Option<TensorRef<'_>>], &mut [TensorMut<'_>], &mut [u8]) -> Result<R, KernelError>,
+    ) -> Result<R, KernelError> {
+        let tensors = model.tensors();
+        let get = |id: u32| tensors.get(id as usize).ok_or(KernelError::MissingTensor("task names no tensor"));
+        let in_ids = model.task_inputs(task);
+        let out_ids = model.task_outputs(task);
+        if in_ids.len() > MAX_TASK_IO || out_ids.len() > MAX_TASK_IO {
+            return Err(KernelError::BadParams("too many task inputs or outputs"));
+        }
+        let mut ins: [Option<TensorRef<'_>>; MAX_TASK_IO] = [None; MAX_TASK_IO];
+        for (slot, &id) in ins.iter_mut().zip(in_ids) {
+            if id != NO_TENSOR {
+                let t = get(id)?;
+                *slot = Some(TensorRef { dtype: tensor_dtype(t), shape: tensor_shape(t), data: self.bytes(t)? });
+            }
+        }
+        let mut outs: [TensorMut<'_>; MAX_TASK_IO] =
+            core::array::from_fn(|_| TensorMut { dtype: crate::format::DType::U8, shape: Shape::scalar(), data: &mut [] });
+        for (slot, &id) in outs.iter_mut().zip(out_ids) {
+            let t = get(id)?;
+            *slot = TensorMut { dtype: tensor_dtype(t), shape: tensor_shape(t), data: self.bytes_mut(t)? };
+        }
+        let ws: &mut [u8] = if task.workspace == NO_TENSOR { &mut [] } else { self.bytes_mut(get(task.workspace)?)? };
+        f(&ins[..in_ids.len()], &mut outs[..out_ids.len()], ws)
+    }
+
+    /// Bytes of any tensor, for copying outputs out after a run.
+    pub(crate) fn tensor_bytes(&self, t: &TensorDesc) -> Result<&[u8], Error> {
+        self.bytes(t).map_err(|_| Error::Malformed { what: "output tensor out of range", index: 0 })
+    }
+}

@@ -1,0 +1,197 @@
+//! The simulated device: executes a model's task list (computing real results with the
+//! kernels) and keeps the timeline the cost model gives.
+
+mod profile;
+
+pub use profile::{LaunchMode, Profile};
+
+use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
+use ge_runtime::{Device, Error, Memory, Model};
+
+use crate::cost::{TaskCost, cycles_to_ns, estimate_work, task_cost};
+use crate::kernels::{self, Work};
+
+/// One task as the device ran it, for profiles and traces.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskRecord {
+    pub index: u32,
+    pub stream: u16,
+    /// First core used and how many.
+    pub first_core: u32,
+    pub cores: u32,
+    /// Start and end on the device timeline, in cycles from the run's start.
+    pub start_cycle: u64,
+    pub end_cycle: u64,
+    pub work: Work,
+    pub cost: TaskCost,
+}
+
+/// Receives every task record of a run (e.g. to print a profile). No allocation required.
+pub trait Observer {
+    fn task(&mut self, model: &Model<'_>, task: &TaskDesc, record: &TaskRecord);
+}
+
+/// Observes nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {
+    fn task(&mut self, _: &Model<'_>, _: &TaskDesc, _: &TaskRecord) {}
+}
+
+/// Totals of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunReport {
+    /// Simulated device time, cycles and nanoseconds (launch overheads included).
+    pub cycles: u64,
+    pub time_ns: u64,
+    /// Global-memory bytes read and written.
+    pub gm_bytes: u64,
+    /// Host launches.
+    pub launches: u64,
+    pub tasks: u64,
+    pub cube_macs: u64,
+    pub vector_ops: u64,
+}
+
+/// The simulated NPU.
+#[derive(Clone, Debug)]
+pub struct SimDevice<O: Observer = NoObserver> {
+    pub profile: Profile,
+    pub mode: LaunchMode,
+    /// Most cores a task may use (the `--cores` option); 0 = all.
+    pub max_cores: u32,
+    pub observer: O,
+}
+
+impl SimDevice<NoObserver> {
+    /// A device of `profile` in sink mode.
+    pub fn new(profile: Profile) -> Self {
+        SimDevice { profile, mode: LaunchMode::Sink, max_cores: 0, observer: NoObserver }
+    }
+}
+
+impl Default for SimDevice<NoObserver> {
+    fn default() -> Self {
+        SimDevice::new(Profile::EDGE)
+    }
+}
+
+impl<O: Observer> SimDevice<O> {
+    /// The same device reporting every task to `observer`.
+    pub fn with_observer<P: Observer>(self, observer: P) -> SimDevice<P> {
+        SimDevice { profile: self.profile, mode: self.mode, max_cores: self.max_cores, observer }
+    }
+
+    fn cores(&self) -> u32 {
+        let all = self.profile.cores.max(1);
+        if self.max_cores == 0 { all } else { self.max_cores.min(all) }
+    }
+}
+
+/// Global-memory bytes a task moves: inputs read once, outputs written once.
+fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
+    let tensors = model.tensors();
+    let ids = model.task_inputs(task).iter().chain(model.task_outputs(task));
+    ids.filter_map(|&id| tensors.get(id as usize)).map(|t| t.bytes).sum()
+}
+
+/// The work of a task per the cost model, from the shapes in the tensor table.
+fn task_work(model: &Model<'_>, task: &TaskDesc) -> Work {
+    let tensors = model.tensors();
+    let shape = |id: u32| tensors.get(id as usize).map(ge_runtime::tensor_shape);
+    let mut ins = [None; MAX_TASK_IO];
+    for (d, &id) in ins.iter_mut().zip(model.task_inputs(task)) {
+        *d = shape(id);
+    }
+    let mut outs = [Shape::scalar(); MAX_TASK_IO];
+    for (d, &id) in outs.iter_mut().zip(model.task_outputs(task)) {
+        *d = shape(id).unwrap_or_default();
+    }
+    let (ni, no) = (model.task_inputs(task).len(), model.task_outputs(task).len());
+    estimate_work(model.task_op(task), model.task_params(task), &ins[..ni], &outs[..no])
+}
+
+/// Running totals of the timeline, shared by execution and prediction.
+struct Timeline {
+    rep: RunReport,
+    clock: u64,
+    launch_cycles: u64,
+    cores: u32,
+}
+
+impl Timeline {
+    fn start<O: Observer>(dev: &SimDevice<O>) -> Timeline {
+        let p = &dev.profile;
+        let launch_cycles = u64::from(p.launch_overhead_ns) * u64::from(p.clock_mhz) / 1000;
+        let mut t = Timeline { rep: RunReport::default(), clock: 0, launch_cycles, cores: dev.cores() };
+        if dev.mode == LaunchMode::Sink {
+            t.rep.launches = 1;
+            t.clock += launch_cycles;
+        }
+        t
+    }
+
+    /// Charges task `i` doing `work` and returns its record.
+    fn charge<O: Observer>(&mut self, dev: &SimDevice<O>, model: &Model<'_>, i: usize, task: &TaskDesc, work: Work) -> TaskRecord {
+        if dev.mode == LaunchMode::HostDispatched {
+            self.rep.launches += 1;
+            self.clock += self.launch_cycles;
+        }
+        let traffic = task_traffic(model, task);
+        let cost = task_cost(&dev.profile, work, traffic, self.cores);
+        let record = TaskRecord {
+            index: i as u32,
+            stream: task.stream,
+            first_core: 0,
+            cores: self.cores,
+            start_cycle: self.clock,
+            end_cycle: self.clock + cost.cycles,
+            work,
+            cost,
+        };
+        self.clock = record.end_cycle;
+        self.rep.tasks += 1;
+        self.rep.gm_bytes += traffic;
+        self.rep.cube_macs += work.cube_macs;
+        self.rep.vector_ops += work.vector_ops;
+        record
+    }
+
+    fn finish(mut self, p: &Profile) -> RunReport {
+        self.rep.cycles = self.clock;
+        self.rep.time_ns = cycles_to_ns(p, self.clock);
+        self.rep
+    }
+}
+
+impl<O: Observer> SimDevice<O> {
+    /// Predicts a run's figures from shapes alone (no kernels run): what the compile report
+    /// shows. Equal to what [`Device::execute`] reports for the same model.
+    pub fn predict(&self, model: &Model<'_>) -> RunReport {
+        let mut tl = Timeline::start(self);
+        for (i, task) in model.tasks().iter().enumerate() {
+            let work = task_work(model, task);
+            tl.charge(self, model, i, task, work);
+        }
+        tl.finish(&self.profile)
+    }
+}
+
+impl<O: Observer> Device for SimDevice<O> {
+    type Report = RunReport;
+
+    fn execute(&mut self, model: &Model<'_>, mem: &mut Memory<'_>) -> Result<RunReport, Error> {
+        let mut tl = Timeline::start(self);
+        for (i, task) in model.tasks().iter().enumerate() {
+            let op = model.task_op(task);
+            let params = model.task_params(task);
+            mem.with_task(model, task, |ins, outs, ws| kernels::execute(op, params, ins, outs, ws))
+                .map_err(|reason| Error::Task { task: i as u32, op, reason })?;
+            let work = task_work(model, task);
+            let record = tl.charge(self, model, i, task, work);
+            self.observer.task(model, task, &record);
+        }
+        Ok(tl.finish(&self.profile))
+    }
+}

@@ -1,0 +1,845 @@
+#!/usr/bin/env python3
+"""Generate ge's ONNX test corpus (models + inputs + reference outputs).
+
+Python is used ONLY here (and in ort_bench.py), never by the compiler itself.
+Dependencies: the standard library plus the packages pinned in
+tools/requirements.txt (onnx, onnxruntime, numpy).
+
+Usage:
+    python3 tools/gen_corpus.py [--out DIR] [--only node,light,pytorch,simple]
+                                [--force] [--jobs N] [--quiet]
+
+Caching: DIR/.stamp.json records, per part, a hash of this script's source and
+of the installed onnx / onnxruntime / numpy versions.  When every selected part
+is present and its hash matches, the script prints "corpus up to date" and
+exits at once (no heavy imports).  Otherwise each stale part is rebuilt in a
+temporary directory inside DIR and renamed into place, so a part is either the
+old complete one or the new complete one, never half written.  --force
+rebuilds the selected parts regardless of the stamp.
+
+Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
+
+    corpus/
+      .stamp.json                 cache stamp (see above)
+      node/<case>/                ONNX backend node tests, generated from
+                                  onnx.backend.test.case.node (1 op per model,
+                                  plus the *_expanded function-body variants);
+                                  references computed by onnx's numpy code
+      light/<model>/              9 classic CNNs from onnx's "light" models
+                                  (bvlc_alexnet, densenet121, inception_v1,
+                                  inception_v2, resnet50, shufflenet,
+                                  squeezenet, vgg19, zfnet512), with every
+                                  float weight replaced by seeded, well-scaled
+                                  random values; references from onnxruntime
+                                  (CPU, graph optimizations disabled, 1 thread)
+      pytorch-converted/<case>/   copied verbatim from onnx's wheel
+      pytorch-operator/<case>/    copied verbatim from onnx's wheel
+      simple/<case>/              copied verbatim from onnx's wheel
+      <part>/manifest.json        one record per case: opsets, IR version,
+                                  op types, input/output types, and flags
+                                  "tensor_only" (all graph inputs/outputs are
+                                  tensors) and "plain" (tensor_only and every
+                                  element type is float/double/float16/intN/
+                                  uintN/bool); light/ also records the
+                                  weight-randomization stats
+
+Every case directory has the standard ONNX backend-test layout:
+
+    <case>/model.onnx
+    <case>/test_data_set_0/input_<i>.pb    i-th graph input that is not an
+                                           initializer (TensorProto, or
+                                           SequenceProto / OptionalProto /
+                                           MapProto for non-tensor inputs)
+    <case>/test_data_set_0/output_<j>.pb   j-th graph output (same encoding)
+
+Light models keep their original IR version 3 / opset 9 form: the weights
+are initializers that are also listed as graph inputs (as in the ONNX model
+zoo); input_0.pb is the image input only.  The original light models computed
+their weights with ConstantOfShape(shape) nodes; those nodes are replaced by
+real float initializers.  Int64 initializers (Reshape shapes) are kept.
+BatchNormalization running mean/var are calibrated on the actual activations
+(one probe forward pass, see LightModel.calibrate) and then perturbed, and the last linear layer is scaled
+so the logits have std ~3: outputs are neither all-zero, saturated nor
+exploding, and a wrong weight layout cannot match the reference.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+import zlib
+
+PARTS = ["node", "light", "pytorch-converted", "pytorch-operator", "simple"]
+ALIASES = {
+    "node": ["node"],
+    "light": ["light"],
+    "pytorch": ["pytorch-converted", "pytorch-operator"],
+    "pytorch-converted": ["pytorch-converted"],
+    "pytorch-operator": ["pytorch-operator"],
+    "simple": ["simple"],
+}
+PKGS = ["onnx", "onnxruntime", "numpy"]
+LIGHT_MODELS = [
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+]
+BASE_SEED = 20240601
+LOGIT_STD_TARGET = 2.0
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# --------------------------------------------------------------------------
+# stamp / cache
+# --------------------------------------------------------------------------
+
+
+def current_hash() -> str:
+    from importlib import metadata
+
+    h = hashlib.sha256()
+    with open(os.path.abspath(__file__), "rb") as f:
+        h.update(f.read())
+    for p in PKGS:
+        try:
+            v = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            v = "missing"
+        h.update(f"\n{p}=={v}".encode())
+    return h.hexdigest()
+
+
+def read_stamp(out: str) -> dict:
+    try:
+        with open(os.path.join(out, ".stamp.json")) as f:
+            d = json.load(f)
+        return d if isinstance(d, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_stamp(out: str, stamp: dict) -> None:
+    tmp = os.path.join(out, f".stamp.json.tmp{os.getpid()}")
+    with open(tmp, "w") as f:
+        json.dump(stamp, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, os.path.join(out, ".stamp.json"))
+
+
+@contextlib.contextmanager
+def locked(out: str):
+    import fcntl
+
+    with open(os.path.join(out, ".lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def clean_stale(out: str) -> None:
+    """Remove temp/old part dirs left behind by an interrupted run (called under the lock)."""
+    for n in os.listdir(out):
+        if n.startswith((".tmp-", ".old-")):
+            shutil.rmtree(os.path.join(out, n), ignore_errors=True)
+
+
+def check_packages(log) -> None:
+    """Fail clearly if a package is missing; warn if it differs from requirements.txt."""
+    from importlib import metadata
+
+    pins = {}
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt")) as f:
+            for line in f:
+                line = line.split("#")[0].strip()
+                if "==" in line:
+                    k, v = line.split("==", 1)
+                    pins[k.strip().lower()] = v.strip()
+    except OSError:
+        pass
+    for p in PKGS:
+        try:
+            v = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            raise SystemExit(f"gen_corpus: {p} is not installed; run: pip install -r tools/requirements.txt")
+        if p in pins and pins[p] != v:
+            log(f"gen_corpus: warning: {p} {v} installed, tools/requirements.txt pins {pins[p]}")
+
+
+def install_part(out: str, part: str, tmp: str) -> None:
+    """Atomically replace out/part with the finished directory tmp."""
+    dest = os.path.join(out, part)
+    old = None
+    if os.path.exists(dest):
+        old = os.path.join(out, f".old-{part}-{os.getpid()}")
+        os.rename(dest, old)
+    os.rename(tmp, dest)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# helpers shared by the parts
+# --------------------------------------------------------------------------
+
+
+def onnx_data_dir() -> str:
+    import onnx
+
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+
+
+PLAIN_ELEM = {1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13}  # float..uint64, bool, f16, f64
+
+
+def type_str(tp) -> tuple[str, bool, bool]:
+    """(text, is_tensor, is_plain) for an onnx TypeProto."""
+    import onnx
+
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        et = tp.tensor_type.elem_type
+        name = onnx.TensorProto.DataType.Name(et).lower() if et else "undef"
+        if tp.tensor_type.HasField("shape"):
+            dims = [
+                str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+                for d in tp.tensor_type.shape.dim
+            ]
+            shape = "[" + ",".join(dims) + "]"
+        else:
+            shape = ""
+        return f"tensor({name}){shape}", True, et in PLAIN_ELEM
+    if kind == "sequence_type":
+        return f"seq({type_str(tp.sequence_type.elem_type)[0]})", False, False
+    if kind == "optional_type":
+        return f"optional({type_str(tp.optional_type.elem_type)[0]})", False, False
+    if kind == "map_type":
+        import onnx as _o
+
+        k = _o.TensorProto.DataType.Name(tp.map_type.key_type).lower()
+        return f"map({k},{type_str(tp.map_type.value_type)[0]})", False, False
+    if kind == "sparse_tensor_type":
+        return "sparse_tensor", False, False
+    return str(kind), False, False
+
+
+def manifest_entry(name: str, model) -> dict:
+    inits = {i.name for i in model.graph.initializer}
+    ins, outs = [], []
+    tensor_only = plain = True
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        s, t, p = type_str(vi.type)
+        ins.append({"name": vi.name, "type": s})
+        tensor_only &= t
+        plain &= p
+    for vi in model.graph.output:
+        s, t, p = type_str(vi.type)
+        outs.append({"name": vi.name, "type": s})
+        tensor_only &= t
+        plain &= p
+    ops = sorted(
+        {(n.domain + "." if n.domain not in ("", "ai.onnx") else "") + n.op_type for n in model.graph.node}
+    )
+    return {
+        "name": name,
+        "ir_version": model.ir_version,
+        "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
+        "ops": ops,
+        "inputs": ins,
+        "outputs": outs,
+        "tensor_only": bool(tensor_only),
+        "plain": bool(plain and tensor_only),
+    }
+
+
+def write_manifest(d: str, entries: list[dict], extra: dict | None = None) -> dict:
+    entries = sorted(entries, key=lambda e: e["name"])
+    summary = {
+        "cases": len(entries),
+        "tensor_only": sum(e["tensor_only"] for e in entries),
+        "plain": sum(e["plain"] for e in entries),
+    }
+    doc = {"summary": summary, "cases": entries}
+    if extra:
+        doc.update(extra)
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return summary
+
+
+# --------------------------------------------------------------------------
+# part: node (generated from onnx.backend.test.case.node)
+# --------------------------------------------------------------------------
+
+
+def serialize_value(value, vi) -> bytes:
+    """Encode one input/output value exactly like onnx's cmd_tools generate-data."""
+    from onnx import TensorProto, numpy_helper
+
+    t = vi.type
+    if t.HasField("map_type"):
+        return numpy_helper.from_dict(value, vi.name).SerializeToString()
+    if t.HasField("sequence_type"):
+        return numpy_helper.from_list(value, vi.name).SerializeToString()
+    if t.HasField("optional_type"):
+        return numpy_helper.from_optional(value, vi.name).SerializeToString()
+    if isinstance(value, TensorProto):
+        return value.SerializeToString()
+    return numpy_helper.from_array(value, vi.name).SerializeToString()
+
+
+def gen_node(tmp: str, log) -> dict:
+    import random
+    import warnings
+
+    import numpy as np
+
+    random.seed(0)
+    np.random.seed(0)  # the case modules draw inputs from np.random
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        import onnx.backend.test.case.node as node_cases
+
+        cases = node_cases.collect_testcases()
+    entries = []
+    for case in cases:
+        d = os.path.join(tmp, case.name)
+        os.makedirs(d)
+        model = case.model
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(model.SerializeToString())
+        for k, (inputs, outputs) in enumerate(case.data_sets):
+            dd = os.path.join(d, f"test_data_set_{k}")
+            os.makedirs(dd)
+            for j, v in enumerate(inputs):
+                with open(os.path.join(dd, f"input_{j}.pb"), "wb") as f:
+                    f.write(serialize_value(v, model.graph.input[j]))
+            for j, v in enumerate(outputs):
+                with open(os.path.join(dd, f"output_{j}.pb"), "wb") as f:
+                    f.write(serialize_value(v, model.graph.output[j]))
+        entries.append(manifest_entry(case.name, model))
+    return write_manifest(tmp, entries)
+
+
+# --------------------------------------------------------------------------
+# part: verbatim copies from the wheel
+# --------------------------------------------------------------------------
+
+
+def gen_copy(part: str, tmp: str, log) -> dict:
+    import onnx
+
+    src = os.path.join(onnx_data_dir(), part)
+    if not os.path.isdir(src):
+        raise SystemExit(f"gen_corpus: {src} missing from the onnx wheel")
+    os.rmdir(tmp)
+    shutil.copytree(src, tmp)
+    entries = []
+    for name in sorted(os.listdir(tmp)):
+        mp = os.path.join(tmp, name, "model.onnx")
+        if os.path.isfile(mp):
+            entries.append(manifest_entry(name, onnx.load(mp)))
+    return write_manifest(tmp, entries)
+
+
+# --------------------------------------------------------------------------
+# part: light (random well-scaled weights, onnxruntime references)
+# --------------------------------------------------------------------------
+
+PASS_THROUGH = {"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Transpose"}
+HOMOGENEOUS = {
+    "Relu", "GlobalAveragePool", "AveragePool", "MaxPool", "GlobalMaxPool",
+    "Reshape", "Flatten", "Dropout", "Identity", "Squeeze", "Unsqueeze",
+}
+
+
+def ort_session(model_bytes: bytes, threads: int = 1):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+
+
+def stats(a) -> dict:
+    import numpy as np
+
+    a = np.asarray(a, dtype=np.float64)
+    return {
+        "min": float(a.min()),
+        "max": float(a.max()),
+        "mean": float(a.mean()),
+        "std": float(a.std()),
+        "finite": bool(np.isfinite(a).all()),
+    }
+
+
+class LightModel:
+    """A light_*.onnx model with its ConstantOfShape weights materialized."""
+
+    def __init__(self, model, rng, log):
+        import numpy as np
+        from onnx import TensorProto, numpy_helper
+
+        self.model = model
+        self.rng = rng
+        g = model.graph
+        inits = {i.name: i for i in g.initializer}
+        self.data_inputs = [vi for vi in g.input if vi.name not in inits]
+        # 1. collect float parameters: ConstantOfShape(const shape) + float initializers
+        self.params: dict[str, np.ndarray] = {}
+        self.untouched: list[str] = []
+        keep_nodes = []
+        for n in g.node:
+            if n.op_type == "ConstantOfShape" and n.input[0] in inits:
+                val = [a for a in n.attribute if a.name == "value"]
+                dtype = numpy_helper.to_array(val[0].t).dtype if val else np.float32
+                if dtype == np.float32:
+                    shape = tuple(int(x) for x in numpy_helper.to_array(inits[n.input[0]]))
+                    self.params[n.output[0]] = np.zeros(shape, np.float32)
+                    continue
+            keep_nodes.append(n)
+        for i in g.initializer:
+            if i.data_type == TensorProto.FLOAT:
+                self.params[i.name] = numpy_helper.to_array(i).astype(np.float32)
+        self.nodes = keep_nodes
+        used = {x for n in keep_nodes for x in n.input}
+        self.other_inits = [i for i in g.initializer if i.data_type != TensorProto.FLOAT and i.name in used]
+        self.consumers: dict[str, list] = {}
+        self.producer = {}
+        for n in keep_nodes:
+            for k, x in enumerate(n.input):
+                self.consumers.setdefault(x, []).append((n, k))
+            for o in n.output:
+                self.producer[o] = n
+        self.roles: dict[str, tuple[str, int]] = {}
+        self._tensors: dict = {}
+        self.log = log
+
+    # -- roles ------------------------------------------------------------
+    def role(self, name):
+        """(op_type, input index, node) of the compute op that consumes `name`."""
+        cons = self.consumers.get(name, [])
+        if not cons:
+            return None
+        n, k = cons[0]
+        if n.op_type in PASS_THROUGH and k == 0:
+            return self.role(n.output[0])
+        return (n.op_type, k, n)
+
+    def param_source(self, name):
+        while name not in self.params:
+            p = self.producer.get(name)
+            if p is None or p.op_type not in PASS_THROUGH:
+                return None
+            name = p.input[0]
+        return name
+
+    def init_params(self):
+        import numpy as np
+
+        rng = self.rng
+        for name in sorted(self.params):
+            shape = self.params[name].shape
+            r = self.role(name)
+            if r is None:
+                self.untouched.append(name)
+                continue
+            op, k, node = r
+            attrs = {a.name: a for a in node.attribute}
+            f32 = np.float32
+
+            def normal(std, mean=0.0):
+                v = rng.standard_normal(shape, dtype=f32)
+                v *= f32(std)
+                if mean:
+                    v += f32(mean)
+                return v
+
+            def uniform(lo, hi):
+                return (rng.random(shape, dtype=f32) * f32(hi - lo) + f32(lo)).astype(f32)
+
+            if op in ("Conv", "ConvTranspose") and k == 1:
+                fan_in = int(np.prod(shape[1:]))
+                v = normal(np.sqrt(2.0 / fan_in))
+            elif op == "Gemm" and k == 1:
+                trans_b = attrs["transB"].i if "transB" in attrs else 0
+                fan_in = shape[-1] if trans_b else int(np.prod(shape)) // shape[-1]
+                alpha = attrs["alpha"].f if "alpha" in attrs else 1.0
+                v = normal(np.sqrt(2.0 / fan_in) / alpha)
+            elif op == "MatMul" and k == 1:
+                v = normal(np.sqrt(2.0 / shape[-2]))
+            elif op in ("Conv", "ConvTranspose", "Gemm") and k == 2:
+                v = normal(0.1)
+            elif op == "BatchNormalization" and k in (1, 4):  # scale, var
+                v = uniform(0.5, 1.5)
+            elif op == "BatchNormalization" and k in (2, 3):  # bias, mean
+                v = normal(0.1)
+            elif op == "Mul":
+                v = uniform(0.5, 1.5)
+            elif op in ("Add", "Sum", "Sub"):
+                v = normal(0.1)
+            elif op == "PRelu":
+                v = uniform(0.0, 0.3)
+            else:
+                self.log(f"  warning: {name}: unknown role {op}[{k}], N(0, 0.1)")
+                v = normal(0.1)
+            self.params[name] = v
+            self.roles[name] = (op, k)
+
+    # -- model assembly ---------------------------------------------------
+    def tensor(self, name, arr):
+        """TensorProto for a parameter, cached while the array object is unchanged."""
+        from onnx import numpy_helper
+
+        hit = self._tensors.get(name)
+        if hit is not None and hit[0] is arr:
+            return hit[1]
+        t = numpy_helper.from_array(arr, name)
+        self._tensors[name] = (arr, t)
+        return t
+
+    def build(self, extra_outputs=(), nodes=None, extra_params=None):
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+
+        m = onnx.ModelProto()
+        m.CopyFrom(self.model)
+        g = m.graph
+        del g.node[:]
+        g.node.extend(self.nodes if nodes is None else nodes)
+        del g.initializer[:]
+        params = dict(self.params, **(extra_params or {}))
+        inits = list(self.other_inits) + [self.tensor(n, params[n]) for n in sorted(params)]
+        g.initializer.extend(inits)
+        init_names = {i.name for i in inits}
+        del g.input[:]
+        g.input.extend(self.data_inputs)
+        if m.ir_version < 4:  # IR < 4: every initializer must also be a graph input
+            for i in inits:
+                g.input.append(helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)))
+        keep_vi = [vi for vi in g.value_info if vi.name not in init_names]
+        del g.value_info[:]
+        g.value_info.extend(keep_vi)
+        for name in extra_outputs:
+            g.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+        return m
+
+    def run(self, feeds, extra_outputs=(), threads=1, nodes=None, extra_params=None):
+        import numpy as np
+
+        m = self.build(extra_outputs, nodes, extra_params)
+        sess = ort_session(m.SerializeToString(), threads)
+        names = [o.name for o in m.graph.output]
+        res = sess.run(names, feeds)
+        return m, dict(zip(names, (np.asarray(r) for r in res)))
+
+    # -- calibration ------------------------------------------------------
+    def logits_name(self):
+        out = self.model.graph.output[0].name
+        p = self.producer.get(out)
+        if p is not None and p.op_type == "Softmax":
+            return p.input[0], True
+        return out, False
+
+    def head_layer(self, name):
+        """Last Conv/Gemm/MatMul above `name` through positively homogeneous ops."""
+        while True:
+            p = self.producer.get(name)
+            if p is None:
+                return None
+            if p.op_type in ("Conv", "Gemm", "MatMul"):
+                return p
+            if p.op_type not in HOMOGENEOUS:
+                return None
+            name = p.input[0]
+
+    def calibrate(self, feeds, threads):
+        """Set BN running stats from real activations; scale the head.
+
+        Every BatchNormalization gets mean = mu + dm * sd and var = fv * sd^2,
+        where mu, sd^2 are the per-channel statistics of its actual input and
+        dm ~ N(0, 0.1), fv ~ U(0.5, 1.5) are fixed random perturbations.  The
+        statistics of all BNs are found in ONE forward pass of a probe model in
+        which each BN is replaced by the InstanceNormalization (batch = 1, so
+        instance stats = channel stats) with the equivalent scale and bias:
+        each BN then sees exactly the input it will see in the final model.
+        """
+        import numpy as np
+        from onnx import helper
+
+        rng = self.rng
+        bns = [n for n in self.nodes if n.op_type == "BatchNormalization"]
+        probes = [n.output[0] for n in self.nodes if n.op_type in ("Conv", "Gemm", "BatchNormalization")]
+        logits, _ = self.logits_name()
+        out0 = self.model.graph.output[0].name
+        if bns:
+            pert = {}
+            nodes, extra_params = [], {}
+            for n in self.nodes:
+                if n.op_type != "BatchNormalization":
+                    nodes.append(n)
+                    continue
+                c = self.params[n.input[3]].shape[0]
+                dm, fv = rng.normal(0.0, 0.1, c), rng.uniform(0.5, 1.5, c)
+                pert[n.output[0]] = (dm, fv)
+                s, b = self.params[n.input[1]].astype(np.float64), self.params[n.input[2]].astype(np.float64)
+                eps = [a.f for a in n.attribute if a.name == "epsilon"]
+                sn, bn_ = f"{n.output[0]}__in_scale", f"{n.output[0]}__in_bias"
+                extra_params[sn] = (s / np.sqrt(fv)).astype(np.float32)
+                extra_params[bn_] = (b - s * dm / np.sqrt(fv)).astype(np.float32)
+                nodes.append(
+                    helper.make_node(
+                        "InstanceNormalization", [n.input[0], sn, bn_], [n.output[0]],
+                        epsilon=eps[0] if eps else 1e-5,
+                    )
+                )
+            bn_inputs = [n.input[0] for n in bns]
+            _, res = self.run(feeds, bn_inputs, threads, nodes=nodes, extra_params=extra_params)
+            for n in bns:
+                x = res[n.input[0]].astype(np.float64)
+                if x.ndim < 3 or x.shape[0] != 1:
+                    raise RuntimeError(f"BN calibration expects NCHW with N=1, got {x.shape}")
+                axes = (0,) + tuple(range(2, x.ndim))
+                mu, var = x.mean(axis=axes), x.var(axis=axes)
+                dm, fv = pert[n.output[0]]
+                self.params[n.input[3]] = (mu + dm * np.sqrt(var)).astype(np.float32)
+                self.params[n.input[4]] = np.maximum(var * fv, 1e-4).astype(np.float32)
+        # verification run of the real model; scale the head so that std(logits) ~ target
+        extra = [e for e in dict.fromkeys([n.input[0] for n in bns] + probes + [logits]) if e != out0]
+        _, res = self.run(feeds, extra, threads)
+        lg = res[logits]
+        head = self.head_layer(logits)
+        scale = 1.0
+        if head is not None and lg.std() > 0:
+            scale = LOGIT_STD_TARGET / float(lg.std())
+            for k in (1, 2):
+                if k < len(head.input):
+                    src = self.param_source(head.input[k])
+                    if src is not None:
+                        self.params[src] = (self.params[src] * scale).astype(np.float32)
+        act = [float(res[p].std()) for p in probes if p in res and p != logits]
+        ratio = []
+        for n in bns:  # observed var / stored var: ~U(0.5,1.5)^-1 if calibration held
+            x = res[n.input[0]].astype(np.float64)
+            axes = (0,) + tuple(range(2, x.ndim))
+            ratio.append(float(np.median(x.var(axis=axes) / self.params[n.input[4]])))
+        self.final_logits = lg * scale  # the head scaling is exact (positively homogeneous)
+        return {
+            "head_scale": scale,
+            "layer_std_min": min(act) if act else None,
+            "layer_std_max": max(act) if act else None,
+            "bn_count": len(bns),
+            "bn_var_ratio_median_range": [min(ratio), max(ratio)] if ratio else None,
+        }
+
+
+def light_one(args):
+    """Build corpus/light/<name> inside tmp. Returns (name, record, log lines)."""
+    name, tmp = args
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    t0 = time.time()
+    lines = []
+    log = lines.append
+    path = os.path.join(onnx_data_dir(), "light", f"light_{name}.onnx")
+    model = onnx.load(path)
+    opset0 = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    converted = None
+    try:
+        ort_session(model.SerializeToString())
+    except Exception as e:  # noqa: BLE001 - opset/op form not loadable: convert
+        from onnx import version_converter
+
+        target = 13
+        log(f"  {name}: onnxruntime cannot load opset {opset0} ({str(e)[:120]}); converting to {target}")
+        model = version_converter.convert_version(model, target)
+        converted = target
+    seed = BASE_SEED + zlib.crc32(name.encode())
+    rng = np.random.default_rng(seed)
+    lm = LightModel(model, rng, log)
+    lm.init_params()
+    vi = lm.data_inputs[0]
+    shape = [d.dim_value if d.dim_value > 0 else 1 for d in vi.type.tensor_type.shape.dim]
+    x = rng.standard_normal(shape).astype(np.float32)
+    feeds = {vi.name: x}
+    calib = lm.calibrate(feeds, threads=1)
+    # final model + reference run (the exact bytes that are saved)
+    final = lm.build()
+    onnx.checker.check_model(final)
+    data = final.SerializeToString()
+    sess = ort_session(data, threads=1)
+    outs = sess.run(None, feeds)
+    d = os.path.join(tmp, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x, vi.name).SerializeToString())
+    for j, (o, ovi) in enumerate(zip(outs, final.graph.output)):
+        with open(os.path.join(d, "test_data_set_0", f"output_{j}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(o), ovi.name).SerializeToString())
+    # stats
+    out = np.asarray(outs[0])
+    logits_name, is_softmax = lm.logits_name()
+    lg = lm.final_logits if is_softmax else out
+    rec = manifest_entry(name, final)
+    rec.update(
+        {
+            "seed": seed,
+            "source": f"onnx/backend/test/data/light/light_{name}.onnx",
+            "opset": opset0 if converted is None else converted,
+            "converted_from_opset": opset0 if converted is not None else None,
+            "nodes": len(final.graph.node),
+            "params": int(sum(v.size for v in lm.params.values())),
+            "untouched_float_initializers": lm.untouched,
+            "output": stats(out),
+            "logits": stats(lg),
+            "softmax_output": is_softmax,
+            "max_prob": float(out.max()) if is_softmax else None,
+            "calibration": calib,
+            "seconds": round(time.time() - t0, 2),
+        }
+    )
+    ok = rec["output"]["finite"] and rec["output"]["std"] > 0
+    if is_softmax:
+        ok &= 0.005 < rec["max_prob"] < 0.9
+    if not ok:
+        raise RuntimeError(f"light/{name}: badly scaled output {rec['output']} max_prob={rec['max_prob']}")
+    return name, rec, lines
+
+
+def gen_light(tmp: str, log, jobs: int) -> dict:
+    from concurrent.futures import ProcessPoolExecutor
+
+    # biggest first so the two workers finish together
+    order = ["vgg19", "densenet121", "zfnet512", "bvlc_alexnet", "resnet50",
+             "inception_v2", "shufflenet", "inception_v1", "squeezenet"]
+    assert sorted(order) == sorted(LIGHT_MODELS)
+    recs = {}
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            results = list(ex.map(light_one, [(n, tmp) for n in order]))
+    else:
+        results = [light_one((n, tmp)) for n in order]
+    for name, rec, lines in results:
+        for line in lines:
+            log(line)
+        recs[name] = rec
+    log("  model         opset nodes  params(M) | output min      max       mean      std       "
+        "| logits std  max_prob | layer std range   bn var ratio   | s")
+    for name in LIGHT_MODELS:
+        r = recs[name]
+        o, lg, c = r["output"], r["logits"], r["calibration"]
+        mp = f"{r['max_prob']:.4f}" if r["max_prob"] is not None else "  -   "
+        bnr = c["bn_var_ratio_median_range"]
+        bns = f"{bnr[0]:.2f}..{bnr[1]:.2f}" if bnr else "     -    "
+        log(
+            f"  {name:13s} {r['opset']:5d} {r['nodes']:5d} {r['params'] / 1e6:9.2f} | "
+            f"{o['min']:9.3g} {o['max']:9.3g} {o['mean']:9.3g} {o['std']:9.3g} | "
+            f"{lg['std']:9.3f}  {mp:8s} | {c['layer_std_min']:7.3g}..{c['layer_std_max']:<7.3g} "
+            f"{bns:14s} | {r['seconds']:.1f}"
+        )
+    return write_manifest(tmp, list(recs.values()))
+
+
+# --------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO_ROOT, "corpus"))
+    ap.add_argument("--only", default="", help="comma list of: node,light,pytorch,simple")
+    ap.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="worker processes for light models (page-fault bound: 2 is not faster)")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args()
+
+    parts: list[str] = []
+    for tok in filter(None, (t.strip() for t in a.only.split(","))):
+        if tok not in ALIASES:
+            ap.error(f"unknown part {tok!r}; choose from {', '.join(sorted(ALIASES))}")
+        parts += [p for p in ALIASES[tok] if p not in parts]
+    parts = parts or list(PARTS)
+    out = os.path.abspath(a.out)
+    h = current_hash()
+
+    def fresh(stamp, p):
+        return stamp.get("parts", {}).get(p) == h and os.path.isdir(os.path.join(out, p))
+
+    if not a.force and all(fresh(read_stamp(out), p) for p in parts):
+        print(f"corpus up to date ({out})")
+        return 0
+
+    def log(msg):
+        if not a.quiet:
+            print(msg, flush=True)
+
+    os.makedirs(out, exist_ok=True)
+    with locked(out):
+        stamp = read_stamp(out)
+        todo = [p for p in parts if a.force or not fresh(stamp, p)]
+        if not todo:
+            print(f"corpus up to date ({out})")
+            return 0
+        clean_stale(out)
+        check_packages(log)
+        from importlib import metadata
+
+        log(f"gen_corpus: {', '.join(todo)} -> {out} ("
+            + ", ".join(f"{p} {metadata.version(p)}" for p in PKGS) + ")")
+        t_all = time.time()
+        for p in todo:
+            t0 = time.time()
+            tmp = os.path.join(out, f".tmp-{p}-{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            try:
+                if p == "node":
+                    summary = gen_node(tmp, log)
+                elif p == "light":
+                    summary = gen_light(tmp, log, a.jobs)
+                else:
+                    summary = gen_copy(p, tmp, log)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            install_part(out, p, tmp)
+            stamp = read_stamp(out)
+            stamp.setdefault("parts", {})[p] = h
+            stamp["versions"] = {k: metadata.version(k) for k in PKGS}
+            write_stamp(out, stamp)
+            log(f"  {p}: {summary['cases']} cases ({summary['tensor_only']} tensor-only, "
+                f"{summary['plain']} plain) in {time.time() - t0:.1f}s")
+        log(f"gen_corpus: done in {time.time() - t_all:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
