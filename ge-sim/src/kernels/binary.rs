@@ -765,12 +765,27 @@ mod tests {
     use std::vec::Vec;
 
     fn bp(op: BinaryOp) -> BinaryParams {
-        BinaryParams { op: op as u32, act: Activation::default() }
+        BinaryParams {
+            op: op as u32,
+            act: Activation::default(),
+        }
     }
 
-    fn bin<A: Element, B: Element, O: Element + Default + Clone>(op: BinaryOp, sa: &[usize], a: &[A], sb: &[usize], b: &[B], so: &[usize]) -> Vec<O> {
+    fn bin<A: Element, B: Element, O: Element + Default + Clone>(
+        op: BinaryOp,
+        sa: &[usize],
+        a: &[A],
+        sb: &[usize],
+        b: &[B],
+        so: &[usize],
+    ) -> Vec<O> {
         let mut y = std::vec![O::default(); shape(so).numel()];
-        run_binary(&bp(op), &[Some(t(sa, a)), Some(t(sb, b))], &mut [tm(so, &mut y)]).unwrap();
+        run_binary(
+            &bp(op),
+            &[Some(t(sa, a)), Some(t(sb, b))],
+            &mut [tm(so, &mut y)],
+        )
+        .unwrap();
         y
     }
 
@@ -779,31 +794,77 @@ mod tests {
     #[test]
     fn broadcasting_arithmetic() {
         // Expected values from onnx.reference.
-        let y: Vec<f32> = bin(BinaryOp::Add, &[2, 3], &A, &[3], &[10.0f32, 20.0, 30.0], &[2, 3]);
+        let y: Vec<f32> = bin(
+            BinaryOp::Add,
+            &[2, 3],
+            &A,
+            &[3],
+            &[10.0f32, 20.0, 30.0],
+            &[2, 3],
+        );
         assert_eq!(y, [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
-        let y: Vec<f32> = bin(BinaryOp::Mul, &[2, 1], &[1.0f32, 2.0], &[1, 3], &[3.0f32, 4.0, 5.0], &[2, 3]);
+        let y: Vec<f32> = bin(
+            BinaryOp::Mul,
+            &[2, 1],
+            &[1.0f32, 2.0],
+            &[1, 3],
+            &[3.0f32, 4.0, 5.0],
+            &[2, 3],
+        );
         assert_eq!(y, [3.0, 4.0, 5.0, 6.0, 8.0, 10.0]);
         let e: Vec<f32> = (0..6).map(|v| v as f32).collect();
-        let y: Vec<f32> = bin(BinaryOp::Sub, &[2, 1, 3], &e, &[4, 1], &[1.0f32, 2.0, 3.0, 4.0], &[2, 4, 3]);
+        let y: Vec<f32> = bin(
+            BinaryOp::Sub,
+            &[2, 1, 3],
+            &e,
+            &[4, 1],
+            &[1.0f32, 2.0, 3.0, 4.0],
+            &[2, 4, 3],
+        );
         #[rustfmt::skip]
         let want = [-1.0, 0.0, 1.0, -2.0, -1.0, 0.0, -3.0, -2.0, -1.0, -4.0, -3.0, -2.0,
             2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, -1.0, 0.0, 1.0];
         assert_eq!(y, want);
         // Scalar on the left, then on the right.
         let y: Vec<f32> = bin(BinaryOp::Div, &[], &[2.0f32], &[2, 3], &A, &[2, 3]);
-        close(&y, &[2.0, 1.0, 0.6666666865348816, 0.5, 0.4000000059604645, 0.3333333432674408], 0.0);
+        close(
+            &y,
+            &[
+                2.0,
+                1.0,
+                0.6666666865348816,
+                0.5,
+                0.4000000059604645,
+                0.3333333432674408,
+            ],
+            0.0,
+        );
         let y: Vec<f32> = bin(BinaryOp::Sub, &[2, 3], &A, &[1, 1], &[1.0f32], &[2, 3]);
         assert_eq!(y, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
         let y: Vec<f32> = bin(BinaryOp::Mean, &[2, 3], &A, &[2, 3], &A, &[2, 3]);
         assert_eq!(y, A);
         // Inner broadcast on the left with a row on the right of a higher rank.
-        let y: Vec<i64> = bin(BinaryOp::Add, &[2, 1], &[100i64, 200], &[3], &[1i64, 2, 3], &[2, 3]);
+        let y: Vec<i64> = bin(
+            BinaryOp::Add,
+            &[2, 1],
+            &[100i64, 200],
+            &[3],
+            &[1i64, 2, 3],
+            &[2, 3],
+        );
         assert_eq!(y, [101, 102, 103, 201, 202, 203]);
     }
 
     #[test]
     fn integer_division_and_modulo() {
-        let y: Vec<i32> = bin(BinaryOp::Div, &[4], &[7i32, -7, 7, -7], &[4], &[2i32, 2, -2, -2], &[4]);
+        let y: Vec<i32> = bin(
+            BinaryOp::Div,
+            &[4],
+            &[7i32, -7, 7, -7],
+            &[4],
+            &[2i32, 2, -2, -2],
+            &[4],
+        );
         assert_eq!(y, [3, -3, -3, 3]);
         let (a, b) = ([5i32, -5, 5, -5], [3i32, 3, -3, -3]);
         let y: Vec<i32> = bin(BinaryOp::Mod, &[4], &a, &[4], &b, &[4]);
@@ -811,7 +872,14 @@ mod tests {
         let y: Vec<i32> = bin(BinaryOp::Fmod, &[4], &a, &[4], &b, &[4]);
         assert_eq!(y, [2, -2, 2, -2]);
         // Zero divisor and MIN / -1 do not panic.
-        let y: Vec<i32> = bin(BinaryOp::Div, &[2], &[5i32, i32::MIN], &[2], &[0i32, -1], &[2]);
+        let y: Vec<i32> = bin(
+            BinaryOp::Div,
+            &[2],
+            &[5i32, i32::MIN],
+            &[2],
+            &[0i32, -1],
+            &[2],
+        );
         assert_eq!(y, [0, i32::MIN]);
         let y: Vec<i8> = bin(BinaryOp::Mod, &[2], &[5i8, i8::MIN], &[2], &[0i8, -1], &[2]);
         assert_eq!(y, [0, 0]);
@@ -831,15 +899,36 @@ mod tests {
     #[test]
     fn pow_same_and_mixed_types() {
         let base = [2.0f32, 3.0, 0.5, -2.0];
-        let y: Vec<f32> = bin(BinaryOp::Pow, &[4], &base, &[4], &[3.0f32, 0.5, -1.0, 2.0], &[4]);
+        let y: Vec<f32> = bin(
+            BinaryOp::Pow,
+            &[4],
+            &base,
+            &[4],
+            &[3.0f32, 0.5, -1.0, 2.0],
+            &[4],
+        );
         close(&y, &[8.0, 1.732050895690918, 2.0, 4.0], 1e-7);
         let y: Vec<f32> = bin(BinaryOp::Pow, &[4], &base, &[4], &[3i64, 2, -1, 3], &[4]);
         assert_eq!(y, [8.0, 9.0, 2.0, -8.0]);
         let y: Vec<f32> = bin(BinaryOp::Pow, &[4], &base, &[], &[2i32], &[4]);
         assert_eq!(y, [4.0, 9.0, 0.25, 4.0]);
-        let y: Vec<i64> = bin(BinaryOp::Pow, &[4], &[2i64, 3, -2, 5], &[4], &[10i64, 0, 3, 2], &[4]);
+        let y: Vec<i64> = bin(
+            BinaryOp::Pow,
+            &[4],
+            &[2i64, 3, -2, 5],
+            &[4],
+            &[10i64, 0, 3, 2],
+            &[4],
+        );
         assert_eq!(y, [1024, 1, -8, 25]);
-        let y: Vec<i32> = bin(BinaryOp::Pow, &[4], &[2i32, 1, -1, -1], &[4], &[-1i32, -5, -3, -4], &[4]);
+        let y: Vec<i32> = bin(
+            BinaryOp::Pow,
+            &[4],
+            &[2i32, 1, -1, -1],
+            &[4],
+            &[-1i32, -5, -3, -4],
+            &[4],
+        );
         assert_eq!(y, [0, 1, -1, 1]);
         let y: Vec<i32> = bin(BinaryOp::Pow, &[2], &[2i32, 9], &[2], &[0.5f32, 0.5], &[2]);
         assert_eq!(y, [1, 3]);
@@ -855,7 +944,14 @@ mod tests {
         close(&y, &[2.0, f32::NAN, f32::NAN], 0.0);
         let y: Vec<f32> = bin(BinaryOp::Min, &[3], &a, &[3], &b, &[3]);
         close(&y, &[1.0, f32::NAN, f32::NAN], 0.0);
-        let y: Vec<f32> = bin(BinaryOp::PRelu, &[2, 1, 2], &[-1.0f32, 2.0, -3.0, 4.0], &[2, 1, 1], &[0.1f32, 0.5], &[2, 1, 2]);
+        let y: Vec<f32> = bin(
+            BinaryOp::PRelu,
+            &[2, 1, 2],
+            &[-1.0f32, 2.0, -3.0, 4.0],
+            &[2, 1, 1],
+            &[0.1f32, 0.5],
+            &[2, 1, 2],
+        );
         close(&y, &[-0.10000000149011612, 2.0, -1.5, 4.0], 0.0);
         let y: Vec<i32> = bin(BinaryOp::PRelu, &[3], &[-4i32, 0, 4], &[], &[3i32], &[3]);
         assert_eq!(y, [-12, 0, 4]);
@@ -865,13 +961,23 @@ mod tests {
     fn comparisons_logic_and_bits() {
         let y: Vec<u8> = {
             let mut y = std::vec![0u8; 6];
-            run_binary(&bp(BinaryOp::Less), &[Some(t(&[2, 3], &A)), Some(t(&[2, 1], &[2.0f32, 5.0]))], &mut [tmb(&[2, 3], &mut y)]).unwrap();
+            run_binary(
+                &bp(BinaryOp::Less),
+                &[Some(t(&[2, 3], &A)), Some(t(&[2, 1], &[2.0f32, 5.0]))],
+                &mut [tmb(&[2, 3], &mut y)],
+            )
+            .unwrap();
             y
         };
         assert_eq!(y, [1, 0, 0, 1, 0, 0]);
         let cmp = |op, a: &[i64], b: &[i64]| {
             let mut y = std::vec![9u8; a.len()];
-            run_binary(&bp(op), &[Some(t(&[a.len()], a)), Some(t(&[b.len()], b))], &mut [tmb(&[a.len()], &mut y)]).unwrap();
+            run_binary(
+                &bp(op),
+                &[Some(t(&[a.len()], a)), Some(t(&[b.len()], b))],
+                &mut [tmb(&[a.len()], &mut y)],
+            )
+            .unwrap();
             y
         };
         let (a, b) = ([1i64, 2, 3], [2i64, 2, 2]);
@@ -881,13 +987,23 @@ mod tests {
         assert_eq!(cmp(BinaryOp::GreaterOrEqual, &a, &b), [0, 1, 1]);
         // NaN compares unequal.
         let mut y = [9u8; 1];
-        run_binary(&bp(BinaryOp::Equal), &[Some(t(&[1], &[f32::NAN])), Some(t(&[1], &[f32::NAN]))], &mut [tmb(&[1], &mut y)]).unwrap();
+        run_binary(
+            &bp(BinaryOp::Equal),
+            &[Some(t(&[1], &[f32::NAN])), Some(t(&[1], &[f32::NAN]))],
+            &mut [tmb(&[1], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0]);
 
         let (p, q) = ([0u8, 0, 1, 1], [0u8, 1, 0, 1]);
         let logic = |op| {
             let mut y = [9u8; 4];
-            run_binary(&bp(op), &[Some(tb(&[4], &p)), Some(tb(&[4], &q))], &mut [tmb(&[4], &mut y)]).unwrap();
+            run_binary(
+                &bp(op),
+                &[Some(tb(&[4], &p)), Some(tb(&[4], &q))],
+                &mut [tmb(&[4], &mut y)],
+            )
+            .unwrap();
             y
         };
         assert_eq!(logic(BinaryOp::And), [0, 0, 0, 1]);
@@ -897,103 +1013,327 @@ mod tests {
         assert_eq!(logic(BinaryOp::BitXor), [0, 1, 1, 0]);
         // And on bool with broadcasting.
         let mut y = [9u8; 4];
-        run_binary(&bp(BinaryOp::And), &[Some(tb(&[2, 2], &[1, 1, 0, 1])), Some(tb(&[2], &[1, 0]))], &mut [tmb(&[2, 2], &mut y)]).unwrap();
+        run_binary(
+            &bp(BinaryOp::And),
+            &[Some(tb(&[2, 2], &[1, 1, 0, 1])), Some(tb(&[2], &[1, 0]))],
+            &mut [tmb(&[2, 2], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [1, 0, 0, 0]);
 
         // onnx.reference BitShift.
-        let y: Vec<u8> = bin(BinaryOp::BitShiftLeft, &[4], &[1u8, 2, 255, 7], &[4], &[1u8, 7, 1, 0], &[4]);
+        let y: Vec<u8> = bin(
+            BinaryOp::BitShiftLeft,
+            &[4],
+            &[1u8, 2, 255, 7],
+            &[4],
+            &[1u8, 7, 1, 0],
+            &[4],
+        );
         assert_eq!(y, [2, 0, 254, 7]);
-        let y: Vec<u32> = bin(BinaryOp::BitShiftRight, &[3], &[16u32, 255, 1], &[3], &[2u32, 4, 1], &[3]);
+        let y: Vec<u32> = bin(
+            BinaryOp::BitShiftRight,
+            &[3],
+            &[16u32, 255, 1],
+            &[3],
+            &[2u32, 4, 1],
+            &[3],
+        );
         assert_eq!(y, [4, 15, 0]);
-        let y: Vec<u8> = bin(BinaryOp::BitShiftLeft, &[2], &[1u8, 1], &[2], &[8u8, 200], &[2]);
+        let y: Vec<u8> = bin(
+            BinaryOp::BitShiftLeft,
+            &[2],
+            &[1u8, 1],
+            &[2],
+            &[8u8, 200],
+            &[2],
+        );
         assert_eq!(y, [0, 0]);
-        let y: Vec<i32> = bin(BinaryOp::BitShiftRight, &[2], &[-16i32, 16], &[2], &[2i32, 40], &[2]);
+        let y: Vec<i32> = bin(
+            BinaryOp::BitShiftRight,
+            &[2],
+            &[-16i32, 16],
+            &[2],
+            &[2i32, 40],
+            &[2],
+        );
         assert_eq!(y, [-4, 0]);
         let y: Vec<i32> = bin(BinaryOp::BitAnd, &[3], &[12i32, -1, 5], &[], &[10i32], &[3]);
         assert_eq!(y, [8, 10, 0]);
-        let y: Vec<u16> = bin(BinaryOp::BitOr, &[2], &[0x0f00u16, 1], &[2], &[0x00f0u16, 2], &[2]);
+        let y: Vec<u16> = bin(
+            BinaryOp::BitOr,
+            &[2],
+            &[0x0f00u16, 1],
+            &[2],
+            &[0x00f0u16, 2],
+            &[2],
+        );
         assert_eq!(y, [0x0ff0, 3]);
     }
 
     #[test]
     fn fused_activation_on_float_results() {
         let mut y = [0f32; 3];
-        let p = BinaryParams { op: BinaryOp::Sub as u32, act: Activation { op: UnaryOp::Relu as u32, alpha: 0.0, beta: 0.0 } };
-        let w = run_binary(&p, &[Some(t(&[3], &[1.0f32, 5.0, 3.0])), Some(t(&[], &[3.0f32]))], &mut [tm(&[3], &mut y)]).unwrap();
+        let p = BinaryParams {
+            op: BinaryOp::Sub as u32,
+            act: Activation {
+                op: UnaryOp::Relu as u32,
+                alpha: 0.0,
+                beta: 0.0,
+            },
+        };
+        let w = run_binary(
+            &p,
+            &[Some(t(&[3], &[1.0f32, 5.0, 3.0])), Some(t(&[], &[3.0f32]))],
+            &mut [tm(&[3], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0.0, 2.0, 0.0]);
         assert_eq!(w.vector_ops, 3 * 2);
         let mut yd = [0f64; 2];
-        let p = BinaryParams { op: BinaryOp::Add as u32, act: Activation { op: UnaryOp::LeakyRelu as u32, alpha: 0.5, beta: 0.0 } };
-        run_binary(&p, &[Some(t(&[2], &[-4.0f64, 1.0])), Some(t(&[2], &[0.0f64, 1.0]))], &mut [tm(&[2], &mut yd)]).unwrap();
+        let p = BinaryParams {
+            op: BinaryOp::Add as u32,
+            act: Activation {
+                op: UnaryOp::LeakyRelu as u32,
+                alpha: 0.5,
+                beta: 0.0,
+            },
+        };
+        run_binary(
+            &p,
+            &[
+                Some(t(&[2], &[-4.0f64, 1.0])),
+                Some(t(&[2], &[0.0f64, 1.0])),
+            ],
+            &mut [tm(&[2], &mut yd)],
+        )
+        .unwrap();
         assert_eq!(yd, [-2.0, 2.0]);
         let mut yi = [0i32; 1];
-        assert!(run_binary(&p, &[Some(t(&[1], &[1i32])), Some(t(&[1], &[1i32]))], &mut [tm(&[1], &mut yi)]).is_err());
+        assert!(
+            run_binary(
+                &p,
+                &[Some(t(&[1], &[1i32])), Some(t(&[1], &[1i32]))],
+                &mut [tm(&[1], &mut yi)]
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn binary_errors_and_empty() {
         let mut y = [0f32; 6];
-        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), Some(t(&[2], &[1.0f32, 2.0]))], &mut [tm(&[2, 3], &mut y)]);
+        let r = run_binary(
+            &bp(BinaryOp::Add),
+            &[Some(t(&[2, 3], &A)), Some(t(&[2], &[1.0f32, 2.0]))],
+            &mut [tm(&[2, 3], &mut y)],
+        );
         assert!(matches!(r, Err(KernelError::Shape(_))));
-        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), Some(t(&[1], &[1i32]))], &mut [tm(&[2, 3], &mut y)]);
+        let r = run_binary(
+            &bp(BinaryOp::Add),
+            &[Some(t(&[2, 3], &A)), Some(t(&[1], &[1i32]))],
+            &mut [tm(&[2, 3], &mut y)],
+        );
         assert!(matches!(r, Err(KernelError::DType(_))));
-        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), None], &mut [tm(&[2, 3], &mut y)]);
+        let r = run_binary(
+            &bp(BinaryOp::Add),
+            &[Some(t(&[2, 3], &A)), None],
+            &mut [tm(&[2, 3], &mut y)],
+        );
         assert!(matches!(r, Err(KernelError::MissingTensor(_))));
-        let r = run_binary(&BinaryParams { op: 77, act: Activation::default() }, &[Some(t(&[2, 3], &A)), Some(t(&[2, 3], &A))], &mut [tm(&[2, 3], &mut y)]);
+        let r = run_binary(
+            &BinaryParams {
+                op: 77,
+                act: Activation::default(),
+            },
+            &[Some(t(&[2, 3], &A)), Some(t(&[2, 3], &A))],
+            &mut [tm(&[2, 3], &mut y)],
+        );
         assert!(matches!(r, Err(KernelError::BadParams(_))));
         // Output shape disagreeing with the broadcast.
         let mut y4 = [0f32; 4];
-        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A)), Some(t(&[3], &[1.0f32; 3]))], &mut [tm(&[4], &mut y4)]);
+        let r = run_binary(
+            &bp(BinaryOp::Add),
+            &[Some(t(&[2, 3], &A)), Some(t(&[3], &[1.0f32; 3]))],
+            &mut [tm(&[4], &mut y4)],
+        );
         assert!(r.is_err());
         // Data shorter than the shape says.
-        let r = run_binary(&bp(BinaryOp::Add), &[Some(t(&[2, 3], &A[..5])), Some(t(&[3], &[1.0f32; 3]))], &mut [tm(&[2, 3], &mut y)]);
+        let r = run_binary(
+            &bp(BinaryOp::Add),
+            &[Some(t(&[2, 3], &A[..5])), Some(t(&[3], &[1.0f32; 3]))],
+            &mut [tm(&[2, 3], &mut y)],
+        );
         assert!(matches!(r, Err(KernelError::Shape(_))));
         // Empty broadcast.
         let mut e: [f32; 0] = [];
-        let w = run_binary(&bp(BinaryOp::Add), &[Some(t::<f32>(&[0, 3], &[])), Some(t(&[3], &[1.0f32; 3]))], &mut [tm(&[0, 3], &mut e)]).unwrap();
+        let w = run_binary(
+            &bp(BinaryOp::Add),
+            &[Some(t::<f32>(&[0, 3], &[])), Some(t(&[3], &[1.0f32; 3]))],
+            &mut [tm(&[0, 3], &mut e)],
+        )
+        .unwrap();
         assert_eq!(w.vector_ops, 0);
     }
 
     #[test]
     fn variadic_sum_mean_max() {
-        let ins = |third: &'static [f32]| [Some(t(&[2, 3], &A)), Some(t(&[3], &[10.0f32, 20.0, 30.0])), Some(t(&[2, 1], third))];
+        let ins = |third: &'static [f32]| {
+            [
+                Some(t(&[2, 3], &A)),
+                Some(t(&[3], &[10.0f32, 20.0, 30.0])),
+                Some(t(&[2, 1], third)),
+            ]
+        };
         let mut y = [0f32; 6];
-        run_variadic(&bp(BinaryOp::Add), &ins(&[100.0, 200.0]), &mut [tm(&[2, 3], &mut y)]).unwrap();
+        run_variadic(
+            &bp(BinaryOp::Add),
+            &ins(&[100.0, 200.0]),
+            &mut [tm(&[2, 3], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [111.0, 122.0, 133.0, 214.0, 225.0, 236.0]);
-        let w = run_variadic(&bp(BinaryOp::Mean), &ins(&[100.0, 200.0]), &mut [tm(&[2, 3], &mut y)]).unwrap();
-        close(&y, &[37.0, 40.66666793823242, 44.33333206176758, 71.33333587646484, 75.0, 78.66666412353516], 1e-7);
+        let w = run_variadic(
+            &bp(BinaryOp::Mean),
+            &ins(&[100.0, 200.0]),
+            &mut [tm(&[2, 3], &mut y)],
+        )
+        .unwrap();
+        close(
+            &y,
+            &[
+                37.0,
+                40.66666793823242,
+                44.33333206176758,
+                71.33333587646484,
+                75.0,
+                78.66666412353516,
+            ],
+            1e-7,
+        );
         assert_eq!(w.vector_ops, 6 * 3);
-        run_variadic(&bp(BinaryOp::Min), &ins(&[2.5, 0.0]), &mut [tm(&[2, 3], &mut y)]).unwrap();
+        run_variadic(
+            &bp(BinaryOp::Min),
+            &ins(&[2.5, 0.0]),
+            &mut [tm(&[2, 3], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [1.0, 2.0, 2.5, 0.0, 0.0, 0.0]);
         // The first input may itself be broadcast.
         let mut yi = [0i64; 3];
-        run_variadic(&bp(BinaryOp::Max), &[Some(t(&[1], &[4i64])), Some(t(&[3], &[1i64, 5, 3]))], &mut [tm(&[3], &mut yi)]).unwrap();
+        run_variadic(
+            &bp(BinaryOp::Max),
+            &[Some(t(&[1], &[4i64])), Some(t(&[3], &[1i64, 5, 3]))],
+            &mut [tm(&[3], &mut yi)],
+        )
+        .unwrap();
         assert_eq!(yi, [4, 5, 4]);
         // One input is a copy.
-        run_variadic(&bp(BinaryOp::Add), &[Some(t(&[3], &[1i64, 2, 3]))], &mut [tm(&[3], &mut yi)]).unwrap();
+        run_variadic(
+            &bp(BinaryOp::Add),
+            &[Some(t(&[3], &[1i64, 2, 3]))],
+            &mut [tm(&[3], &mut yi)],
+        )
+        .unwrap();
         assert_eq!(yi, [1, 2, 3]);
         assert!(run_variadic(&bp(BinaryOp::Add), &[], &mut [tm(&[3], &mut yi)]).is_err());
-        assert!(run_variadic(&bp(BinaryOp::Sub), &[Some(t(&[3], &[1i64, 2, 3]))], &mut [tm(&[3], &mut yi)]).is_err());
-        assert!(run_variadic(&bp(BinaryOp::Add), &[Some(t(&[3], &[1i64, 2, 3])), None], &mut [tm(&[3], &mut yi)]).is_err());
+        assert!(
+            run_variadic(
+                &bp(BinaryOp::Sub),
+                &[Some(t(&[3], &[1i64, 2, 3]))],
+                &mut [tm(&[3], &mut yi)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_variadic(
+                &bp(BinaryOp::Add),
+                &[Some(t(&[3], &[1i64, 2, 3])), None],
+                &mut [tm(&[3], &mut yi)]
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn where_broadcasts_any_dtype() {
         let mut y = [0f32; 6];
-        run_where(&[Some(tb(&[2, 1], &[1, 0])), Some(t(&[2, 3], &A)), Some(t(&[3], &[10.0f32, 20.0, 30.0]))], &mut [tm(&[2, 3], &mut y)]).unwrap();
+        run_where(
+            &[
+                Some(tb(&[2, 1], &[1, 0])),
+                Some(t(&[2, 3], &A)),
+                Some(t(&[3], &[10.0f32, 20.0, 30.0])),
+            ],
+            &mut [tm(&[2, 3], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [1.0, 2.0, 3.0, 10.0, 20.0, 30.0]);
         let mut yi = [0i64; 4];
-        run_where(&[Some(tb(&[4], &[1, 0, 0, 1])), Some(t(&[4], &[1i64, 2, 3, 4])), Some(t(&[4], &[-1i64, -2, -3, -4]))], &mut [tm(&[4], &mut yi)]).unwrap();
+        run_where(
+            &[
+                Some(tb(&[4], &[1, 0, 0, 1])),
+                Some(t(&[4], &[1i64, 2, 3, 4])),
+                Some(t(&[4], &[-1i64, -2, -3, -4])),
+            ],
+            &mut [tm(&[4], &mut yi)],
+        )
+        .unwrap();
         assert_eq!(yi, [1, -2, -3, 4]);
         let mut yb = [9u8; 3];
-        run_where(&[Some(tb(&[3], &[1, 0, 1])), Some(tb(&[], &[1])), Some(tb(&[], &[0]))], &mut [tmb(&[3], &mut yb)]).unwrap();
+        run_where(
+            &[
+                Some(tb(&[3], &[1, 0, 1])),
+                Some(tb(&[], &[1])),
+                Some(tb(&[], &[0])),
+            ],
+            &mut [tmb(&[3], &mut yb)],
+        )
+        .unwrap();
         assert_eq!(yb, [1, 0, 1]);
         let mut yh = [0i16; 2];
-        run_where(&[Some(tb(&[], &[0])), Some(t(&[2], &[1i16, 2])), Some(t(&[2], &[3i16, 4]))], &mut [tm(&[2], &mut yh)]).unwrap();
+        run_where(
+            &[
+                Some(tb(&[], &[0])),
+                Some(t(&[2], &[1i16, 2])),
+                Some(t(&[2], &[3i16, 4])),
+            ],
+            &mut [tm(&[2], &mut yh)],
+        )
+        .unwrap();
         assert_eq!(yh, [3, 4]);
         // Condition must be bool; branches must match the output.
-        assert!(run_where(&[Some(t(&[4], &[1.0f32; 4])), Some(t(&[4], &[1i64; 4])), Some(t(&[4], &[1i64; 4]))], &mut [tm(&[4], &mut yi)]).is_err());
-        assert!(run_where(&[Some(tb(&[4], &[1; 4])), Some(t(&[4], &[1i32; 4])), Some(t(&[4], &[1i64; 4]))], &mut [tm(&[4], &mut yi)]).is_err());
-        assert!(run_where(&[Some(tb(&[3], &[1; 3])), Some(t(&[4], &[1i64; 4])), Some(t(&[4], &[1i64; 4]))], &mut [tm(&[4], &mut yi)]).is_err());
+        assert!(
+            run_where(
+                &[
+                    Some(t(&[4], &[1.0f32; 4])),
+                    Some(t(&[4], &[1i64; 4])),
+                    Some(t(&[4], &[1i64; 4]))
+                ],
+                &mut [tm(&[4], &mut yi)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_where(
+                &[
+                    Some(tb(&[4], &[1; 4])),
+                    Some(t(&[4], &[1i32; 4])),
+                    Some(t(&[4], &[1i64; 4]))
+                ],
+                &mut [tm(&[4], &mut yi)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_where(
+                &[
+                    Some(tb(&[3], &[1; 3])),
+                    Some(t(&[4], &[1i64; 4])),
+                    Some(t(&[4], &[1i64; 4]))
+                ],
+                &mut [tm(&[4], &mut yi)]
+            )
+            .is_err()
+        );
     }
 }

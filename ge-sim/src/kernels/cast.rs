@@ -446,11 +446,19 @@ mod tests {
     use super::*;
 
     fn raw_ref<'a>(dtype: DType, d: &[usize], v: &'a [u16]) -> TensorRef<'a> {
-        TensorRef { dtype, shape: shape(d), data: bytemuck::cast_slice(v) }
+        TensorRef {
+            dtype,
+            shape: shape(d),
+            data: bytemuck::cast_slice(v),
+        }
     }
 
     fn raw_mut<'a>(dtype: DType, d: &[usize], v: &'a mut [u16]) -> TensorMut<'a> {
-        TensorMut { dtype, shape: shape(d), data: bytemuck::cast_slice_mut(v) }
+        TensorMut {
+            dtype,
+            shape: shape(d),
+            data: bytemuck::cast_slice_mut(v),
+        }
     }
 
     #[test]
@@ -465,7 +473,11 @@ mod tests {
         let want: [u16; 19] = [0x0, 0x8000, 0x3c00, 0x7bff, 0x7bff, 0x7c00, 0x0, 0x1, 0x0, 0x2, 0x3c01,
             0x3c00, 0x3c01, 0xc248, 0x7c00, 0x7c00, 0xfc00, 0x3ff, 0x400];
         let mut y = [0u16; 19];
-        run_cast(&[Some(t(&[19], &x))], &mut [raw_mut(DType::F16, &[19], &mut y)]).unwrap();
+        run_cast(
+            &[Some(t(&[19], &x))],
+            &mut [raw_mut(DType::F16, &[19], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, want);
         for (&v, &w) in x.iter().zip(&want) {
             assert_eq!(f32_to_f16(v), w);
@@ -479,12 +491,18 @@ mod tests {
 
     #[test]
     fn f16_to_f32_exact() {
-        let h: [u16; 9] = [0x0001, 0x03ff, 0x0400, 0x3c00, 0xc000, 0x7bff, 0x7c00, 0xfc00, 0x8001];
+        let h: [u16; 9] = [
+            0x0001, 0x03ff, 0x0400, 0x3c00, 0xc000, 0x7bff, 0x7c00, 0xfc00, 0x8001,
+        ];
         #[rustfmt::skip]
         let want: [f32; 9] = [5.960464477539063e-08, 6.097555160522461e-05, 6.103515625e-05, 1.0, -2.0,
             65504.0, f32::INFINITY, f32::NEG_INFINITY, -5.960464477539063e-08];
         let mut y = [0f32; 9];
-        run_cast(&[Some(raw_ref(DType::F16, &[9], &h))], &mut [tm(&[9], &mut y)]).unwrap();
+        run_cast(
+            &[Some(raw_ref(DType::F16, &[9], &h))],
+            &mut [tm(&[9], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, want);
         assert!(f16_to_f32(0x7e00).is_nan());
         // Every f16 round-trips through f32.
@@ -501,9 +519,15 @@ mod tests {
         #[rustfmt::skip]
         let x: [f32; 9] = [1.0, 1.00390625, 1.005859375, 1.0078125, -2.5, 3.4e38, 9.99994610111476e-41,
             f32::INFINITY, core::f32::consts::PI];
-        let want: [u16; 9] = [0x3f80, 0x3f80, 0x3f81, 0x3f81, 0xc020, 0x7f80, 0x1, 0x7f80, 0x4049];
+        let want: [u16; 9] = [
+            0x3f80, 0x3f80, 0x3f81, 0x3f81, 0xc020, 0x7f80, 0x1, 0x7f80, 0x4049,
+        ];
         let mut y = [0u16; 9];
-        run_cast(&[Some(t(&[9], &x))], &mut [raw_mut(DType::Bf16, &[9], &mut y)]).unwrap();
+        run_cast(
+            &[Some(t(&[9], &x))],
+            &mut [raw_mut(DType::Bf16, &[9], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, want);
         for (&v, &w) in x.iter().zip(&want) {
             assert_eq!(f32_to_bf16(v), w);
@@ -513,14 +537,26 @@ mod tests {
         assert_eq!(f64_to_bf16(1.0 + 2f64.powi(-8) + 2f64.powi(-30)), 0x3f81);
         let xd = [1.0 + 2f64.powi(-8) + 2f64.powi(-30)];
         let mut yd = [0u16; 1];
-        run_cast(&[Some(t(&[1], &xd))], &mut [raw_mut(DType::Bf16, &[1], &mut yd)]).unwrap();
+        run_cast(
+            &[Some(t(&[1], &xd))],
+            &mut [raw_mut(DType::Bf16, &[1], &mut yd)],
+        )
+        .unwrap();
         assert_eq!(yd, [0x3f81]);
         // bf16 -> f32 and -> f16.
         let mut back = [0f32; 2];
-        run_cast(&[Some(raw_ref(DType::Bf16, &[2], &[0x4049, 0xc020]))], &mut [tm(&[2], &mut back)]).unwrap();
+        run_cast(
+            &[Some(raw_ref(DType::Bf16, &[2], &[0x4049, 0xc020]))],
+            &mut [tm(&[2], &mut back)],
+        )
+        .unwrap();
         assert_eq!(back, [3.140625, -2.5]);
         let mut h = [0u16; 2];
-        run_cast(&[Some(raw_ref(DType::Bf16, &[2], &[0x4049, 0xc020]))], &mut [raw_mut(DType::F16, &[2], &mut h)]).unwrap();
+        run_cast(
+            &[Some(raw_ref(DType::Bf16, &[2], &[0x4049, 0xc020]))],
+            &mut [raw_mut(DType::F16, &[2], &mut h)],
+        )
+        .unwrap();
         assert_eq!(h, [0x4248, 0xc100]);
         assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
     }
@@ -538,7 +574,11 @@ mod tests {
         run_cast(&[Some(t(&[8], &x))], &mut [tmb(&[8], &mut b)]).unwrap();
         assert_eq!(b, [1, 1, 1, 1, 1, 1, 1, 0]);
         let mut l = [0i64; 2];
-        run_cast(&[Some(t(&[2], &[-7.99f64, 1e300]))], &mut [tm(&[2], &mut l)]).unwrap();
+        run_cast(
+            &[Some(t(&[2], &[-7.99f64, 1e300]))],
+            &mut [tm(&[2], &mut l)],
+        )
+        .unwrap();
         assert_eq!(l, [-7, i64::MAX]);
     }
 
@@ -546,7 +586,11 @@ mod tests {
     fn int_conversions() {
         // numpy: int64 -> int8 wraps, int32 -> uint16 wraps.
         let mut y8 = [0i8; 4];
-        run_cast(&[Some(t(&[4], &[300i64, -1, 128, -129]))], &mut [tm(&[4], &mut y8)]).unwrap();
+        run_cast(
+            &[Some(t(&[4], &[300i64, -1, 128, -129]))],
+            &mut [tm(&[4], &mut y8)],
+        )
+        .unwrap();
         assert_eq!(y8, [44, -1, -128, 127]);
         let mut y16 = [0u16; 2];
         run_cast(&[Some(t(&[2], &[70000i32, -1]))], &mut [tm(&[2], &mut y16)]).unwrap();
@@ -559,10 +603,18 @@ mod tests {
         assert_eq!(yi, [-1]);
         // Int -> float rounds once to nearest (numpy: 2^53 + 1 -> 2^53 as f32).
         let mut f = [0f32; 2];
-        run_cast(&[Some(t(&[2], &[(1i64 << 53) + 1, 16_777_217]))], &mut [tm(&[2], &mut f)]).unwrap();
+        run_cast(
+            &[Some(t(&[2], &[(1i64 << 53) + 1, 16_777_217]))],
+            &mut [tm(&[2], &mut f)],
+        )
+        .unwrap();
         assert_eq!(f, [9007199254740992.0, 16777216.0]);
         let mut h = [0u16; 4];
-        run_cast(&[Some(t(&[4], &[1i32, -2, 70000, 2049]))], &mut [raw_mut(DType::F16, &[4], &mut h)]).unwrap();
+        run_cast(
+            &[Some(t(&[4], &[1i32, -2, 70000, 2049]))],
+            &mut [raw_mut(DType::F16, &[4], &mut h)],
+        )
+        .unwrap();
         assert_eq!(h, [0x3c00, 0xc000, 0x7c00, 0x6800]);
         // Bool <-> numbers.
         let mut bf = [9f32; 3];
@@ -589,9 +641,18 @@ mod tests {
         assert_eq!(w.vector_ops, 1000);
         // Element count mismatch, short data, missing input.
         let mut short = [0f32; 3];
-        assert!(matches!(run_cast(&[Some(t(&[4], &[1i32, 2, 3, 4]))], &mut [tm(&[3], &mut short)]), Err(KernelError::Shape(_))));
+        assert!(matches!(
+            run_cast(
+                &[Some(t(&[4], &[1i32, 2, 3, 4]))],
+                &mut [tm(&[3], &mut short)]
+            ),
+            Err(KernelError::Shape(_))
+        ));
         assert!(run_cast(&[Some(t(&[3], &[1i32, 2]))], &mut [tm(&[3], &mut short)]).is_err());
-        assert!(matches!(run_cast(&[None], &mut [tm(&[3], &mut short)]), Err(KernelError::MissingTensor(_))));
+        assert!(matches!(
+            run_cast(&[None], &mut [tm(&[3], &mut short)]),
+            Err(KernelError::MissingTensor(_))
+        ));
         // Empty.
         let mut e: [f32; 0] = [];
         run_cast(&[Some(t::<i64>(&[0], &[]))], &mut [tm(&[0], &mut e)]).unwrap();

@@ -290,33 +290,63 @@ mod tests {
     use super::*;
 
     fn np(eps: f32, op: Option<UnaryOp>) -> NormParams {
-        NormParams { epsilon: eps, act: Activation { op: op.map_or(0, |o| o as u32), alpha: 0.0, beta: 0.0 } }
+        NormParams {
+            epsilon: eps,
+            act: Activation {
+                op: op.map_or(0, |o| o as u32),
+                alpha: 0.0,
+                beta: 0.0,
+            },
+        }
     }
 
     #[test]
     fn batch_norm_matches_numpy() {
         let x = [1.0f32, 2.0, 3.0, 4.0, -1.0, 0.0, 5.0, 2.0];
         let (sc, b, m, v) = ([1.5f32, -0.5], [0.1f32, 0.2], [2.0f32, 1.0], [4.0f32, 0.25]);
-        let ins = [Some(t(&[1, 2, 2, 2], &x)), Some(t(&[2], &sc)), Some(t(&[2], &b)), Some(t(&[2], &m)), Some(t(&[2], &v))];
+        let ins = [
+            Some(t(&[1, 2, 2, 2], &x)),
+            Some(t(&[2], &sc)),
+            Some(t(&[2], &b)),
+            Some(t(&[2], &m)),
+            Some(t(&[2], &v)),
+        ];
         let mut y = [0f32; 8];
         let w = run_batch_norm(&np(1e-5, None), &ins, &mut [tm(&[1, 2, 2, 2], &mut y)]).unwrap();
         #[rustfmt::skip]
         let want = [-0.6499990820884705, 0.10000000149011612, 0.8499991297721863, 1.5999982357025146, 2.1999599933624268, 1.1999800205230713, -3.799919843673706, -0.7999799847602844];
         close(&y, &want, 1e-6);
         assert_eq!(w.vector_ops, 8 * 3);
-        run_batch_norm(&np(1e-5, Some(UnaryOp::Relu)), &ins, &mut [tm(&[1, 2, 2, 2], &mut y)]).unwrap();
+        run_batch_norm(
+            &np(1e-5, Some(UnaryOp::Relu)),
+            &ins,
+            &mut [tm(&[1, 2, 2, 2], &mut y)],
+        )
+        .unwrap();
         let relu: std::vec::Vec<f32> = want.iter().map(|&v| v.max(0.0)).collect();
         close(&y, &relu, 1e-6);
         // Rank 1 is N with one channel; rank 2 is N x C.
         let mut y1 = [0f32; 3];
         let one = |v: f32| [v];
         let (s1, b1, m1, v1) = (one(2.0), one(1.0), one(1.0), one(1.0));
-        let ins1 = [Some(t(&[3], &[1.0f32, 2.0, 3.0])), Some(t(&[1], &s1)), Some(t(&[1], &b1)), Some(t(&[1], &m1)), Some(t(&[1], &v1))];
+        let ins1 = [
+            Some(t(&[3], &[1.0f32, 2.0, 3.0])),
+            Some(t(&[1], &s1)),
+            Some(t(&[1], &b1)),
+            Some(t(&[1], &m1)),
+            Some(t(&[1], &v1)),
+        ];
         run_batch_norm(&np(0.0, None), &ins1, &mut [tm(&[3], &mut y1)]).unwrap();
         assert_eq!(y1, [1.0, 3.0, 5.0]);
         let mut y2 = [0f64; 4];
         let (s2, b2, m2, v2) = ([1.0f64, 2.0], [0.0f64, 1.0], [0.0f64, 1.0], [1.0f64, 4.0]);
-        let ins2 = [Some(t(&[2, 2], &[1.0f64, 1.0, 2.0, 3.0])), Some(t(&[2], &s2)), Some(t(&[2], &b2)), Some(t(&[2], &m2)), Some(t(&[2], &v2))];
+        let ins2 = [
+            Some(t(&[2, 2], &[1.0f64, 1.0, 2.0, 3.0])),
+            Some(t(&[2], &s2)),
+            Some(t(&[2], &b2)),
+            Some(t(&[2], &m2)),
+            Some(t(&[2], &v2)),
+        ];
         run_batch_norm(&np(0.0, None), &ins2, &mut [tm(&[2, 2], &mut y2)]).unwrap();
         assert_eq!(y2, [1.0, 1.0, 2.0, 3.0]);
     }
@@ -327,23 +357,63 @@ mod tests {
         let c2 = [1.0f32; 2];
         let c3 = [1.0f32; 3];
         let mut y = [0f32; 8];
-        let bad = [Some(t(&[1, 2, 2, 2], &x)), Some(t(&[3], &c3)), Some(t(&[2], &c2)), Some(t(&[2], &c2)), Some(t(&[2], &c2))];
-        assert!(matches!(run_batch_norm(&np(1e-5, None), &bad, &mut [tm(&[1, 2, 2, 2], &mut y)]), Err(KernelError::Shape(_))));
-        let missing = [Some(t(&[1, 2, 2, 2], &x)), Some(t(&[2], &c2)), Some(t(&[2], &c2)), Some(t(&[2], &c2))];
-        assert!(matches!(run_batch_norm(&np(1e-5, None), &missing, &mut [tm(&[1, 2, 2, 2], &mut y)]), Err(KernelError::MissingTensor(_))));
-        let ok = [Some(t(&[1, 2, 2, 2], &x)), Some(t(&[2], &c2)), Some(t(&[2], &c2)), Some(t(&[2], &c2)), Some(t(&[2], &c2))];
+        let bad = [
+            Some(t(&[1, 2, 2, 2], &x)),
+            Some(t(&[3], &c3)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+        ];
+        assert!(matches!(
+            run_batch_norm(&np(1e-5, None), &bad, &mut [tm(&[1, 2, 2, 2], &mut y)]),
+            Err(KernelError::Shape(_))
+        ));
+        let missing = [
+            Some(t(&[1, 2, 2, 2], &x)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+        ];
+        assert!(matches!(
+            run_batch_norm(&np(1e-5, None), &missing, &mut [tm(&[1, 2, 2, 2], &mut y)]),
+            Err(KernelError::MissingTensor(_))
+        ));
+        let ok = [
+            Some(t(&[1, 2, 2, 2], &x)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+        ];
         assert!(run_batch_norm(&np(1e-5, None), &ok, &mut [tm(&[1, 2, 4], &mut y)]).is_err());
         let mut e: [f32; 0] = [];
-        let empty = [Some(t::<f32>(&[0, 2, 3], &[])), Some(t(&[2], &c2)), Some(t(&[2], &c2)), Some(t(&[2], &c2)), Some(t(&[2], &c2))];
+        let empty = [
+            Some(t::<f32>(&[0, 2, 3], &[])),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+            Some(t(&[2], &c2)),
+        ];
         run_batch_norm(&np(1e-5, None), &empty, &mut [tm(&[0, 2, 3], &mut e)]).unwrap();
     }
 
     #[test]
     fn instance_norm_matches_numpy() {
-        let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 2.0, 2.0, 2.0, 8.0, 0.0, -3.0];
+        let x = [
+            1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 2.0, 2.0, 2.0, 8.0, 0.0, -3.0,
+        ];
         let (s, b) = ([1.0f32, 2.0], [0.0f32, -1.0]);
         let mut y = [0f32; 12];
-        run_instance_norm(&np(1e-5, None), &[Some(t(&[2, 2, 3], &x)), Some(t(&[2], &s)), Some(t(&[2], &b))], &mut [tm(&[2, 2, 3], &mut y)]).unwrap();
+        run_instance_norm(
+            &np(1e-5, None),
+            &[
+                Some(t(&[2, 2, 3], &x)),
+                Some(t(&[2], &s)),
+                Some(t(&[2], &b)),
+            ],
+            &mut [tm(&[2, 2, 3], &mut y)],
+        )
+        .unwrap();
         #[rustfmt::skip]
         let want = [-1.2247356176376343, 0.0, 1.2247356176376343, -3.4494712352752686, -1.0, 1.4494712352752686, 0.0, 0.0, 0.0, 1.7282402515411377, -1.7179579734802246, -3.010282278060913];
         close(&y, &want, 1e-6);
@@ -352,9 +422,38 @@ mod tests {
         let mut yb = [0f32; 4];
         let one = [1.0f32];
         let zero = [0.0f32];
-        run_instance_norm(&np(0.0, None), &[Some(t(&[1, 1, 4], &big)), Some(t(&[1], &one)), Some(t(&[1], &zero))], &mut [tm(&[1, 1, 4], &mut yb)]).unwrap();
-        close(&yb, &[-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738], 1e-6);
-        assert!(run_instance_norm(&np(0.0, None), &[Some(t(&[4], &big)), Some(t(&[1], &one)), Some(t(&[1], &zero))], &mut [tm(&[4], &mut yb)]).is_err());
+        run_instance_norm(
+            &np(0.0, None),
+            &[
+                Some(t(&[1, 1, 4], &big)),
+                Some(t(&[1], &one)),
+                Some(t(&[1], &zero)),
+            ],
+            &mut [tm(&[1, 1, 4], &mut yb)],
+        )
+        .unwrap();
+        close(
+            &yb,
+            &[
+                -1.3416407864998738,
+                -0.4472135954999579,
+                0.4472135954999579,
+                1.3416407864998738,
+            ],
+            1e-6,
+        );
+        assert!(
+            run_instance_norm(
+                &np(0.0, None),
+                &[
+                    Some(t(&[4], &big)),
+                    Some(t(&[1], &one)),
+                    Some(t(&[1], &zero))
+                ],
+                &mut [tm(&[4], &mut yb)]
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -362,20 +461,84 @@ mod tests {
         let x = [1.0f32, 2.0, 3.0, 4.0, 5.0];
         let run = |size, alpha, beta, bias| {
             let mut y = [0f32; 5];
-            run_lrn(&LrnParams { size, alpha, beta, bias }, &[Some(t(&[1, 5, 1, 1], &x))], &mut [tm(&[1, 5, 1, 1], &mut y)]).unwrap();
+            run_lrn(
+                &LrnParams {
+                    size,
+                    alpha,
+                    beta,
+                    bias,
+                },
+                &[Some(t(&[1, 5, 1, 1], &x))],
+                &mut [tm(&[1, 5, 1, 1], &mut y)],
+            )
+            .unwrap();
             y
         };
         // numpy with the ONNX window c - floor((size-1)/2) ..= c + ceil((size-1)/2).
-        close(&run(3, 0.1, 0.75, 1.0), &[0.8908199071884155, 1.5006568431854248, 1.8064385652542114, 1.916829228401184, 2.6203973293304443], 1e-6);
-        close(&run(2, 0.2, 0.5, 2.0), &[0.6324555277824402, 1.1009637117385864, 1.4142136573791504, 1.6195526123046875, 2.357022762298584], 1e-6);
+        close(
+            &run(3, 0.1, 0.75, 1.0),
+            &[
+                0.8908199071884155,
+                1.5006568431854248,
+                1.8064385652542114,
+                1.916829228401184,
+                2.6203973293304443,
+            ],
+            1e-6,
+        );
+        close(
+            &run(2, 0.2, 0.5, 2.0),
+            &[
+                0.6324555277824402,
+                1.1009637117385864,
+                1.4142136573791504,
+                1.6195526123046875,
+                2.357022762298584,
+            ],
+            1e-6,
+        );
         let x4 = [1.0f32, -2.0, 3.0, 0.5, 2.0, 1.0, -1.0, 4.0];
         let mut y4 = [0f32; 8];
-        run_lrn(&LrnParams { size: 5, alpha: 1e-4, beta: 0.75, bias: 1.0 }, &[Some(t(&[2, 2, 2], &x4))], &mut [tm(&[2, 2, 2], &mut y4)]).unwrap();
+        run_lrn(
+            &LrnParams {
+                size: 5,
+                alpha: 1e-4,
+                beta: 0.75,
+                bias: 1.0,
+            },
+            &[Some(t(&[2, 2, 2], &x4))],
+            &mut [tm(&[2, 2, 2], &mut y4)],
+        )
+        .unwrap();
         #[rustfmt::skip]
         let want = [0.9998500347137451, -1.9998724460601807, 2.9995501041412354, 0.49996811151504517, 1.9998500347137451, 0.9997450709342957, -0.9999250173568726, 3.9989802837371826];
         close(&y4, &want, 1e-6);
         let mut y = [0f32; 5];
-        assert!(run_lrn(&LrnParams { size: 0, alpha: 1.0, beta: 1.0, bias: 1.0 }, &[Some(t(&[1, 5, 1, 1], &x))], &mut [tm(&[1, 5, 1, 1], &mut y)]).is_err());
-        assert!(run_lrn(&LrnParams { size: 3, alpha: 1.0, beta: 1.0, bias: 1.0 }, &[Some(t(&[5], &x))], &mut [tm(&[5], &mut y)]).is_err());
+        assert!(
+            run_lrn(
+                &LrnParams {
+                    size: 0,
+                    alpha: 1.0,
+                    beta: 1.0,
+                    bias: 1.0
+                },
+                &[Some(t(&[1, 5, 1, 1], &x))],
+                &mut [tm(&[1, 5, 1, 1], &mut y)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_lrn(
+                &LrnParams {
+                    size: 3,
+                    alpha: 1.0,
+                    beta: 1.0,
+                    bias: 1.0
+                },
+                &[Some(t(&[5], &x))],
+                &mut [tm(&[5], &mut y)]
+            )
+            .is_err()
+        );
     }
 }

@@ -46,7 +46,7 @@ impl Axis {
 }
 
 /// The constant fill value as the bytes of one element of `dtype`.
-fn fill_bytes(value: f64, dtype: DType) -> [u8; 8] {
+pub fn fill_bytes(value: f64, dtype: DType) -> [u8; 8] {
     let mut b = [0u8; 8];
     match dtype {
         DType::F32 => b[..4].copy_from_slice(&(value as f32).to_le_bytes()),

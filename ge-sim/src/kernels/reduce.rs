@@ -444,9 +444,23 @@ mod tests {
     use ge_runtime::format::Element;
     use std::vec::Vec;
 
-    fn red<T: Element + Default + Clone>(op: ReduceOp, mask: u32, d: &[usize], x: &[T], od: &[usize]) -> Vec<T> {
+    fn red<T: Element + Default + Clone>(
+        op: ReduceOp,
+        mask: u32,
+        d: &[usize],
+        x: &[T],
+        od: &[usize],
+    ) -> Vec<T> {
         let mut y = std::vec![T::default(); shape(od).numel()];
-        run_reduce(&ReduceParams { op: op as u32, axes_mask: mask }, &[Some(t(d, x))], &mut [tm(od, &mut y)]).unwrap();
+        run_reduce(
+            &ReduceParams {
+                op: op as u32,
+                axes_mask: mask,
+            },
+            &[Some(t(d, x))],
+            &mut [tm(od, &mut y)],
+        )
+        .unwrap();
         y
     }
 
@@ -457,26 +471,83 @@ mod tests {
     #[test]
     fn float_ops_match_numpy() {
         // keepdims and squeezed output shapes give the same values.
-        assert_eq!(red(ReduceOp::Sum, 0b010, &D, &X, &[2, 1, 2]), [-1.0, 8.0, 1.0, 2.5]);
-        assert_eq!(red(ReduceOp::Sum, 0b010, &D, &X, &[2, 2]), [-1.0, 8.0, 1.0, 2.5]);
-        assert_eq!(red(ReduceOp::Mean, 0b101, &D, &X, &[3]), [0.25, 1.625, 0.75]);
-        assert_eq!(red(ReduceOp::Max, 0b100, &D, &X, &[2, 3, 1]), [1.0, 4.0, 6.0, 1.5, 2.0, 3.0]);
-        assert_eq!(red(ReduceOp::Min, 0b001, &D, &X, &[3, 2]), [0.5, -2.0, -2.5, 2.0, -5.0, -1.0]);
-        assert_eq!(red(ReduceOp::Prod, 0b010, &D, &X, &[2, 2]), [-15.0, -48.0, -3.75, -3.0]);
+        assert_eq!(
+            red(ReduceOp::Sum, 0b010, &D, &X, &[2, 1, 2]),
+            [-1.0, 8.0, 1.0, 2.5]
+        );
+        assert_eq!(
+            red(ReduceOp::Sum, 0b010, &D, &X, &[2, 2]),
+            [-1.0, 8.0, 1.0, 2.5]
+        );
+        assert_eq!(
+            red(ReduceOp::Mean, 0b101, &D, &X, &[3]),
+            [0.25, 1.625, 0.75]
+        );
+        assert_eq!(
+            red(ReduceOp::Max, 0b100, &D, &X, &[2, 3, 1]),
+            [1.0, 4.0, 6.0, 1.5, 2.0, 3.0]
+        );
+        assert_eq!(
+            red(ReduceOp::Min, 0b001, &D, &X, &[3, 2]),
+            [0.5, -2.0, -2.5, 2.0, -5.0, -1.0]
+        );
+        assert_eq!(
+            red(ReduceOp::Prod, 0b010, &D, &X, &[2, 2]),
+            [-15.0, -48.0, -3.75, -3.0]
+        );
         assert_eq!(red(ReduceOp::L1, 0b111, &D, &X, &[]), [31.5]);
         assert_eq!(red(ReduceOp::L1, 0b111, &D, &X, &[1, 1, 1]), [31.5]);
-        close(&red(ReduceOp::L2, 0b010, &D, &X, &[2, 2]), &[5.916079998016357, 7.4833149909973145, 3.9370038509368896, 2.692582368850708], 1e-7);
+        close(
+            &red(ReduceOp::L2, 0b010, &D, &X, &[2, 2]),
+            &[
+                5.916079998016357,
+                7.4833149909973145,
+                3.9370038509368896,
+                2.692582368850708,
+            ],
+            1e-7,
+        );
         let ax: Vec<f32> = X.iter().map(|v| v.abs()).collect();
         #[rustfmt::skip]
         let want = [1.0986123085021973, 1.9459102153778076, 2.397895336151123, 0.6931471824645996, 1.504077434539795, 1.3862943649291992];
         close(&red(ReduceOp::LogSum, 0b100, &D, &ax, &[2, 3]), &want, 1e-7);
-        close(&red(ReduceOp::LogSumExp, 0b010, &D, &X, &[2, 2]), &[3.127223491668701, 6.127223491668701, 3.0826594829559326, 2.5045969486236572], 1e-6);
-        assert_eq!(red(ReduceOp::SumSquare, 0b001, &D, &X, &[1, 3, 2]), [1.25, 6.25, 15.25, 20.0, 34.0, 37.0]);
+        close(
+            &red(ReduceOp::LogSumExp, 0b010, &D, &X, &[2, 2]),
+            &[
+                3.127223491668701,
+                6.127223491668701,
+                3.0826594829559326,
+                2.5045969486236572,
+            ],
+            1e-6,
+        );
+        assert_eq!(
+            red(ReduceOp::SumSquare, 0b001, &D, &X, &[1, 3, 2]),
+            [1.25, 6.25, 15.25, 20.0, 34.0, 37.0]
+        );
         // Stable log-sum-exp and NaN propagation.
-        close(&red(ReduceOp::LogSumExp, 1, &[2], &[1000.0f32, 1000.0], &[]), &[1000.6931471805599], 1e-7);
-        close(&red(ReduceOp::Max, 1, &[3], &[1.0f32, f32::NAN, 2.0], &[]), &[f32::NAN], 0.0);
-        close(&red(ReduceOp::Min, 1, &[3], &[f32::NAN, 1.0, 2.0], &[]), &[f32::NAN], 0.0);
-        let y: Vec<f64> = red(ReduceOp::Mean, 0b10, &[2, 2], &[1.0f64, 2.0, 3.0, 5.0], &[2, 1]);
+        close(
+            &red(ReduceOp::LogSumExp, 1, &[2], &[1000.0f32, 1000.0], &[]),
+            &[1000.6931471805599],
+            1e-7,
+        );
+        close(
+            &red(ReduceOp::Max, 1, &[3], &[1.0f32, f32::NAN, 2.0], &[]),
+            &[f32::NAN],
+            0.0,
+        );
+        close(
+            &red(ReduceOp::Min, 1, &[3], &[f32::NAN, 1.0, 2.0], &[]),
+            &[f32::NAN],
+            0.0,
+        );
+        let y: Vec<f64> = red(
+            ReduceOp::Mean,
+            0b10,
+            &[2, 2],
+            &[1.0f64, 2.0, 3.0, 5.0],
+            &[2, 1],
+        );
         assert_eq!(y, [1.5, 4.0]);
     }
 
@@ -485,18 +556,49 @@ mod tests {
         let e: [f32; 0] = [];
         assert_eq!(red(ReduceOp::Sum, 0b10, &[2, 0], &e, &[2]), [0.0, 0.0]);
         assert_eq!(red(ReduceOp::Prod, 0b10, &[2, 0], &e, &[2, 1]), [1.0, 1.0]);
-        assert_eq!(red(ReduceOp::Max, 0b10, &[2, 0], &e, &[2]), [f32::NEG_INFINITY; 2]);
-        assert_eq!(red(ReduceOp::Min, 0b10, &[2, 0], &e, &[2]), [f32::INFINITY; 2]);
-        assert_eq!(red(ReduceOp::LogSumExp, 0b10, &[2, 0], &e, &[2]), [f32::NEG_INFINITY; 2]);
+        assert_eq!(
+            red(ReduceOp::Max, 0b10, &[2, 0], &e, &[2]),
+            [f32::NEG_INFINITY; 2]
+        );
+        assert_eq!(
+            red(ReduceOp::Min, 0b10, &[2, 0], &e, &[2]),
+            [f32::INFINITY; 2]
+        );
+        assert_eq!(
+            red(ReduceOp::LogSumExp, 0b10, &[2, 0], &e, &[2]),
+            [f32::NEG_INFINITY; 2]
+        );
         assert_eq!(red(ReduceOp::L2, 0b10, &[2, 0], &e, &[2]), [0.0; 2]);
-        assert!(red(ReduceOp::Mean, 0b10, &[2, 0], &e, &[2]).iter().all(|v| v.is_nan()));
+        assert!(
+            red(ReduceOp::Mean, 0b10, &[2, 0], &e, &[2])
+                .iter()
+                .all(|v| v.is_nan())
+        );
         // Reducing the non-empty axis of an empty tensor gives an empty result.
         assert_eq!(red(ReduceOp::Sum, 0b01, &[2, 0], &e, &[0]).len(), 0);
         let ei: [i32; 0] = [];
         assert_eq!(red(ReduceOp::Max, 1, &[0], &ei, &[]), [i32::MIN]);
         // No axes: each element reduced alone (identity for Sum, squares for SumSquare).
-        assert_eq!(red(ReduceOp::Sum, 0, &[2, 2], &[1.0f32, -2.0, 3.0, 4.0], &[2, 2]), [1.0, -2.0, 3.0, 4.0]);
-        assert_eq!(red(ReduceOp::SumSquare, 0, &[2, 2], &[1.0f32, -2.0, 3.0, 4.0], &[2, 2]), [1.0, 4.0, 9.0, 16.0]);
+        assert_eq!(
+            red(
+                ReduceOp::Sum,
+                0,
+                &[2, 2],
+                &[1.0f32, -2.0, 3.0, 4.0],
+                &[2, 2]
+            ),
+            [1.0, -2.0, 3.0, 4.0]
+        );
+        assert_eq!(
+            red(
+                ReduceOp::SumSquare,
+                0,
+                &[2, 2],
+                &[1.0f32, -2.0, 3.0, 4.0],
+                &[2, 2]
+            ),
+            [1.0, 4.0, 9.0, 16.0]
+        );
         assert_eq!(red(ReduceOp::Sum, 0, &[], &[5.0f32], &[]), [5.0]);
     }
 
@@ -509,36 +611,112 @@ mod tests {
         assert_eq!(red(ReduceOp::L1, 0b11, &[2, 3], &i, &[]), [22]);
         assert_eq!(red(ReduceOp::SumSquare, 0b10, &[2, 3], &i, &[2]), [62, 42]);
         assert_eq!(red(ReduceOp::L2, 0b10, &[2, 3], &i, &[2]), [7, 6]); // sqrt(62), sqrt(42) truncated
-        assert_eq!(red(ReduceOp::Mean, 0b10, &[2, 2], &[1i32, 2, 3, 5], &[2]), [1, 4]);
+        assert_eq!(
+            red(ReduceOp::Mean, 0b10, &[2, 2], &[1i32, 2, 3, 5], &[2]),
+            [1, 4]
+        );
         assert_eq!(red(ReduceOp::Min, 0b1, &[3], &[200u8, 7, 255], &[]), [7]);
         // Wrapping like int32 arithmetic.
-        assert_eq!(red(ReduceOp::Sum, 0b1, &[2], &[i32::MAX, 1], &[]), [i32::MIN]);
+        assert_eq!(
+            red(ReduceOp::Sum, 0b1, &[2], &[i32::MAX, 1], &[]),
+            [i32::MIN]
+        );
         let mut y = [9u8; 2];
-        run_reduce(&ReduceParams { op: ReduceOp::Max as u32, axes_mask: 0b10 }, &[Some(tb(&[2, 2], &[0, 1, 0, 0]))], &mut [tmb(&[2], &mut y)]).unwrap();
+        run_reduce(
+            &ReduceParams {
+                op: ReduceOp::Max as u32,
+                axes_mask: 0b10,
+            },
+            &[Some(tb(&[2, 2], &[0, 1, 0, 0]))],
+            &mut [tmb(&[2], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [1, 0]);
-        run_reduce(&ReduceParams { op: ReduceOp::Min as u32, axes_mask: 0b10 }, &[Some(tb(&[2, 0], &[]))], &mut [tmb(&[2], &mut y)]).unwrap();
+        run_reduce(
+            &ReduceParams {
+                op: ReduceOp::Min as u32,
+                axes_mask: 0b10,
+            },
+            &[Some(tb(&[2, 0], &[]))],
+            &mut [tmb(&[2], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [1, 1]);
         let mut yi = [0i32; 1];
-        let r = run_reduce(&ReduceParams { op: ReduceOp::LogSumExp as u32, axes_mask: 1 }, &[Some(t(&[2], &[1i32, 2]))], &mut [tm(&[], &mut yi)]);
+        let r = run_reduce(
+            &ReduceParams {
+                op: ReduceOp::LogSumExp as u32,
+                axes_mask: 1,
+            },
+            &[Some(t(&[2], &[1i32, 2]))],
+            &mut [tm(&[], &mut yi)],
+        );
         assert!(matches!(r, Err(KernelError::UnsupportedDType(_))));
     }
 
     #[test]
     fn reduce_errors() {
         let mut y = [0f32; 4];
-        let p = |m| ReduceParams { op: ReduceOp::Sum as u32, axes_mask: m };
-        assert!(matches!(run_reduce(&p(0b1000), &[Some(t(&D, &X))], &mut [tm(&[2, 3, 2], &mut y)]), Err(KernelError::BadParams(_))));
-        assert!(matches!(run_reduce(&p(0b010), &[Some(t(&D, &X))], &mut [tm(&[4], &mut y)]), Err(KernelError::Shape(_))));
-        assert!(matches!(run_reduce(&p(0b010), &[Some(t(&D, &X))], &mut [tm(&[2, 2, 1], &mut y)]), Err(KernelError::Shape(_))));
+        let p = |m| ReduceParams {
+            op: ReduceOp::Sum as u32,
+            axes_mask: m,
+        };
+        assert!(matches!(
+            run_reduce(
+                &p(0b1000),
+                &[Some(t(&D, &X))],
+                &mut [tm(&[2, 3, 2], &mut y)]
+            ),
+            Err(KernelError::BadParams(_))
+        ));
+        assert!(matches!(
+            run_reduce(&p(0b010), &[Some(t(&D, &X))], &mut [tm(&[4], &mut y)]),
+            Err(KernelError::Shape(_))
+        ));
+        assert!(matches!(
+            run_reduce(&p(0b010), &[Some(t(&D, &X))], &mut [tm(&[2, 2, 1], &mut y)]),
+            Err(KernelError::Shape(_))
+        ));
         let mut yi = [0i32; 4];
-        assert!(matches!(run_reduce(&p(0b010), &[Some(t(&D, &X))], &mut [tm(&[2, 2], &mut yi)]), Err(KernelError::DType(_))));
-        assert!(run_reduce(&p(0b010), &[Some(t(&D, &X[..10]))], &mut [tm(&[2, 2], &mut y)]).is_err());
-        assert!(run_reduce(&ReduceParams { op: 0, axes_mask: 1 }, &[Some(t(&D, &X))], &mut [tm(&[3, 2], &mut y)]).is_err());
+        assert!(matches!(
+            run_reduce(&p(0b010), &[Some(t(&D, &X))], &mut [tm(&[2, 2], &mut yi)]),
+            Err(KernelError::DType(_))
+        ));
+        assert!(
+            run_reduce(
+                &p(0b010),
+                &[Some(t(&D, &X[..10]))],
+                &mut [tm(&[2, 2], &mut y)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_reduce(
+                &ReduceParams {
+                    op: 0,
+                    axes_mask: 1
+                },
+                &[Some(t(&D, &X))],
+                &mut [tm(&[3, 2], &mut y)]
+            )
+            .is_err()
+        );
     }
 
-    fn arg<T: Element>(kind: u32, axis: u32, last: bool, d: &[usize], x: &[T], od: &[usize]) -> Vec<i64> {
+    fn arg<T: Element>(
+        kind: u32,
+        axis: u32,
+        last: bool,
+        d: &[usize],
+        x: &[T],
+        od: &[usize],
+    ) -> Vec<i64> {
         let mut y = std::vec![-1i64; shape(od).numel()];
-        let p = ArgReduceParams { kind, axis, select_last_index: last as u32 };
+        let p = ArgReduceParams {
+            kind,
+            axis,
+            select_last_index: last as u32,
+        };
         run_arg_reduce(&p, &[Some(t(d, x))], &mut [tm(od, &mut y)]).unwrap();
         y
     }
@@ -557,26 +735,61 @@ mod tests {
         assert_eq!(arg(1, 0, true, &[4], &n, &[]), [3]);
         assert_eq!(arg(1, 0, false, &[3], &[i64::MIN, -1, i64::MIN], &[1]), [1]);
         assert_eq!(arg(2, 0, true, &[3], &[i64::MIN, -1, i64::MIN], &[1]), [2]);
-        assert_eq!(arg(1, 2, false, &[1, 2, 2], &[3u8, 9, 9, 3], &[1, 2]), [1, 0]);
+        assert_eq!(
+            arg(1, 2, false, &[1, 2, 2], &[3u8, 9, 9, 3], &[1, 2]),
+            [1, 0]
+        );
         assert_eq!(arg(2, 0, false, &[3], &[-1i8, -9, 4], &[]), [1]);
         // Inner wider than one column chunk.
-        let wide: Vec<i32> = (0..2 * 100).map(|i| if i >= 100 { (i % 7) as i32 } else { 3 }).collect();
-        let want: Vec<i64> = (0..100).map(|i| if (i + 100) % 7 > 3 { 1 } else { 0 }).collect();
+        let wide: Vec<i32> = (0..2 * 100)
+            .map(|i| if i >= 100 { (i % 7) as i32 } else { 3 })
+            .collect();
+        let want: Vec<i64> = (0..100)
+            .map(|i| if (i + 100) % 7 > 3 { 1 } else { 0 })
+            .collect();
         assert_eq!(arg(1, 0, false, &[2, 100], &wide, &[100]), want);
     }
 
     #[test]
     fn arg_errors_and_empty() {
         let mut y = [0i64; 2];
-        let p = ArgReduceParams { kind: 1, axis: 1, select_last_index: 0 };
+        let p = ArgReduceParams {
+            kind: 1,
+            axis: 1,
+            select_last_index: 0,
+        };
         let x = [1.0f32; 6];
-        assert!(run_arg_reduce(&ArgReduceParams { kind: 3, ..p }, &[Some(t(&[2, 3], &x))], &mut [tm(&[2], &mut y)]).is_err());
-        assert!(run_arg_reduce(&ArgReduceParams { axis: 2, ..p }, &[Some(t(&[2, 3], &x))], &mut [tm(&[2], &mut y)]).is_err());
-        assert!(run_arg_reduce(&p, &[Some(t(&[2, 3], &x))], &mut [tm(&[3], &mut [0i64; 3])]).is_err());
+        assert!(
+            run_arg_reduce(
+                &ArgReduceParams { kind: 3, ..p },
+                &[Some(t(&[2, 3], &x))],
+                &mut [tm(&[2], &mut y)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_arg_reduce(
+                &ArgReduceParams { axis: 2, ..p },
+                &[Some(t(&[2, 3], &x))],
+                &mut [tm(&[2], &mut y)]
+            )
+            .is_err()
+        );
+        assert!(
+            run_arg_reduce(&p, &[Some(t(&[2, 3], &x))], &mut [tm(&[3], &mut [0i64; 3])]).is_err()
+        );
         let mut yi = [0i32; 2];
         assert!(run_arg_reduce(&p, &[Some(t(&[2, 3], &x))], &mut [tm(&[2], &mut yi)]).is_err());
-        assert!(matches!(run_arg_reduce(&p, &[Some(t::<f32>(&[2, 0], &[]))], &mut [tm(&[2], &mut y)]), Err(KernelError::Shape(_))));
+        assert!(matches!(
+            run_arg_reduce(&p, &[Some(t::<f32>(&[2, 0], &[]))], &mut [tm(&[2], &mut y)]),
+            Err(KernelError::Shape(_))
+        ));
         let mut e: [i64; 0] = [];
-        run_arg_reduce(&ArgReduceParams { axis: 0, ..p }, &[Some(t::<f32>(&[3, 0], &[]))], &mut [tm(&[0], &mut e)]).unwrap();
+        run_arg_reduce(
+            &ArgReduceParams { axis: 0, ..p },
+            &[Some(t::<f32>(&[3, 0], &[]))],
+            &mut [tm(&[0], &mut e)],
+        )
+        .unwrap();
     }
 }

@@ -1,11 +1,392 @@
 //! Resize: nearest, linear and cubic resampling with ONNX coordinate modes.
+//!
+//! Follows `onnx.reference` (opset 19): per axis, an output index maps to an input coordinate
+//! with the coordinate transform (using the axis scale, and `scale · in` as the output width),
+//! then to 1 (nearest), 2 (linear) or 4 (cubic) taps with weights; out-of-range taps clamp to the
+//! edge (or, with `exclude_outside`, get weight 0 and the rest are renormalized). An axis with
+//! scale 1, equal sizes and (for `tf_crop_and_resize`) the full ROI is the identity. The N-d
+//! result is the separable product of the per-axis taps. With `tf_crop_and_resize`, a coordinate
+//! outside `[0, in − 1]` on any axis yields `extrapolation_value`.
+//!
+//! Nearest works on any dtype (byte copies); linear and cubic on f32. The ROI is read as
+//! `roi[axis]` (start) and `roi[MAX_RANK + axis]` (end), normalized coordinates.
 
-use ge_runtime::format::{ResizeParams, TensorMut, TensorRef};
+use ge_runtime::format::{CoordTransform, DType, MAX_RANK, NearestMode, ResizeMode, ResizeParams, TensorMut, TensorRef};
 
-use super::{KernelError, KernelResult};
+use super::copy::checked_len;
+use super::pad::fill_bytes;
+use super::{KernelError, KernelResult, Work, input, output};
 
-/// TODO(helper): implement.
+#[derive(Clone, Copy)]
+struct Cfg {
+    mode: ResizeMode,
+    coord: CoordTransform,
+    nearest: NearestMode,
+    cubic_a: f64,
+    exclude_outside: bool,
+}
+
+#[derive(Clone, Copy, Default)]
+struct AxisMap {
+    inp: usize,
+    out: usize,
+    scale: f64,
+    roi: (f64, f64),
+    identity: bool,
+}
+
+/// Input taps of one output index along one axis.
+#[derive(Clone, Copy, Default)]
+struct Taps {
+    n: usize,
+    idx: [usize; 4],
+    w: [f64; 4],
+    extrap: bool,
+}
+
+fn approx_eq(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+impl AxisMap {
+    /// Input coordinate of output index `o`, and whether it is extrapolated.
+    fn x_ori(&self, o: usize, coord: CoordTransform) -> (f64, bool) {
+        let (inp, out_int) = (self.inp as f64, self.out as f64);
+        let out_w = self.scale * inp;
+        let y = o as f64;
+        let x = match coord {
+            CoordTransform::HalfPixel => (y + 0.5) / self.scale - 0.5,
+            CoordTransform::HalfPixelSymmetric => {
+                let adjustment = out_int / out_w;
+                let offset = inp / 2.0 * (1.0 - adjustment);
+                offset + (y + 0.5) / self.scale - 0.5
+            }
+            CoordTransform::PytorchHalfPixel => {
+                if approx_eq(out_w, 1.0) {
+                    -0.5
+                } else {
+                    (y + 0.5) / self.scale - 0.5
+                }
+            }
+            CoordTransform::AlignCorners => {
+                if approx_eq(out_w, 1.0) {
+                    0.0
+                } else {
+                    y * (inp - 1.0) / (out_w - 1.0)
+                }
+            }
+            CoordTransform::Asymmetric => y / self.scale,
+            CoordTransform::TfCropAndResize => {
+                let (s, e) = self.roi;
+                let x = if approx_eq(out_w, 1.0) { (e - s) * (inp - 1.0) / 2.0 } else { y * (e - s) * (inp - 1.0) / (out_w - 1.0) };
+                let x = x + s * (inp - 1.0);
+                return (x, !(0.0..=inp - 1.0).contains(&x));
+            }
+        };
+        (x, false)
+    }
+
+    fn clamp(&self, i: i64) -> usize {
+        i.clamp(0, self.inp as i64 - 1) as usize
+    }
+
+    fn taps(&self, o: usize, cfg: &Cfg) -> Taps {
+        let mut t = Taps::default();
+        if self.identity {
+            t.n = 1;
+            t.idx[0] = o;
+            t.w[0] = 1.0;
+            return t;
+        }
+        let (x, extrap) = self.x_ori(o, cfg.coord);
+        if extrap {
+            t.extrap = true;
+            return t;
+        }
+        let fl = libm::floor(x);
+        let xi = fl as i64;
+        let integer = x == fl;
+        let r = x - fl;
+        match cfg.mode {
+            ResizeMode::Nearest => {
+                let up = !integer
+                    && match cfg.nearest {
+                        NearestMode::RoundPreferFloor => r > 0.5,
+                        NearestMode::RoundPreferCeil => r >= 0.5,
+                        NearestMode::Floor => false,
+                        NearestMode::Ceil => true,
+                    };
+                t.n = 1;
+                t.idx[0] = self.clamp(xi + up as i64);
+                t.w[0] = 1.0;
+            }
+            ResizeMode::Linear => {
+                if integer {
+                    t.n = 1;
+                    t.idx[0] = self.clamp(xi);
+                    t.w[0] = 1.0;
+                } else {
+                    t.n = 2;
+                    t.idx = [self.clamp(xi), self.clamp(xi + 1), 0, 0];
+                    t.w = [1.0 - r, r, 0.0, 0.0];
+                }
+            }
+            ResizeMode::Cubic => {
+                // ratio in (0, 1]: an integer coordinate uses ratio 1 with the window one left
+                let (start, r) = if integer { (xi - 2, 1.0) } else { (xi - 1, r) };
+                let a = cfg.cubic_a;
+                let q = 1.0 - r;
+                let mut w = [
+                    ((a * (r + 1.0) - 5.0 * a) * (r + 1.0) + 8.0 * a) * (r + 1.0) - 4.0 * a,
+                    ((a + 2.0) * r - (a + 3.0)) * r * r + 1.0,
+                    ((a + 2.0) * q - (a + 3.0)) * q * q + 1.0,
+                    ((a * (q + 1.0) - 5.0 * a) * (q + 1.0) + 8.0 * a) * (q + 1.0) - 4.0 * a,
+                ];
+                if cfg.exclude_outside {
+                    for (j, wj) in w.iter_mut().enumerate() {
+                        let i = start + j as i64;
+                        if i < 0 || i >= self.inp as i64 {
+                            *wj = 0.0;
+                        }
+                    }
+                    let s: f64 = w.iter().sum();
+                    let s = if s == 0.0 { 1.0 } else { s };
+                    w.iter_mut().for_each(|v| *v /= s);
+                }
+                t.n = 4;
+                for j in 0..4 {
+                    t.idx[j] = self.clamp(start + j as i64);
+                }
+                t.w = w;
+            }
+        }
+        t
+    }
+}
+
+/// Resize per `p` from the input to the output's shape (any rank; every axis may resample).
 pub fn run_resize(p: &ResizeParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let _ = (p, ins, outs);
-    Err(KernelError::BadParams("not implemented yet"))
+    let x = input(ins, 0, "resize input")?;
+    let y = output(outs, 0, "resize output")?;
+    let mode = ResizeMode::from_u32(p.mode).ok_or(KernelError::BadParams("unknown resize mode"))?;
+    let coord = CoordTransform::from_u32(p.coord).ok_or(KernelError::BadParams("unknown coordinate transform"))?;
+    let nearest = if mode == ResizeMode::Nearest {
+        NearestMode::from_u32(p.nearest).ok_or(KernelError::BadParams("unknown nearest mode"))?
+    } else {
+        NearestMode::RoundPreferFloor
+    };
+    let cfg = Cfg { mode, coord, nearest, cubic_a: p.cubic_coeff as f64, exclude_outside: p.exclude_outside != 0 };
+    if x.dtype != y.dtype {
+        return Err(KernelError::Shape("resize changes the dtype"));
+    }
+    let rank = x.shape.rank();
+    if y.shape.rank() != rank {
+        return Err(KernelError::Shape("resize changes the rank"));
+    }
+    checked_len(&x.shape, x.dtype, x.data.len())?;
+    let total = checked_len(&y.shape, y.dtype, y.data.len())?;
+    if mode != ResizeMode::Nearest && x.dtype != DType::F32 {
+        return Err(KernelError::UnsupportedDType("linear/cubic resize is float32 only"));
+    }
+    if rank == 0 {
+        y.data.copy_from_slice(x.data);
+        return Ok(Work { cube_macs: 0, vector_ops: 1 });
+    }
+    let mut axes = [AxisMap::default(); MAX_RANK];
+    for a in 0..rank {
+        let (inp, out) = (x.shape.dims()[a], y.shape.dims()[a]);
+        let scale = p.scales[a] as f64;
+        let roi = (p.roi[a] as f64, p.roi[MAX_RANK + a] as f64);
+        let full_roi = coord != CoordTransform::TfCropAndResize || (approx_eq(roi.0, 0.0) && approx_eq(roi.1, 1.0));
+        let identity = approx_eq(scale, 1.0) && inp == out && full_roi;
+        if out > 0 && inp == 0 {
+            return Err(KernelError::Shape("resize of an empty axis to a non-empty one"));
+        }
+        if !identity && !(scale.is_finite() && scale > 0.0) {
+            return Err(KernelError::BadParams("resize scale must be positive"));
+        }
+        axes[a] = AxisMap { inp, out, scale, roi, identity };
+    }
+    if total == 0 {
+        return Ok(Work::default());
+    }
+    let axes = &axes[..rank];
+    let strides = x.shape.strides();
+    if mode == ResizeMode::Nearest {
+        nearest_any(x, y, axes, &strides, &cfg, p.extrapolation)?;
+        return Ok(Work { cube_macs: 0, vector_ops: total as u64 });
+    }
+    let xs = x.as_slice::<f32>()?;
+    let ys = y.as_slice_mut::<f32>()?;
+    let taps = interpolate(xs, ys, axes, &strides, &cfg, p.extrapolation);
+    Ok(Work { cube_macs: 0, vector_ops: taps })
+}
+
+/// Advances a row-major odometer over `axes[..n]`.
+fn advance(index: &mut [usize; MAX_RANK], axes: &[AxisMap], n: usize) {
+    let mut a = n;
+    while a > 0 {
+        a -= 1;
+        index[a] += 1;
+        if index[a] < axes[a].out {
+            return;
+        }
+        index[a] = 0;
+    }
+}
+
+fn nearest_any(x: &TensorRef<'_>, y: &mut TensorMut<'_>, axes: &[AxisMap], strides: &[usize; MAX_RANK], cfg: &Cfg, extrap: f32) -> Result<(), KernelError> {
+    let es = x.dtype.size();
+    let fill = fill_bytes(extrap as f64, x.dtype);
+    let fill = &fill[..es];
+    let last = axes.len() - 1;
+    let inner = axes[last];
+    let mut index = [0usize; MAX_RANK];
+    for row in y.data.chunks_exact_mut(inner.out * es) {
+        let mut base = Some(0usize);
+        for a in 0..last {
+            let t = axes[a].taps(index[a], cfg);
+            base = base.filter(|_| !t.extrap).map(|b| b + t.idx[0] * strides[a]);
+        }
+        match base {
+            None => row.chunks_exact_mut(es).for_each(|e| e.copy_from_slice(fill)),
+            Some(b) => {
+                if inner.identity {
+                    row.copy_from_slice(&x.data[b * es..(b + inner.out) * es]);
+                } else {
+                    for (o, e) in row.chunks_exact_mut(es).enumerate() {
+                        let t = inner.taps(o, cfg);
+                        if t.extrap {
+                            e.copy_from_slice(fill);
+                        } else {
+                            let s = (b + t.idx[0]) * es;
+                            e.copy_from_slice(&x.data[s..s + es]);
+                        }
+                    }
+                }
+            }
+        }
+        advance(&mut index, axes, last);
+    }
+    Ok(())
+}
+
+/// Linear / cubic: each output row is the weighted sum, over the tap combinations of the
+/// outer axes, of the inner axis interpolated along the selected input rows.
+fn interpolate(x: &[f32], y: &mut [f32], axes: &[AxisMap], strides: &[usize; MAX_RANK], cfg: &Cfg, extrap: f32) -> u64 {
+    let last = axes.len() - 1;
+    let inner = axes[last];
+    let mut index = [0usize; MAX_RANK];
+    let mut work = 0u64;
+    for row in y.chunks_exact_mut(inner.out) {
+        let mut taps = [Taps::default(); MAX_RANK];
+        let mut extrapolated = false;
+        for a in 0..last {
+            taps[a] = axes[a].taps(index[a], cfg);
+            extrapolated |= taps[a].extrap;
+        }
+        advance(&mut index, axes, last);
+        if extrapolated {
+            row.fill(extrap);
+            continue;
+        }
+        row.fill(0.0);
+        // odometer over the tap combinations of the outer axes
+        let mut pick = [0usize; MAX_RANK];
+        loop {
+            let mut off = 0usize;
+            let mut w = 1.0f64;
+            for a in 0..last {
+                off += taps[a].idx[pick[a]] * strides[a];
+                w *= taps[a].w[pick[a]];
+            }
+            let src = &x[off..off + inner.inp];
+            let wf = w as f32;
+            if inner.identity {
+                for (d, s) in row.iter_mut().zip(src) {
+                    *d += wf * *s;
+                }
+            } else {
+                for (o, d) in row.iter_mut().enumerate() {
+                    let t = inner.taps(o, cfg);
+                    let mut v = 0.0f64;
+                    for j in 0..t.n {
+                        v += t.w[j] * src[t.idx[j]] as f64;
+                    }
+                    *d += (w * v) as f32;
+                }
+            }
+            work += row.len() as u64;
+            let mut a = last;
+            let mut done = true;
+            while a > 0 {
+                a -= 1;
+                pick[a] += 1;
+                if pick[a] < taps[a].n {
+                    done = false;
+                    break;
+                }
+                pick[a] = 0;
+            }
+            if done {
+                break;
+            }
+        }
+        if !inner.identity && cfg.coord == CoordTransform::TfCropAndResize {
+            for (o, d) in row.iter_mut().enumerate() {
+                if inner.taps(o, cfg).extrap {
+                    *d = extrap;
+                }
+            }
+        }
+    }
+    work
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use ge_runtime::format::Shape;
+    use std::vec::Vec;
+
+    #[allow(clippy::too_many_arguments)]
+    fn resize(x: &[f32], xd: &[usize], yd: &[usize], scales: &[f32], mode: ResizeMode, coord: CoordTransform, nearest: NearestMode, a: f32, excl: bool, roi: &[f32], extrap: f32) -> Vec<f32> {
+        let mut p = ResizeParams {
+            mode: mode as u32,
+            coord: coord as u32,
+            nearest: nearest as u32,
+            exclude_outside: excl as u32,
+            cubic_coeff: a,
+            extrapolation: extrap,
+            scales: [1.0; MAX_RANK],
+            roi: [0.0; 2 * MAX_RANK],
+        };
+        p.scales[..scales.len()].copy_from_slice(scales);
+        let r = xd.len();
+        for i in 0..r {
+            p.roi[MAX_RANK + i] = 1.0;
+        }
+        if !roi.is_empty() {
+            p.roi[..r].copy_from_slice(&roi[..r]);
+            p.roi[MAX_RANK..MAX_RANK + r].copy_from_slice(&roi[r..]);
+        }
+        let mut y = std::vec![0.0f32; yd.iter().product()];
+        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        run_resize(&p, &ins, &mut outs).unwrap();
+        y
+    }
+
+    fn close(a: &[f32], b: &[f32]) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "\n got {a:?}\nwant {b:?}");
+        }
+    }
+
+    const X4: [f32; 16] = [1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15., 16.];
+    use CoordTransform as C;
+    use NearestMode as N;
+    use ResizeMode as M;
 }

@@ -216,7 +216,11 @@ mod tests {
     use std::vec::Vec;
 
     fn sm(kind: SoftmaxKind, axis: u32, coerce: bool, d: &[usize], x: &[f32]) -> Vec<f32> {
-        let p = SoftmaxParams { kind: kind as u32, axis, coerce_2d: coerce as u32 };
+        let p = SoftmaxParams {
+            kind: kind as u32,
+            axis,
+            coerce_2d: coerce as u32,
+        };
         let mut y = std::vec![f32::NAN; x.len()];
         run_softmax(&p, &[Some(t(d, x))], &mut [tm(d, &mut y)]).unwrap();
         y
@@ -228,21 +232,51 @@ mod tests {
     fn last_axis_matches_onnx_reference() {
         #[rustfmt::skip]
         let want = [0.09003057330846786, 0.2447284609079361, 0.6652409434318542, 0.002456114860251546, 0.006676412187516689, 0.9908674955368042];
-        close(&sm(SoftmaxKind::Softmax, 1, false, &[2, 3], &X), &want, 1e-6);
+        close(
+            &sm(SoftmaxKind::Softmax, 1, false, &[2, 3], &X),
+            &want,
+            1e-6,
+        );
         close(&sm(SoftmaxKind::Softmax, 1, true, &[2, 3], &X), &want, 1e-6);
         #[rustfmt::skip]
         let want = [-2.4076058864593506, -1.4076060056686401, -0.40760597586631775, -6.009174346923828, -5.009174346923828, -0.009174461476504803];
-        close(&sm(SoftmaxKind::LogSoftmax, 1, false, &[2, 3], &X), &want, 1e-6);
+        close(
+            &sm(SoftmaxKind::LogSoftmax, 1, false, &[2, 3], &X),
+            &want,
+            1e-6,
+        );
         // Ties: the first maximum wins.
-        assert_eq!(sm(SoftmaxKind::Hardmax, 1, false, &[2, 3], &[1.0, 3.0, 3.0, 2.0, 1.0, 0.0]), [0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(
+            sm(
+                SoftmaxKind::Hardmax,
+                1,
+                false,
+                &[2, 3],
+                &[1.0, 3.0, 3.0, 2.0, 1.0, 0.0]
+            ),
+            [0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+        );
     }
 
     #[test]
     fn outer_axis_uses_strided_path() {
         #[rustfmt::skip]
         let want = [0.8807970285415649, 0.8807970285415649, 0.11920291930437088, 0.11920291930437088, 0.11920291930437088, 0.8807970285415649];
-        close(&sm(SoftmaxKind::Softmax, 0, false, &[2, 3], &X), &want, 1e-6);
-        assert_eq!(sm(SoftmaxKind::Hardmax, 0, false, &[3, 2], &[1.0, 5.0, 4.0, 5.0, 4.0, 2.0]), [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+        close(
+            &sm(SoftmaxKind::Softmax, 0, false, &[2, 3], &X),
+            &want,
+            1e-6,
+        );
+        assert_eq!(
+            sm(
+                SoftmaxKind::Hardmax,
+                0,
+                false,
+                &[3, 2],
+                &[1.0, 5.0, 4.0, 5.0, 4.0, 2.0]
+            ),
+            [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+        );
     }
 
     #[test]
@@ -251,14 +285,26 @@ mod tests {
         // numpy over the [2, 4] view.
         #[rustfmt::skip]
         let want = [0.13598890602588654, 0.224207803606987, 0.030343227088451385, 0.6094600558280945, 0.03770440071821213, 0.7573131918907166, 0.10249119251966476, 0.10249119251966476];
-        close(&sm(SoftmaxKind::Softmax, 1, true, &[2, 2, 2], &z), &want, 1e-6);
+        close(
+            &sm(SoftmaxKind::Softmax, 1, true, &[2, 2, 2], &z),
+            &want,
+            1e-6,
+        );
         #[rustfmt::skip]
         let want = [-1.995181918144226, -1.495181918144226, -3.4951820373535156, -0.4951819181442261, -3.2779784202575684, -0.27797842025756836, -2.2779784202575684, -2.2779784202575684];
-        close(&sm(SoftmaxKind::LogSoftmax, 1, true, &[2, 2, 2], &z), &want, 1e-6);
+        close(
+            &sm(SoftmaxKind::LogSoftmax, 1, true, &[2, 2, 2], &z),
+            &want,
+            1e-6,
+        );
         // Without coercion axis 1 of [2, 2, 2] (onnx.reference, opset 13+).
         #[rustfmt::skip]
         let want = [0.8175745010375977, 0.26894140243530273, 0.18242552876472473, 0.7310585975646973, 0.26894140243530273, 0.8807970285415649, 0.7310585975646973, 0.11920291930437088];
-        close(&sm(SoftmaxKind::Softmax, 1, false, &[2, 2, 2], &z), &want, 1e-6);
+        close(
+            &sm(SoftmaxKind::Softmax, 1, false, &[2, 2, 2], &z),
+            &want,
+            1e-6,
+        );
         // coerce with axis 0: one row of everything.
         let y = sm(SoftmaxKind::Softmax, 0, true, &[2, 2, 2], &z);
         close(&[y.iter().sum::<f32>()], &[1.0], 1e-6);
@@ -267,8 +313,20 @@ mod tests {
     #[test]
     fn stable_for_large_inputs() {
         let x = [1000.0f32, 1001.0, 1002.0];
-        close(&sm(SoftmaxKind::Softmax, 0, false, &[3], &x), &[0.09003057330846786, 0.2447284609079361, 0.6652409434318542], 1e-6);
-        close(&sm(SoftmaxKind::LogSoftmax, 0, false, &[3], &x), &[-2.4076058864593506, -1.4076060056686401, -0.40760597586631775], 1e-6);
+        close(
+            &sm(SoftmaxKind::Softmax, 0, false, &[3], &x),
+            &[0.09003057330846786, 0.2447284609079361, 0.6652409434318542],
+            1e-6,
+        );
+        close(
+            &sm(SoftmaxKind::LogSoftmax, 0, false, &[3], &x),
+            &[
+                -2.4076058864593506,
+                -1.4076060056686401,
+                -0.40760597586631775,
+            ],
+            1e-6,
+        );
         let y = sm(SoftmaxKind::Softmax, 0, false, &[2], &[-1e30, 0.0]);
         assert_eq!(y, [0.0, 1.0]);
     }
@@ -277,7 +335,9 @@ mod tests {
     #[test]
     fn wide_inner_matches_naive() {
         let (o, n, inner) = (2, 3, 70);
-        let x: Vec<f32> = (0..o * n * inner).map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.3).collect();
+        let x: Vec<f32> = (0..o * n * inner)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.3)
+            .collect();
         let y = sm(SoftmaxKind::Softmax, 1, false, &[o, n, inner], &x);
         let ly = sm(SoftmaxKind::LogSoftmax, 1, false, &[o, n, inner], &x);
         let hy = sm(SoftmaxKind::Hardmax, 1, false, &[o, n, inner], &x);
@@ -303,24 +363,71 @@ mod tests {
 
     #[test]
     fn f64_scalar_empty_and_errors() {
-        let p = SoftmaxParams { kind: SoftmaxKind::Softmax as u32, axis: 1, coerce_2d: 0 };
+        let p = SoftmaxParams {
+            kind: SoftmaxKind::Softmax as u32,
+            axis: 1,
+            coerce_2d: 0,
+        };
         let mut y = [0f64; 2];
-        run_softmax(&p, &[Some(t(&[1, 2], &[0.0f64, 0.0]))], &mut [tm(&[1, 2], &mut y)]).unwrap();
+        run_softmax(
+            &p,
+            &[Some(t(&[1, 2], &[0.0f64, 0.0]))],
+            &mut [tm(&[1, 2], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0.5, 0.5]);
         let p0 = SoftmaxParams { axis: 0, ..p };
         let mut s = [0f32; 1];
         run_softmax(&p0, &[Some(t(&[], &[7.0f32]))], &mut [tm(&[], &mut s)]).unwrap();
         assert_eq!(s, [1.0]);
         let mut e: [f32; 0] = [];
-        run_softmax(&p, &[Some(t::<f32>(&[3, 0], &[]))], &mut [tm(&[3, 0], &mut e)]).unwrap();
-        run_softmax(&p0, &[Some(t::<f32>(&[0, 3], &[]))], &mut [tm(&[0, 3], &mut e)]).unwrap();
+        run_softmax(
+            &p,
+            &[Some(t::<f32>(&[3, 0], &[]))],
+            &mut [tm(&[3, 0], &mut e)],
+        )
+        .unwrap();
+        run_softmax(
+            &p0,
+            &[Some(t::<f32>(&[0, 3], &[]))],
+            &mut [tm(&[0, 3], &mut e)],
+        )
+        .unwrap();
         let mut y3 = [0f32; 3];
         let bad_axis = SoftmaxParams { axis: 2, ..p };
-        assert!(matches!(run_softmax(&bad_axis, &[Some(t(&[1, 3], &[1.0f32; 3]))], &mut [tm(&[1, 3], &mut y3)]), Err(KernelError::BadParams(_))));
-        assert!(matches!(run_softmax(&p, &[Some(t(&[1, 3], &[1.0f32; 3]))], &mut [tm(&[3], &mut y3)]), Err(KernelError::Shape(_))));
+        assert!(matches!(
+            run_softmax(
+                &bad_axis,
+                &[Some(t(&[1, 3], &[1.0f32; 3]))],
+                &mut [tm(&[1, 3], &mut y3)]
+            ),
+            Err(KernelError::BadParams(_))
+        ));
+        assert!(matches!(
+            run_softmax(
+                &p,
+                &[Some(t(&[1, 3], &[1.0f32; 3]))],
+                &mut [tm(&[3], &mut y3)]
+            ),
+            Err(KernelError::Shape(_))
+        ));
         let bad_kind = SoftmaxParams { kind: 9, ..p };
-        assert!(run_softmax(&bad_kind, &[Some(t(&[1, 3], &[1.0f32; 3]))], &mut [tm(&[1, 3], &mut y3)]).is_err());
+        assert!(
+            run_softmax(
+                &bad_kind,
+                &[Some(t(&[1, 3], &[1.0f32; 3]))],
+                &mut [tm(&[1, 3], &mut y3)]
+            )
+            .is_err()
+        );
         let mut yi = [0i32; 3];
-        assert!(run_softmax(&p, &[Some(t(&[1, 3], &[1i32; 3]))], &mut [tm(&[1, 3], &mut yi)]).is_err());
+        assert!(
+            run_softmax(
+                &p,
+                &[Some(t(&[1, 3], &[1i32; 3]))],
+                &mut [tm(&[1, 3], &mut yi)]
+            )
+            .is_err()
+        );
     }
 }

@@ -702,19 +702,35 @@ pub(crate) mod test_util {
     }
 
     pub fn t<'a, T: Element>(d: &[usize], v: &'a [T]) -> TensorRef<'a> {
-        TensorRef { dtype: T::DTYPE, shape: shape(d), data: bytemuck::cast_slice(v) }
+        TensorRef {
+            dtype: T::DTYPE,
+            shape: shape(d),
+            data: bytemuck::cast_slice(v),
+        }
     }
 
     pub fn tb<'a>(d: &[usize], v: &'a [u8]) -> TensorRef<'a> {
-        TensorRef { dtype: DType::Bool, shape: shape(d), data: v }
+        TensorRef {
+            dtype: DType::Bool,
+            shape: shape(d),
+            data: v,
+        }
     }
 
     pub fn tm<'a, T: Element>(d: &[usize], v: &'a mut [T]) -> TensorMut<'a> {
-        TensorMut { dtype: T::DTYPE, shape: shape(d), data: bytemuck::cast_slice_mut(v) }
+        TensorMut {
+            dtype: T::DTYPE,
+            shape: shape(d),
+            data: bytemuck::cast_slice_mut(v),
+        }
     }
 
     pub fn tmb<'a>(d: &[usize], v: &'a mut [u8]) -> TensorMut<'a> {
-        TensorMut { dtype: DType::Bool, shape: shape(d), data: v }
+        TensorMut {
+            dtype: DType::Bool,
+            shape: shape(d),
+            data: v,
+        }
     }
 
     /// Element-wise closeness (relative + absolute), NaN equal to NaN, infinities exact.
@@ -729,7 +745,10 @@ pub(crate) mod test_util {
             } else {
                 (g - w).abs() <= tol * (1.0 + w.abs())
             };
-            assert!(ok, "element {i}: got {g} want {w}\n got {got:?}\nwant {want:?}");
+            assert!(
+                ok,
+                "element {i}: got {g} want {w}\n got {got:?}\nwant {want:?}"
+            );
         }
     }
 
@@ -737,7 +756,11 @@ pub(crate) mod test_util {
     pub fn close64(got: &[f64], want: &[f64], tol: f64) {
         assert_eq!(got.len(), want.len());
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            let ok = if w.is_nan() { g.is_nan() } else { (g - w).abs() <= tol * (1.0 + w.abs()) };
+            let ok = if w.is_nan() {
+                g.is_nan()
+            } else {
+                (g - w).abs() <= tol * (1.0 + w.abs())
+            };
             assert!(ok, "element {i}: got {g} want {w}");
         }
     }
@@ -751,12 +774,23 @@ mod tests {
     use std::vec;
 
     fn act(op: UnaryOp, alpha: f32, beta: f32) -> UnaryParams {
-        UnaryParams { act: Activation { op: op as u32, alpha, beta } }
+        UnaryParams {
+            act: Activation {
+                op: op as u32,
+                alpha,
+                beta,
+            },
+        }
     }
 
     fn run_f32(op: UnaryOp, alpha: f32, beta: f32, d: &[usize], x: &[f32]) -> std::vec::Vec<f32> {
         let mut y = vec![0f32; x.len()];
-        let w = run_unary(&act(op, alpha, beta), &[Some(t(d, x))], &mut [tm(d, &mut y)]).unwrap();
+        let w = run_unary(
+            &act(op, alpha, beta),
+            &[Some(t(d, x))],
+            &mut [tm(d, &mut y)],
+        )
+        .unwrap();
         assert_eq!(w.vector_ops, x.len() as u64 * op_cost(op));
         y
     }
@@ -809,7 +843,15 @@ mod tests {
                 close(&[unary_f32(op, a, b, x)], &[want[i]], 2e-6);
             }
             let mut inplace = X;
-            apply_activation(&Activation { op: op as u32, alpha: a, beta: b }, &mut inplace).unwrap();
+            apply_activation(
+                &Activation {
+                    op: op as u32,
+                    alpha: a,
+                    beta: b,
+                },
+                &mut inplace,
+            )
+            .unwrap();
             close(&inplace, &want, 2e-6);
         }
     }
@@ -817,64 +859,197 @@ mod tests {
     #[test]
     fn f32_domain_restricted_ops() {
         let p = [0.25f32, 1.0, 2.5, 4.0];
-        close(&run_f32(UnaryOp::Sqrt, 0.0, 0.0, &[2, 2], &p), &[0.5, 1.0, 1.5811388492584229, 2.0], 1e-6);
-        close(&run_f32(UnaryOp::Log, 0.0, 0.0, &[4], &p), &[-1.3862943649291992, 0.0, 0.9162907600402832, 1.3862943649291992], 1e-6);
-        close(&run_f32(UnaryOp::Reciprocal, 0.0, 0.0, &[4], &p), &[4.0, 1.0, 0.4, 0.25], 1e-6);
+        close(
+            &run_f32(UnaryOp::Sqrt, 0.0, 0.0, &[2, 2], &p),
+            &[0.5, 1.0, 1.5811388492584229, 2.0],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Log, 0.0, 0.0, &[4], &p),
+            &[
+                -1.3862943649291992,
+                0.0,
+                0.9162907600402832,
+                1.3862943649291992,
+            ],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Reciprocal, 0.0, 0.0, &[4], &p),
+            &[4.0, 1.0, 0.4, 0.25],
+            1e-6,
+        );
         let a = [-0.9f32, -0.5, 0.0, 0.5, 0.9];
-        close(&run_f32(UnaryOp::Asin, 0.0, 0.0, &[5], &a), &[-1.11976957321167, -0.5235987901687622, 0.0, 0.5235987901687622, 1.11976957321167], 1e-6);
-        close(&run_f32(UnaryOp::Acos, 0.0, 0.0, &[5], &a), &[2.690565824508667, 2.094395160675049, 1.5707963705062866, 1.0471975803375244, 0.4510268568992615], 1e-6);
-        close(&run_f32(UnaryOp::Atanh, 0.0, 0.0, &[5], &a), &[-1.4722193479537964, -0.5493061542510986, 0.0, 0.5493061542510986, 1.4722193479537964], 1e-6);
-        close(&run_f32(UnaryOp::Tan, 0.0, 0.0, &[5], &a), &[-1.2601580619812012, -0.5463024973869324, 0.0, 0.5463024973869324, 1.2601580619812012], 1e-6);
-        close(&run_f32(UnaryOp::Acosh, 0.0, 0.0, &[3], &[1.0, 1.5, 3.0]), &[0.0, 0.9624236226081848, 1.7627471685409546], 1e-6);
+        close(
+            &run_f32(UnaryOp::Asin, 0.0, 0.0, &[5], &a),
+            &[
+                -1.11976957321167,
+                -0.5235987901687622,
+                0.0,
+                0.5235987901687622,
+                1.11976957321167,
+            ],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Acos, 0.0, 0.0, &[5], &a),
+            &[
+                2.690565824508667,
+                2.094395160675049,
+                1.5707963705062866,
+                1.0471975803375244,
+                0.4510268568992615,
+            ],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Atanh, 0.0, 0.0, &[5], &a),
+            &[
+                -1.4722193479537964,
+                -0.5493061542510986,
+                0.0,
+                0.5493061542510986,
+                1.4722193479537964,
+            ],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Tan, 0.0, 0.0, &[5], &a),
+            &[
+                -1.2601580619812012,
+                -0.5463024973869324,
+                0.0,
+                0.5463024973869324,
+                1.2601580619812012,
+            ],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Acosh, 0.0, 0.0, &[3], &[1.0, 1.5, 3.0]),
+            &[0.0, 0.9624236226081848, 1.7627471685409546],
+            1e-6,
+        );
         // Log(0) = -inf, Sqrt(-1) = NaN, Reciprocal(0) = inf.
-        close(&run_f32(UnaryOp::Log, 0.0, 0.0, &[1], &[0.0]), &[f32::NEG_INFINITY], 0.0);
-        close(&run_f32(UnaryOp::Sqrt, 0.0, 0.0, &[1], &[-1.0]), &[f32::NAN], 0.0);
-        close(&run_f32(UnaryOp::Reciprocal, 0.0, 0.0, &[1], &[0.0]), &[f32::INFINITY], 0.0);
+        close(
+            &run_f32(UnaryOp::Log, 0.0, 0.0, &[1], &[0.0]),
+            &[f32::NEG_INFINITY],
+            0.0,
+        );
+        close(
+            &run_f32(UnaryOp::Sqrt, 0.0, 0.0, &[1], &[-1.0]),
+            &[f32::NAN],
+            0.0,
+        );
+        close(
+            &run_f32(UnaryOp::Reciprocal, 0.0, 0.0, &[1], &[0.0]),
+            &[f32::INFINITY],
+            0.0,
+        );
     }
 
     #[test]
     fn round_is_half_to_even() {
-        let got = run_f32(UnaryOp::Round, 0.0, 0.0, &[7], &[0.5, 1.5, 2.5, -0.5, -2.5, 2.4, 2.6]);
+        let got = run_f32(
+            UnaryOp::Round,
+            0.0,
+            0.0,
+            &[7],
+            &[0.5, 1.5, 2.5, -0.5, -2.5, 2.4, 2.6],
+        );
         assert_eq!(got, [0.0, 2.0, 2.0, -0.0, -2.0, 2.0, 3.0]);
     }
 
     #[test]
     fn nan_and_extremes_propagate() {
         let x = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 100.0, -100.0];
-        close(&run_f32(UnaryOp::Relu, 0.0, 0.0, &[5], &x), &[f32::NAN, f32::INFINITY, 0.0, 100.0, 0.0], 0.0);
-        close(&run_f32(UnaryOp::Clip, -1.0, 1.0, &[5], &x), &[f32::NAN, 1.0, -1.0, 1.0, -1.0], 0.0);
-        close(&run_f32(UnaryOp::Sigmoid, 0.0, 0.0, &[5], &x), &[f32::NAN, 1.0, 0.0, 1.0, 3.783506e-44], 1e-6);
+        close(
+            &run_f32(UnaryOp::Relu, 0.0, 0.0, &[5], &x),
+            &[f32::NAN, f32::INFINITY, 0.0, 100.0, 0.0],
+            0.0,
+        );
+        close(
+            &run_f32(UnaryOp::Clip, -1.0, 1.0, &[5], &x),
+            &[f32::NAN, 1.0, -1.0, 1.0, -1.0],
+            0.0,
+        );
+        close(
+            &run_f32(UnaryOp::Sigmoid, 0.0, 0.0, &[5], &x),
+            &[f32::NAN, 1.0, 0.0, 1.0, 3.783506e-44],
+            1e-6,
+        );
         // Stable softplus: no overflow for large inputs.
-        close(&run_f32(UnaryOp::Softplus, 0.0, 0.0, &[5], &x), &[f32::NAN, f32::INFINITY, 0.0, 100.0, 3.783506e-44], 1e-6);
-        close(&run_f32(UnaryOp::Sign, 0.0, 0.0, &[5], &x), &[f32::NAN, 1.0, -1.0, 1.0, -1.0], 0.0);
+        close(
+            &run_f32(UnaryOp::Softplus, 0.0, 0.0, &[5], &x),
+            &[f32::NAN, f32::INFINITY, 0.0, 100.0, 3.783506e-44],
+            1e-6,
+        );
+        close(
+            &run_f32(UnaryOp::Sign, 0.0, 0.0, &[5], &x),
+            &[f32::NAN, 1.0, -1.0, 1.0, -1.0],
+            0.0,
+        );
         // Clip with min > max gives max everywhere.
-        close(&run_f32(UnaryOp::Clip, 2.0, 1.0, &[3], &[0.0, 1.5, 3.0]), &[1.0, 1.0, 1.0], 0.0);
+        close(
+            &run_f32(UnaryOp::Clip, 2.0, 1.0, &[3], &[0.0, 1.5, 3.0]),
+            &[1.0, 1.0, 1.0],
+            0.0,
+        );
     }
 
     #[test]
     fn f64_and_half_types() {
         let x = [1.5f64, -0.3];
         let mut y = [0f64; 2];
-        run_unary(&act(UnaryOp::Exp, 0.0, 0.0), &[Some(t(&[2], &x))], &mut [tm(&[2], &mut y)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Exp, 0.0, 0.0),
+            &[Some(t(&[2], &x))],
+            &mut [tm(&[2], &mut y)],
+        )
+        .unwrap();
         close64(&y[..1], &[4.4816890703380645], 1e-15);
-        run_unary(&act(UnaryOp::Tanh, 0.0, 0.0), &[Some(t(&[2], &x))], &mut [tm(&[2], &mut y)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Tanh, 0.0, 0.0),
+            &[Some(t(&[2], &x))],
+            &mut [tm(&[2], &mut y)],
+        )
+        .unwrap();
         close64(&y[1..], &[-0.2913126124515909], 1e-15);
 
         // f16 [-1.5, 0, 2, 3]; Exp rounded to f16 per numpy.
         let h: [u16; 4] = [0xbe00, 0x0000, 0x4000, 0x4200];
         let mut out = [0u16; 4];
-        let xr = TensorRef { dtype: DType::F16, shape: shape(&[4]), data: bytemuck::cast_slice(&h) };
-        let ym = TensorMut { dtype: DType::F16, shape: shape(&[4]), data: bytemuck::cast_slice_mut(&mut out) };
+        let xr = TensorRef {
+            dtype: DType::F16,
+            shape: shape(&[4]),
+            data: bytemuck::cast_slice(&h),
+        };
+        let ym = TensorMut {
+            dtype: DType::F16,
+            shape: shape(&[4]),
+            data: bytemuck::cast_slice_mut(&mut out),
+        };
         run_unary(&act(UnaryOp::Exp, 0.0, 0.0), &[Some(xr)], &mut [ym]).unwrap();
         assert_eq!(out, [0x3324, 0x3c00, 0x4764, 0x4d05]);
-        let ym = TensorMut { dtype: DType::F16, shape: shape(&[4]), data: bytemuck::cast_slice_mut(&mut out) };
+        let ym = TensorMut {
+            dtype: DType::F16,
+            shape: shape(&[4]),
+            data: bytemuck::cast_slice_mut(&mut out),
+        };
         run_unary(&act(UnaryOp::Relu, 0.0, 0.0), &[Some(xr)], &mut [ym]).unwrap();
         assert_eq!(out, [0x0000, 0x0000, 0x4000, 0x4200]);
         // bf16 Neg flips the sign bit.
         let b: [u16; 2] = [0x3f80, 0xc000]; // 1.0, -2.0
-        let xr = TensorRef { dtype: DType::Bf16, shape: shape(&[2]), data: bytemuck::cast_slice(&b) };
+        let xr = TensorRef {
+            dtype: DType::Bf16,
+            shape: shape(&[2]),
+            data: bytemuck::cast_slice(&b),
+        };
         let mut out = [0u16; 2];
-        let ym = TensorMut { dtype: DType::Bf16, shape: shape(&[2]), data: bytemuck::cast_slice_mut(&mut out) };
+        let ym = TensorMut {
+            dtype: DType::Bf16,
+            shape: shape(&[2]),
+            data: bytemuck::cast_slice_mut(&mut out),
+        };
         run_unary(&act(UnaryOp::Neg, 0.0, 0.0), &[Some(xr)], &mut [ym]).unwrap();
         assert_eq!(out, [0xbf80, 0x4000]);
     }
@@ -884,7 +1059,12 @@ mod tests {
         let x = [-5i32, -1, 0, 3, i32::MIN];
         let mut y = [0i32; 5];
         let mut go = |op, a, b| {
-            run_unary(&act(op, a, b), &[Some(t(&[5], &x))], &mut [tm(&[5], &mut y)]).unwrap();
+            run_unary(
+                &act(op, a, b),
+                &[Some(t(&[5], &x))],
+                &mut [tm(&[5], &mut y)],
+            )
+            .unwrap();
             y
         };
         assert_eq!(go(UnaryOp::Neg, 0.0, 0.0), [5, 1, 0, -3, i32::MIN]);
@@ -892,24 +1072,51 @@ mod tests {
         assert_eq!(go(UnaryOp::Sign, 0.0, 0.0), [-1, -1, 0, 1, -1]);
         assert_eq!(go(UnaryOp::Relu, 0.0, 0.0), [0, 0, 0, 3, 0]);
         assert_eq!(go(UnaryOp::Clip, -2.0, 2.0), [-2, -1, 0, 2, -2]);
-        assert_eq!(go(UnaryOp::Clip, f32::NEG_INFINITY, 1.0), [-5, -1, 0, 1, i32::MIN]);
+        assert_eq!(
+            go(UnaryOp::Clip, f32::NEG_INFINITY, 1.0),
+            [-5, -1, 0, 1, i32::MIN]
+        );
         assert_eq!(go(UnaryOp::Identity, 0.0, 0.0), x);
-        let e = run_unary(&act(UnaryOp::Exp, 0.0, 0.0), &[Some(t(&[5], &x))], &mut [tm(&[5], &mut y)]);
+        let e = run_unary(
+            &act(UnaryOp::Exp, 0.0, 0.0),
+            &[Some(t(&[5], &x))],
+            &mut [tm(&[5], &mut y)],
+        );
         assert!(matches!(e, Err(KernelError::UnsupportedDType(_))));
 
         let x8 = [-128i8, -3, 7];
         let mut y8 = [0i8; 3];
-        run_unary(&act(UnaryOp::Neg, 0.0, 0.0), &[Some(t(&[3], &x8))], &mut [tm(&[3], &mut y8)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Neg, 0.0, 0.0),
+            &[Some(t(&[3], &x8))],
+            &mut [tm(&[3], &mut y8)],
+        )
+        .unwrap();
         assert_eq!(y8, [-128, 3, -7]);
         let xu = [0u8, 5, 255];
         let mut yu = [9u8; 3];
-        run_unary(&act(UnaryOp::Sign, 0.0, 0.0), &[Some(t(&[3], &xu))], &mut [tm(&[3], &mut yu)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Sign, 0.0, 0.0),
+            &[Some(t(&[3], &xu))],
+            &mut [tm(&[3], &mut yu)],
+        )
+        .unwrap();
         assert_eq!(yu, [0, 1, 1]);
-        run_unary(&act(UnaryOp::Abs, 0.0, 0.0), &[Some(t(&[3], &xu))], &mut [tm(&[3], &mut yu)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Abs, 0.0, 0.0),
+            &[Some(t(&[3], &xu))],
+            &mut [tm(&[3], &mut yu)],
+        )
+        .unwrap();
         assert_eq!(yu, xu);
         let x64 = [i64::MAX, -7];
         let mut y64 = [0i64; 2];
-        run_unary(&act(UnaryOp::Neg, 0.0, 0.0), &[Some(t(&[2], &x64))], &mut [tm(&[2], &mut y64)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Neg, 0.0, 0.0),
+            &[Some(t(&[2], &x64))],
+            &mut [tm(&[2], &mut y64)],
+        )
+        .unwrap();
         assert_eq!(y64, [-i64::MAX, 7]);
     }
 
@@ -917,34 +1124,85 @@ mod tests {
     fn bool_outputs_and_not() {
         let x = [1.0f32, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0];
         let mut y = [7u8; 5];
-        run_unary(&act(UnaryOp::IsNaN, 0.0, 0.0), &[Some(t(&[5], &x))], &mut [tmb(&[5], &mut y)]).unwrap();
+        run_unary(
+            &act(UnaryOp::IsNaN, 0.0, 0.0),
+            &[Some(t(&[5], &x))],
+            &mut [tmb(&[5], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0, 1, 0, 0, 0]);
-        run_unary(&act(UnaryOp::IsInf, 1.0, 1.0), &[Some(t(&[5], &x))], &mut [tmb(&[5], &mut y)]).unwrap();
+        run_unary(
+            &act(UnaryOp::IsInf, 1.0, 1.0),
+            &[Some(t(&[5], &x))],
+            &mut [tmb(&[5], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0, 0, 1, 1, 0]);
-        run_unary(&act(UnaryOp::IsInf, 1.0, 0.0), &[Some(t(&[5], &x))], &mut [tmb(&[5], &mut y)]).unwrap();
+        run_unary(
+            &act(UnaryOp::IsInf, 1.0, 0.0),
+            &[Some(t(&[5], &x))],
+            &mut [tmb(&[5], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0, 0, 1, 0, 0]);
-        run_unary(&act(UnaryOp::IsInf, 0.0, 1.0), &[Some(t(&[5], &x))], &mut [tmb(&[5], &mut y)]).unwrap();
+        run_unary(
+            &act(UnaryOp::IsInf, 0.0, 1.0),
+            &[Some(t(&[5], &x))],
+            &mut [tmb(&[5], &mut y)],
+        )
+        .unwrap();
         assert_eq!(y, [0, 0, 0, 1, 0]);
         let x64 = [f64::NAN, 2.0];
         let mut y2 = [9u8; 2];
-        run_unary(&act(UnaryOp::IsNaN, 0.0, 0.0), &[Some(t(&[2], &x64))], &mut [tmb(&[2], &mut y2)]).unwrap();
+        run_unary(
+            &act(UnaryOp::IsNaN, 0.0, 0.0),
+            &[Some(t(&[2], &x64))],
+            &mut [tmb(&[2], &mut y2)],
+        )
+        .unwrap();
         assert_eq!(y2, [1, 0]);
         // f16 NaN (0x7e00) and +inf (0x7c00).
         let h: [u16; 3] = [0x7e00, 0x7c00, 0x3c00];
-        let xr = TensorRef { dtype: DType::F16, shape: shape(&[3]), data: bytemuck::cast_slice(&h) };
+        let xr = TensorRef {
+            dtype: DType::F16,
+            shape: shape(&[3]),
+            data: bytemuck::cast_slice(&h),
+        };
         let mut y3 = [9u8; 3];
-        run_unary(&act(UnaryOp::IsInf, 1.0, 1.0), &[Some(xr)], &mut [tmb(&[3], &mut y3)]).unwrap();
+        run_unary(
+            &act(UnaryOp::IsInf, 1.0, 1.0),
+            &[Some(xr)],
+            &mut [tmb(&[3], &mut y3)],
+        )
+        .unwrap();
         assert_eq!(y3, [0, 1, 0]);
 
         let b = [0u8, 1, 1, 0];
         let mut nb = [9u8; 4];
-        run_unary(&act(UnaryOp::Not, 0.0, 0.0), &[Some(tb(&[2, 2], &b))], &mut [tmb(&[2, 2], &mut nb)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Not, 0.0, 0.0),
+            &[Some(tb(&[2, 2], &b))],
+            &mut [tmb(&[2, 2], &mut nb)],
+        )
+        .unwrap();
         assert_eq!(nb, [1, 0, 0, 1]);
-        run_unary(&act(UnaryOp::Identity, 0.0, 0.0), &[Some(tb(&[2, 2], &b))], &mut [tmb(&[2, 2], &mut nb)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Identity, 0.0, 0.0),
+            &[Some(tb(&[2, 2], &b))],
+            &mut [tmb(&[2, 2], &mut nb)],
+        )
+        .unwrap();
         assert_eq!(nb, b);
         // IsNaN needs a bool output.
         let mut wrong = [0f32; 5];
-        assert!(run_unary(&act(UnaryOp::IsNaN, 0.0, 0.0), &[Some(t(&[5], &x))], &mut [tm(&[5], &mut wrong)]).is_err());
+        assert!(
+            run_unary(
+                &act(UnaryOp::IsNaN, 0.0, 0.0),
+                &[Some(t(&[5], &x))],
+                &mut [tm(&[5], &mut wrong)]
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -952,9 +1210,27 @@ mod tests {
         let mut d = [-1.0f32, 2.0];
         apply_activation(&Activation::default(), &mut d).unwrap();
         assert_eq!(d, [-1.0, 2.0]);
-        apply_activation(&Activation { op: UnaryOp::LeakyRelu as u32, alpha: 0.5, beta: 0.0 }, &mut d).unwrap();
+        apply_activation(
+            &Activation {
+                op: UnaryOp::LeakyRelu as u32,
+                alpha: 0.5,
+                beta: 0.0,
+            },
+            &mut d,
+        )
+        .unwrap();
         assert_eq!(d, [-0.5, 2.0]);
-        assert!(apply_activation(&Activation { op: 999, alpha: 0.0, beta: 0.0 }, &mut d).is_err());
+        assert!(
+            apply_activation(
+                &Activation {
+                    op: 999,
+                    alpha: 0.0,
+                    beta: 0.0
+                },
+                &mut d
+            )
+            .is_err()
+        );
         assert_eq!(activation_cost(&Activation::default()), 0);
         assert_eq!(unary_f32(UnaryOp::Relu, 0.0, 0.0, -1.0), 0.0);
         let mut v = [0.0f64, 1.0];
@@ -967,22 +1243,53 @@ mod tests {
         let x = [1.0f32, 2.0, 3.0];
         let mut y = [0f32; 2];
         let p = act(UnaryOp::Relu, 0.0, 0.0);
-        assert!(matches!(run_unary(&p, &[Some(t(&[3], &x))], &mut [tm(&[2], &mut y)]), Err(KernelError::Shape(_))));
+        assert!(matches!(
+            run_unary(&p, &[Some(t(&[3], &x))], &mut [tm(&[2], &mut y)]),
+            Err(KernelError::Shape(_))
+        ));
         // Shape says 3 elements but only 2 bytes-worth of data is present.
         let mut y3 = [0f32; 3];
         assert!(run_unary(&p, &[Some(t(&[3], &x[..2]))], &mut [tm(&[3], &mut y3)]).is_err());
-        assert!(matches!(run_unary(&p, &[None], &mut [tm(&[3], &mut y3)]), Err(KernelError::MissingTensor(_))));
-        assert!(matches!(run_unary(&p, &[Some(t(&[3], &x))], &mut []), Err(KernelError::MissingTensor(_))));
-        let bad = UnaryParams { act: Activation { op: 0, alpha: 0.0, beta: 0.0 } };
-        assert!(matches!(run_unary(&bad, &[Some(t(&[3], &x))], &mut [tm(&[3], &mut y3)]), Err(KernelError::BadParams(_))));
+        assert!(matches!(
+            run_unary(&p, &[None], &mut [tm(&[3], &mut y3)]),
+            Err(KernelError::MissingTensor(_))
+        ));
+        assert!(matches!(
+            run_unary(&p, &[Some(t(&[3], &x))], &mut []),
+            Err(KernelError::MissingTensor(_))
+        ));
+        let bad = UnaryParams {
+            act: Activation {
+                op: 0,
+                alpha: 0.0,
+                beta: 0.0,
+            },
+        };
+        assert!(matches!(
+            run_unary(&bad, &[Some(t(&[3], &x))], &mut [tm(&[3], &mut y3)]),
+            Err(KernelError::BadParams(_))
+        ));
         let mut yi = [0i32; 3];
-        assert!(matches!(run_unary(&p, &[Some(t(&[3], &x))], &mut [tm(&[3], &mut yi)]), Err(KernelError::DType(_))));
+        assert!(matches!(
+            run_unary(&p, &[Some(t(&[3], &x))], &mut [tm(&[3], &mut yi)]),
+            Err(KernelError::DType(_))
+        ));
         // Empty and scalar tensors.
         let mut e: [f32; 0] = [];
-        let w = run_unary(&p, &[Some(t::<f32>(&[0, 4], &[]))], &mut [tm(&[0, 4], &mut e)]).unwrap();
+        let w = run_unary(
+            &p,
+            &[Some(t::<f32>(&[0, 4], &[]))],
+            &mut [tm(&[0, 4], &mut e)],
+        )
+        .unwrap();
         assert_eq!(w.vector_ops, 0);
         let mut s = [0f32; 1];
-        run_unary(&act(UnaryOp::Neg, 0.0, 0.0), &[Some(t(&[], &[2.0f32]))], &mut [tm(&[], &mut s)]).unwrap();
+        run_unary(
+            &act(UnaryOp::Neg, 0.0, 0.0),
+            &[Some(t(&[], &[2.0f32]))],
+            &mut [tm(&[], &mut s)],
+        )
+        .unwrap();
         assert_eq!(s, [-2.0]);
     }
 }
