@@ -20,7 +20,10 @@ pub struct Tolerance {
 
 impl Default for Tolerance {
     fn default() -> Self {
-        Tolerance { rtol: 1e-3, atol: 1e-4 }
+        Tolerance {
+            rtol: 1e-3,
+            atol: 1e-4,
+        }
     }
 }
 
@@ -38,7 +41,11 @@ pub fn data_sets(case: &Path) -> Vec<PathBuf> {
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("test_data_set_")))
+                .filter(|p| {
+                    p.is_dir()
+                        && p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("test_data_set_"))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -65,9 +72,16 @@ pub fn compare(got: &TensorData, want: &TensorData, tol: Tolerance) -> Result<()
         return Err(format!("shape {:?}, expected {:?}", got.dims, want.dims));
     }
     if got.dtype != want.dtype {
-        return Err(format!("dtype {}, expected {}", got.dtype.name(), want.dtype.name()));
+        return Err(format!(
+            "dtype {}, expected {}",
+            got.dtype.name(),
+            want.dtype.name()
+        ));
     }
-    let float = matches!(want.dtype, DType::F32 | DType::F64 | DType::F16 | DType::Bf16);
+    let float = matches!(
+        want.dtype,
+        DType::F32 | DType::F64 | DType::F16 | DType::Bf16
+    );
     let (g, w) = (got.to_f64_vec()?, want.to_f64_vec()?);
     let mut worst: Option<(usize, f64, f64)> = None;
     let mut bad = 0usize;
@@ -86,7 +100,10 @@ pub fn compare(got: &TensorData, want: &TensorData, tol: Tolerance) -> Result<()
     }
     match worst {
         None => Ok(()),
-        Some((i, a, b)) => Err(format!("{bad} of {} elements differ; worst at {i}: got {a}, expected {b}", w.len())),
+        Some((i, a, b)) => Err(format!(
+            "{bad} of {} elements differ; worst at {i}: got {a}, expected {b}",
+            w.len()
+        )),
     }
 }
 
@@ -94,7 +111,9 @@ pub fn compare(got: &TensorData, want: &TensorData, tol: Tolerance) -> Result<()
 pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
     let model_path = case.join("model.onnx");
     let sets = data_sets(case);
-    let Some(first) = sets.first() else { return Outcome::Fail("no test_data_set_* directory".into()) };
+    let Some(first) = sets.first() else {
+        return Outcome::Fail("no test_data_set_* directory".into());
+    };
     let inputs = match read_numbered(first, "input") {
         Ok(i) => i,
         Err(e) => return Outcome::Unsupported(format!("inputs: {e}")),
@@ -107,15 +126,22 @@ pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome
     if let Ok(m) = crate::onnx::decode_model(&bytes)
         && let Some(g) = &m.graph
     {
-        let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
-        let names = g.input.iter().map(|i| i.name()).filter(|n| !inits.contains(n));
+        let inits: std::collections::HashSet<&str> =
+            g.initializer.iter().map(|t| t.name()).collect();
+        let names = g
+            .input
+            .iter()
+            .map(|i| i.name())
+            .filter(|n| !inits.contains(n));
         for (name, t) in names.zip(&inputs) {
             opts.input_shapes.insert(name.to_string(), t.dims.clone());
         }
     }
     let compiled = match crate::compile_bytes(&bytes, Some(case), &opts) {
         Ok(c) => c,
-        Err(e @ (CompileError::Unsupported { .. } | CompileError::Input { .. })) => return Outcome::Unsupported(e.to_string()),
+        Err(e @ (CompileError::Unsupported { .. } | CompileError::Input { .. })) => {
+            return Outcome::Unsupported(e.to_string());
+        }
         Err(e) => return Outcome::Fail(format!("compile: {e}")),
     };
     let mut runner = match Runner::new(ge_runtime::AlignedBlob::from_bytes(&compiled.blob)) {
@@ -136,7 +162,11 @@ pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome
         }
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             if let Err(e) = compare(g, w, tol) {
-                return Outcome::Fail(format!("output {i} of {}: {e}", set.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())));
+                return Outcome::Fail(format!(
+                    "output {i} of {}: {e}",
+                    set.file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                ));
             }
         }
     }
@@ -146,7 +176,12 @@ pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome
 /// Case dirs under `suite` (any dir holding a `model.onnx`), sorted.
 pub fn suite_cases(suite: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(suite)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.join("model.onnx").is_file()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("model.onnx").is_file())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -156,7 +191,10 @@ pub fn suite_cases(suite: &Path) -> Vec<PathBuf> {
 pub fn check_case_isolated(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(case, opts, tol)))
         .unwrap_or_else(|p| {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
             Outcome::Fail(format!("panic: {}", msg.unwrap_or_default()))
         })
 }

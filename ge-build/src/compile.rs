@@ -28,22 +28,37 @@ fn ms(t: Instant) -> f64 {
 
 /// Compiles the `.onnx` file at `path`.
 pub fn compile_file(path: &Path, opts: &CompileOptions) -> Result<Compiled> {
-    let bytes = std::fs::read(path).map_err(|source| CompileError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| CompileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     compile_bytes(&bytes, path.parent(), opts)
 }
 
 /// Compiles model bytes; `model_dir` resolves external data.
-pub fn compile_bytes(bytes: &[u8], model_dir: Option<&Path>, opts: &CompileOptions) -> Result<Compiled> {
+pub fn compile_bytes(
+    bytes: &[u8],
+    model_dir: Option<&Path>,
+    opts: &CompileOptions,
+) -> Result<Compiled> {
     let start = Instant::now();
     if opts.precision != Precision::Fp32 {
-        return Err(CompileError::Option("only --precision fp32 is implemented so far".into()));
+        return Err(CompileError::Option(
+            "only --precision fp32 is implemented so far".into(),
+        ));
     }
     let t = Instant::now();
     let model = decode_model(bytes)?;
     let parse = ms(t);
     let t = Instant::now();
     let nodes_before = model.graph.as_ref().map_or(0, |g| g.node.len());
-    let graph = import_model(&model, model_dir, &ImportOptions { input_shapes: opts.input_shapes.clone() })?;
+    let graph = import_model(
+        &model,
+        model_dir,
+        &ImportOptions {
+            input_shapes: opts.input_shapes.clone(),
+        },
+    )?;
     let import = ms(t);
     let t = Instant::now();
     let passes = Vec::new();
@@ -67,18 +82,31 @@ pub fn compile_bytes(bytes: &[u8], model_dir: Option<&Path>, opts: &CompileOptio
             naive_bytes: emitted.memory.naive_bytes as u64,
             weight_bytes: emitted.weight_bytes as u64,
         },
-        compile_millis: crate::report::CompileMillis { total: ms(start), parse, import, passes: passes_ms, plan_and_emit: plan_ms },
+        compile_millis: crate::report::CompileMillis {
+            total: ms(start),
+            parse,
+            import,
+            passes: passes_ms,
+            plan_and_emit: plan_ms,
+        },
         sim,
         blob_bytes: emitted.blob.len(),
     };
-    Ok(Compiled { blob: emitted.blob, report, graph })
+    Ok(Compiled {
+        blob: emitted.blob,
+        report,
+        graph,
+    })
 }
 
 /// Predicts one run's device figures from the blob with the cost model (no kernels run).
 fn predict(blob: &[u8], opts: &CompileOptions) -> Result<SimStat> {
     let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
-    let model = ge_runtime::Model::from_bytes(aligned.as_bytes())
-        .map_err(|e| CompileError::Model(format!("internal error: the emitted blob does not validate: {e}")))?;
+    let model = ge_runtime::Model::from_bytes(aligned.as_bytes()).map_err(|e| {
+        CompileError::Model(format!(
+            "internal error: the emitted blob does not validate: {e}"
+        ))
+    })?;
     let dev = ge_sim::SimDevice::new(opts.device);
     let r = dev.predict(&model);
     Ok(SimStat {

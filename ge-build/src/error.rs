@@ -7,13 +7,26 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("not a valid ONNX model: {0}")]
     Parse(String),
     #[error("node '{node}' ({op_type}, opset {opset}): {reason}")]
-    Node { node: String, op_type: String, opset: i64, reason: String },
+    Node {
+        node: String,
+        op_type: String,
+        opset: i64,
+        reason: String,
+    },
     #[error("node '{node}' ({op_type}, opset {opset}) is not supported: {reason}")]
-    Unsupported { node: String, op_type: String, opset: i64, reason: String },
+    Unsupported {
+        node: String,
+        op_type: String,
+        opset: i64,
+        reason: String,
+    },
     #[error("input '{input}': {reason}")]
     Input { input: String, reason: String },
     #[error("{0}")]

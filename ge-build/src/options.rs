@@ -25,7 +25,9 @@ impl std::str::FromStr for OptLevel {
             "O1" | "1" => Ok(OptLevel::O1),
             "O2" | "2" => Ok(OptLevel::O2),
             "O3" | "3" => Ok(OptLevel::O3),
-            _ => Err(CompileError::Option(format!("opt level '{s}' is not O0, O1, O2 or O3"))),
+            _ => Err(CompileError::Option(format!(
+                "opt level '{s}' is not O0, O1, O2 or O3"
+            ))),
         }
     }
 }
@@ -46,7 +48,9 @@ impl std::str::FromStr for Precision {
             "fp32" => Ok(Precision::Fp32),
             "fp16" => Ok(Precision::Fp16),
             "allow_fp32_to_fp16" => Ok(Precision::AllowFp32ToFp16),
-            _ => Err(CompileError::Option(format!("precision '{s}' is not fp32, fp16 or allow_fp32_to_fp16"))),
+            _ => Err(CompileError::Option(format!(
+                "precision '{s}' is not fp32, fp16 or allow_fp32_to_fp16"
+            ))),
         }
     }
 }
@@ -81,16 +85,22 @@ impl Default for CompileOptions {
 
 /// Parses `NAME:D1,D2,…` (the name may itself contain `:`; the last `:` splits).
 pub fn parse_input_shape(spec: &str) -> Result<(String, Vec<usize>)> {
-    let (name, dims) = spec
-        .rsplit_once(':')
-        .ok_or_else(|| CompileError::Option(format!("--input-shape '{spec}' must look like NAME:D1,D2,...")))?;
+    let (name, dims) = spec.rsplit_once(':').ok_or_else(|| {
+        CompileError::Option(format!(
+            "--input-shape '{spec}' must look like NAME:D1,D2,..."
+        ))
+    })?;
     let dims = if dims.trim().is_empty() {
         Vec::new()
     } else {
         dims.split(',')
             .map(|d| d.trim().parse::<usize>())
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|_| CompileError::Option(format!("--input-shape '{spec}': dimensions must be non-negative integers")))?
+            .map_err(|_| {
+                CompileError::Option(format!(
+                    "--input-shape '{spec}': dimensions must be non-negative integers"
+                ))
+            })?
     };
     Ok((name.to_string(), dims))
 }

@@ -16,7 +16,8 @@ pub struct Runner {
 impl Runner {
     /// Validates `blob` and allocates its arena.
     pub fn new(blob: AlignedBlob) -> Result<Runner> {
-        let model = Model::from_bytes(blob.as_bytes()).map_err(|e| CompileError::Model(e.to_string()))?;
+        let model =
+            Model::from_bytes(blob.as_bytes()).map_err(|e| CompileError::Model(e.to_string()))?;
         let arena = vec![0u8; model.arena_bytes_unaligned()];
         Ok(Runner { blob, arena })
     }
@@ -27,17 +28,30 @@ impl Runner {
     }
 
     /// Runs with `inputs` in the model's input order; returns outputs and the device report.
-    pub fn run<O: Observer>(&mut self, inputs: &[TensorData], device: SimDevice<O>) -> Result<(Vec<TensorData>, RunReport)> {
-        let model = Model::from_bytes(self.blob.as_bytes()).map_err(|e| CompileError::Model(e.to_string()))?;
+    pub fn run<O: Observer>(
+        &mut self,
+        inputs: &[TensorData],
+        device: SimDevice<O>,
+    ) -> Result<(Vec<TensorData>, RunReport)> {
+        let model = Model::from_bytes(self.blob.as_bytes())
+            .map_err(|e| CompileError::Model(e.to_string()))?;
         check_inputs(&model, inputs)?;
         let mut outs: Vec<TensorData> = (0..model.output_count())
             .filter_map(|i| model.output(i))
-            .map(|o| TensorData { dtype: o.dtype, dims: o.shape.dims().to_vec(), bytes: vec![0u8; o.bytes()] })
+            .map(|o| TensorData {
+                dtype: o.dtype,
+                dims: o.shape.dims().to_vec(),
+                bytes: vec![0u8; o.bytes()],
+            })
             .collect();
         let ins: Vec<&[u8]> = inputs.iter().map(|t| t.bytes.as_slice()).collect();
-        let mut out_bufs: Vec<&mut [u8]> = outs.iter_mut().map(|t| t.bytes.as_mut_slice()).collect();
-        let mut session = Session::new(&model, &mut self.arena, device).map_err(|e| CompileError::Model(e.to_string()))?;
-        let report = session.run(&ins, &mut out_bufs).map_err(|e| CompileError::Model(e.to_string()))?;
+        let mut out_bufs: Vec<&mut [u8]> =
+            outs.iter_mut().map(|t| t.bytes.as_mut_slice()).collect();
+        let mut session = Session::new(&model, &mut self.arena, device)
+            .map_err(|e| CompileError::Model(e.to_string()))?;
+        let report = session
+            .run(&ins, &mut out_bufs)
+            .map_err(|e| CompileError::Model(e.to_string()))?;
         Ok((outs, report))
     }
 }
@@ -45,10 +59,16 @@ impl Runner {
 /// Checks inputs against the model's declared dtypes and shapes, naming the first mismatch.
 pub fn check_inputs(model: &Model<'_>, inputs: &[TensorData]) -> Result<()> {
     if inputs.len() != model.input_count() {
-        return Err(CompileError::Model(format!("the model has {} inputs, {} given", model.input_count(), inputs.len())));
+        return Err(CompileError::Model(format!(
+            "the model has {} inputs, {} given",
+            model.input_count(),
+            inputs.len()
+        )));
     }
     for (i, t) in inputs.iter().enumerate() {
-        let info = model.input(i).ok_or_else(|| CompileError::Model("missing input".into()))?;
+        let info = model
+            .input(i)
+            .ok_or_else(|| CompileError::Model("missing input".into()))?;
         if t.dtype != info.dtype || t.dims != info.shape.dims() {
             return Err(CompileError::Input {
                 input: info.name.to_string(),

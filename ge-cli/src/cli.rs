@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "ge", version, about = "Compile ONNX models into .om offline models and run them on a simulated NPU")]
+#[command(
+    name = "ge",
+    version,
+    about = "Compile ONNX models into .om offline models and run them on a simulated NPU"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -19,10 +19,38 @@ type Res<T = ()> = Result<T, String>;
 
 pub fn dispatch(cli: Cli) -> Res {
     match cli.command {
-        Command::Compile { model, output, flags, report } => compile(&model, &output, &flags, report.as_deref()),
-        Command::Run { om, inputs, output_dir, profile, device } => run(&om, &inputs, &output_dir, profile, &device),
-        Command::Check { case, suite, flags, rtol, atol } => check(case.as_deref(), suite.as_deref(), &flags, Tolerance { rtol, atol }),
-        Command::Bench { model, threads, iters, json, flags } => bench(&model, threads, iters, json, &flags),
+        Command::Compile {
+            model,
+            output,
+            flags,
+            report,
+        } => compile(&model, &output, &flags, report.as_deref()),
+        Command::Run {
+            om,
+            inputs,
+            output_dir,
+            profile,
+            device,
+        } => run(&om, &inputs, &output_dir, profile, &device),
+        Command::Check {
+            case,
+            suite,
+            flags,
+            rtol,
+            atol,
+        } => check(
+            case.as_deref(),
+            suite.as_deref(),
+            &flags,
+            Tolerance { rtol, atol },
+        ),
+        Command::Bench {
+            model,
+            threads,
+            iters,
+            json,
+            flags,
+        } => bench(&model, threads, iters, json, &flags),
         Command::Inspect { om } => inspect(&om),
     }
 }
@@ -33,8 +61,14 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         let (name, dims) = parse_input_shape(s).map_err(|e| e.to_string())?;
         o.input_shapes.insert(name, dims);
     }
-    o.opt_level = flags.opt_level.parse().map_err(|e: ge_build::CompileError| e.to_string())?;
-    o.precision = flags.precision.parse().map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.opt_level = flags
+        .opt_level
+        .parse()
+        .map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.precision = flags
+        .precision
+        .parse()
+        .map_err(|e: ge_build::CompileError| e.to_string())?;
     o.device = profile::resolve(&flags.device.device)?;
     o.memory_reuse = match flags.memory_reuse.as_str() {
         "on" => true,
@@ -53,7 +87,8 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
 fn compile(model: &Path, output: &Path, flags: &CompileFlags, report: Option<&Path>) -> Res {
     let opts = options(flags)?;
     let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
-    std::fs::write(output, &c.blob).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    std::fs::write(output, &c.blob)
+        .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
     if let Some(r) = report {
         let text = serde_json::to_string_pretty(&c.report).map_err(|e| e.to_string())?;
         std::fs::write(r, text).map_err(|e| format!("cannot write {}: {e}", r.display()))?;
@@ -78,7 +113,11 @@ fn load_blob(path: &Path) -> Res<AlignedBlob> {
 }
 
 fn read_tensor_file(path: &Path) -> Res<TensorData> {
-    let r = if path.extension().is_some_and(|e| e == "pb") { read_tensor_pb(path) } else { read_npy(path) };
+    let r = if path.extension().is_some_and(|e| e == "pb") {
+        read_tensor_pb(path)
+    } else {
+        read_npy(path)
+    };
     r.map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -101,40 +140,64 @@ impl Observer for ProfilePrinter {
 }
 
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_string() } else { s.chars().take(n - 1).chain(['…']).collect() }
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
 }
 
 fn sanitize(name: &str) -> String {
     name.replace(['/', ':'], "_")
 }
 
-fn run(om: &Path, inputs: &[String], out_dir: &Path, profile: bool, dev: &crate::cli::DeviceFlags) -> Res {
+fn run(
+    om: &Path,
+    inputs: &[String],
+    out_dir: &Path,
+    profile: bool,
+    dev: &crate::cli::DeviceFlags,
+) -> Res {
     let mut runner = Runner::new(load_blob(om)?).map_err(|e| format!("{}: {e}", om.display()))?;
     let model = runner.model().map_err(|e| e.to_string())?;
     let mut by_name = std::collections::HashMap::new();
     for spec in inputs {
-        let (name, file) = spec.split_once('=').ok_or_else(|| format!("--input '{spec}' must be NAME=FILE"))?;
+        let (name, file) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--input '{spec}' must be NAME=FILE"))?;
         by_name.insert(name.to_string(), read_tensor_file(Path::new(file))?);
     }
     let mut ins = Vec::new();
     for i in 0..model.input_count() {
         let info = model.input(i).ok_or("missing input")?;
-        let t = by_name.remove(info.name).ok_or_else(|| format!("input '{}' is not given (--input {}=FILE.npy)", info.name, info.name))?;
+        let t = by_name.remove(info.name).ok_or_else(|| {
+            format!(
+                "input '{}' is not given (--input {}=FILE.npy)",
+                info.name, info.name
+            )
+        })?;
         ins.push(t);
     }
     if let Some(extra) = by_name.keys().next() {
         return Err(format!("the model has no input named '{extra}'"));
     }
-    let names: Vec<String> = (0..model.output_count()).filter_map(|i| model.output(i)).map(|o| o.name.to_string()).collect();
+    let names: Vec<String> = (0..model.output_count())
+        .filter_map(|i| model.output(i))
+        .map(|o| o.name.to_string())
+        .collect();
     let device = profile::device(dev)?;
     let (outs, rep) = if profile {
-        println!("{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>14}", "task", "op", "name", "stream", "cores", "cycles", "gm_bytes");
+        println!(
+            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>14}",
+            "task", "op", "name", "stream", "cores", "cycles", "gm_bytes"
+        );
         runner.run(&ins, device.with_observer(ProfilePrinter))
     } else {
         runner.run(&ins, device)
     }
     .map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     for (name, t) in names.iter().zip(&outs) {
         let p = out_dir.join(format!("{}.npy", sanitize(name)));
         write_npy(&p, t).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -147,7 +210,11 @@ fn run(om: &Path, inputs: &[String], out_dir: &Path, profile: bool, dev: &crate:
         rep.launches,
         rep.tasks
     );
-    if profile { println!("{line}") } else { eprintln!("{line}") }
+    if profile {
+        println!("{line}")
+    } else {
+        eprintln!("{line}")
+    }
     Ok(())
 }
 
@@ -158,7 +225,10 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
         (None, Some(s)) => {
             let v = suite_cases(s);
             if v.is_empty() {
-                return Err(format!("{}: no case folders (with model.onnx) found", s.display()));
+                return Err(format!(
+                    "{}: no case folders (with model.onnx) found",
+                    s.display()
+                ));
             }
             v
         }
@@ -167,7 +237,10 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
     let mut out = std::io::stdout().lock();
     for c in &cases {
-        let name = c.file_name().map_or_else(|| c.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = c.file_name().map_or_else(
+            || c.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let line = match check_case_isolated(c, &opts, tol) {
             Outcome::Pass => {
                 pass += 1;
@@ -185,7 +258,11 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "{pass} passed, {fail} failed, {skip} skipped");
-    if fail > 0 { Err(format!("{fail} case(s) failed")) } else { Ok(()) }
+    if fail > 0 {
+        Err(format!("{fail} case(s) failed"))
+    } else {
+        Ok(())
+    }
 }
 
 /// Deterministic pseudo-random inputs (xorshift; floats ~ uniform[-1, 1)).
@@ -199,14 +276,26 @@ pub fn random_input(dtype: DType, dims: &[usize], seed: u64) -> TensorData {
         s
     };
     let bytes: Vec<u8> = match dtype {
-        DType::F32 => (0..n).flat_map(|_| ((next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0).to_le_bytes()).collect(),
-        DType::F64 => (0..n).flat_map(|_| ((next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_le_bytes()).collect(),
-        DType::I64 => (0..n).flat_map(|_| ((next() % 4) as i64).to_le_bytes()).collect(),
-        DType::I32 => (0..n).flat_map(|_| ((next() % 4) as i32).to_le_bytes()).collect(),
+        DType::F32 => (0..n)
+            .flat_map(|_| ((next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0).to_le_bytes())
+            .collect(),
+        DType::F64 => (0..n)
+            .flat_map(|_| ((next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_le_bytes())
+            .collect(),
+        DType::I64 => (0..n)
+            .flat_map(|_| ((next() % 4) as i64).to_le_bytes())
+            .collect(),
+        DType::I32 => (0..n)
+            .flat_map(|_| ((next() % 4) as i32).to_le_bytes())
+            .collect(),
         DType::Bool => (0..n).map(|_| (next() & 1) as u8).collect(),
         d => vec![0u8; n * d.size()],
     };
-    TensorData { dtype, dims: dims.to_vec(), bytes }
+    TensorData {
+        dtype,
+        dims: dims.to_vec(),
+        bytes,
+    }
 }
 
 fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileFlags) -> Res {
@@ -231,15 +320,23 @@ fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileF
         .map(|(i, io)| random_input(io.dtype, io.shape.dims(), 42 + i as u64))
         .collect();
     let device = profile::device(&flags.device)?;
-    let (_, rep) = runner.run(&ins, device.clone()).map_err(|e| e.to_string())?;
+    let (_, rep) = runner
+        .run(&ins, device.clone())
+        .map_err(|e| e.to_string())?;
     let mut times = Vec::with_capacity(iters);
     for _ in 0..iters {
         let t = Instant::now();
-        runner.run(&ins, device.clone()).map_err(|e| e.to_string())?;
+        runner
+            .run(&ins, device.clone())
+            .map_err(|e| e.to_string())?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     times.sort_by(f64::total_cmp);
-    let median = if iters % 2 == 1 { times[iters / 2] } else { (times[iters / 2 - 1] + times[iters / 2]) / 2.0 };
+    let median = if iters % 2 == 1 {
+        times[iters / 2]
+    } else {
+        (times[iters / 2 - 1] + times[iters / 2]) / 2.0
+    };
     let mean = times.iter().sum::<f64>() / iters as f64;
     let sim_us = rep.time_ns as f64 / 1000.0;
     if json {
@@ -251,7 +348,11 @@ fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileF
         });
         println!("{v}");
     } else {
-        println!("{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread); simulated {sim_us:.1} us", path.display(), times[0]);
+        println!(
+            "{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread); simulated {sim_us:.1} us",
+            path.display(),
+            times[0]
+        );
     }
     Ok(())
 }
@@ -261,36 +362,74 @@ fn inspect(path: &Path) -> Res {
     let bytes = blob.as_bytes();
     let model = Model::from_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let m = model.meta();
-    println!("{}: .om v{}, {} bytes", path.display(), ge_runtime::format::FORMAT_VERSION, bytes.len());
-    println!("model: {}  producer: {}  opset: {}", model.name(), model.str(m.producer), m.opset);
-    println!("arena: {} bytes  weights: {} bytes  streams: {}", m.arena_bytes, model.weights().len(), m.stream_count);
+    println!(
+        "{}: .om v{}, {} bytes",
+        path.display(),
+        ge_runtime::format::FORMAT_VERSION,
+        bytes.len()
+    );
+    println!(
+        "model: {}  producer: {}  opset: {}",
+        model.name(),
+        model.str(m.producer),
+        m.opset
+    );
+    println!(
+        "arena: {} bytes  weights: {} bytes  streams: {}",
+        m.arena_bytes,
+        model.weights().len(),
+        m.stream_count
+    );
     let hl = ge_runtime::header_len();
     let entries: &[ge_runtime::format::SectionEntry] =
-        bytemuck::try_cast_slice(&bytes[hl..hl + m_sections(bytes) * 24]).map_err(|_| "bad section table")?;
+        bytemuck::try_cast_slice(&bytes[hl..hl + m_sections(bytes) * 24])
+            .map_err(|_| "bad section table")?;
     println!("sections:");
     for e in entries {
-        let name = SectionKind::ALL.iter().find(|k| **k as u32 == e.kind).map_or("?", |k| k.name());
+        let name = SectionKind::ALL
+            .iter()
+            .find(|k| **k as u32 == e.kind)
+            .map_or("?", |k| k.name());
         println!("  {name:<8} offset {:>10}  len {:>10}", e.offset, e.len);
     }
     for i in 0..model.input_count() {
         if let Some(io) = model.input(i) {
-            println!("input  {i}: {} {} {:?}", io.name, io.dtype.name(), io.shape.dims());
+            println!(
+                "input  {i}: {} {} {:?}",
+                io.name,
+                io.dtype.name(),
+                io.shape.dims()
+            );
         }
     }
     for i in 0..model.output_count() {
         if let Some(io) = model.output(i) {
-            println!("output {i}: {} {} {:?}", io.name, io.dtype.name(), io.shape.dims());
+            println!(
+                "output {i}: {} {} {:?}",
+                io.name,
+                io.dtype.name(),
+                io.shape.dims()
+            );
         }
     }
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
     for t in model.tasks() {
         *counts.entry(model.task_op(t).name()).or_default() += 1;
     }
-    println!("tasks: {} ({})", model.tasks().len(), counts.iter().map(|(k, v)| format!("{k}×{v}")).collect::<Vec<_>>().join(", "));
+    println!(
+        "tasks: {} ({})",
+        model.tasks().len(),
+        counts
+            .iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
 }
 
 fn m_sections(bytes: &[u8]) -> usize {
-    let h: ge_runtime::format::Header = bytemuck::pod_read_unaligned(&bytes[..ge_runtime::header_len()]);
+    let h: ge_runtime::format::Header =
+        bytemuck::pod_read_unaligned(&bytes[..ge_runtime::header_len()]);
     h.section_count as usize
 }

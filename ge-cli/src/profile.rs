@@ -10,19 +10,35 @@ pub fn resolve(name: &str) -> Result<Profile, String> {
     if let Some(p) = Profile::builtin(name) {
         return Ok(p);
     }
-    let text = std::fs::read_to_string(name)
-        .map_err(|e| format!("--device '{name}' is neither edge, datacenter, tiny nor a readable profile file: {e}"))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
-    let obj = v.as_object().ok_or_else(|| format!("{name}: a profile is a JSON object"))?;
+    let text = std::fs::read_to_string(name).map_err(|e| {
+        format!(
+            "--device '{name}' is neither edge, datacenter, tiny nor a readable profile file: {e}"
+        )
+    })?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("{name}: a profile is a JSON object"))?;
     let base = obj.get("base").and_then(|b| b.as_str()).unwrap_or("edge");
-    let mut p = Profile::builtin(base).ok_or_else(|| format!("{name}: unknown base profile '{base}'"))?;
-    let label: &'static str = Box::leak(obj.get("name").and_then(|n| n.as_str()).unwrap_or(name).to_string().into_boxed_str());
+    let mut p =
+        Profile::builtin(base).ok_or_else(|| format!("{name}: unknown base profile '{base}'"))?;
+    let label: &'static str = Box::leak(
+        obj.get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or(name)
+            .to_string()
+            .into_boxed_str(),
+    );
     p.name = label;
     for (k, val) in obj {
         if matches!(k.as_str(), "name" | "base") {
             continue;
         }
-        let n = val.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| format!("{name}: '{k}' must be a non-negative integer"))?;
+        let n = val
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("{name}: '{k}' must be a non-negative integer"))?;
         let field = match k.as_str() {
             "cores" => &mut p.cores,
             "clock_mhz" => &mut p.clock_mhz,

@@ -9,9 +9,18 @@ fn ge() -> Command {
 }
 
 fn corpus(part: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("corpus");
-    let p = std::env::var_os("GE_CORPUS").map(PathBuf::from).unwrap_or(root).join(part);
-    assert!(p.is_dir(), "{} missing: run python3 tools/gen_corpus.py", p.display());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("corpus");
+    let p = std::env::var_os("GE_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or(root)
+        .join(part);
+    assert!(
+        p.is_dir(),
+        "{} missing: run python3 tools/gen_corpus.py",
+        p.display()
+    );
     p
 }
 
@@ -24,7 +33,11 @@ fn tmp(name: &str) -> PathBuf {
 fn assert_one_line_error(out: &std::process::Output, what: &str) {
     assert!(!out.status.success(), "{what}: exit status was success");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "{what}: stderr is not one line: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{what}: stderr is not one line: {err}"
+    );
     assert!(err.starts_with("ge: error: "), "{what}: {err}");
 }
 
@@ -37,7 +50,13 @@ fn bad_models_give_one_line_errors() {
     let garbage = d.join("garbage.onnx");
     std::fs::write(&garbage, b"\x08\x07this is not a model at all\xff\xff\xff").unwrap();
     for f in [&truncated, &garbage, &d.join("missing.onnx")] {
-        let out = ge().args(["compile"]).arg(f).args(["-o"]).arg(d.join("x.om")).output().unwrap();
+        let out = ge()
+            .args(["compile"])
+            .arg(f)
+            .args(["-o"])
+            .arg(d.join("x.om"))
+            .output()
+            .unwrap();
         assert_one_line_error(&out, &f.display().to_string());
     }
     let bad_om = d.join("bad.om");
@@ -52,13 +71,37 @@ fn bad_models_give_one_line_errors() {
 fn compile_run_inspect_round_trip() {
     let d = tmp("roundtrip");
     let case = corpus("pytorch-operator").join("test_operator_add_broadcast");
-    let case = if case.is_dir() { case } else { first_case(&corpus("simple")) };
+    let case = if case.is_dir() {
+        case
+    } else {
+        first_case(&corpus("simple"))
+    };
     let om = d.join("m.om");
     let report = d.join("r.json");
-    let out = ge().arg("compile").arg(case.join("model.onnx")).arg("-o").arg(&om).arg("--report").arg(&report).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    for k in ["nodes_before", "nodes_after", "passes", "memory", "compile_millis", "sim"] {
+    let out = ge()
+        .arg("compile")
+        .arg(case.join("model.onnx"))
+        .arg("-o")
+        .arg(&om)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for k in [
+        "nodes_before",
+        "nodes_after",
+        "passes",
+        "memory",
+        "compile_millis",
+        "sim",
+    ] {
         assert!(r.get(k).is_some(), "report lacks {k}");
     }
     for k in ["arena_bytes", "lower_bound_bytes", "naive_bytes"] {
@@ -69,8 +112,17 @@ fn compile_run_inspect_round_trip() {
     }
     let out = ge().arg("inspect").arg(&om).output().unwrap();
     assert!(out.status.success());
-    let out = ge().args(["bench"]).arg(&om).args(["--iters", "3", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ge()
+        .args(["bench"])
+        .arg(&om)
+        .args(["--iters", "3", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for k in ["median_ms", "iters", "threads", "sim_time_us"] {
         assert!(b.get(k).is_some(), "bench json lacks {k}");
@@ -78,17 +130,30 @@ fn compile_run_inspect_round_trip() {
 }
 
 fn first_case(dir: &Path) -> PathBuf {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     v.sort();
     v.remove(0)
 }
 
 #[test]
 fn check_prints_the_summary_line() {
-    let out = ge().args(["check", "--suite"]).arg(corpus("simple")).output().unwrap();
+    let out = ge()
+        .args(["check", "--suite"])
+        .arg(corpus("simple"))
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let last = text.lines().last().unwrap_or("");
     let parts: Vec<&str> = last.split(", ").collect();
     assert_eq!(parts.len(), 3, "summary line: {last}");
-    assert!(parts[0].ends_with(" passed") && parts[1].ends_with(" failed") && parts[2].ends_with(" skipped"), "{last}");
+    assert!(
+        parts[0].ends_with(" passed")
+            && parts[1].ends_with(" failed")
+            && parts[2].ends_with(" skipped"),
+        "{last}"
+    );
 }

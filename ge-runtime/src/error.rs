@@ -61,11 +61,24 @@ pub enum Error {
     /// The arena given is smaller than the plan needs.
     ArenaTooSmall { needed: usize, given: usize },
     /// Wrong number of inputs or outputs.
-    IoCount { what: &'static str, expected: usize, given: usize },
+    IoCount {
+        what: &'static str,
+        expected: usize,
+        given: usize,
+    },
     /// An input or output buffer has the wrong byte length.
-    IoSize { what: &'static str, index: usize, expected: usize, given: usize },
+    IoSize {
+        what: &'static str,
+        index: usize,
+        expected: usize,
+        given: usize,
+    },
     /// A task failed on the device.
-    Task { task: u32, op: OpKind, reason: KernelError },
+    Task {
+        task: u32,
+        op: OpKind,
+        reason: KernelError,
+    },
     /// The device cannot run this model (e.g. too many streams).
     Device(&'static str),
 }
@@ -73,14 +86,39 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Malformed { what, index } => write!(f, "malformed .om blob: {what} (record {index}); recompile the model with `ge compile`"),
-            Error::Version { found, supported } => write!(f, ".om format version {found} is not supported (this runtime reads version {supported}); recompile the model with a matching ge"),
-            Error::Checksum { section } => write!(f, ".om checksum mismatch in {section}: the file is corrupt"),
-            Error::Misaligned { required } => write!(f, ".om blob must start at a {required}-byte aligned address; embed it with include_bytes_aligned!(64, ..) or load it with Model::open"),
-            Error::ArenaTooSmall { needed, given } => write!(f, "arena too small: the model needs {needed} bytes, {given} were given"),
-            Error::IoCount { what, expected, given } => write!(f, "expected {expected} {what}, got {given}"),
-            Error::IoSize { what, index, expected, given } => write!(f, "{what} {index} must be {expected} bytes, got {given}"),
-            Error::Task { task, op, reason } => write!(f, "task {task} ({}) failed: {reason}", op.name()),
+            Error::Malformed { what, index } => write!(
+                f,
+                "malformed .om blob: {what} (record {index}); recompile the model with `ge compile`"
+            ),
+            Error::Version { found, supported } => write!(
+                f,
+                ".om format version {found} is not supported (this runtime reads version {supported}); recompile the model with a matching ge"
+            ),
+            Error::Checksum { section } => {
+                write!(f, ".om checksum mismatch in {section}: the file is corrupt")
+            }
+            Error::Misaligned { required } => write!(
+                f,
+                ".om blob must start at a {required}-byte aligned address; embed it with include_bytes_aligned!(64, ..) or load it with Model::open"
+            ),
+            Error::ArenaTooSmall { needed, given } => write!(
+                f,
+                "arena too small: the model needs {needed} bytes, {given} were given"
+            ),
+            Error::IoCount {
+                what,
+                expected,
+                given,
+            } => write!(f, "expected {expected} {what}, got {given}"),
+            Error::IoSize {
+                what,
+                index,
+                expected,
+                given,
+            } => write!(f, "{what} {index} must be {expected} bytes, got {given}"),
+            Error::Task { task, op, reason } => {
+                write!(f, "task {task} ({}) failed: {reason}", op.name())
+            }
             Error::Device(m) => write!(f, "device: {m}"),
         }
     }

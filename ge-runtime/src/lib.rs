@@ -14,13 +14,15 @@ mod error;
 pub mod format;
 mod memory;
 mod model;
-mod session;
 #[cfg(feature = "std")]
 mod owned;
+mod session;
 
 pub use error::{Error, KernelError};
 pub use memory::Memory;
-pub use model::{IoInfo, MAX_SECTIONS, Model, header_checksum, header_len, tensor_dtype, tensor_shape};
+pub use model::{
+    IoInfo, MAX_SECTIONS, Model, header_checksum, header_len, tensor_dtype, tensor_shape,
+};
 #[cfg(feature = "std")]
 pub use owned::AlignedBlob;
 pub use session::{Device, Session};

@@ -9,8 +9,31 @@
 use core::marker::PhantomData;
 
 use crate::error::{Error, KernelError};
-use crate::format::{Location, MAX_TASK_IO, NO_TENSOR, Shape, TaskDesc, TensorDesc, TensorMut, TensorRef};
+use crate::format::{
+    Location, MAX_TASK_IO, NO_TENSOR, Shape, TaskDesc, TensorDesc, TensorMut, TensorRef,
+};
 use crate::model::{Model, tensor_dtype, tensor_shape};
+
+/// A written tensor's bytes in the arena at `base` (of `len` bytes).
+///
+/// # Safety
+/// `base..base + len` must be a live, exclusively borrowed arena for `'x`, and no other view
+/// of the returned range may exist during `'x` (the loader proved a task's written tensors
+/// disjoint from everything else the task touches).
+unsafe fn arena_mut<'x>(
+    base: *mut u8,
+    len: usize,
+    t: &TensorDesc,
+) -> Result<&'x mut [u8], KernelError> {
+    let (o, n) = (t.offset as usize, t.bytes as usize);
+    if t.location != Location::Arena as u8 || o.checked_add(n).is_none_or(|e| e > len) {
+        return Err(KernelError::MissingTensor(
+            "written tensor is not in the arena",
+        ));
+    }
+    // SAFETY: in bounds (checked above); exclusivity per the caller's contract.
+    Ok(unsafe { core::slice::from_raw_parts_mut(base.add(o), n) })
+}
 
 /// The memory one run executes in.
 pub struct Memory<'a> {
@@ -25,7 +48,13 @@ impl<'a> Memory<'a> {
     /// Binds an aligned arena (at least the model's `arena_bytes`), the model's weights and
     /// the caller's input buffers (sizes already checked).
     pub(crate) fn new(arena: &'a mut [u8], weights: &'a [u8], inputs: &'a [&'a [u8]]) -> Self {
-        Memory { arena: arena.as_mut_ptr(), arena_len: arena.len(), weights, inputs, _arena: PhantomData }
+        Memory {
+            arena: arena.as_mut_ptr(),
+            arena_len: arena.len(),
+            weights,
+            inputs,
+            _arena: PhantomData,
+        }
     }
 
     fn bytes(&self, t: &TensorDesc) -> Result<&[u8], KernelError> {
@@ -51,26 +80,24 @@ impl<'a> Memory<'a> {
         }
     }
 
-    fn bytes_mut(&self, t: &TensorDesc) -> Result<&mut [u8], KernelError> {
-        let (o, n) = (t.offset as usize, t.bytes as usize);
-        if t.location != Location::Arena as u8 || o.checked_add(n).is_none_or(|e| e > self.arena_len) {
-            return Err(KernelError::MissingTensor("written tensor is not in the arena"));
-        }
-        // SAFETY: in bounds; the loader proved written tensors of one task are disjoint from
-        // every other tensor of that task, and views live only during the task.
-        Ok(unsafe { core::slice::from_raw_parts_mut(self.arena.add(o), n) })
-    }
-
     /// Runs `f` with views of `task`'s inputs (`None` for absent optional inputs), outputs
     /// and workspace (empty when the task has none).
     pub fn with_task<R>(
         &mut self,
         model: &Model<'_>,
         task: &TaskDesc,
-        f: impl FnOnce(&[Option<TensorRef<'_>>], &mut [TensorMut<'_>], &mut [u8]) -> Result<R, KernelError>,
+        f: impl FnOnce(
+            &[Option<TensorRef<'_>>],
+            &mut [TensorMut<'_>],
+            &mut [u8],
+        ) -> Result<R, KernelError>,
     ) -> Result<R, KernelError> {
         let tensors = model.tensors();
-        let get = |id: u32| tensors.get(id as usize).ok_or(KernelError::MissingTensor("task names no tensor"));
+        let get = |id: u32| {
+            tensors
+                .get(id as usize)
+                .ok_or(KernelError::MissingTensor("task names no tensor"))
+        };
         let in_ids = model.task_inputs(task);
         let out_ids = model.task_outputs(task);
         if in_ids.len() > MAX_TASK_IO || out_ids.len() > MAX_TASK_IO {
@@ -80,21 +107,40 @@ impl<'a> Memory<'a> {
         for (slot, &id) in ins.iter_mut().zip(in_ids) {
             if id != NO_TENSOR {
                 let t = get(id)?;
-                *slot = Some(TensorRef { dtype: tensor_dtype(t), shape: tensor_shape(t), data: self.bytes(t)? });
+                *slot = Some(TensorRef {
+                    dtype: tensor_dtype(t),
+                    shape: tensor_shape(t),
+                    data: self.bytes(t)?,
+                });
             }
         }
-        let mut outs: [TensorMut<'_>; MAX_TASK_IO] =
-            core::array::from_fn(|_| TensorMut { dtype: crate::format::DType::U8, shape: Shape::scalar(), data: &mut [] });
+        let mut outs: [TensorMut<'_>; MAX_TASK_IO] = core::array::from_fn(|_| TensorMut {
+            dtype: crate::format::DType::U8,
+            shape: Shape::scalar(),
+            data: &mut [],
+        });
         for (slot, &id) in outs.iter_mut().zip(out_ids) {
             let t = get(id)?;
-            *slot = TensorMut { dtype: tensor_dtype(t), shape: tensor_shape(t), data: self.bytes_mut(t)? };
+            *slot = TensorMut {
+                dtype: tensor_dtype(t),
+                shape: tensor_shape(t), // SAFETY: `self` is borrowed mutably for the views' lifetime; see `arena_mut`.
+                data: unsafe { arena_mut(self.arena, self.arena_len, t)? },
+            };
         }
-        let ws: &mut [u8] = if task.workspace == NO_TENSOR { &mut [] } else { self.bytes_mut(get(task.workspace)?)? };
+        let ws: &mut [u8] = if task.workspace == NO_TENSOR {
+            &mut []
+        } else {
+            // SAFETY: as for the outputs.
+            unsafe { arena_mut(self.arena, self.arena_len, get(task.workspace)?)? }
+        };
         f(&ins[..in_ids.len()], &mut outs[..out_ids.len()], ws)
     }
 
     /// Bytes of any tensor, for copying outputs out after a run.
     pub(crate) fn tensor_bytes(&self, t: &TensorDesc) -> Result<&[u8], Error> {
-        self.bytes(t).map_err(|_| Error::Malformed { what: "output tensor out of range", index: 0 })
+        self.bytes(t).map_err(|_| Error::Malformed {
+            what: "output tensor out of range",
+            index: 0,
+        })
     }
 }

@@ -63,7 +63,7 @@ pub fn header_checksum(header: &Header, table: &[u8]) -> u32 {
 }
 
 fn table<'a, T: Pod>(bytes: &'a [u8], what: &'static str) -> Result<&'a [T], Error> {
-    if bytes.len() % core::mem::size_of::<T>() != 0 {
+    if !bytes.len().is_multiple_of(core::mem::size_of::<T>()) {
         return Err(bad(what, 0));
     }
     bytemuck::try_cast_slice(bytes).map_err(|_| bad(what, 0))
@@ -76,7 +76,7 @@ impl<'a> Model<'a> {
         if !cfg!(target_endian = "little") {
             return Err(Error::Device("only little-endian hosts are supported"));
         }
-        if (bytes.as_ptr() as usize) % ALIGN != 0 {
+        if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(Error::Misaligned { required: ALIGN });
         }
         let hl = header_len();
@@ -88,21 +88,31 @@ impl<'a> Model<'a> {
             return Err(bad("not a .om file (bad magic)", 0));
         }
         if header.version != FORMAT_VERSION {
-            return Err(Error::Version { found: header.version, supported: FORMAT_VERSION });
+            return Err(Error::Version {
+                found: header.version,
+                supported: FORMAT_VERSION,
+            });
         }
         if header.file_len != bytes.len() as u64 {
-            return Err(bad("file length differs from the header (truncated or padded)", header.file_len));
+            return Err(bad(
+                "file length differs from the header (truncated or padded)",
+                header.file_len,
+            ));
         }
         let count = header.section_count as usize;
         if count > MAX_SECTIONS {
             return Err(bad("too many sections", count as u64));
         }
         let table_end = hl + count * core::mem::size_of::<SectionEntry>();
-        let table_bytes = bytes.get(hl..table_end).ok_or(bad("section table past end of file", 0))?;
+        let table_bytes = bytes
+            .get(hl..table_end)
+            .ok_or(bad("section table past end of file", 0))?;
         if header_checksum(&header, table_bytes) != header.header_crc {
             return Err(Error::Checksum { section: "header" });
         }
-        let body = bytes.get(table_end..).ok_or(bad("section table past end of file", 0))?;
+        let body = bytes
+            .get(table_end..)
+            .ok_or(bad("section table past end of file", 0))?;
         if crc32fast::hash(body) != header.body_crc {
             return Err(Error::Checksum { section: "body" });
         }
@@ -118,10 +128,16 @@ impl<'a> Model<'a> {
             if slot.is_some() {
                 return Err(bad("duplicate section", i as u64));
             }
-            if e.offset % ALIGN as u64 != 0 || e.offset < table_end as u64 {
-                return Err(bad("section offset misaligned or inside the header", i as u64));
+            if !e.offset.is_multiple_of(ALIGN as u64) || e.offset < table_end as u64 {
+                return Err(bad(
+                    "section offset misaligned or inside the header",
+                    i as u64,
+                ));
             }
-            let end = e.offset.checked_add(e.len).ok_or(bad("section length overflows", i as u64))?;
+            let end = e
+                .offset
+                .checked_add(e.len)
+                .ok_or(bad("section length overflows", i as u64))?;
             if end > bytes.len() as u64 {
                 return Err(bad("section extends past end of file", i as u64));
             }
@@ -168,7 +184,10 @@ impl<'a> Model<'a> {
             if d.direction != u32::from(!want_input) {
                 return Err(bad("io entry direction out of order", i as u64));
             }
-            let t = self.tensors.get(d.tensor as usize).ok_or(bad("io entry names no tensor", i as u64))?;
+            let t = self
+                .tensors
+                .get(d.tensor as usize)
+                .ok_or(bad("io entry names no tensor", i as u64))?;
             if want_input && (t.location != Location::Input as u8 || t.index as usize != i) {
                 return Err(bad("input tensor is not bound to its input slot", i as u64));
             }
@@ -194,20 +213,27 @@ impl<'a> Model<'a> {
         if numel != t.bytes {
             return Err(bad("tensor byte length differs from its shape", i));
         }
-        let end = t.offset.checked_add(t.bytes).ok_or(bad("tensor extent overflows", i))?;
+        let end = t
+            .offset
+            .checked_add(t.bytes)
+            .ok_or(bad("tensor extent overflows", i))?;
         match t.location {
             l if l == Location::Arena as u8 => {
-                if t.offset % ALIGN as u64 != 0 || end > self.meta.arena_bytes {
+                if !t.offset.is_multiple_of(ALIGN as u64) || end > self.meta.arena_bytes {
                     return Err(bad("arena tensor misaligned or outside the arena", i));
                 }
             }
             l if l == Location::Weight as u8 => {
-                if t.offset % dtype.size() as u64 != 0 || end > self.weights.len() as u64 {
+                if !t.offset.is_multiple_of(dtype.size() as u64) || end > self.weights.len() as u64
+                {
                     return Err(bad("weight tensor misaligned or outside the weights", i));
                 }
             }
             l if l == Location::Input as u8 => {
-                let d = self.io.get(t.index as usize).ok_or(bad("input tensor names no input", i))?;
+                let d = self
+                    .io
+                    .get(t.index as usize)
+                    .ok_or(bad("input tensor names no input", i))?;
                 if t.index >= self.meta.input_count || d.tensor as u64 != i {
                     return Err(bad("input tensor is not its input's tensor", i));
                 }
@@ -231,7 +257,10 @@ impl<'a> Model<'a> {
         if ni > MAX_TASK_IO || no > MAX_TASK_IO || no == 0 {
             return Err(bad("task has too many (or no) inputs/outputs", idx));
         }
-        let ids = self.task_io.get(t.io_start as usize..t.io_start as usize + ni + no).ok_or(bad("task io outside the io table", idx))?;
+        let ids = self
+            .task_io
+            .get(t.io_start as usize..t.io_start as usize + ni + no)
+            .ok_or(bad("task io outside the io table", idx))?;
         if u32::from(t.stream) >= self.meta.stream_count {
             return Err(bad("task stream out of range", idx));
         }
@@ -245,7 +274,10 @@ impl<'a> Model<'a> {
         // else the task touches, which makes handing out `&mut` views sound.
         let ws = (t.workspace != NO_TENSOR).then_some(t.workspace);
         for (k, &id) in ids[ni..].iter().chain(ws.iter()).enumerate() {
-            let d = self.tensors.get(id as usize).ok_or(bad("task output names no tensor", idx))?;
+            let d = self
+                .tensors
+                .get(id as usize)
+                .ok_or(bad("task output names no tensor", idx))?;
             if d.location != Location::Arena as u8 {
                 return Err(bad("task output is not in the arena", idx));
             }
@@ -267,8 +299,13 @@ impl<'a> Model<'a> {
     }
 
     fn str_checked(&self, r: StrRef) -> Result<&'a str, Error> {
-        let end = (r.offset as usize).checked_add(r.len as usize).ok_or(bad("string out of range", 0))?;
-        let b = self.strings.get(r.offset as usize..end).ok_or(bad("string out of range", u64::from(r.offset)))?;
+        let end = (r.offset as usize)
+            .checked_add(r.len as usize)
+            .ok_or(bad("string out of range", 0))?;
+        let b = self
+            .strings
+            .get(r.offset as usize..end)
+            .ok_or(bad("string out of range", u64::from(r.offset)))?;
         core::str::from_utf8(b).map_err(|_| bad("string is not UTF-8", u64::from(r.offset)))
     }
 
@@ -311,17 +348,30 @@ impl<'a> Model<'a> {
     fn io_info(&self, i: usize) -> Option<IoInfo<'a>> {
         let d = self.io.get(i)?;
         let t = self.tensors.get(d.tensor as usize)?;
-        Some(IoInfo { name: self.str(d.name), dtype: tensor_dtype(t), shape: tensor_shape(t), tensor: d.tensor })
+        Some(IoInfo {
+            name: self.str(d.name),
+            dtype: tensor_dtype(t),
+            shape: tensor_shape(t),
+            tensor: d.tensor,
+        })
     }
 
     /// Input `i`'s name, dtype and shape.
     pub fn input(&self, i: usize) -> Option<IoInfo<'a>> {
-        if i < self.input_count() { self.io_info(i) } else { None }
+        if i < self.input_count() {
+            self.io_info(i)
+        } else {
+            None
+        }
     }
 
     /// Output `i`'s name, dtype and shape.
     pub fn output(&self, i: usize) -> Option<IoInfo<'a>> {
-        if i < self.output_count() { self.io_info(self.input_count() + i) } else { None }
+        if i < self.output_count() {
+            self.io_info(self.input_count() + i)
+        } else {
+            None
+        }
     }
 
     /// The tensor table.
@@ -342,13 +392,17 @@ impl<'a> Model<'a> {
     /// A task's input tensor ids ([`NO_TENSOR`] for absent optional inputs).
     pub fn task_inputs(&self, t: &TaskDesc) -> &'a [u32] {
         let s = t.io_start as usize;
-        self.task_io.get(s..s + t.input_count as usize).unwrap_or(&[])
+        self.task_io
+            .get(s..s + t.input_count as usize)
+            .unwrap_or(&[])
     }
 
     /// A task's output tensor ids.
     pub fn task_outputs(&self, t: &TaskDesc) -> &'a [u32] {
         let s = t.io_start as usize + t.input_count as usize;
-        self.task_io.get(s..s + t.output_count as usize).unwrap_or(&[])
+        self.task_io
+            .get(s..s + t.output_count as usize)
+            .unwrap_or(&[])
     }
 
     /// A task's parameter record.

@@ -28,11 +28,22 @@ impl<'m, 'a, D: Device> Session<'m, 'a, D> {
         let skip = arena.as_ptr().align_offset(ALIGN);
         let needed = model.arena_bytes();
         if skip > arena.len() || arena.len() - skip < needed {
-            let needed = if skip == 0 { needed } else { model.arena_bytes_unaligned() };
-            return Err(Error::ArenaTooSmall { needed, given: arena.len() });
+            let needed = if skip == 0 {
+                needed
+            } else {
+                model.arena_bytes_unaligned()
+            };
+            return Err(Error::ArenaTooSmall {
+                needed,
+                given: arena.len(),
+            });
         }
         let arena = &mut arena[skip..skip + needed];
-        Ok(Session { model, arena, device })
+        Ok(Session {
+            model,
+            arena,
+            device,
+        })
     }
 
     /// The model.
@@ -55,27 +66,48 @@ impl<'m, 'a, D: Device> Session<'m, 'a, D> {
     pub fn run(&mut self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<D::Report, Error> {
         let m = self.model;
         if inputs.len() != m.input_count() {
-            return Err(Error::IoCount { what: "inputs", expected: m.input_count(), given: inputs.len() });
+            return Err(Error::IoCount {
+                what: "inputs",
+                expected: m.input_count(),
+                given: inputs.len(),
+            });
         }
         if outputs.len() != m.output_count() {
-            return Err(Error::IoCount { what: "outputs", expected: m.output_count(), given: outputs.len() });
+            return Err(Error::IoCount {
+                what: "outputs",
+                expected: m.output_count(),
+                given: outputs.len(),
+            });
         }
         for (i, b) in inputs.iter().enumerate() {
             let want = m.input(i).map_or(0, |io| io.bytes());
             if b.len() != want {
-                return Err(Error::IoSize { what: "input", index: i, expected: want, given: b.len() });
+                return Err(Error::IoSize {
+                    what: "input",
+                    index: i,
+                    expected: want,
+                    given: b.len(),
+                });
             }
         }
         for (i, b) in outputs.iter().enumerate() {
             let want = m.output(i).map_or(0, |io| io.bytes());
             if b.len() != want {
-                return Err(Error::IoSize { what: "output", index: i, expected: want, given: b.len() });
+                return Err(Error::IoSize {
+                    what: "output",
+                    index: i,
+                    expected: want,
+                    given: b.len(),
+                });
             }
         }
         let mut mem = Memory::new(self.arena, m.weights(), inputs);
         let report = self.device.execute(m, &mut mem)?;
         for (i, out) in outputs.iter_mut().enumerate() {
-            let info = m.output(i).ok_or(Error::Malformed { what: "output missing", index: i as u64 })?;
+            let info = m.output(i).ok_or(Error::Malformed {
+                what: "output missing",
+                index: i as u64,
+            })?;
             let t = &m.tensors()[info.tensor as usize];
             out.copy_from_slice(mem.tensor_bytes(t)?);
         }
@@ -83,10 +115,18 @@ impl<'m, 'a, D: Device> Session<'m, 'a, D> {
     }
 
     /// [`Session::run`] for models whose inputs and outputs are all `f32`.
-    pub fn run_f32(&mut self, inputs: &[&[f32]], outputs: &mut [&mut [f32]]) -> Result<D::Report, Error> {
+    pub fn run_f32(
+        &mut self,
+        inputs: &[&[f32]],
+        outputs: &mut [&mut [f32]],
+    ) -> Result<D::Report, Error> {
         const MAX: usize = crate::format::MAX_TASK_IO;
         if inputs.len() > MAX || outputs.len() > MAX {
-            return Err(Error::IoCount { what: "inputs/outputs (at most 64)", expected: MAX, given: inputs.len().max(outputs.len()) });
+            return Err(Error::IoCount {
+                what: "inputs/outputs (at most 64)",
+                expected: MAX,
+                given: inputs.len().max(outputs.len()),
+            });
         }
         let mut ins: [&[u8]; MAX] = [&[]; MAX];
         for (d, s) in ins.iter_mut().zip(inputs) {

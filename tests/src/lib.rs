@@ -4,13 +4,18 @@ use std::path::PathBuf;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(PathBuf::from).unwrap_or_default()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
 }
 
 /// The corpus folder (`GE_CORPUS`, else `<workspace>/corpus`). Panics with the command to
 /// run when it is missing: a test must not pass vacuously.
 pub fn corpus(part: &str) -> PathBuf {
-    let root = std::env::var_os("GE_CORPUS").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("corpus"));
+    let root = std::env::var_os("GE_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("corpus"));
     let p = root.join(part);
     assert!(
         p.is_dir(),

@@ -7,7 +7,11 @@ use ge_build::check::{Outcome, Tolerance, check_case_isolated, suite_cases};
 #[test]
 fn light_architectures_match_onnxruntime() {
     let cases = suite_cases(&ge_tests::corpus("light"));
-    assert_eq!(cases.len(), 9, "expected the 9 light architectures, found {cases:?}");
+    assert_eq!(
+        cases.len(),
+        9,
+        "expected the 9 light architectures, found {cases:?}"
+    );
     let mut failures = Vec::new();
     for c in &cases {
         let outcome = check_case_isolated(c, &CompileOptions::default(), Tolerance::default());

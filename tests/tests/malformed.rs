@@ -4,26 +4,44 @@ use ge_build::{CompileOptions, compile_bytes, compile_file};
 use ge_runtime::{AlignedBlob, Error, Model};
 
 fn small_model() -> Vec<u8> {
-    let p = ge_tests::corpus("light").join("squeezenet").join("model.onnx");
+    let p = ge_tests::corpus("light")
+        .join("squeezenet")
+        .join("model.onnx");
     std::fs::read(p).expect("squeezenet model")
 }
 
 fn compiled() -> Vec<u8> {
-    let p = ge_tests::corpus("light").join("squeezenet").join("model.onnx");
-    compile_file(&p, &CompileOptions::default()).expect("compiles").blob
+    let p = ge_tests::corpus("light")
+        .join("squeezenet")
+        .join("model.onnx");
+    compile_file(&p, &CompileOptions::default())
+        .expect("compiles")
+        .blob
 }
 
 #[test]
 fn truncated_and_garbage_onnx_are_errors() {
     let bytes = small_model();
-    for cut in [0, 1, 7, 100, bytes.len() / 3, bytes.len() / 2, bytes.len() - 1] {
-        let r = std::panic::catch_unwind(|| compile_bytes(&bytes[..cut], None, &CompileOptions::default()));
+    for cut in [
+        0,
+        1,
+        7,
+        100,
+        bytes.len() / 3,
+        bytes.len() / 2,
+        bytes.len() - 1,
+    ] {
+        let r = std::panic::catch_unwind(|| {
+            compile_bytes(&bytes[..cut], None, &CompileOptions::default())
+        });
         match r {
             Ok(res) => assert!(res.is_err() || cut == 0, "truncation at {cut} compiled"),
             Err(_) => panic!("truncation at {cut} panicked"),
         }
     }
-    let garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     assert!(compile_bytes(&garbage, None, &CompileOptions::default()).is_err());
 }
 
@@ -32,7 +50,10 @@ fn truncated_om_is_an_error() {
     let blob = compiled();
     for cut in [0, 10, 63, 64, 200, blob.len() / 2, blob.len() - 1] {
         let a = AlignedBlob::from_bytes(&blob[..cut]);
-        assert!(Model::from_bytes(a.as_bytes()).is_err(), "truncation at {cut} loaded");
+        assert!(
+            Model::from_bytes(a.as_bytes()).is_err(),
+            "truncation at {cut} loaded"
+        );
     }
 }
 
@@ -41,7 +62,13 @@ fn wrong_version_om_is_a_version_error() {
     let mut blob = compiled();
     blob[8] = 99; // the version field follows the 8-byte magic
     let a = AlignedBlob::from_bytes(&blob);
-    assert_eq!(Model::from_bytes(a.as_bytes()).err(), Some(Error::Version { found: 99, supported: 1 }));
+    assert_eq!(
+        Model::from_bytes(a.as_bytes()).err(),
+        Some(Error::Version {
+            found: 99,
+            supported: 1
+        })
+    );
 }
 
 #[test]
@@ -51,13 +78,18 @@ fn corrupted_om_fails_its_checksum() {
         let mut b = blob.clone();
         b[at] ^= 0x5a;
         let a = AlignedBlob::from_bytes(&b);
-        assert!(Model::from_bytes(a.as_bytes()).is_err(), "flip at {at} loaded");
+        assert!(
+            Model::from_bytes(a.as_bytes()).is_err(),
+            "flip at {at} loaded"
+        );
     }
 }
 
 #[test]
 fn garbage_om_is_an_error() {
-    let garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+        .collect();
     let a = AlignedBlob::from_bytes(&garbage);
     assert!(Model::from_bytes(a.as_bytes()).is_err());
 }

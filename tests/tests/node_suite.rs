@@ -6,12 +6,16 @@ use ge_build::CompileOptions;
 use ge_build::check::{Outcome, Tolerance, check_case_isolated, suite_cases};
 
 /// Raise this when conformance improves; never lower it to make the test pass.
-const PASS_FLOOR: usize = 0;
+const PASS_FLOOR: usize = 780;
 
 #[test]
 fn node_suite_runs_to_its_summary() {
     let cases = suite_cases(&ge_tests::corpus("node"));
-    assert!(cases.len() > 1000, "node suite has only {} cases", cases.len());
+    assert!(
+        cases.len() > 1000,
+        "node suite has only {} cases",
+        cases.len()
+    );
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
     let mut panics = Vec::new();
     for c in &cases {
@@ -28,5 +32,8 @@ fn node_suite_runs_to_its_summary() {
     }
     eprintln!("node suite: {pass} passed, {fail} failed, {skip} skipped");
     assert!(panics.is_empty(), "cases panicked:\n{}", panics.join("\n"));
-    assert!(pass >= PASS_FLOOR, "{pass} passed, below the floor {PASS_FLOOR}");
+    assert!(
+        pass >= PASS_FLOOR,
+        "{pass} passed, below the floor {PASS_FLOOR}"
+    );
 }

@@ -14,11 +14,21 @@ fn pytorch_and_simple_cases_pass() {
             total += 1;
             match check_case_isolated(&c, &CompileOptions::default(), Tolerance::default()) {
                 Outcome::Pass => passed += 1,
-                o => others.push(format!("{part}/{}: {o:?}", c.file_name().unwrap_or_default().to_string_lossy())),
+                o => others.push(format!(
+                    "{part}/{}: {o:?}",
+                    c.file_name().unwrap_or_default().to_string_lossy()
+                )),
             }
         }
     }
-    eprintln!("{passed} of {total} passed; not passing:\n{}", others.join("\n"));
+    eprintln!(
+        "{passed} of {total} passed; not passing:\n{}",
+        others.join("\n")
+    );
     assert_eq!(total, 140, "expected 140 cases");
-    assert!(passed * 10 >= total * 9, "only {passed} of {total} passed:\n{}", others.join("\n"));
+    assert!(
+        passed * 10 >= total * 9,
+        "only {passed} of {total} passed:\n{}",
+        others.join("\n")
+    );
 }

@@ -32,29 +32,65 @@ fn shape(dims: &[usize]) -> Result<Shape, KernelError> {
 }
 
 /// Runs `op` on `inputs`, producing outputs of the given dtypes and shapes.
-pub fn eval(op: &Op, inputs: &[Option<&TensorData>], outputs: &[(DType, Vec<usize>)]) -> Result<Vec<TensorData>, KernelError> {
+pub fn eval(
+    op: &Op,
+    inputs: &[Option<&TensorData>],
+    outputs: &[(DType, Vec<usize>)],
+) -> Result<Vec<TensorData>, KernelError> {
     let (kind, params) = op.lower();
     let ins_buf: Vec<Option<(Aligned, DType, Shape)>> = inputs
         .iter()
-        .map(|t| t.map(|t| Ok((Aligned::from(&t.bytes), t.dtype, shape(&t.dims)?))).transpose())
+        .map(|t| {
+            t.map(|t| Ok((Aligned::from(&t.bytes), t.dtype, shape(&t.dims)?)))
+                .transpose()
+        })
         .collect::<Result<_, KernelError>>()?;
-    let ins: Vec<Option<TensorRef<'_>>> =
-        ins_buf.iter().map(|t| t.as_ref().map(|(a, d, s)| TensorRef { dtype: *d, shape: *s, data: a.bytes() })).collect();
+    let ins: Vec<Option<TensorRef<'_>>> = ins_buf
+        .iter()
+        .map(|t| {
+            t.as_ref().map(|(a, d, s)| TensorRef {
+                dtype: *d,
+                shape: *s,
+                data: a.bytes(),
+            })
+        })
+        .collect();
     let mut out_bufs: Vec<(Aligned, DType, Shape)> = outputs
         .iter()
-        .map(|(d, dims)| Ok((Aligned::zeroed(dims.iter().product::<usize>() * d.size()), *d, shape(dims)?)))
+        .map(|(d, dims)| {
+            Ok((
+                Aligned::zeroed(dims.iter().product::<usize>() * d.size()),
+                *d,
+                shape(dims)?,
+            ))
+        })
         .collect::<Result<_, KernelError>>()?;
     let in_shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
     let out_shapes: Vec<Shape> = out_bufs.iter().map(|o| o.2).collect();
-    let mut ws = Aligned::zeroed(ge_sim::kernels::workspace_bytes(kind, &params, &in_shapes, &out_shapes));
+    let mut ws = Aligned::zeroed(ge_sim::kernels::workspace_bytes(
+        kind,
+        &params,
+        &in_shapes,
+        &out_shapes,
+    ));
     {
-        let mut outs: Vec<TensorMut<'_>> =
-            out_bufs.iter_mut().map(|(a, d, s)| TensorMut { dtype: *d, shape: *s, data: a.bytes_mut() }).collect();
+        let mut outs: Vec<TensorMut<'_>> = out_bufs
+            .iter_mut()
+            .map(|(a, d, s)| TensorMut {
+                dtype: *d,
+                shape: *s,
+                data: a.bytes_mut(),
+            })
+            .collect();
         ge_sim::kernels::execute(kind, &params, &ins, &mut outs, ws.bytes_mut())?;
     }
     Ok(out_bufs
         .into_iter()
         .zip(outputs)
-        .map(|((a, d, _), (_, dims))| TensorData { dtype: d, dims: dims.clone(), bytes: a.bytes().to_vec() })
+        .map(|((a, d, _), (_, dims))| TensorData {
+            dtype: d,
+            dims: dims.clone(),
+            bytes: a.bytes().to_vec(),
+        })
         .collect())
 }

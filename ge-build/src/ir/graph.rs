@@ -111,7 +111,9 @@ impl Graph {
 
     /// Nodes consuming any output of `n`.
     pub fn consumers(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.g.edges_directed(n, Direction::Outgoing).map(|e| e.target())
+        self.g
+            .edges_directed(n, Direction::Outgoing)
+            .map(|e| e.target())
     }
 
     /// Number of live nodes.
@@ -126,8 +128,11 @@ impl Graph {
             .node_indices()
             .map(|n| (n, self.g.edges_directed(n, Direction::Incoming).count()))
             .collect();
-        let mut ready: std::collections::BTreeSet<NodeIndex> =
-            indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| *n).collect();
+        let mut ready: std::collections::BTreeSet<NodeIndex> = indeg
+            .iter()
+            .filter(|(_, d)| **d == 0)
+            .map(|(n, _)| *n)
+            .collect();
         let mut order = Vec::with_capacity(indeg.len());
         while let Some(n) = ready.pop_first() {
             order.push(n);

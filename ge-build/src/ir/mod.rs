@@ -4,6 +4,6 @@ mod eval;
 mod graph;
 mod op;
 
-pub use graph::{Graph, Node, Value, ValueId};
 pub use eval::eval;
+pub use graph::{Graph, Node, Value, ValueId};
 pub use op::Op;

@@ -45,12 +45,21 @@ pub enum Op {
 impl Op {
     /// A unary op with its `alpha` / `beta`.
     pub fn unary(op: UnaryOp, alpha: f32, beta: f32) -> Op {
-        Op::Unary(UnaryParams { act: Activation { op: op as u32, alpha, beta } })
+        Op::Unary(UnaryParams {
+            act: Activation {
+                op: op as u32,
+                alpha,
+                beta,
+            },
+        })
     }
 
     /// A binary op without epilogue.
     pub fn binary(op: BinaryOp) -> Op {
-        Op::Binary(BinaryParams { op: op as u32, act: Activation::default() })
+        Op::Binary(BinaryParams {
+            op: op as u32,
+            act: Activation::default(),
+        })
     }
 
     /// The task kind and parameter record this op lowers to.

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use ge_runtime::format::{IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, Shape, TaskDesc, TensorDesc};
+use ge_runtime::format::{
+    IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, Shape, TaskDesc, TensorDesc,
+};
 use petgraph::stable_graph::NodeIndex;
 
 use super::OmBuilder;
@@ -31,7 +33,12 @@ pub fn emit(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) ->
 }
 
 /// [`emit`] with the plan's figures.
-pub fn emit_full(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) -> Result<Emitted> {
+pub fn emit_full(
+    g: &Graph,
+    order: &[NodeIndex],
+    reuse: bool,
+    producer_name: &str,
+) -> Result<Emitted> {
     let steps = order.len().max(1);
     // Lifetimes of activations (values produced by nodes) and workspaces.
     let mut buffers: Vec<Buffer> = Vec::new();
@@ -44,15 +51,31 @@ pub fn emit_full(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &st
         let node = &g.g[n];
         for &v in &node.outputs {
             buffer_of.insert(v, buffers.len());
-            buffers.push(Buffer { bytes: g.value(v).bytes(), first: step, last: step });
+            buffers.push(Buffer {
+                bytes: g.value(v).bytes(),
+                first: step,
+                last: step,
+            });
         }
         let (kind, params) = node.op.lower();
-        let ins: Vec<Option<Shape>> = node.inputs.iter().map(|i| i.map(|v| shape_of(&g.value(v).shape))).collect();
-        let outs: Vec<Shape> = node.outputs.iter().map(|&v| shape_of(&g.value(v).shape)).collect();
+        let ins: Vec<Option<Shape>> = node
+            .inputs
+            .iter()
+            .map(|i| i.map(|v| shape_of(&g.value(v).shape)))
+            .collect();
+        let outs: Vec<Shape> = node
+            .outputs
+            .iter()
+            .map(|&v| shape_of(&g.value(v).shape))
+            .collect();
         let ws = ge_sim::kernels::workspace_bytes(kind, &params, &ins, &outs);
         if ws > 0 {
             workspace_of[step] = Some(buffers.len());
-            buffers.push(Buffer { bytes: ws, first: step, last: step });
+            buffers.push(Buffer {
+                bytes: ws,
+                first: step,
+                last: step,
+            });
         }
         lowered.push((kind, params));
     }
@@ -70,7 +93,13 @@ pub fn emit_full(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &st
     }
     let memory = plan(&buffers, steps, reuse);
 
-    let mut t = Tables { om: OmBuilder::default(), tensor_of: HashMap::new(), g, memory: &memory, buffer_of: &buffer_of };
+    let mut t = Tables {
+        om: OmBuilder::default(),
+        tensor_of: HashMap::new(),
+        g,
+        memory: &memory,
+        buffer_of: &buffer_of,
+    };
     for (i, &v) in g.inputs.iter().enumerate() {
         t.add_tensor(v, Location::Input, i as u32, 0)?;
     }
@@ -128,12 +157,20 @@ pub fn emit_full(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &st
     }
     for (i, &v) in g.inputs.iter().enumerate() {
         let name = t.om.string(&g.value(v).name);
-        t.om.io.push(IoDesc { name, tensor: i as u32, direction: 0 });
+        t.om.io.push(IoDesc {
+            name,
+            tensor: i as u32,
+            direction: 0,
+        });
     }
     for &v in &g.outputs {
         let id = t.tensor(v)?;
         let name = t.om.string(&g.value(v).name);
-        t.om.io.push(IoDesc { name, tensor: id, direction: 1 });
+        t.om.io.push(IoDesc {
+            name,
+            tensor: id,
+            direction: 1,
+        });
     }
     let weight_bytes = t.om.weight_bytes();
     let meta = Meta {
@@ -149,7 +186,12 @@ pub fn emit_full(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &st
     };
     let tasks = t.om.tasks.len();
     let om = t.om;
-    Ok(Emitted { blob: om.finish(meta), memory, tasks, weight_bytes })
+    Ok(Emitted {
+        blob: om.finish(meta),
+        memory,
+        tasks,
+        weight_bytes,
+    })
 }
 
 /// The tensor table being built, and the value → tensor id map.
@@ -162,14 +204,26 @@ struct Tables<'a> {
 }
 
 impl Tables<'_> {
-    fn add_tensor(&mut self, v: ValueId, location: Location, index: u32, offset: u64) -> Result<u32> {
+    fn add_tensor(
+        &mut self,
+        v: ValueId,
+        location: Location,
+        index: u32,
+        offset: u64,
+    ) -> Result<u32> {
         let val = self.g.value(v);
         if val.shape.len() > MAX_RANK {
-            return Err(CompileError::Model(format!("value '{}' has rank {} > {MAX_RANK}", val.name, val.shape.len())));
+            return Err(CompileError::Model(format!(
+                "value '{}' has rank {} > {MAX_RANK}",
+                val.name,
+                val.shape.len()
+            )));
         }
         let mut dims = [0u32; MAX_RANK];
         for (d, &s) in dims.iter_mut().zip(&val.shape) {
-            *d = u32::try_from(s).map_err(|_| CompileError::Model(format!("value '{}' has a dimension above 2^32", val.name)))?;
+            *d = u32::try_from(s).map_err(|_| {
+                CompileError::Model(format!("value '{}' has a dimension above 2^32", val.name))
+            })?;
         }
         let name = self.om.string(&val.name);
         self.om.tensors.push(TensorDesc {
@@ -201,7 +255,10 @@ impl Tables<'_> {
             let off = self.memory.offsets[b] as u64;
             self.add_tensor(v, Location::Arena, 0, off)
         } else {
-            Err(CompileError::Model(format!("value '{}' has no producer", val.name)))
+            Err(CompileError::Model(format!(
+                "value '{}' has no producer",
+                val.name
+            )))
         }
     }
 }

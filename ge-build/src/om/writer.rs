@@ -22,14 +22,17 @@ pub struct OmBuilder {
 impl OmBuilder {
     /// Interns a string (no dedup; names are mostly unique).
     pub fn string(&mut self, s: &str) -> StrRef {
-        let r = StrRef { offset: self.strings.len() as u32, len: s.len() as u32 };
+        let r = StrRef {
+            offset: self.strings.len() as u32,
+            len: s.len() as u32,
+        };
         self.strings.extend_from_slice(s.as_bytes());
         r
     }
 
     /// Appends a parameter record (8-byte aligned) and returns (offset, len).
     pub fn params(&mut self, bytes: &[u8]) -> (u32, u32) {
-        while self.params.len() % 8 != 0 {
+        while !self.params.len().is_multiple_of(8) {
             self.params.push(0);
         }
         let off = self.params.len() as u32;
@@ -57,9 +60,18 @@ impl OmBuilder {
             (SectionKind::Meta, bytemuck::bytes_of(&meta).to_vec()),
             (SectionKind::Strings, self.strings),
             (SectionKind::Io, bytemuck::cast_slice(&self.io).to_vec()),
-            (SectionKind::Tensors, bytemuck::cast_slice(&self.tensors).to_vec()),
-            (SectionKind::Tasks, bytemuck::cast_slice(&self.tasks).to_vec()),
-            (SectionKind::TaskIo, bytemuck::cast_slice(&self.task_io).to_vec()),
+            (
+                SectionKind::Tensors,
+                bytemuck::cast_slice(&self.tensors).to_vec(),
+            ),
+            (
+                SectionKind::Tasks,
+                bytemuck::cast_slice(&self.tasks).to_vec(),
+            ),
+            (
+                SectionKind::TaskIo,
+                bytemuck::cast_slice(&self.task_io).to_vec(),
+            ),
             (SectionKind::Params, self.params),
             (SectionKind::Weights, self.weights),
         ];
@@ -69,7 +81,12 @@ impl OmBuilder {
         let mut entries = Vec::with_capacity(sections.len());
         for (kind, bytes) in &sections {
             out.resize(out.len().next_multiple_of(ALIGN), 0);
-            entries.push(SectionEntry { kind: *kind as u32, reserved: 0, offset: out.len() as u64, len: bytes.len() as u64 });
+            entries.push(SectionEntry {
+                kind: *kind as u32,
+                reserved: 0,
+                offset: out.len() as u64,
+                len: bytes.len() as u64,
+            });
             out.extend_from_slice(bytes);
         }
         out.resize(out.len().next_multiple_of(ALIGN), 0);

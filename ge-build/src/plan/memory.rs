@@ -50,10 +50,19 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
             *o = at;
             at += s;
         }
-        return MemoryPlan { offsets, arena_bytes: at, lower_bound_bytes: lower, naive_bytes: naive };
+        return MemoryPlan {
+            offsets,
+            arena_bytes: at,
+            lower_bound_bytes: lower,
+            naive_bytes: naive,
+        };
     }
     let mut order: Vec<usize> = (0..buffers.len()).collect();
-    order.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(buffers[a].first.cmp(&buffers[b].first)));
+    order.sort_by(|&a, &b| {
+        sizes[b]
+            .cmp(&sizes[a])
+            .then(buffers[a].first.cmp(&buffers[b].first))
+    });
     // placed[step] = buffers already placed that are live at `step`.
     let mut placed: Vec<Vec<usize>> = vec![Vec::new(); steps.max(1)];
     let mut arena = 0usize;
@@ -63,8 +72,8 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
         let b = buffers[i];
         let last = b.last.min(steps.max(1) - 1);
         busy.clear();
-        for step in b.first..=last {
-            for &j in &placed[step] {
+        for live in &placed[b.first..=last] {
+            for &j in live {
                 if seen[j] != i {
                     seen[j] = i;
                     busy.push((offsets[j], offsets[j] + sizes[j]));
@@ -91,7 +100,12 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
             p.push(i);
         }
     }
-    MemoryPlan { offsets, arena_bytes: arena, lower_bound_bytes: lower, naive_bytes: naive }
+    MemoryPlan {
+        offsets,
+        arena_bytes: arena,
+        lower_bound_bytes: lower,
+        naive_bytes: naive,
+    }
 }
 
 #[cfg(test)]
@@ -114,7 +128,13 @@ mod tests {
 
     #[test]
     fn chain_reuses_memory() {
-        let bufs: Vec<Buffer> = (0..10).map(|i| Buffer { bytes: 1000, first: i, last: i + 1 }).collect();
+        let bufs: Vec<Buffer> = (0..10)
+            .map(|i| Buffer {
+                bytes: 1000,
+                first: i,
+                last: i + 1,
+            })
+            .collect();
         let p = plan(&bufs, 11, true);
         assert!(!overlaps(&p, &bufs));
         assert_eq!(p.arena_bytes, 2 * 1024);
@@ -124,7 +144,13 @@ mod tests {
 
     #[test]
     fn no_reuse_is_naive() {
-        let bufs: Vec<Buffer> = (0..4).map(|i| Buffer { bytes: 64, first: i, last: i }).collect();
+        let bufs: Vec<Buffer> = (0..4)
+            .map(|i| Buffer {
+                bytes: 64,
+                first: i,
+                last: i,
+            })
+            .collect();
         let p = plan(&bufs, 4, false);
         assert_eq!(p.arena_bytes, p.naive_bytes);
         assert!(!overlaps(&p, &bufs));
@@ -143,7 +169,11 @@ mod tests {
             let bufs: Vec<Buffer> = (0..40)
                 .map(|_| {
                     let f = (next() % 30) as usize;
-                    Buffer { bytes: (next() % 5000) as usize + 1, first: f, last: f + (next() % 8) as usize }
+                    Buffer {
+                        bytes: (next() % 5000) as usize + 1,
+                        first: f,
+                        last: f + (next() % 8) as usize,
+                    }
                 })
                 .collect();
             let p = plan(&bufs, 40, true);

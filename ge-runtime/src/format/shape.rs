@@ -16,14 +16,20 @@ impl Shape {
         if dims.len() > MAX_RANK {
             return None;
         }
-        let mut s = Shape { rank: dims.len() as u8, dims: [0; MAX_RANK] };
+        let mut s = Shape {
+            rank: dims.len() as u8,
+            dims: [0; MAX_RANK],
+        };
         s.dims[..dims.len()].copy_from_slice(dims);
         Some(s)
     }
 
     /// The scalar shape `[]`.
     pub const fn scalar() -> Shape {
-        Shape { rank: 0, dims: [0; MAX_RANK] }
+        Shape {
+            rank: 0,
+            dims: [0; MAX_RANK],
+        }
     }
 
     /// Dimensions, outermost first.
@@ -38,7 +44,9 @@ impl Shape {
 
     /// Number of elements, or `None` on overflow.
     pub fn checked_numel(&self) -> Option<usize> {
-        self.dims().iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        self.dims()
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
     }
 
     /// Number of elements (saturating; shapes in a validated model never overflow).

@@ -40,15 +40,24 @@ impl<'a> TensorRef<'a> {
     /// The elements as `T`; errors if the dtype differs or the bytes are misaligned.
     pub fn as_slice<T: Element>(&self) -> Result<&'a [T], ViewError> {
         if self.dtype != T::DTYPE {
-            return Err(ViewError { expected: T::DTYPE, found: self.dtype });
+            return Err(ViewError {
+                expected: T::DTYPE,
+                found: self.dtype,
+            });
         }
-        bytemuck::try_cast_slice(self.data).map_err(|_| ViewError { expected: T::DTYPE, found: self.dtype })
+        bytemuck::try_cast_slice(self.data).map_err(|_| ViewError {
+            expected: T::DTYPE,
+            found: self.dtype,
+        })
     }
 
     /// Bool tensors as bytes (0 or 1).
     pub fn as_bool(&self) -> Result<&'a [u8], ViewError> {
         if self.dtype != DType::Bool {
-            return Err(ViewError { expected: DType::Bool, found: self.dtype });
+            return Err(ViewError {
+                expected: DType::Bool,
+                found: self.dtype,
+            });
         }
         Ok(self.data)
     }
@@ -58,22 +67,35 @@ impl<'a> TensorMut<'a> {
     /// The elements as `T`; errors if the dtype differs or the bytes are misaligned.
     pub fn as_slice_mut<T: Element>(&mut self) -> Result<&mut [T], ViewError> {
         if self.dtype != T::DTYPE {
-            return Err(ViewError { expected: T::DTYPE, found: self.dtype });
+            return Err(ViewError {
+                expected: T::DTYPE,
+                found: self.dtype,
+            });
         }
         let found = self.dtype;
-        bytemuck::try_cast_slice_mut(self.data).map_err(|_| ViewError { expected: T::DTYPE, found })
+        bytemuck::try_cast_slice_mut(self.data).map_err(|_| ViewError {
+            expected: T::DTYPE,
+            found,
+        })
     }
 
     /// Bool tensors as bytes (0 or 1).
     pub fn as_bool_mut(&mut self) -> Result<&mut [u8], ViewError> {
         if self.dtype != DType::Bool {
-            return Err(ViewError { expected: DType::Bool, found: self.dtype });
+            return Err(ViewError {
+                expected: DType::Bool,
+                found: self.dtype,
+            });
         }
         Ok(self.data)
     }
 
     /// A read-only view of the same tensor.
     pub fn as_ref(&self) -> TensorRef<'_> {
-        TensorRef { dtype: self.dtype, shape: self.shape, data: self.data }
+        TensorRef {
+            dtype: self.dtype,
+            shape: self.shape,
+            data: self.data,
+        }
     }
 }

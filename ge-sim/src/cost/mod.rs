@@ -28,7 +28,8 @@ pub struct TaskCost {
 /// Cycles and traffic of a task with `work` moving `gm_bytes`, split over `cores` cores.
 pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32) -> TaskCost {
     let c = u64::from(cores.max(1));
-    let cube_rate = (u64::from(p.cube_macs_per_cycle) / u64::from(p.fp32_cube_divisor.max(1))).max(1) * c;
+    let cube_rate =
+        (u64::from(p.cube_macs_per_cycle) / u64::from(p.fp32_cube_divisor.max(1))).max(1) * c;
     let vec_rate = u64::from(p.vector_ops_per_cycle).max(1) * c;
     let compute = work.cube_macs.div_ceil(cube_rate) + work.vector_ops.div_ceil(vec_rate);
     let memory = gm_bytes.div_ceil(u64::from(p.gm_bytes_per_cycle).max(1));
@@ -49,37 +50,78 @@ pub fn cycles_to_ns(p: &Profile, cycles: u64) -> u64 {
 /// predict a run and the device charges exactly the same. O(rank).
 pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     let out: u64 = outs.iter().map(|s| s.numel() as u64).sum();
-    let first_in = ins.first().copied().flatten().map_or(0, |s| s.numel() as u64);
-    let dim = |s: Option<&Option<Shape>>, i: usize| s.copied().flatten().map_or(1, |s| s.dim(i) as u64);
+    let first_in = ins
+        .first()
+        .copied()
+        .flatten()
+        .map_or(0, |s| s.numel() as u64);
+    let dim =
+        |s: Option<&Option<Shape>>, i: usize| s.copied().flatten().map_or(1, |s| s.dim(i) as u64);
     match kind {
         OpKind::Conv | OpKind::ConvTranspose => {
             let p: ConvParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            let k: u64 = p.kernel.iter().take(p.spatial as usize).map(|&k| u64::from(k)).product();
+            let k: u64 = p
+                .kernel
+                .iter()
+                .take(p.spatial as usize)
+                .map(|&k| u64::from(k))
+                .product();
             let w = ins.get(1);
             // Conv: each output element sums C/g × k inputs; ConvTranspose: each input element
             // scatters into M/g × k outputs.
-            let macs = if kind == OpKind::Conv { out * dim(w, 1) * k } else { first_in * dim(w, 1) * k };
-            Work { cube_macs: macs, vector_ops: out }
+            let macs = if kind == OpKind::Conv {
+                out * dim(w, 1) * k
+            } else {
+                first_in * dim(w, 1) * k
+            };
+            Work {
+                cube_macs: macs,
+                vector_ops: out,
+            }
         }
         OpKind::Gemm | OpKind::MatMul => {
             let a = ins.first().copied().flatten().unwrap_or_default();
             let k = if kind == OpKind::Gemm {
-                let p: ge_runtime::format::GemmParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+                let p: ge_runtime::format::GemmParams =
+                    read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
                 if p.trans_a != 0 { a.dim(0) } else { a.dim(1) }
             } else {
                 a.dim(a.rank().saturating_sub(1))
             } as u64;
-            Work { cube_macs: out * k, vector_ops: out }
+            Work {
+                cube_macs: out * k,
+                vector_ops: out,
+            }
         }
         OpKind::Pool => {
             let p: PoolParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            let k: u64 = p.kernel.iter().take(p.spatial as usize).map(|&k| u64::from(k)).product();
-            Work { cube_macs: 0, vector_ops: out * k }
+            let k: u64 = p
+                .kernel
+                .iter()
+                .take(p.spatial as usize)
+                .map(|&k| u64::from(k))
+                .product();
+            Work {
+                cube_macs: 0,
+                vector_ops: out * k,
+            }
         }
-        OpKind::GlobalPool | OpKind::Reduce | OpKind::ArgReduce => Work { cube_macs: 0, vector_ops: first_in },
-        OpKind::Softmax | OpKind::Lrn | OpKind::InstanceNorm => Work { cube_macs: 0, vector_ops: 4 * first_in },
-        OpKind::Variadic => Work { cube_macs: 0, vector_ops: out * ins.len() as u64 },
-        _ => Work { cube_macs: 0, vector_ops: out },
+        OpKind::GlobalPool | OpKind::Reduce | OpKind::ArgReduce => Work {
+            cube_macs: 0,
+            vector_ops: first_in,
+        },
+        OpKind::Softmax | OpKind::Lrn | OpKind::InstanceNorm => Work {
+            cube_macs: 0,
+            vector_ops: 4 * first_in,
+        },
+        OpKind::Variadic => Work {
+            cube_macs: 0,
+            vector_ops: out * ins.len() as u64,
+        },
+        _ => Work {
+            cube_macs: 0,
+            vector_ops: out,
+        },
     }
 }
 
@@ -90,7 +132,15 @@ mod tests {
     #[test]
     fn memory_bound_task_costs_its_traffic() {
         let p = Profile::EDGE;
-        let c = task_cost(&p, Work { cube_macs: 0, vector_ops: 100 }, 26_000, 2);
+        let c = task_cost(
+            &p,
+            Work {
+                cube_macs: 0,
+                vector_ops: 100,
+            },
+            26_000,
+            2,
+        );
         assert_eq!(c.memory_cycles, 1000);
         assert_eq!(c.compute_cycles, 1);
         assert_eq!(c.cycles, 1000 + 200);
@@ -99,8 +149,24 @@ mod tests {
     #[test]
     fn compute_bound_task_scales_with_cores() {
         let p = Profile::EDGE;
-        let one = task_cost(&p, Work { cube_macs: 1 << 30, vector_ops: 0 }, 0, 1);
-        let two = task_cost(&p, Work { cube_macs: 1 << 30, vector_ops: 0 }, 0, 2);
+        let one = task_cost(
+            &p,
+            Work {
+                cube_macs: 1 << 30,
+                vector_ops: 0,
+            },
+            0,
+            1,
+        );
+        let two = task_cost(
+            &p,
+            Work {
+                cube_macs: 1 << 30,
+                vector_ops: 0,
+            },
+            0,
+            2,
+        );
         assert_eq!(one.compute_cycles, 2 * two.compute_cycles);
     }
 }

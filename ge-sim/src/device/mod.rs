@@ -67,7 +67,12 @@ pub struct SimDevice<O: Observer = NoObserver> {
 impl SimDevice<NoObserver> {
     /// A device of `profile` in sink mode.
     pub fn new(profile: Profile) -> Self {
-        SimDevice { profile, mode: LaunchMode::Sink, max_cores: 0, observer: NoObserver }
+        SimDevice {
+            profile,
+            mode: LaunchMode::Sink,
+            max_cores: 0,
+            observer: NoObserver,
+        }
     }
 }
 
@@ -80,20 +85,34 @@ impl Default for SimDevice<NoObserver> {
 impl<O: Observer> SimDevice<O> {
     /// The same device reporting every task to `observer`.
     pub fn with_observer<P: Observer>(self, observer: P) -> SimDevice<P> {
-        SimDevice { profile: self.profile, mode: self.mode, max_cores: self.max_cores, observer }
+        SimDevice {
+            profile: self.profile,
+            mode: self.mode,
+            max_cores: self.max_cores,
+            observer,
+        }
     }
 
     fn cores(&self) -> u32 {
         let all = self.profile.cores.max(1);
-        if self.max_cores == 0 { all } else { self.max_cores.min(all) }
+        if self.max_cores == 0 {
+            all
+        } else {
+            self.max_cores.min(all)
+        }
     }
 }
 
 /// Global-memory bytes a task moves: inputs read once, outputs written once.
 fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
     let tensors = model.tensors();
-    let ids = model.task_inputs(task).iter().chain(model.task_outputs(task));
-    ids.filter_map(|&id| tensors.get(id as usize)).map(|t| t.bytes).sum()
+    let ids = model
+        .task_inputs(task)
+        .iter()
+        .chain(model.task_outputs(task));
+    ids.filter_map(|&id| tensors.get(id as usize))
+        .map(|t| t.bytes)
+        .sum()
 }
 
 /// The work of a task per the cost model, from the shapes in the tensor table.
@@ -108,8 +127,16 @@ fn task_work(model: &Model<'_>, task: &TaskDesc) -> Work {
     for (d, &id) in outs.iter_mut().zip(model.task_outputs(task)) {
         *d = shape(id).unwrap_or_default();
     }
-    let (ni, no) = (model.task_inputs(task).len(), model.task_outputs(task).len());
-    estimate_work(model.task_op(task), model.task_params(task), &ins[..ni], &outs[..no])
+    let (ni, no) = (
+        model.task_inputs(task).len(),
+        model.task_outputs(task).len(),
+    );
+    estimate_work(
+        model.task_op(task),
+        model.task_params(task),
+        &ins[..ni],
+        &outs[..no],
+    )
 }
 
 /// Running totals of the timeline, shared by execution and prediction.
@@ -124,7 +151,12 @@ impl Timeline {
     fn start<O: Observer>(dev: &SimDevice<O>) -> Timeline {
         let p = &dev.profile;
         let launch_cycles = u64::from(p.launch_overhead_ns) * u64::from(p.clock_mhz) / 1000;
-        let mut t = Timeline { rep: RunReport::default(), clock: 0, launch_cycles, cores: dev.cores() };
+        let mut t = Timeline {
+            rep: RunReport::default(),
+            clock: 0,
+            launch_cycles,
+            cores: dev.cores(),
+        };
         if dev.mode == LaunchMode::Sink {
             t.rep.launches = 1;
             t.clock += launch_cycles;
@@ -133,7 +165,14 @@ impl Timeline {
     }
 
     /// Charges task `i` doing `work` and returns its record.
-    fn charge<O: Observer>(&mut self, dev: &SimDevice<O>, model: &Model<'_>, i: usize, task: &TaskDesc, work: Work) -> TaskRecord {
+    fn charge<O: Observer>(
+        &mut self,
+        dev: &SimDevice<O>,
+        model: &Model<'_>,
+        i: usize,
+        task: &TaskDesc,
+        work: Work,
+    ) -> TaskRecord {
         if dev.mode == LaunchMode::HostDispatched {
             self.rep.launches += 1;
             self.clock += self.launch_cycles;
@@ -186,8 +225,14 @@ impl<O: Observer> Device for SimDevice<O> {
         for (i, task) in model.tasks().iter().enumerate() {
             let op = model.task_op(task);
             let params = model.task_params(task);
-            mem.with_task(model, task, |ins, outs, ws| kernels::execute(op, params, ins, outs, ws))
-                .map_err(|reason| Error::Task { task: i as u32, op, reason })?;
+            mem.with_task(model, task, |ins, outs, ws| {
+                kernels::execute(op, params, ins, outs, ws)
+            })
+            .map_err(|reason| Error::Task {
+                task: i as u32,
+                op,
+                reason,
+            })?;
             let work = task_work(model, task);
             let record = tl.charge(self, model, i, task, work);
             self.observer.task(model, task, &record);

@@ -757,6 +757,7 @@ pub fn run_where(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> K
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
     use super::super::unary::test_util::*;

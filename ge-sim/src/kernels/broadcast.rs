@@ -10,15 +10,16 @@ use super::KernelError;
 pub fn broadcast_strides(input: &Shape, out: &Shape) -> Result<[usize; MAX_RANK], KernelError> {
     let (ir, or) = (input.rank(), out.rank());
     if ir > or {
-        return Err(KernelError::Shape("input rank exceeds output rank in broadcast"));
+        return Err(KernelError::Shape(
+            "input rank exceeds output rank in broadcast",
+        ));
     }
     let own = input.strides();
     let mut s = [0usize; MAX_RANK];
-    for i in 0..ir {
+    for (i, (&d, &own_stride)) in input.dims().iter().zip(&own).enumerate() {
         let o = or - ir + i;
-        let d = input.dims()[i];
         if d == out.dims()[o] {
-            s[o] = if d == 1 { 0 } else { own[i] };
+            s[o] = if d == 1 { 0 } else { own_stride };
         } else if d == 1 {
             s[o] = 0;
         } else {
@@ -43,17 +44,31 @@ impl<const N: usize> Odometer<N> {
     pub fn new(out: &Shape, strides: [[usize; MAX_RANK]; N]) -> Self {
         let mut dims = [1usize; MAX_RANK];
         dims[..out.rank()].copy_from_slice(out.dims());
-        Odometer { dims, rank: out.rank(), strides, index: [0; MAX_RANK], offsets: [0; N] }
+        Odometer {
+            dims,
+            rank: out.rank(),
+            strides,
+            index: [0; MAX_RANK],
+            offsets: [0; N],
+        }
     }
 
     /// Length of the innermost axis (1 for scalars).
     pub fn inner_len(&self) -> usize {
-        if self.rank == 0 { 1 } else { self.dims[self.rank - 1] }
+        if self.rank == 0 {
+            1
+        } else {
+            self.dims[self.rank - 1]
+        }
     }
 
     /// Innermost-axis stride of input `k` (0 when broadcast along it).
     pub fn inner_stride(&self, k: usize) -> usize {
-        if self.rank == 0 { 0 } else { self.strides[k][self.rank - 1] }
+        if self.rank == 0 {
+            0
+        } else {
+            self.strides[k][self.rank - 1]
+        }
     }
 
     /// Current offsets of the inputs at the start of the current inner row.

@@ -405,7 +405,9 @@ pub fn run_cast(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
             "cast output element count differs from the input's",
         ));
     }
-    if x.data.len() != n * x.dtype.size() || y.data.len() != n * y.dtype.size() {
+    if n.checked_mul(x.dtype.size()) != Some(x.data.len())
+        || n.checked_mul(y.dtype.size()) != Some(y.data.len())
+    {
         return Err(too_short());
     }
     let work = Work {
@@ -440,6 +442,7 @@ pub fn run_cast(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
     use super::super::unary::test_util::*;

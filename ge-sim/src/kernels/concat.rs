@@ -20,15 +20,23 @@ fn check_part(part: &Shape, whole: &Shape, axis: usize) -> Result<(), KernelErro
     }
     for (i, (&a, &b)) in part.dims().iter().zip(whole.dims()).enumerate() {
         if i != axis && a != b {
-            return Err(KernelError::Shape("concat/split operands differ off the axis"));
+            return Err(KernelError::Shape(
+                "concat/split operands differ off the axis",
+            ));
         }
     }
     Ok(())
 }
 
 /// Concatenates all inputs along `axis` into the output.
-pub fn run_concat(p: &AxisParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
-    let y = outs.get_mut(0).ok_or(KernelError::MissingTensor("concat output"))?;
+pub fn run_concat(
+    p: &AxisParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let y = outs
+        .get_mut(0)
+        .ok_or(KernelError::MissingTensor("concat output"))?;
     let axis = p.axis as usize;
     if axis >= y.shape.rank() {
         return Err(KernelError::BadParams("concat axis out of range"));
@@ -45,7 +53,9 @@ pub fn run_concat(p: &AxisParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
         sum += x.shape.dims()[axis];
     }
     if sum != y.shape.dims()[axis] {
-        return Err(KernelError::Shape("concat input sizes do not add up to the output"));
+        return Err(KernelError::Shape(
+            "concat input sizes do not add up to the output",
+        ));
     }
     let (outer, inner) = split_dims(&y.shape, axis, y.dtype);
     let row = y.shape.dims()[axis] * inner;
@@ -60,11 +70,18 @@ pub fn run_concat(p: &AxisParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
         }
         col += chunk;
     }
-    Ok(Work { cube_macs: 0, vector_ops: total as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: total as u64,
+    })
 }
 
 /// Splits the input along `axis` into the outputs, sized by their shapes.
-pub fn run_split(p: &AxisParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_split(
+    p: &AxisParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let x = input(ins, 0, "split input")?;
     let axis = p.axis as usize;
     if axis >= x.shape.rank() {
@@ -84,7 +101,9 @@ pub fn run_split(p: &AxisParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tens
         sum += y.shape.dims()[axis];
     }
     if sum != x.shape.dims()[axis] {
-        return Err(KernelError::Shape("split output sizes do not add up to the input"));
+        return Err(KernelError::Shape(
+            "split output sizes do not add up to the input",
+        ));
     }
     let (outer, inner) = split_dims(&x.shape, axis, x.dtype);
     let row = x.shape.dims()[axis] * inner;
@@ -99,7 +118,10 @@ pub fn run_split(p: &AxisParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tens
         }
         col += chunk;
     }
-    Ok(Work { cube_macs: 0, vector_ops: total as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: total as u64,
+    })
 }
 
 #[cfg(test)]
@@ -113,25 +135,57 @@ mod tests {
         let b = [5i32, 6, 7, 8, 9, 10]; // [2,3]
         let mut y = [0i32; 10];
         let ins = [
-            Some(TensorRef { dtype: DType::I32, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice(&a) }),
-            Some(TensorRef { dtype: DType::I32, shape: Shape::new(&[2, 0]).unwrap(), data: &[] }),
-            Some(TensorRef { dtype: DType::I32, shape: Shape::new(&[2, 3]).unwrap(), data: bytemuck::cast_slice(&b) }),
+            Some(TensorRef {
+                dtype: DType::I32,
+                shape: Shape::new(&[2, 2]).unwrap(),
+                data: bytemuck::cast_slice(&a),
+            }),
+            Some(TensorRef {
+                dtype: DType::I32,
+                shape: Shape::new(&[2, 0]).unwrap(),
+                data: &[],
+            }),
+            Some(TensorRef {
+                dtype: DType::I32,
+                shape: Shape::new(&[2, 3]).unwrap(),
+                data: bytemuck::cast_slice(&b),
+            }),
         ];
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[2, 5]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[2, 5]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_concat(&AxisParams { axis: 1 }, &ins, &mut outs).unwrap();
         assert_eq!(y, [1, 2, 5, 6, 7, 3, 4, 8, 9, 10]);
         // axis 0
         let mut y = [0i32; 8];
         let ins2 = [ins[0], ins[0]];
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[4, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[4, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_concat(&AxisParams { axis: 0 }, &ins2, &mut outs).unwrap();
         assert_eq!(y, [1, 2, 3, 4, 1, 2, 3, 4]);
         // mismatched sizes
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[2, 4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[2, 4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_concat(&AxisParams { axis: 1 }, &ins2, &mut outs).is_ok());
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[2, 4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[2, 4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_concat(&AxisParams { axis: 1 }, &ins, &mut outs).is_err());
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[2, 4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[2, 4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_concat(&AxisParams { axis: 2 }, &ins2, &mut outs).is_err());
     }
 
@@ -140,15 +194,31 @@ mod tests {
         let x = [1u16, 2, 3, 4, 5, 6, 7, 8, 9, 10]; // [2,5]
         let mut a = [0u16; 4];
         let mut b = [0u16; 6];
-        let ins = [Some(TensorRef { dtype: DType::U16, shape: Shape::new(&[2, 5]).unwrap(), data: bytemuck::cast_slice(&x) })];
+        let ins = [Some(TensorRef {
+            dtype: DType::U16,
+            shape: Shape::new(&[2, 5]).unwrap(),
+            data: bytemuck::cast_slice(&x),
+        })];
         let mut outs = [
-            TensorMut { dtype: DType::U16, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut a) },
-            TensorMut { dtype: DType::U16, shape: Shape::new(&[2, 3]).unwrap(), data: bytemuck::cast_slice_mut(&mut b) },
+            TensorMut {
+                dtype: DType::U16,
+                shape: Shape::new(&[2, 2]).unwrap(),
+                data: bytemuck::cast_slice_mut(&mut a),
+            },
+            TensorMut {
+                dtype: DType::U16,
+                shape: Shape::new(&[2, 3]).unwrap(),
+                data: bytemuck::cast_slice_mut(&mut b),
+            },
         ];
         run_split(&AxisParams { axis: 1 }, &ins, &mut outs).unwrap();
         assert_eq!(a, [1, 2, 6, 7]);
         assert_eq!(b, [3, 4, 5, 8, 9, 10]);
-        let mut outs = [TensorMut { dtype: DType::U16, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut a) }];
+        let mut outs = [TensorMut {
+            dtype: DType::U16,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut a),
+        }];
         assert!(run_split(&AxisParams { axis: 1 }, &ins, &mut outs).is_err());
     }
 }

@@ -65,10 +65,18 @@ fn bad(m: &'static str) -> KernelError {
     KernelError::Shape(m)
 }
 
-fn geometry(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) -> Result<Geo, KernelError> {
+fn geometry(
+    p: &ConvParams,
+    transpose: bool,
+    x: &Shape,
+    w: &Shape,
+    y: &Shape,
+) -> Result<Geo, KernelError> {
     let sp = p.spatial as usize;
     if !(1..=3).contains(&sp) {
-        return Err(KernelError::BadParams("conv spatial rank must be 1, 2 or 3"));
+        return Err(KernelError::BadParams(
+            "conv spatial rank must be 1, 2 or 3",
+        ));
     }
     if x.rank() != sp + 2 || w.rank() != sp + 2 || y.rank() != sp + 2 {
         return Err(bad("conv tensors must have rank spatial + 2"));
@@ -87,7 +95,12 @@ fn geometry(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) ->
         if wd[0] != c {
             return Err(bad("conv_transpose weight channels differ from the input"));
         }
-        (wd[1].checked_mul(g).ok_or(bad("conv channel count overflows"))?, wd[1])
+        (
+            wd[1]
+                .checked_mul(g)
+                .ok_or(bad("conv channel count overflows"))?,
+            wd[1],
+        )
     } else {
         if wd[1] != cg || wd[0] % g != 0 {
             return Err(bad("conv weight shape does not match channels/group"));
@@ -121,18 +134,28 @@ fn geometry(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) ->
         let (s, d) = (p.stride[i] as usize, p.dilation[i] as usize);
         let (pb, pe) = (p.pad_begin[i] as u128, p.pad_end[i] as u128);
         if p.kernel[i] != 0 && p.kernel[i] as usize != k {
-            return Err(KernelError::BadParams("conv kernel shape differs from the weights"));
+            return Err(KernelError::BadParams(
+                "conv kernel shape differs from the weights",
+            ));
         }
         if s == 0 || d == 0 || k == 0 {
-            return Err(KernelError::BadParams("conv stride, dilation and kernel must be positive"));
+            return Err(KernelError::BadParams(
+                "conv stride, dilation and kernel must be positive",
+            ));
         }
         let (xi, yi) = (xd[2 + i] as u128, yd[2 + i] as u128);
         let span = (d as u128) * (k as u128 - 1) + 1;
         if transpose {
             // y = s·(x − 1) + output_padding + span − pb − pe
-            let full = if xi == 0 { 0 } else { s as u128 * (xi - 1) + p.output_padding[i] as u128 + span };
+            let full = if xi == 0 {
+                0
+            } else {
+                s as u128 * (xi - 1) + p.output_padding[i] as u128 + span
+            };
             if xi == 0 || full < pb + pe || full - pb - pe != yi {
-                return Err(bad("conv_transpose output size does not match the parameters"));
+                return Err(bad(
+                    "conv_transpose output size does not match the parameters",
+                ));
             }
             geo.big[a] = yd[2 + i];
             geo.small[a] = xd[2 + i];
@@ -149,32 +172,66 @@ fn geometry(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) ->
         geo.d[a] = d;
         geo.pb[a] = p.pad_begin[i] as usize;
     }
-    let prod = |v: [usize; 3]| v.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x)).ok_or(bad("conv size overflows"));
+    let prod = |v: [usize; 3]| {
+        v.iter()
+            .try_fold(1usize, |acc, &x| acc.checked_mul(x))
+            .ok_or(bad("conv size overflows"))
+    };
     geo.kprod = prod(geo.k)?;
     geo.big_plane = prod(geo.big)?;
     geo.small_plane = prod(geo.small)?;
     Ok(geo)
 }
 
-fn plan(p: &ConvParams, transpose: bool, x: &Shape, w: &Shape, y: &Shape) -> Result<Plan, KernelError> {
+fn plan(
+    p: &ConvParams,
+    transpose: bool,
+    x: &Shape,
+    w: &Shape,
+    y: &Shape,
+) -> Result<Plan, KernelError> {
     let geo = geometry(p, transpose, x, w, y)?;
     let ovf = || bad("conv workspace overflows");
     if transpose {
         let rows = geo.mg.checked_mul(geo.kprod).ok_or_else(ovf)?;
         let cols = chunk_cols(rows, geo.small_plane);
         let col_len = rows.checked_mul(cols).ok_or_else(ovf)?;
-        return Ok(Plan { geo, path: Path::Columns { cols }, rows, col_len, gemm_len: sgemm_ws_len(rows, cols, geo.cg) });
+        return Ok(Plan {
+            geo,
+            path: Path::Columns { cols },
+            rows,
+            col_len,
+            gemm_len: sgemm_ws_len(rows, cols, geo.cg),
+        });
     }
     let rows = geo.cg.checked_mul(geo.kprod).ok_or_else(ovf)?;
     if geo.g == geo.c && geo.m == geo.c {
-        return Ok(Plan { geo, path: Path::Depthwise, rows, col_len: 0, gemm_len: 0 });
+        return Ok(Plan {
+            geo,
+            path: Path::Depthwise,
+            rows,
+            col_len: 0,
+            gemm_len: 0,
+        });
     }
     if geo.kprod == 1 && geo.s == [1; 3] && geo.pb == [0; 3] && geo.big == geo.small {
-        return Ok(Plan { geo, path: Path::Pointwise, rows, col_len: 0, gemm_len: sgemm_ws_len(geo.mg, geo.small_plane, geo.cg) });
+        return Ok(Plan {
+            geo,
+            path: Path::Pointwise,
+            rows,
+            col_len: 0,
+            gemm_len: sgemm_ws_len(geo.mg, geo.small_plane, geo.cg),
+        });
     }
     let cols = chunk_cols(rows, geo.small_plane);
     let col_len = rows.checked_mul(cols).ok_or_else(ovf)?;
-    Ok(Plan { geo, path: Path::Columns { cols }, rows, col_len, gemm_len: sgemm_ws_len(geo.mg, cols, rows) })
+    Ok(Plan {
+        geo,
+        path: Path::Columns { cols },
+        rows,
+        col_len,
+        gemm_len: sgemm_ws_len(geo.mg, cols, rows),
+    })
 }
 
 fn chunk_cols(rows: usize, plane: usize) -> usize {
@@ -183,8 +240,15 @@ fn chunk_cols(rows: usize, plane: usize) -> usize {
 
 /// Scratch bytes Conv / ConvTranspose need (column buffer plus GEMM packing); 0 for a
 /// malformed description (execution then reports the error).
-pub fn conv_workspace_bytes(p: &ConvParams, transpose: bool, in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
-    let (Some(Some(x)), Some(Some(w)), Some(y)) = (in_shapes.first(), in_shapes.get(1), out_shapes.first()) else {
+pub fn conv_workspace_bytes(
+    p: &ConvParams,
+    transpose: bool,
+    in_shapes: &[Option<Shape>],
+    out_shapes: &[Shape],
+) -> usize {
+    let (Some(Some(x)), Some(Some(w)), Some(y)) =
+        (in_shapes.first(), in_shapes.get(1), out_shapes.first())
+    else {
         return 0;
     };
     match plan(p, transpose, x, w, y) {
@@ -208,7 +272,11 @@ fn valid_range(o0: usize, o1: usize, s: usize, off: i64, limit: usize) -> (usize
 #[inline]
 fn big_index(geo: &Geo, a: usize, o: usize, t: usize) -> Option<usize> {
     let v = (o * geo.s[a] + t * geo.d[a]) as i64 - geo.pb[a] as i64;
-    if v >= 0 && (v as usize) < geo.big[a] { Some(v as usize) } else { None }
+    if v >= 0 && (v as usize) < geo.big[a] {
+        Some(v as usize)
+    } else {
+        None
+    }
 }
 
 /// Walks the column rows `r` (channel, kd, kh, kw) and, for columns `[p0, p0 + cols)`, the
@@ -216,7 +284,13 @@ fn big_index(geo: &Geo, a: usize, o: usize, t: usize) -> Option<usize> {
 /// `t` is the column offset of the run, `big_row` the start of the big-grid row (or `None`
 /// when the run's row is outside the grid), `[lo, hi)` the sub-run (relative indices) that
 /// maps inside, and `off` the big index of the run's first element (may be negative).
-fn walk_columns(geo: &Geo, channels: usize, p0: usize, cols: usize, mut f: impl FnMut(usize, usize, usize, Option<usize>, usize, usize, i64)) {
+fn walk_columns(
+    geo: &Geo,
+    channels: usize,
+    p0: usize,
+    cols: usize,
+    mut f: impl FnMut(usize, usize, usize, Option<usize>, usize, usize, i64),
+) {
     let [k0, k1, k2] = geo.k;
     let [s0, s1, s2] = geo.small;
     let plane2 = s1 * s2;
@@ -230,13 +304,33 @@ fn walk_columns(geo: &Geo, channels: usize, p0: usize, cols: usize, mut f: impl 
                     while t < cols {
                         let (o0, o1, o2) = (p / plane2, (p / s2) % s1, p % s2);
                         let len = (s2 - o2).min(cols - t);
-                        let row = match (o0 < s0, big_index(geo, 0, o0, t0), big_index(geo, 1, o1, t1)) {
-                            (true, Some(b0), Some(b1)) => Some((ch * geo.big[0] + b0) * geo.big[1] + b1),
+                        let row = match (
+                            o0 < s0,
+                            big_index(geo, 0, o0, t0),
+                            big_index(geo, 1, o1, t1),
+                        ) {
+                            (true, Some(b0), Some(b1)) => {
+                                Some((ch * geo.big[0] + b0) * geo.big[1] + b1)
+                            }
                             _ => None,
                         };
                         let off = (o2 * geo.s[2] + t2 * geo.d[2]) as i64 - geo.pb[2] as i64;
-                        let (lo, hi) = valid_range(o2, o2 + len, geo.s[2], t2 as i64 * geo.d[2] as i64 - geo.pb[2] as i64, geo.big[2]);
-                        f(r, t, len, row.map(|r| r * geo.big[2]), lo - o2, hi - o2, off);
+                        let (lo, hi) = valid_range(
+                            o2,
+                            o2 + len,
+                            geo.s[2],
+                            t2 as i64 * geo.d[2] as i64 - geo.pb[2] as i64,
+                            geo.big[2],
+                        );
+                        f(
+                            r,
+                            t,
+                            len,
+                            row.map(|r| r * geo.big[2]),
+                            lo - o2,
+                            hi - o2,
+                            off,
+                        );
                         p += len;
                         t += len;
                     }
@@ -309,9 +403,13 @@ fn depthwise_plane(geo: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
                     continue;
                 }
                 for o0 in 0..s0 {
-                    let Some(b0) = big_index(geo, 0, o0, t0) else { continue };
+                    let Some(b0) = big_index(geo, 0, o0, t0) else {
+                        continue;
+                    };
                     for o1 in 0..s1 {
-                        let Some(b1) = big_index(geo, 1, o1, t1) else { continue };
+                        let Some(b1) = big_index(geo, 1, o1, t1) else {
+                            continue;
+                        };
                         let xrow = &x[(b0 * geo.big[1] + b1) * geo.big[2]..][..geo.big[2]];
                         let yrow = &mut y[(o0 * s1 + o1) * s2..][lo..hi];
                         let start = (lo as i64 * st as i64 + off) as usize;
@@ -353,15 +451,26 @@ fn operands<'a>(ins: &[Option<TensorRef<'a>>], m: usize) -> Result<Operands<'a>,
     Ok(Operands { x, w, bias })
 }
 
-fn shapes(ins: &[Option<TensorRef<'_>>], outs: &[TensorMut<'_>]) -> Result<(Shape, Shape, Shape), KernelError> {
+fn shapes(
+    ins: &[Option<TensorRef<'_>>],
+    outs: &[TensorMut<'_>],
+) -> Result<(Shape, Shape, Shape), KernelError> {
     let x = input(ins, 0, "conv input")?.shape;
     let w = input(ins, 1, "conv weights")?.shape;
-    let y = outs.first().ok_or(KernelError::MissingTensor("conv output"))?.shape;
+    let y = outs
+        .first()
+        .ok_or(KernelError::MissingTensor("conv output"))?
+        .shape;
     Ok((x, w, y))
 }
 
 /// Conv: `Y = W ⋆ X + B`, then the fused activation.
-pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
+pub fn run_conv(
+    p: &ConvParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+) -> KernelResult {
     let (xs, wsh, ysh) = shapes(ins, outs)?;
     let pl = plan(p, false, &xs, &wsh, &ysh)?;
     let geo = pl.geo;
@@ -380,7 +489,12 @@ pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
                 for ch in 0..geo.c {
                     let yc = &mut yb[ch * yp..(ch + 1) * yp];
                     yc.fill(ops.bias.map_or(0.0, |bv| bv[ch]));
-                    depthwise_plane(&geo, &xb[ch * xp..(ch + 1) * xp], &ops.w[ch * geo.kprod..(ch + 1) * geo.kprod], yc);
+                    depthwise_plane(
+                        &geo,
+                        &xb[ch * xp..(ch + 1) * xp],
+                        &ops.w[ch * geo.kprod..(ch + 1) * geo.kprod],
+                        yc,
+                    );
                 }
             }
             Path::Pointwise => {
@@ -388,7 +502,10 @@ pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
                     let xg = &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp];
                     let wg = &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows];
                     let yg = &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp];
-                    sgemm(geo.mg, yp, geo.cg, 1.0, wg, krows, false, xg, xp, false, false, yg, yp, gws)?;
+                    sgemm(
+                        geo.mg, yp, geo.cg, 1.0, wg, krows, false, xg, xp, false, false, yg, yp,
+                        gws,
+                    )?;
                 }
             }
             Path::Columns { cols } => {
@@ -401,7 +518,22 @@ pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
                         let col = &mut col[..krows * pc];
                         im2col(&geo, xg, p0, pc, col);
                         vector_ops += col.len() as u64;
-                        sgemm(geo.mg, pc, krows, 1.0, wg, krows, false, col, pc, false, false, &mut yg[p0..], yp, gws)?;
+                        sgemm(
+                            geo.mg,
+                            pc,
+                            krows,
+                            1.0,
+                            wg,
+                            krows,
+                            false,
+                            col,
+                            pc,
+                            false,
+                            false,
+                            &mut yg[p0..],
+                            yp,
+                            gws,
+                        )?;
                     }
                 }
             }
@@ -419,9 +551,15 @@ pub fn run_conv(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
     let macs = (geo.n * geo.m * yp) as u64 * (geo.cg * geo.kprod) as u64;
     let work = if pl.path == Path::Depthwise {
         // depthwise runs on the vector unit
-        Work { cube_macs: 0, vector_ops: vector_ops + macs }
+        Work {
+            cube_macs: 0,
+            vector_ops: vector_ops + macs,
+        }
     } else {
-        Work { cube_macs: macs, vector_ops }
+        Work {
+            cube_macs: macs,
+            vector_ops,
+        }
     };
     finish(p, y, work)
 }
@@ -435,7 +573,12 @@ fn finish(p: &ConvParams, y: &mut [f32], mut work: Work) -> KernelResult {
 }
 
 /// ConvTranspose: `Y = Wᵀ ⋆ X + B` (GEMM then col2im), then the fused activation.
-pub fn run_conv_transpose(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
+pub fn run_conv_transpose(
+    p: &ConvParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+) -> KernelResult {
     let (xs, wsh, ysh) = shapes(ins, outs)?;
     let pl = plan(p, true, &xs, &wsh, &ysh)?;
     let geo = pl.geo;
@@ -462,7 +605,22 @@ pub fn run_conv_transpose(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &
             for p0 in (0..xp).step_by(cols) {
                 let pc = cols.min(xp - p0);
                 let col = &mut col[..rows * pc];
-                sgemm(rows, pc, geo.cg, 1.0, wg, rows, true, &xg[p0..], xp, false, false, col, pc, gws)?;
+                sgemm(
+                    rows,
+                    pc,
+                    geo.cg,
+                    1.0,
+                    wg,
+                    rows,
+                    true,
+                    &xg[p0..],
+                    xp,
+                    false,
+                    false,
+                    col,
+                    pc,
+                    gws,
+                )?;
                 col2im(&geo, col, p0, pc, yg);
                 vector_ops += col.len() as u64;
             }
@@ -470,7 +628,14 @@ pub fn run_conv_transpose(p: &ConvParams, ins: &[Option<TensorRef<'_>>], outs: &
     }
     vector_ops += y.len() as u64;
     let macs = (geo.n * geo.c * xp) as u64 * (geo.mg * geo.kprod) as u64;
-    finish(p, y, Work { cube_macs: macs, vector_ops })
+    finish(
+        p,
+        y,
+        Work {
+            cube_macs: macs,
+            vector_ops,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -548,14 +713,29 @@ mod tests {
                                 for k0 in 0..ks[0] {
                                     for k1 in 0..ks[1] {
                                         for k2 in 0..ks[2] {
-                                            let i0 = (o0 * st[0] + k0 * dl[0]) as i64 - pb[0] as i64;
-                                            let i1 = (o1 * st[1] + k1 * dl[1]) as i64 - pb[1] as i64;
-                                            let i2 = (o2 * st[2] + k2 * dl[2]) as i64 - pb[2] as i64;
-                                            if i0 < 0 || i1 < 0 || i2 < 0 || i0 >= xs[0] as i64 || i1 >= xs[1] as i64 || i2 >= xs[2] as i64 {
+                                            let i0 =
+                                                (o0 * st[0] + k0 * dl[0]) as i64 - pb[0] as i64;
+                                            let i1 =
+                                                (o1 * st[1] + k1 * dl[1]) as i64 - pb[1] as i64;
+                                            let i2 =
+                                                (o2 * st[2] + k2 * dl[2]) as i64 - pb[2] as i64;
+                                            if i0 < 0
+                                                || i1 < 0
+                                                || i2 < 0
+                                                || i0 >= xs[0] as i64
+                                                || i1 >= xs[1] as i64
+                                                || i2 >= xs[2] as i64
+                                            {
                                                 continue;
                                             }
-                                            let xi = (((bn * ci + ch) * xs[0] + i0 as usize) * xs[1] + i1 as usize) * xs[2] + i2 as usize;
-                                            let wi = (((mo * cg + cc) * ks[0] + k0) * ks[1] + k1) * ks[2] + k2;
+                                            let xi = (((bn * ci + ch) * xs[0] + i0 as usize)
+                                                * xs[1]
+                                                + i1 as usize)
+                                                * xs[2]
+                                                + i2 as usize;
+                                            let wi = (((mo * cg + cc) * ks[0] + k0) * ks[1] + k1)
+                                                * ks[2]
+                                                + k2;
                                             s += x[xi] as f64 * w[wi] as f64;
                                         }
                                     }
@@ -597,20 +777,36 @@ mod tests {
                 for i0 in 0..xs[0] {
                     for i1 in 0..xs[1] {
                         for i2 in 0..xs[2] {
-                            let xv = x[(((bn * ci + ch) * xs[0] + i0) * xs[1] + i1) * xs[2] + i2] as f64;
+                            let xv =
+                                x[(((bn * ci + ch) * xs[0] + i0) * xs[1] + i1) * xs[2] + i2] as f64;
                             for mm in 0..mg {
                                 let mo = g * mg + mm;
                                 for k0 in 0..ks[0] {
                                     for k1 in 0..ks[1] {
                                         for k2 in 0..ks[2] {
-                                            let o0 = (i0 * st[0] + k0 * dl[0]) as i64 - pb[0] as i64;
-                                            let o1 = (i1 * st[1] + k1 * dl[1]) as i64 - pb[1] as i64;
-                                            let o2 = (i2 * st[2] + k2 * dl[2]) as i64 - pb[2] as i64;
-                                            if o0 < 0 || o1 < 0 || o2 < 0 || o0 >= ys[0] as i64 || o1 >= ys[1] as i64 || o2 >= ys[2] as i64 {
+                                            let o0 =
+                                                (i0 * st[0] + k0 * dl[0]) as i64 - pb[0] as i64;
+                                            let o1 =
+                                                (i1 * st[1] + k1 * dl[1]) as i64 - pb[1] as i64;
+                                            let o2 =
+                                                (i2 * st[2] + k2 * dl[2]) as i64 - pb[2] as i64;
+                                            if o0 < 0
+                                                || o1 < 0
+                                                || o2 < 0
+                                                || o0 >= ys[0] as i64
+                                                || o1 >= ys[1] as i64
+                                                || o2 >= ys[2] as i64
+                                            {
                                                 continue;
                                             }
-                                            let wi = (((ch * mg + mm) * ks[0] + k0) * ks[1] + k1) * ks[2] + k2;
-                                            let yi = (((bn * m + mo) * ys[0] + o0 as usize) * ys[1] + o1 as usize) * ys[2] + o2 as usize;
+                                            let wi = (((ch * mg + mm) * ks[0] + k0) * ks[1] + k1)
+                                                * ks[2]
+                                                + k2;
+                                            let yi = (((bn * m + mo) * ys[0] + o0 as usize)
+                                                * ys[1]
+                                                + o1 as usize)
+                                                * ys[2]
+                                                + o2 as usize;
                                             y[yi] += xv * w[wi] as f64;
                                         }
                                     }
@@ -631,7 +827,9 @@ mod tests {
         for i in 0..sp {
             let span = c.dil[i] * (c.w[2 + i] - 1) + 1;
             d.push(if transpose {
-                c.stride[i] * (c.x[2 + i] - 1) + c.op.get(i).copied().unwrap_or(0) + span - c.pb[i] - c.pe[i]
+                c.stride[i] * (c.x[2 + i] - 1) + c.op.get(i).copied().unwrap_or(0) + span
+                    - c.pb[i]
+                    - c.pe[i]
             } else {
                 (c.x[2 + i] + c.pb[i] + c.pe[i] - span) / c.stride[i] + 1
             });
@@ -648,73 +846,241 @@ mod tests {
         let m = yd[1];
         let b: Vec<f32> = (0..m).map(|_| lcg(&mut seed)).collect();
         let p = params(c);
-        let (xs, wsh, ys) = (Shape::new(&c.x).unwrap(), Shape::new(&c.w).unwrap(), Shape::new(&yd).unwrap());
+        let (xs, wsh, ys) = (
+            Shape::new(&c.x).unwrap(),
+            Shape::new(&c.w).unwrap(),
+            Shape::new(&yd).unwrap(),
+        );
         let bs = Shape::new(&[m]).unwrap();
-        let nbytes = conv_workspace_bytes(&p, transpose, &[Some(xs), Some(wsh), c.bias.then_some(bs)], &[ys]);
+        let nbytes = conv_workspace_bytes(
+            &p,
+            transpose,
+            &[Some(xs), Some(wsh), c.bias.then_some(bs)],
+            &[ys],
+        );
         let mut ws = std::vec![0u32; nbytes / 4];
         let mut y = std::vec![0.0f32; yd.iter().product()];
         let ins = [
-            Some(TensorRef { dtype: DType::F32, shape: xs, data: bytemuck::cast_slice(&x) }),
-            Some(TensorRef { dtype: DType::F32, shape: wsh, data: bytemuck::cast_slice(&w) }),
-            c.bias.then(|| TensorRef { dtype: DType::F32, shape: bs, data: bytemuck::cast_slice(&b) }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: xs,
+                data: bytemuck::cast_slice(&x),
+            }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: wsh,
+                data: bytemuck::cast_slice(&w),
+            }),
+            c.bias.then(|| TensorRef {
+                dtype: DType::F32,
+                shape: bs,
+                data: bytemuck::cast_slice(&b),
+            }),
         ];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: ys, data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: ys,
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         let ws_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
-        let work = if transpose { run_conv_transpose(&p, &ins, &mut outs, ws_bytes) } else { run_conv(&p, &ins, &mut outs, ws_bytes) }.unwrap();
+        let work = if transpose {
+            run_conv_transpose(&p, &ins, &mut outs, ws_bytes)
+        } else {
+            run_conv(&p, &ins, &mut outs, ws_bytes)
+        }
+        .unwrap();
         assert!(work.cube_macs + work.vector_ops > 0);
         let bias = c.bias.then_some(&b[..]);
-        let want = if transpose { naive_conv_t(c, &x, &w, bias, &yd) } else { naive_conv(c, &x, &w, bias, &yd) };
-        let err = y.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let want = if transpose {
+            naive_conv_t(c, &x, &w, bias, &yd)
+        } else {
+            naive_conv(c, &x, &w, bias, &yd)
+        };
+        let err = y
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
         assert!(err < 1e-4, "err {err}");
         if nbytes >= 4 {
             // one float short of the plan must be refused
             let short: &mut [u8] = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut ws)[..nbytes - 4];
-            let mut outs = [TensorMut { dtype: DType::F32, shape: ys, data: bytemuck::cast_slice_mut(&mut y) }];
-            let r = if transpose { run_conv_transpose(&p, &ins, &mut outs, short) } else { run_conv(&p, &ins, &mut outs, short) };
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            let r = if transpose {
+                run_conv_transpose(&p, &ins, &mut outs, short)
+            } else {
+                run_conv(&p, &ins, &mut outs, short)
+            };
             assert_eq!(r, Err(KernelError::Workspace));
         }
         plan(&p, transpose, &xs, &wsh, &ys).unwrap().path
     }
 
-    fn case(x: &[usize], w: &[usize], group: usize, stride: &[usize], dil: &[usize], pb: &[usize], pe: &[usize], bias: bool) -> Case {
-        Case { x: x.to_vec(), w: w.to_vec(), group, stride: stride.to_vec(), dil: dil.to_vec(), pb: pb.to_vec(), pe: pe.to_vec(), op: Vec::new(), bias }
+    #[allow(clippy::too_many_arguments)]
+    fn case(
+        x: &[usize],
+        w: &[usize],
+        group: usize,
+        stride: &[usize],
+        dil: &[usize],
+        pb: &[usize],
+        pe: &[usize],
+        bias: bool,
+    ) -> Case {
+        Case {
+            x: x.to_vec(),
+            w: w.to_vec(),
+            group,
+            stride: stride.to_vec(),
+            dil: dil.to_vec(),
+            pb: pb.to_vec(),
+            pe: pe.to_vec(),
+            op: Vec::new(),
+            bias,
+        }
     }
 
     #[test]
     fn conv2d_groups_dilation_stride_asymmetric_pads() {
-        let c = case(&[2, 4, 9, 8], &[6, 2, 3, 2], 2, &[2, 1], &[2, 3], &[1, 0], &[2, 3], true);
+        let c = case(
+            &[2, 4, 9, 8],
+            &[6, 2, 3, 2],
+            2,
+            &[2, 1],
+            &[2, 3],
+            &[1, 0],
+            &[2, 3],
+            true,
+        );
         assert!(matches!(check(&c, false), Path::Columns { .. }));
-        let c = case(&[1, 3, 7, 7], &[5, 3, 3, 3], 1, &[1, 1], &[1, 1], &[1, 1], &[1, 1], false);
+        let c = case(
+            &[1, 3, 7, 7],
+            &[5, 3, 3, 3],
+            1,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            false,
+        );
         check(&c, false);
-        let c = case(&[1, 3, 6, 5], &[4, 3, 2, 4], 1, &[3, 2], &[1, 1], &[0, 2], &[1, 0], true);
+        let c = case(
+            &[1, 3, 6, 5],
+            &[4, 3, 2, 4],
+            1,
+            &[3, 2],
+            &[1, 1],
+            &[0, 2],
+            &[1, 0],
+            true,
+        );
         check(&c, false);
     }
 
     #[test]
     fn conv_pointwise_and_depthwise() {
-        let c = case(&[2, 6, 5, 7], &[4, 3, 1, 1], 2, &[1, 1], &[1, 1], &[0, 0], &[0, 0], true);
+        let c = case(
+            &[2, 6, 5, 7],
+            &[4, 3, 1, 1],
+            2,
+            &[1, 1],
+            &[1, 1],
+            &[0, 0],
+            &[0, 0],
+            true,
+        );
         assert_eq!(check(&c, false), Path::Pointwise);
-        let c = case(&[2, 5, 9, 10], &[5, 1, 3, 3], 5, &[1, 1], &[1, 1], &[1, 1], &[1, 1], true);
+        let c = case(
+            &[2, 5, 9, 10],
+            &[5, 1, 3, 3],
+            5,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            true,
+        );
         assert_eq!(check(&c, false), Path::Depthwise);
-        let c = case(&[1, 4, 11, 10], &[4, 1, 5, 3], 4, &[2, 3], &[2, 1], &[3, 0], &[1, 2], false);
+        let c = case(
+            &[1, 4, 11, 10],
+            &[4, 1, 5, 3],
+            4,
+            &[2, 3],
+            &[2, 1],
+            &[3, 0],
+            &[1, 2],
+            false,
+        );
         assert_eq!(check(&c, false), Path::Depthwise);
         // depthwise with channel multiplier 2 goes through im2col
-        let c = case(&[1, 3, 6, 6], &[6, 1, 3, 3], 3, &[1, 1], &[1, 1], &[1, 1], &[1, 1], true);
+        let c = case(
+            &[1, 3, 6, 6],
+            &[6, 1, 3, 3],
+            3,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            true,
+        );
         assert!(matches!(check(&c, false), Path::Columns { .. }));
     }
 
     #[test]
     fn conv1d_and_conv3d() {
-        check(&case(&[2, 3, 17], &[4, 3, 3], 1, &[2], &[2], &[2], &[1], true), false);
-        check(&case(&[1, 2, 10], &[2, 1, 4], 2, &[1], &[1], &[0], &[3], false), false);
-        check(&case(&[1, 2, 5, 6, 7], &[3, 2, 2, 3, 2], 1, &[1, 2, 1], &[2, 1, 1], &[1, 0, 1], &[0, 1, 1], true), false);
-        check(&case(&[1, 4, 4, 5, 6], &[4, 1, 3, 3, 3], 4, &[1, 1, 2], &[1, 1, 1], &[1, 1, 1], &[1, 1, 1], true), false);
+        check(
+            &case(&[2, 3, 17], &[4, 3, 3], 1, &[2], &[2], &[2], &[1], true),
+            false,
+        );
+        check(
+            &case(&[1, 2, 10], &[2, 1, 4], 2, &[1], &[1], &[0], &[3], false),
+            false,
+        );
+        check(
+            &case(
+                &[1, 2, 5, 6, 7],
+                &[3, 2, 2, 3, 2],
+                1,
+                &[1, 2, 1],
+                &[2, 1, 1],
+                &[1, 0, 1],
+                &[0, 1, 1],
+                true,
+            ),
+            false,
+        );
+        check(
+            &case(
+                &[1, 4, 4, 5, 6],
+                &[4, 1, 3, 3, 3],
+                4,
+                &[1, 1, 2],
+                &[1, 1, 1],
+                &[1, 1, 1],
+                &[1, 1, 1],
+                true,
+            ),
+            false,
+        );
     }
 
     #[test]
     fn conv_chunks_columns() {
         // C/g·Πk = 576 rows × 1600 columns exceeds COL_CAP: several column chunks
-        let c = case(&[1, 64, 40, 40], &[4, 64, 3, 3], 1, &[1, 1], &[1, 1], &[1, 1], &[1, 1], true);
+        let c = case(
+            &[1, 64, 40, 40],
+            &[4, 64, 3, 3],
+            1,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            true,
+        );
         match check(&c, false) {
             Path::Columns { cols } => assert!(cols < 1600),
             p => panic!("{p:?}"),
@@ -723,12 +1089,48 @@ mod tests {
 
     #[test]
     fn conv_transpose_matches_naive() {
-        let mut c = case(&[2, 4, 3, 4], &[4, 3, 3, 2], 2, &[2, 3], &[1, 2], &[1, 0], &[0, 2], true);
+        let mut c = case(
+            &[2, 4, 3, 4],
+            &[4, 3, 3, 2],
+            2,
+            &[2, 3],
+            &[1, 2],
+            &[1, 0],
+            &[0, 2],
+            true,
+        );
         c.op = std::vec![1, 2];
         check(&c, true);
-        check(&case(&[1, 3, 5], &[3, 2, 4], 1, &[2], &[1], &[1], &[2], false), true);
-        check(&case(&[1, 2, 3, 3, 2], &[2, 1, 2, 2, 3], 2, &[2, 1, 2], &[1, 2, 1], &[0, 1, 1], &[1, 0, 0], true), true);
-        check(&case(&[1, 3, 4, 4], &[3, 5, 1, 1], 1, &[1, 1], &[1, 1], &[0, 0], &[0, 0], true), true);
+        check(
+            &case(&[1, 3, 5], &[3, 2, 4], 1, &[2], &[1], &[1], &[2], false),
+            true,
+        );
+        check(
+            &case(
+                &[1, 2, 3, 3, 2],
+                &[2, 1, 2, 2, 3],
+                2,
+                &[2, 1, 2],
+                &[1, 2, 1],
+                &[0, 1, 1],
+                &[1, 0, 0],
+                true,
+            ),
+            true,
+        );
+        check(
+            &case(
+                &[1, 3, 4, 4],
+                &[3, 5, 1, 1],
+                1,
+                &[1, 1],
+                &[1, 1],
+                &[0, 0],
+                &[0, 0],
+                true,
+            ),
+            true,
+        );
     }
 
     #[test]
@@ -736,21 +1138,49 @@ mod tests {
         // ONNX Conv doc example: x = arange(25) as [1,1,5,5], w = ones[1,1,3,3], pads 1
         let x: Vec<f32> = (0..25).map(|v| v as f32).collect();
         let w = [1.0f32; 9];
-        let p = params(&case(&[1, 1, 5, 5], &[1, 1, 3, 3], 1, &[1, 1], &[1, 1], &[1, 1], &[1, 1], false));
+        let p = params(&case(
+            &[1, 1, 5, 5],
+            &[1, 1, 3, 3],
+            1,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            false,
+        ));
         let mut y = [0.0f32; 25];
         let ins = [
-            Some(TensorRef { dtype: DType::F32, shape: Shape::new(&[1, 1, 5, 5]).unwrap(), data: bytemuck::cast_slice(&x) }),
-            Some(TensorRef { dtype: DType::F32, shape: Shape::new(&[1, 1, 3, 3]).unwrap(), data: bytemuck::cast_slice(&w) }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: Shape::new(&[1, 1, 5, 5]).unwrap(),
+                data: bytemuck::cast_slice(&x),
+            }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: Shape::new(&[1, 1, 3, 3]).unwrap(),
+                data: bytemuck::cast_slice(&w),
+            }),
         ];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[1, 1, 5, 5]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[1, 1, 5, 5]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_conv(&p, &ins, &mut outs, &mut []).unwrap();
         assert_eq!(
             y,
-            [12., 21., 27., 33., 24., 33., 54., 63., 72., 51., 63., 99., 108., 117., 81., 93., 144., 153., 162., 111., 72., 111., 117., 123., 84.]
+            [
+                12., 21., 27., 33., 24., 33., 54., 63., 72., 51., 63., 99., 108., 117., 81., 93.,
+                144., 153., 162., 111., 72., 111., 117., 123., 84.
+            ]
         );
         // wrong output size is refused
         let mut y = [0.0f32; 16];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[1, 1, 4, 4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[1, 1, 4, 4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_conv(&p, &ins, &mut outs, &mut []).is_err());
     }
 }

@@ -9,9 +9,13 @@ use super::{KernelError, KernelResult, Work, input, output};
 
 /// Element count of `shape`, checked against a buffer of `len` bytes of `dtype`.
 pub fn checked_len(shape: &Shape, dtype: DType, len: usize) -> Result<usize, KernelError> {
-    let n = shape.checked_numel().ok_or(KernelError::Shape("element count overflows"))?;
+    let n = shape
+        .checked_numel()
+        .ok_or(KernelError::Shape("element count overflows"))?;
     if n.checked_mul(dtype.size()) != Some(len) {
-        return Err(KernelError::Shape("tensor byte length does not match its shape"));
+        return Err(KernelError::Shape(
+            "tensor byte length does not match its shape",
+        ));
     }
     Ok(n)
 }
@@ -42,7 +46,10 @@ pub fn run_copy(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
         return Err(KernelError::Shape("copy changes the element count"));
     }
     y.data.copy_from_slice(x.data);
-    Ok(Work { cube_macs: 0, vector_ops: n as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n as u64,
+    })
 }
 
 /// Expand: numpy-broadcasts the input to the output shape (any dtype).
@@ -59,8 +66,18 @@ pub fn run_expand(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> 
     for (s, &b) in strides.iter_mut().zip(&bs).take(rank) {
         *s = b as isize;
     }
-    let n = strided_copy(y.data, x.data, x.dtype.size(), y.shape.dims(), &strides[..rank], 0)?;
-    Ok(Work { cube_macs: 0, vector_ops: n as u64 })
+    let n = strided_copy(
+        y.data,
+        x.data,
+        x.dtype.size(),
+        y.shape.dims(),
+        &strides[..rank],
+        0,
+    )?;
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n as u64,
+    })
 }
 
 /// Tile: output axis `i` is input axis `i` repeated `out[i] / in[i]` times (the repeats input,
@@ -89,7 +106,9 @@ pub fn run_tile(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
             0
         } else {
             if o % d != 0 {
-                return Err(KernelError::Shape("tile output is not a multiple of the input"));
+                return Err(KernelError::Shape(
+                    "tile output is not a multiple of the input",
+                ));
             }
             o / d
         };
@@ -97,8 +116,18 @@ pub fn run_tile(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
         dims[2 * i + 1] = d;
         strides[2 * i + 1] = in_strides[i] as isize;
     }
-    let n = strided_copy(y.data, x.data, x.dtype.size(), &dims[..2 * rank], &strides[..2 * rank], 0)?;
-    Ok(Work { cube_macs: 0, vector_ops: n as u64 })
+    let n = strided_copy(
+        y.data,
+        x.data,
+        x.dtype.size(),
+        &dims[..2 * rank],
+        &strides[..2 * rank],
+        0,
+    )?;
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n as u64,
+    })
 }
 
 #[cfg(test)]
@@ -108,7 +137,11 @@ mod tests {
     use std::vec::Vec;
 
     fn t<'a>(dt: DType, d: &[usize], data: &'a [u8]) -> Option<TensorRef<'a>> {
-        Some(TensorRef { dtype: dt, shape: Shape::new(d).unwrap(), data })
+        Some(TensorRef {
+            dtype: dt,
+            shape: Shape::new(d).unwrap(),
+            data,
+        })
     }
 
     #[test]
@@ -116,11 +149,19 @@ mod tests {
         let x: Vec<f32> = (0..6).map(|v| v as f32).collect();
         let mut y = [0f32; 6];
         let ins = [t(DType::F32, &[2, 3], bytemuck::cast_slice(&x))];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[6]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[6]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_copy(&ins, &mut outs).unwrap();
         assert_eq!(y, [0., 1., 2., 3., 4., 5.]);
         let mut y = [0f32; 5];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[5]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[5]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_copy(&ins, &mut outs).is_err());
     }
 
@@ -130,25 +171,41 @@ mod tests {
         let x = [1i32, 2];
         let mut y = [0i32; 12];
         let ins = [t(DType::I32, &[2, 1], bytemuck::cast_slice(&x))];
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[2, 2, 3]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[2, 2, 3]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_expand(&ins, &mut outs).unwrap();
         assert_eq!(y, [1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2]);
         // [3] -> [2,3] (u8), scalar -> [4]
         let x = [7u8, 8, 9];
         let mut y = [0u8; 6];
         let ins = [t(DType::U8, &[3], &x)];
-        let mut outs = [TensorMut { dtype: DType::U8, shape: Shape::new(&[2, 3]).unwrap(), data: &mut y }];
+        let mut outs = [TensorMut {
+            dtype: DType::U8,
+            shape: Shape::new(&[2, 3]).unwrap(),
+            data: &mut y,
+        }];
         run_expand(&ins, &mut outs).unwrap();
         assert_eq!(y, [7, 8, 9, 7, 8, 9]);
         let x = [5i64];
         let mut y = [0i64; 4];
         let ins = [t(DType::I64, &[], bytemuck::cast_slice(&x))];
-        let mut outs = [TensorMut { dtype: DType::I64, shape: Shape::new(&[4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_expand(&ins, &mut outs).unwrap();
         assert_eq!(y, [5; 4]);
         let mut y = [0i64; 4];
         let ins = [t(DType::I64, &[2], bytemuck::cast_slice(&[1i64, 2]))];
-        let mut outs = [TensorMut { dtype: DType::I64, shape: Shape::new(&[4]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_expand(&ins, &mut outs).is_err());
     }
 
@@ -158,11 +215,24 @@ mod tests {
         let x = [1i32, 2, 3, 4];
         let mut y = [0i32; 24];
         let ins = [t(DType::I32, &[2, 2], bytemuck::cast_slice(&x))];
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[4, 6]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[4, 6]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_tile(&ins, &mut outs).unwrap();
-        assert_eq!(y, [1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4]);
+        assert_eq!(
+            y,
+            [
+                1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4
+            ]
+        );
         let mut y = [0i32; 10];
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(&[2, 5]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(&[2, 5]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_tile(&ins, &mut outs).is_err());
     }
 }

@@ -49,7 +49,9 @@ fn check_operand(len: usize, rows: usize, cols: usize, ld: usize) -> Result<(), 
     }
     match (rows - 1).checked_mul(ld).and_then(|x| x.checked_add(cols)) {
         Some(need) if ld >= cols && need <= len => Ok(()),
-        _ => Err(KernelError::Shape("gemm operand smaller than its dimensions")),
+        _ => Err(KernelError::Shape(
+            "gemm operand smaller than its dimensions",
+        )),
     }
 }
 
@@ -97,7 +99,18 @@ pub fn sgemm(
     }
     if m == 1 {
         let inc_a = if trans_a { lda } else { 1 };
-        gemv_row(n, k, alpha, a, inc_a, b, ldb, trans_b, accumulate, &mut c[..n]);
+        gemv_row(
+            n,
+            k,
+            alpha,
+            a,
+            inc_a,
+            b,
+            ldb,
+            trans_b,
+            accumulate,
+            &mut c[..n],
+        );
         return Ok(());
     }
     let need = sgemm_ws_len(m, n, k);
@@ -171,7 +184,17 @@ fn madd(acc: [f32; NR], a: f32, b: [f32; NR]) -> [f32; NR] {
 /// Packs rows `ic..ic+mc`, columns `pc..pc+kc` of op(A), times alpha, into MR-row panels
 /// (zero rows past `mc`).
 #[allow(clippy::too_many_arguments)]
-fn pack_a(mc: usize, kc: usize, alpha: f32, a: &[f32], lda: usize, trans: bool, ic: usize, pc: usize, out: &mut [f32]) {
+fn pack_a(
+    mc: usize,
+    kc: usize,
+    alpha: f32,
+    a: &[f32],
+    lda: usize,
+    trans: bool,
+    ic: usize,
+    pc: usize,
+    out: &mut [f32],
+) {
     for ir in (0..mc).step_by(MR) {
         let mr = (mc - ir).min(MR);
         let (panel, _) = out[ir * kc..(ir + MR) * kc].as_chunks_mut::<MR>();
@@ -200,7 +223,16 @@ fn pack_a(mc: usize, kc: usize, alpha: f32, a: &[f32], lda: usize, trans: bool, 
 /// Packs rows `pc..pc+kc`, columns `jc..jc+nc` of op(B) into NR-column panels (zero columns
 /// past `nc`).
 #[allow(clippy::too_many_arguments)]
-fn pack_b(kc: usize, nc: usize, b: &[f32], ldb: usize, trans: bool, pc: usize, jc: usize, out: &mut [f32]) {
+fn pack_b(
+    kc: usize,
+    nc: usize,
+    b: &[f32],
+    ldb: usize,
+    trans: bool,
+    pc: usize,
+    jc: usize,
+    out: &mut [f32],
+) {
     for jr in (0..nc).step_by(NR) {
         let nr = (nc - jr).min(NR);
         let (panel, _) = out[jr * kc..(jr + NR) * kc].as_chunks_mut::<NR>();
@@ -227,12 +259,31 @@ fn pack_b(kc: usize, nc: usize, b: &[f32], ldb: usize, trans: bool, pc: usize, j
 
 /// `c (+)= alpha · a · op(B)` for a single row `a` with element stride `inc_a`.
 #[allow(clippy::too_many_arguments)]
-fn gemv_row(n: usize, k: usize, alpha: f32, a: &[f32], inc_a: usize, b: &[f32], ldb: usize, trans_b: bool, accumulate: bool, c: &mut [f32]) {
+fn gemv_row(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    inc_a: usize,
+    b: &[f32],
+    ldb: usize,
+    trans_b: bool,
+    accumulate: bool,
+    c: &mut [f32],
+) {
     if trans_b {
         for (j, cj) in c.iter_mut().enumerate() {
             let row = &b[j * ldb..j * ldb + k];
-            let d = if inc_a == 1 { dot(&a[..k], row) } else { row.iter().enumerate().map(|(p, v)| a[p * inc_a] * v).sum() };
-            *cj = if accumulate { *cj + alpha * d } else { alpha * d };
+            let d = if inc_a == 1 {
+                dot(&a[..k], row)
+            } else {
+                row.iter().enumerate().map(|(p, v)| a[p * inc_a] * v).sum()
+            };
+            *cj = if accumulate {
+                *cj + alpha * d
+            } else {
+                alpha * d
+            };
         }
     } else {
         if !accumulate {
@@ -268,7 +319,12 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// Gemm: `Y = alpha · op(A) · op(B) + beta · C`, C unidirectionally broadcast to `[M, N]`,
 /// then the fused activation.
-pub fn run_gemm(p: &GemmParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
+pub fn run_gemm(
+    p: &GemmParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+) -> KernelResult {
     let at = input(ins, 0, "gemm A")?;
     let bt = input(ins, 1, "gemm B")?;
     let ct = ins.get(2).and_then(|t| t.as_ref());
@@ -307,12 +363,17 @@ pub fn run_gemm(p: &GemmParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
         _ => false,
     };
     let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
-    sgemm(m, n, k, p.alpha, a, ad[1], ta, b, bd[1], tb, accumulate, y, n, wsf)?;
+    sgemm(
+        m, n, k, p.alpha, a, ad[1], ta, b, bd[1], tb, accumulate, y, n, wsf,
+    )?;
     if p.act.op != 0 {
         super::unary::apply_activation(&p.act, y)?;
         vector_ops += (m * n) as u64;
     }
-    Ok(Work { cube_macs: (m * n * k) as u64, vector_ops })
+    Ok(Work {
+        cube_macs: (m * n * k) as u64,
+        vector_ops,
+    })
 }
 
 /// MatMul geometry: batch shapes (as [`Shape`]s) and the matrix sizes.
@@ -330,8 +391,16 @@ fn matmul_dims(a: &Shape, b: &Shape, y: &Shape) -> Result<MatMulDims, KernelErro
     if ad.is_empty() || bd.is_empty() {
         return Err(KernelError::Shape("matmul operands must have rank >= 1"));
     }
-    let (m, k, ab) = if ad.len() == 1 { (1, ad[0], &ad[..0]) } else { (ad[ad.len() - 2], ad[ad.len() - 1], &ad[..ad.len() - 2]) };
-    let (k2, n, bb) = if bd.len() == 1 { (bd[0], 1, &bd[..0]) } else { (bd[bd.len() - 2], bd[bd.len() - 1], &bd[..bd.len() - 2]) };
+    let (m, k, ab) = if ad.len() == 1 {
+        (1, ad[0], &ad[..0])
+    } else {
+        (ad[ad.len() - 2], ad[ad.len() - 1], &ad[..ad.len() - 2])
+    };
+    let (k2, n, bb) = if bd.len() == 1 {
+        (bd[0], 1, &bd[..0])
+    } else {
+        (bd[bd.len() - 2], bd[bd.len() - 1], &bd[..bd.len() - 2])
+    };
     if k != k2 {
         return Err(KernelError::Shape("matmul inner dimensions differ"));
     }
@@ -355,22 +424,48 @@ fn matmul_dims(a: &Shape, b: &Shape, y: &Shape) -> Result<MatMulDims, KernelErro
         return Err(KernelError::Shape("matmul output matrix shape is wrong"));
     }
     let bad = || KernelError::Shape("matmul batch shape too large");
-    let (a_batch, b_batch, y_batch) = (Shape::new(ab).ok_or_else(bad)?, Shape::new(bb).ok_or_else(bad)?, Shape::new(yb).ok_or_else(bad)?);
+    let (a_batch, b_batch, y_batch) = (
+        Shape::new(ab).ok_or_else(bad)?,
+        Shape::new(bb).ok_or_else(bad)?,
+        Shape::new(yb).ok_or_else(bad)?,
+    );
     // Batch dims must broadcast exactly to the output's.
     broadcast_strides(&a_batch, &y_batch)?;
     broadcast_strides(&b_batch, &y_batch)?;
     for i in 0..nb {
-        let da = if i + ab.len() >= nb { ab[i + ab.len() - nb] } else { 1 };
-        let db = if i + bb.len() >= nb { bb[i + bb.len() - nb] } else { 1 };
+        let da = if i + ab.len() >= nb {
+            ab[i + ab.len() - nb]
+        } else {
+            1
+        };
+        let db = if i + bb.len() >= nb {
+            bb[i + bb.len() - nb]
+        } else {
+            1
+        };
         if yb[i] != if da == 1 { db } else { da } {
-            return Err(KernelError::Shape("matmul batch dims do not broadcast to the output"));
+            return Err(KernelError::Shape(
+                "matmul batch dims do not broadcast to the output",
+            ));
         }
     }
-    Ok(MatMulDims { a_batch, b_batch, y_batch, m, n, k })
+    Ok(MatMulDims {
+        a_batch,
+        b_batch,
+        y_batch,
+        m,
+        n,
+        k,
+    })
 }
 
 /// Element offsets (in matrices) of A and B for output batch `i`.
-fn batch_offsets(d: &MatMulDims, sa: &[usize; MAX_RANK], sb: &[usize; MAX_RANK], mut i: usize) -> (usize, usize) {
+fn batch_offsets(
+    d: &MatMulDims,
+    sa: &[usize; MAX_RANK],
+    sb: &[usize; MAX_RANK],
+    mut i: usize,
+) -> (usize, usize) {
     let (mut oa, mut ob) = (0, 0);
     for ax in (0..d.y_batch.rank()).rev() {
         let dim = d.y_batch.dims()[ax];
@@ -384,7 +479,11 @@ fn batch_offsets(d: &MatMulDims, sa: &[usize; MAX_RANK], sb: &[usize; MAX_RANK],
 
 /// MatMul with numpy semantics (1-D operands, broadcast batch dims). f32 through [`sgemm`];
 /// f64, i32 and i64 with a plain loop (integers wrap).
-pub fn run_matmul(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws: &mut [u8]) -> KernelResult {
+pub fn run_matmul(
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+) -> KernelResult {
     let at = input(ins, 0, "matmul A")?;
     let bt = input(ins, 1, "matmul B")?;
     let yt = output(outs, 0, "matmul output")?;
@@ -402,7 +501,10 @@ pub fn run_matmul(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws:
     }
     let sa = broadcast_strides(&d.a_batch, &d.y_batch)?;
     let sb = broadcast_strides(&d.b_batch, &d.y_batch)?;
-    let work = Work { cube_macs: (batches * m * n * k) as u64, vector_ops: 0 };
+    let work = Work {
+        cube_macs: (batches * m * n * k) as u64,
+        vector_ops: 0,
+    };
     let (amat, bmat, ymat) = (m * k, k * n, m * n);
     match at.dtype {
         DType::F32 => {
@@ -425,9 +527,31 @@ pub fn run_matmul(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>], ws:
             }
         }
         DType::F64 => naive_batches::<f64>(&d, &sa, &sb, at, bt, yt, |x, y| x * y, |x, y| x + y)?,
-        DType::I32 => naive_batches::<i32>(&d, &sa, &sb, at, bt, yt, i32::wrapping_mul, i32::wrapping_add)?,
-        DType::I64 => naive_batches::<i64>(&d, &sa, &sb, at, bt, yt, i64::wrapping_mul, i64::wrapping_add)?,
-        _ => return Err(KernelError::UnsupportedDType("matmul supports float32, float64, int32, int64")),
+        DType::I32 => naive_batches::<i32>(
+            &d,
+            &sa,
+            &sb,
+            at,
+            bt,
+            yt,
+            i32::wrapping_mul,
+            i32::wrapping_add,
+        )?,
+        DType::I64 => naive_batches::<i64>(
+            &d,
+            &sa,
+            &sb,
+            at,
+            bt,
+            yt,
+            i64::wrapping_mul,
+            i64::wrapping_add,
+        )?,
+        _ => {
+            return Err(KernelError::UnsupportedDType(
+                "matmul supports float32, float64, int32, int64",
+            ));
+        }
     }
     Ok(work)
 }
@@ -469,15 +593,23 @@ fn naive_batches<T: ge_runtime::format::Element + Default>(
 /// here, so this bounds both readings (Gemm with either transpose, MatMul with or without
 /// folding the batch into M); [`sgemm_ws_len`] caps the result at one packed block pair.
 pub fn gemm_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
-    let (Some(Some(a)), Some(Some(b)), Some(y)) = (in_shapes.first(), in_shapes.get(1), out_shapes.first()) else {
+    let (Some(Some(a)), Some(Some(b)), Some(y)) =
+        (in_shapes.first(), in_shapes.get(1), out_shapes.first())
+    else {
         return 0;
     };
     let (ad, bd, yd) = (a.dims(), b.dims(), y.dims());
     let last = |d: &[usize], i: usize| if d.len() > i { d[d.len() - 1 - i] } else { 1 };
     let k = last(ad, 0).max(if ad.len() >= 2 { last(ad, 1) } else { 1 });
-    let m_fold = if ad.len() >= 2 && last(ad, 0) > 0 { a.numel() / last(ad, 0) } else { 1 };
+    let m_fold = if ad.len() >= 2 && last(ad, 0) > 0 {
+        a.numel() / last(ad, 0)
+    } else {
+        1
+    };
     let m = m_fold.max(if yd.len() >= 2 { last(yd, 1) } else { 1 });
-    let n = last(yd, 0).max(last(bd, 0)).max(if bd.len() >= 2 { last(bd, 1) } else { 1 });
+    let n = last(yd, 0)
+        .max(last(bd, 0))
+        .max(if bd.len() >= 2 { last(bd, 1) } else { 1 });
     sgemm_ws_len(m, n, k) * 4
 }
 
@@ -498,7 +630,17 @@ mod tests {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn naive(m: usize, n: usize, k: usize, alpha: f32, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32]) {
+    fn naive(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: f32,
+        a: &[f32],
+        ta: bool,
+        b: &[f32],
+        tb: bool,
+        c: &mut [f32],
+    ) {
         for i in 0..m {
             for j in 0..n {
                 let mut s = 0.0f64;
@@ -514,13 +656,25 @@ mod tests {
 
     fn max_err(x: &[f32], y: &[f32]) -> f32 {
         assert_eq!(x.len(), y.len());
-        x.iter().zip(y).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)
+        x.iter()
+            .zip(y)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max)
     }
 
     #[test]
     fn sgemm_matches_naive_odd_sizes() {
         let mut seed = 7;
-        for &(m, n, k) in &[(1, 7, 5), (2, 1, 3), (7, 13, 9), (37, 41, 300), (100, 2100, 20), (5, 3, 1), (97, 17, 513), (13, 2049, 3)] {
+        for &(m, n, k) in &[
+            (1, 7, 5),
+            (2, 1, 3),
+            (7, 13, 9),
+            (37, 41, 300),
+            (100, 2100, 20),
+            (5, 3, 1),
+            (97, 17, 513),
+            (13, 2049, 3),
+        ] {
             for ta in [false, true] {
                 for tb in [false, true] {
                     for acc in [false, true] {
@@ -528,10 +682,17 @@ mod tests {
                         let b = rand_vec(k * n, &mut seed);
                         let c0 = rand_vec(m * n, &mut seed);
                         let mut c1 = c0.clone();
-                        let mut c2 = if acc { c0.clone() } else { std::vec![0.0; m * n] };
+                        let mut c2 = if acc {
+                            c0.clone()
+                        } else {
+                            std::vec![0.0; m * n]
+                        };
                         let mut ws = std::vec![0.0; sgemm_ws_len(m, n, k)];
                         let (lda, ldb) = (if ta { m } else { k }, if tb { k } else { n });
-                        sgemm(m, n, k, 1.5, &a, lda, ta, &b, ldb, tb, acc, &mut c1, n, &mut ws).unwrap();
+                        sgemm(
+                            m, n, k, 1.5, &a, lda, ta, &b, ldb, tb, acc, &mut c1, n, &mut ws,
+                        )
+                        .unwrap();
                         naive(m, n, k, 1.5, &a, ta, &b, tb, &mut c2);
                         let e = max_err(&c1, &c2);
                         assert!(e < 1e-3, "m{m} n{n} k{k} ta{ta} tb{tb} acc{acc}: err {e}");
@@ -547,15 +708,71 @@ mod tests {
         let a: Vec<f32> = (0..12).map(|v| v as f32).collect();
         let b: Vec<f32> = (0..10).map(|v| v as f32).collect();
         let mut c = std::vec![0.0f32; 8];
-        sgemm(2, 3, 2, 1.0, &a, 4, false, &b, 5, false, false, &mut c, 4, &mut [0.0; 64]).unwrap();
+        sgemm(
+            2,
+            3,
+            2,
+            1.0,
+            &a,
+            4,
+            false,
+            &b,
+            5,
+            false,
+            false,
+            &mut c,
+            4,
+            &mut [0.0; 64],
+        )
+        .unwrap();
         // A = [[0,1],[4,5]], B = [[0,1,2],[5,6,7]]
         assert_eq!(c, [5., 6., 7., 0., 25., 34., 43., 0.]);
-        assert!(sgemm(2, 3, 2, 1.0, &a[..4], 4, false, &b, 5, false, false, &mut c, 4, &mut [0.0; 64]).is_err());
-        assert_eq!(sgemm(2, 3, 2, 1.0, &a, 4, false, &b, 5, false, false, &mut c, 4, &mut []), Err(KernelError::Workspace));
+        assert!(
+            sgemm(
+                2,
+                3,
+                2,
+                1.0,
+                &a[..4],
+                4,
+                false,
+                &b,
+                5,
+                false,
+                false,
+                &mut c,
+                4,
+                &mut [0.0; 64]
+            )
+            .is_err()
+        );
+        assert_eq!(
+            sgemm(
+                2,
+                3,
+                2,
+                1.0,
+                &a,
+                4,
+                false,
+                &b,
+                5,
+                false,
+                false,
+                &mut c,
+                4,
+                &mut []
+            ),
+            Err(KernelError::Workspace)
+        );
     }
 
     fn tref<'a>(d: &[usize], v: &'a [f32]) -> Option<TensorRef<'a>> {
-        Some(TensorRef { dtype: DType::F32, shape: Shape::new(d).unwrap(), data: bytemuck::cast_slice(v) })
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(d).unwrap(),
+            data: bytemuck::cast_slice(v),
+        })
     }
 
     #[test]
@@ -565,11 +782,21 @@ mod tests {
         let b = [1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0];
         let c = [10.0f32, 20.0];
         let mut y = [0.0f32; 4];
-        let p = GemmParams { trans_a: 1, trans_b: 0, alpha: 2.0, beta: 0.5, act: Activation::default() };
+        let p = GemmParams {
+            trans_a: 1,
+            trans_b: 0,
+            alpha: 2.0,
+            beta: 0.5,
+            act: Activation::default(),
+        };
         let ins = [tref(&[3, 2], &a_t), tref(&[3, 2], &b), tref(&[2], &c)];
         let shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
         let mut ws = std::vec![0u8; gemm_workspace_bytes(&shapes, &[Shape::new(&[2, 2]).unwrap()])];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         let w = run_gemm(&p, &ins, &mut outs, &mut ws).unwrap();
         // A·B = [[4,5],[10,11]] -> 2x + [5,10]
         assert_eq!(y, [13., 20., 25., 32.]);
@@ -577,30 +804,56 @@ mod tests {
         // C as a column [2,1], no C
         let c = [1.0f32, 2.0];
         let ins = [tref(&[3, 2], &a_t), tref(&[3, 2], &b), tref(&[2, 1], &c)];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_gemm(&p, &ins, &mut outs, &mut ws).unwrap();
         assert_eq!(y, [8.5, 10.5, 21., 23.]);
         let ins = [tref(&[3, 2], &a_t), tref(&[3, 2], &b), None];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_gemm(&p, &ins, &mut outs, &mut ws).unwrap();
         assert_eq!(y, [8., 10., 20., 22.]);
         // bad C
         let c3 = [1.0f32, 2.0, 3.0];
         let ins = [tref(&[3, 2], &a_t), tref(&[3, 2], &b), tref(&[3], &c3)];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_gemm(&p, &ins, &mut outs, &mut ws).is_err());
         // shape mismatch
         let ins = [tref(&[2, 3], &a_t), tref(&[3, 2], &b), None];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         assert!(run_gemm(&p, &ins, &mut outs, &mut ws).is_err());
     }
 
-    fn matmul(ad: &[usize], a: &[f32], bd: &[usize], b: &[f32], yd: &[usize]) -> Result<Vec<f32>, KernelError> {
+    fn matmul(
+        ad: &[usize],
+        a: &[f32],
+        bd: &[usize],
+        b: &[f32],
+        yd: &[usize],
+    ) -> Result<Vec<f32>, KernelError> {
         let mut y = std::vec![0.0f32; yd.iter().product()];
         let ins = [tref(ad, a), tref(bd, b)];
         let ys = Shape::new(yd).unwrap();
         let mut ws = std::vec![0u8; gemm_workspace_bytes(&[Some(Shape::new(ad).unwrap()), Some(Shape::new(bd).unwrap())], &[ys])];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: ys, data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: ys,
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_matmul(&ins, &mut outs, &mut ws)?;
         Ok(y)
     }
@@ -610,9 +863,15 @@ mod tests {
         let a: Vec<f32> = (0..6).map(|v| v as f32).collect(); // [2,3]
         let b: Vec<f32> = (0..6).map(|v| v as f32).collect(); // [3,2]
         // np.arange(6).reshape(2,3) @ np.arange(6).reshape(3,2) = [[10,13],[28,40]]
-        assert_eq!(matmul(&[2, 3], &a, &[3, 2], &b, &[2, 2]).unwrap(), [10., 13., 28., 40.]);
+        assert_eq!(
+            matmul(&[2, 3], &a, &[3, 2], &b, &[2, 2]).unwrap(),
+            [10., 13., 28., 40.]
+        );
         // 1-D @ 2-D: [0,1,2] @ B = [10,13]
-        assert_eq!(matmul(&[3], &a[..3], &[3, 2], &b, &[2]).unwrap(), [10., 13.]);
+        assert_eq!(
+            matmul(&[3], &a[..3], &[3, 2], &b, &[2]).unwrap(),
+            [10., 13.]
+        );
         // 2-D @ 1-D: A @ [0,1,2] = [5,14]
         assert_eq!(matmul(&[2, 3], &a, &[3], &b[..3], &[2]).unwrap(), [5., 14.]);
         // 1-D @ 1-D
@@ -625,9 +884,21 @@ mod tests {
         let mut seed = 3;
         // [2,1,4,5] @ [3,5,6] -> [2,3,4,6]; and [2,3,4,5] @ [5,6] (folded path)
         for (ad, bd, yd) in [
-            (std::vec![2usize, 1, 4, 5], std::vec![3usize, 5, 6], std::vec![2usize, 3, 4, 6]),
-            (std::vec![2, 3, 4, 5], std::vec![5, 6], std::vec![2, 3, 4, 6]),
-            (std::vec![3, 1, 5], std::vec![2, 1, 5, 7], std::vec![2, 3, 1, 7]),
+            (
+                std::vec![2usize, 1, 4, 5],
+                std::vec![3usize, 5, 6],
+                std::vec![2usize, 3, 4, 6],
+            ),
+            (
+                std::vec![2, 3, 4, 5],
+                std::vec![5, 6],
+                std::vec![2, 3, 4, 6],
+            ),
+            (
+                std::vec![3, 1, 5],
+                std::vec![2, 1, 5, 7],
+                std::vec![2, 3, 1, 7],
+            ),
         ] {
             let a = rand_vec(ad.iter().product(), &mut seed);
             let b = rand_vec(bd.iter().product(), &mut seed);
@@ -654,7 +925,17 @@ mod tests {
                 };
                 let (oa, ob) = (off(&ad), off(&bd));
                 let mut want = std::vec![0.0f32; m * n];
-                naive(m, n, k, 1.0, &a[oa * m * k..][..m * k], false, &b[ob * k * n..][..k * n], false, &mut want);
+                naive(
+                    m,
+                    n,
+                    k,
+                    1.0,
+                    &a[oa * m * k..][..m * k],
+                    false,
+                    &b[ob * k * n..][..k * n],
+                    false,
+                    &mut want,
+                );
                 assert!(max_err(&y[i * m * n..][..m * n], &want) < 1e-5);
             }
         }
@@ -666,10 +947,22 @@ mod tests {
         let b = [5i64, 6, 7, 8];
         let mut y = [0i64; 4];
         let ins = [
-            Some(TensorRef { dtype: DType::I64, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice(&a) }),
-            Some(TensorRef { dtype: DType::I64, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice(&b) }),
+            Some(TensorRef {
+                dtype: DType::I64,
+                shape: Shape::new(&[2, 2]).unwrap(),
+                data: bytemuck::cast_slice(&a),
+            }),
+            Some(TensorRef {
+                dtype: DType::I64,
+                shape: Shape::new(&[2, 2]).unwrap(),
+                data: bytemuck::cast_slice(&b),
+            }),
         ];
-        let mut outs = [TensorMut { dtype: DType::I64, shape: Shape::new(&[2, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let mut outs = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_matmul(&ins, &mut outs, &mut []).unwrap();
         assert_eq!(y, [19, 22, 43, 50]);
     }
@@ -684,14 +977,23 @@ mod tests {
             let b = rand_vec(s * s, &mut seed);
             let mut c = std::vec![0.0f32; s * s];
             let mut ws = std::vec![0.0; sgemm_ws_len(s, s, s)];
-            sgemm(s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws).unwrap();
+            sgemm(
+                s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws,
+            )
+            .unwrap();
             let reps = if s <= 512 { 10 } else { 3 };
             let t = std::time::Instant::now();
             for _ in 0..reps {
-                sgemm(s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws).unwrap();
+                sgemm(
+                    s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws,
+                )
+                .unwrap();
             }
             let dt = t.elapsed().as_secs_f64() / reps as f64;
-            std::println!("sgemm {s}^3: {:.1} GFLOP/s", 2.0 * (s * s * s) as f64 / dt / 1e9);
+            std::println!(
+                "sgemm {s}^3: {:.1} GFLOP/s",
+                2.0 * (s * s * s) as f64 / dt / 1e9
+            );
         }
     }
 }

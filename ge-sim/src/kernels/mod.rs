@@ -39,18 +39,30 @@ pub type KernelResult = Result<Work, KernelError>;
 /// Reads the `Pod` parameter record of a task.
 pub fn read_params<P: bytemuck::Pod>(bytes: &[u8]) -> Result<P, KernelError> {
     if bytes.len() != core::mem::size_of::<P>() {
-        return Err(KernelError::BadParams("parameter record has the wrong length"));
+        return Err(KernelError::BadParams(
+            "parameter record has the wrong length",
+        ));
     }
     Ok(bytemuck::pod_read_unaligned(bytes))
 }
 
 /// Input `i`, which must be present.
-pub fn input<'a, 'b>(ins: &'b [Option<TensorRef<'a>>], i: usize, what: &'static str) -> Result<&'b TensorRef<'a>, KernelError> {
-    ins.get(i).and_then(|t| t.as_ref()).ok_or(KernelError::MissingTensor(what))
+pub fn input<'a, 'b>(
+    ins: &'b [Option<TensorRef<'a>>],
+    i: usize,
+    what: &'static str,
+) -> Result<&'b TensorRef<'a>, KernelError> {
+    ins.get(i)
+        .and_then(|t| t.as_ref())
+        .ok_or(KernelError::MissingTensor(what))
 }
 
 /// Output `i`, which must be present.
-pub fn output<'a, 'b>(outs: &'b mut [TensorMut<'a>], i: usize, what: &'static str) -> Result<&'b mut TensorMut<'a>, KernelError> {
+pub fn output<'a, 'b>(
+    outs: &'b mut [TensorMut<'a>],
+    i: usize,
+    what: &'static str,
+) -> Result<&'b mut TensorMut<'a>, KernelError> {
     outs.get_mut(i).ok_or(KernelError::MissingTensor(what))
 }
 
@@ -97,10 +109,17 @@ pub fn execute(
 /// Scratch bytes a task needs, decided at compile time from its kind, params and shapes.
 /// Kinds that need none return 0; a malformed record also returns 0 (execution then fails
 /// with a parameter error instead).
-pub fn workspace_bytes(kind: OpKind, params: &[u8], in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
+pub fn workspace_bytes(
+    kind: OpKind,
+    params: &[u8],
+    in_shapes: &[Option<Shape>],
+    out_shapes: &[Shape],
+) -> usize {
     match kind {
         OpKind::Conv | OpKind::ConvTranspose => match read_params::<ConvParams>(params) {
-            Ok(p) => conv::conv_workspace_bytes(&p, kind == OpKind::ConvTranspose, in_shapes, out_shapes),
+            Ok(p) => {
+                conv::conv_workspace_bytes(&p, kind == OpKind::ConvTranspose, in_shapes, out_shapes)
+            }
             Err(_) => 0,
         },
         OpKind::Gemm | OpKind::MatMul => gemm::gemm_workspace_bytes(in_shapes, out_shapes),

@@ -111,7 +111,11 @@ pub fn f32_to_bf16(v: f32) -> u16 {
 }
 
 /// Pads (or crops) every axis by `begin`/`end`; any dtype.
-pub fn run_pad(p: &PadParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_pad(
+    p: &PadParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let x = input(ins, 0, "pad input")?;
     let y = output(outs, 0, "pad output")?;
     let mode = PadMode::from_u32(p.mode).ok_or(KernelError::BadParams("unknown pad mode"))?;
@@ -127,23 +131,46 @@ pub fn run_pad(p: &PadParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorM
     let es = x.dtype.size();
     if rank == 0 {
         y.data.copy_from_slice(x.data);
-        return Ok(Work { cube_macs: 0, vector_ops: 1 });
+        return Ok(Work {
+            cube_macs: 0,
+            vector_ops: 1,
+        });
     }
     let mut axes = [Axis::default(); MAX_RANK];
-    for i in 0..rank {
+    for (i, axis) in axes.iter_mut().enumerate().take(rank) {
         let (d, o) = (x.shape.dims()[i] as i64, y.shape.dims()[i] as i64);
         let (b, e) = (p.begin[i], p.end[i]);
-        let lo = b.checked_neg().ok_or(KernelError::BadParams("pad out of range"))?.max(0);
-        let hi_crop = e.checked_neg().ok_or(KernelError::BadParams("pad out of range"))?.max(0);
-        let len = d.checked_sub(lo).and_then(|v| v.checked_sub(hi_crop)).filter(|&v| v >= 0);
-        let len = len.ok_or(KernelError::BadParams("negative pads crop more than the axis"))?;
+        let lo = b
+            .checked_neg()
+            .ok_or(KernelError::BadParams("pad out of range"))?
+            .max(0);
+        let hi_crop = e
+            .checked_neg()
+            .ok_or(KernelError::BadParams("pad out of range"))?
+            .max(0);
+        let len = d
+            .checked_sub(lo)
+            .and_then(|v| v.checked_sub(hi_crop))
+            .filter(|&v| v >= 0);
+        let len = len.ok_or(KernelError::BadParams(
+            "negative pads crop more than the axis",
+        ))?;
         if d.checked_add(b).and_then(|v| v.checked_add(e)) != Some(o) {
-            return Err(KernelError::Shape("pad output shape does not match the pads"));
+            return Err(KernelError::Shape(
+                "pad output shape does not match the pads",
+            ));
         }
         if len == 0 && o > 0 && mode != PadMode::Constant {
-            return Err(KernelError::BadParams("cannot reflect/edge/wrap-pad an empty axis"));
+            return Err(KernelError::BadParams(
+                "cannot reflect/edge/wrap-pad an empty axis",
+            ));
         }
-        axes[i] = Axis { out: o as usize, pad: b.max(0) as usize, lo: lo as usize, len: len as usize };
+        *axis = Axis {
+            out: o as usize,
+            pad: b.max(0) as usize,
+            lo: lo as usize,
+            len: len as usize,
+        };
     }
     if total == 0 {
         return Ok(Work::default());
@@ -200,7 +227,10 @@ pub fn run_pad(p: &PadParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorM
             index[a] = 0;
         }
     }
-    Ok(Work { cube_macs: 0, vector_ops: total as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: total as u64,
+    })
 }
 
 #[cfg(test)]
@@ -210,14 +240,39 @@ mod tests {
     use ge_runtime::format::Shape;
     use std::vec::Vec;
 
-    fn pad(x: &[f32], xd: &[usize], mode: PadMode, b: &[i64], e: &[i64], v: f64) -> Result<Vec<f32>, KernelError> {
-        let mut p = PadParams { mode: mode as u32, reserved: 0, begin: [0; MAX_RANK], end: [0; MAX_RANK], value: v };
+    fn pad(
+        x: &[f32],
+        xd: &[usize],
+        mode: PadMode,
+        b: &[i64],
+        e: &[i64],
+        v: f64,
+    ) -> Result<Vec<f32>, KernelError> {
+        let mut p = PadParams {
+            mode: mode as u32,
+            reserved: 0,
+            begin: [0; MAX_RANK],
+            end: [0; MAX_RANK],
+            value: v,
+        };
         p.begin[..b.len()].copy_from_slice(b);
         p.end[..e.len()].copy_from_slice(e);
-        let yd: Vec<usize> = xd.iter().zip(b.iter().zip(e)).map(|(&d, (&b, &e))| (d as i64 + b + e).max(0) as usize).collect();
+        let yd: Vec<usize> = xd
+            .iter()
+            .zip(b.iter().zip(e))
+            .map(|(&d, (&b, &e))| (d as i64 + b + e).max(0) as usize)
+            .collect();
         let mut y = std::vec![0f32; yd.iter().product()];
-        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(xd).unwrap(),
+            data: bytemuck::cast_slice(x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&yd).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_pad(&p, &ins, &mut outs)?;
         Ok(y)
     }
@@ -226,23 +281,47 @@ mod tests {
     fn numpy_modes() {
         let x = [1.0f32, 2.0, 3.0];
         // np.pad([1,2,3], (4,5), mode)
-        assert_eq!(pad(&x, &[3], PadMode::Constant, &[2], &[1], 9.0).unwrap(), [9., 9., 1., 2., 3., 9.]);
-        assert_eq!(pad(&x, &[3], PadMode::Edge, &[2], &[1], 0.0).unwrap(), [1., 1., 1., 2., 3., 3.]);
-        assert_eq!(pad(&x, &[3], PadMode::Reflect, &[4], &[5], 0.0).unwrap(), [1., 2., 3., 2., 1., 2., 3., 2., 1., 2., 3., 2.]);
-        assert_eq!(pad(&x, &[3], PadMode::Wrap, &[4], &[5], 0.0).unwrap(), [3., 1., 2., 3., 1., 2., 3., 1., 2., 3., 1., 2.]);
+        assert_eq!(
+            pad(&x, &[3], PadMode::Constant, &[2], &[1], 9.0).unwrap(),
+            [9., 9., 1., 2., 3., 9.]
+        );
+        assert_eq!(
+            pad(&x, &[3], PadMode::Edge, &[2], &[1], 0.0).unwrap(),
+            [1., 1., 1., 2., 3., 3.]
+        );
+        assert_eq!(
+            pad(&x, &[3], PadMode::Reflect, &[4], &[5], 0.0).unwrap(),
+            [1., 2., 3., 2., 1., 2., 3., 2., 1., 2., 3., 2.]
+        );
+        assert_eq!(
+            pad(&x, &[3], PadMode::Wrap, &[4], &[5], 0.0).unwrap(),
+            [3., 1., 2., 3., 1., 2., 3., 1., 2., 3., 1., 2.]
+        );
     }
 
     #[test]
     fn two_d_and_crop() {
         // x = [[1,2],[3,4]]; np.pad(x, ((1,0),(0,2)), 'reflect') = [[3,4,3,4],[1,2,1,2],[3,4,3,4]]
         let x = [1.0f32, 2., 3., 4.];
-        assert_eq!(pad(&x, &[2, 2], PadMode::Reflect, &[1, 0], &[0, 2], 0.0).unwrap(), [3., 4., 3., 4., 1., 2., 1., 2., 3., 4., 3., 4.]);
+        assert_eq!(
+            pad(&x, &[2, 2], PadMode::Reflect, &[1, 0], &[0, 2], 0.0).unwrap(),
+            [3., 4., 3., 4., 1., 2., 1., 2., 3., 4., 3., 4.]
+        );
         // constant, outer axis padded
-        assert_eq!(pad(&x, &[2, 2], PadMode::Constant, &[1, 1], &[0, 0], -1.0).unwrap(), [-1., -1., -1., -1., 1., 2., -1., 3., 4.]);
+        assert_eq!(
+            pad(&x, &[2, 2], PadMode::Constant, &[1, 1], &[0, 0], -1.0).unwrap(),
+            [-1., -1., -1., -1., 1., 2., -1., 3., 4.]
+        );
         // crop: x[:, 1:] then edge-pad 1 at the end of axis 1
         let x: Vec<f32> = (0..6).map(|v| v as f32).collect(); // [2,3]
-        assert_eq!(pad(&x, &[2, 3], PadMode::Edge, &[0, -1], &[0, 1], 0.0).unwrap(), [1., 2., 2., 4., 5., 5.]);
-        assert_eq!(pad(&x, &[2, 3], PadMode::Constant, &[-1, -1], &[0, -1], 0.0).unwrap(), [4.]);
+        assert_eq!(
+            pad(&x, &[2, 3], PadMode::Edge, &[0, -1], &[0, 1], 0.0).unwrap(),
+            [1., 2., 2., 4., 5., 5.]
+        );
+        assert_eq!(
+            pad(&x, &[2, 3], PadMode::Constant, &[-1, -1], &[0, -1], 0.0).unwrap(),
+            [4.]
+        );
         assert!(pad(&x, &[2, 3], PadMode::Constant, &[0, -4], &[0, 1], 0.0).is_err());
     }
 
@@ -257,10 +336,24 @@ mod tests {
         assert_eq!(f32_to_bf16(-3.0), 0xc040);
         let x = [1i64, 2];
         let mut y = [0i64; 3];
-        let mut p = PadParams { mode: 1, reserved: 0, begin: [0; MAX_RANK], end: [0; MAX_RANK], value: -7.0 };
+        let mut p = PadParams {
+            mode: 1,
+            reserved: 0,
+            begin: [0; MAX_RANK],
+            end: [0; MAX_RANK],
+            value: -7.0,
+        };
         p.end[0] = 1;
-        let ins = [Some(TensorRef { dtype: DType::I64, shape: Shape::new(&[2]).unwrap(), data: bytemuck::cast_slice(&x) })];
-        let mut outs = [TensorMut { dtype: DType::I64, shape: Shape::new(&[3]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let ins = [Some(TensorRef {
+            dtype: DType::I64,
+            shape: Shape::new(&[2]).unwrap(),
+            data: bytemuck::cast_slice(&x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[3]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_pad(&p, &ins, &mut outs).unwrap();
         assert_eq!(y, [1, 2, -7]);
     }

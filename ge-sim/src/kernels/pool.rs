@@ -34,7 +34,13 @@ impl Axis {
         // first t with start + t·d >= 0
         let lo = if start >= 0 { 0 } else { (-start + d - 1) / d };
         // taps with start + t·d < limit
-        let below = |limit: i64| if limit <= start { 0 } else { ((limit - start + d - 1) / d).min(k) };
+        let below = |limit: i64| {
+            if limit <= start {
+                0
+            } else {
+                ((limit - start + d - 1) / d).min(k)
+            }
+        };
         let hi = below(self.inp as i64);
         let padded = below(self.inp as i64 + self.pe as i64);
         let lo = lo.min(k) as usize;
@@ -77,7 +83,11 @@ fn lp_root(s: f32, p: f32) -> f32 {
 }
 
 /// Windowed pooling over 1 to 3 spatial axes.
-pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_pool(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let kind = pool_kind(p)?;
     let xt = input(ins, 0, "pool input")?;
     let x = f32_in(xt)?;
@@ -87,12 +97,22 @@ pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
     let y = f32_out(yt)?;
     let sp = p.spatial as usize;
     if !(1..=3).contains(&sp) {
-        return Err(KernelError::BadParams("pool spatial rank must be 1, 2 or 3"));
+        return Err(KernelError::BadParams(
+            "pool spatial rank must be 1, 2 or 3",
+        ));
     }
     if xs.rank() != sp + 2 || ys.rank() != sp + 2 || xs.dims()[..2] != ys.dims()[..2] {
         return Err(KernelError::Shape("pool input/output shapes disagree"));
     }
-    let mut ax = [Axis { inp: 1, out: 1, k: 1, s: 1, d: 1, pb: 0, pe: 0 }; 3];
+    let mut ax = [Axis {
+        inp: 1,
+        out: 1,
+        k: 1,
+        s: 1,
+        d: 1,
+        pb: 0,
+        pe: 0,
+    }; 3];
     for i in 0..sp {
         let a = Axis {
             inp: xs.dims()[2 + i],
@@ -104,13 +124,17 @@ pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
             pe: p.pad_end[i] as usize,
         };
         if a.k == 0 || a.s == 0 || a.d == 0 {
-            return Err(KernelError::BadParams("pool kernel, stride and dilation must be positive"));
+            return Err(KernelError::BadParams(
+                "pool kernel, stride and dilation must be positive",
+            ));
         }
         // The output size must be the floor- or ceil-mode size.
         let total = a.inp as u128 + a.pb as u128 + a.pe as u128;
         let span = a.d as u128 * (a.k as u128 - 1) + 1;
         if total < span {
-            return Err(KernelError::Shape("pool window larger than the padded input"));
+            return Err(KernelError::Shape(
+                "pool window larger than the padded input",
+            ));
         }
         let floor = (total - span) / a.s as u128 + 1;
         let mut ceil = (total - span).div_ceil(a.s as u128) + 1;
@@ -119,15 +143,24 @@ pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
         }
         let o = a.out as u128;
         if o != floor && o != ceil {
-            return Err(KernelError::Shape("pool output size does not match the parameters"));
+            return Err(KernelError::Shape(
+                "pool output size does not match the parameters",
+            ));
         }
         ax[3 - sp + i] = a;
     }
     let planes = xs.dims()[0] * xs.dims()[1];
-    let (xp, yp) = (ax[0].inp * ax[1].inp * ax[2].inp, ax[0].out * ax[1].out * ax[2].out);
+    let (xp, yp) = (
+        ax[0].inp * ax[1].inp * ax[2].inp,
+        ax[0].out * ax[1].out * ax[2].out,
+    );
     let include_pad = p.count_include_pad != 0;
     let mut taps_total = 0u64;
-    for (xpl, ypl) in x.chunks_exact(xp.max(1)).zip(y.chunks_exact_mut(yp.max(1))).take(planes) {
+    for (xpl, ypl) in x
+        .chunks_exact(xp.max(1))
+        .zip(y.chunks_exact_mut(yp.max(1)))
+        .take(planes)
+    {
         let mut yi = 0;
         for o0 in 0..ax[0].out {
             let (l0, h0, p0) = ax[0].taps(o0);
@@ -144,11 +177,14 @@ pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
                     for t0 in l0..h0 {
                         let i0 = ax[0].index(o0, t0);
                         for t1 in l1..h1 {
-                            let row = &xpl[(i0 * ax[1].inp + ax[1].index(o1, t1)) * ax[2].inp..][..ax[2].inp];
+                            let row = &xpl[(i0 * ax[1].inp + ax[1].index(o1, t1)) * ax[2].inp..]
+                                [..ax[2].inp];
                             for t2 in l2..h2 {
                                 let v = row[ax[2].index(o2, t2)];
                                 match kind {
-                                    PoolKind::Max => acc = if v > acc || v.is_nan() { v } else { acc },
+                                    PoolKind::Max => {
+                                        acc = if v > acc || v.is_nan() { v } else { acc }
+                                    }
                                     PoolKind::Average => acc += v,
                                     PoolKind::Lp => acc += lp_term(v, p.p),
                                 }
@@ -169,11 +205,18 @@ pub fn run_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Tenso
             }
         }
     }
-    Ok(Work { cube_macs: 0, vector_ops: taps_total + y.len() as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: taps_total + y.len() as u64,
+    })
 }
 
 /// Global pooling: one value per (batch, channel) over all spatial axes.
-pub fn run_global_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_global_pool(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let kind = pool_kind(p)?;
     let xt = input(ins, 0, "global pool input")?;
     let x = f32_in(xt)?;
@@ -181,23 +224,40 @@ pub fn run_global_pool(p: &PoolParams, ins: &[Option<TensorRef<'_>>], outs: &mut
     let yt = output(outs, 0, "global pool output")?;
     let ys = yt.shape;
     let y = f32_out(yt)?;
-    if xs.rank() < 2 || ys.rank() != xs.rank() || xs.dims()[..2] != ys.dims()[..2] || ys.dims()[2..].iter().any(|&d| d != 1) {
-        return Err(KernelError::Shape("global pool output must be [N, C, 1, ...]"));
+    if xs.rank() < 2
+        || ys.rank() != xs.rank()
+        || xs.dims()[..2] != ys.dims()[..2]
+        || ys.dims()[2..].iter().any(|&d| d != 1)
+    {
+        return Err(KernelError::Shape(
+            "global pool output must be [N, C, 1, ...]",
+        ));
     }
     let planes = y.len();
     let plane = xs.dims()[2..].iter().product::<usize>();
     if plane == 0 {
         y.fill(0.0);
-        return Ok(Work { cube_macs: 0, vector_ops: planes as u64 });
+        return Ok(Work {
+            cube_macs: 0,
+            vector_ops: planes as u64,
+        });
     }
     for (v, xpl) in y.iter_mut().zip(x.chunks_exact(plane)) {
         *v = match kind {
-            PoolKind::Max => xpl.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a || b.is_nan() { b } else { a }),
+            PoolKind::Max => {
+                xpl.iter().fold(
+                    f32::NEG_INFINITY,
+                    |a, &b| if b > a || b.is_nan() { b } else { a },
+                )
+            }
             PoolKind::Average => sum(xpl) / plane as f32,
             PoolKind::Lp => lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p),
         };
     }
-    Ok(Work { cube_macs: 0, vector_ops: x.len() as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: x.len() as u64,
+    })
 }
 
 /// Sum with independent partial sums (vectorizes).
@@ -220,7 +280,19 @@ mod tests {
     use std::vec::Vec;
 
     #[allow(clippy::too_many_arguments)]
-    fn pool(kind: PoolKind, x: &[f32], xd: &[usize], yd: &[usize], k: &[u32], s: &[u32], d: &[u32], pb: &[u32], pe: &[u32], cip: u32, pw: f32) -> Result<Vec<f32>, KernelError> {
+    fn pool(
+        kind: PoolKind,
+        x: &[f32],
+        xd: &[usize],
+        yd: &[usize],
+        k: &[u32],
+        s: &[u32],
+        d: &[u32],
+        pb: &[u32],
+        pe: &[u32],
+        cip: u32,
+        pw: f32,
+    ) -> Result<Vec<f32>, KernelError> {
         let sp = k.len();
         let mut p = PoolParams {
             kind: kind as u32,
@@ -239,8 +311,16 @@ mod tests {
         p.pad_begin[..sp].copy_from_slice(pb);
         p.pad_end[..sp].copy_from_slice(pe);
         let mut y = std::vec![0.0f32; yd.iter().product()];
-        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(xd).unwrap(),
+            data: bytemuck::cast_slice(x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(yd).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_pool(&p, &ins, &mut outs)?;
         Ok(y)
     }
@@ -260,9 +340,41 @@ mod tests {
     fn max_pool_ceil_mode_and_dilation() {
         // onnx.reference MaxPool(x=arange(16).reshape(1,1,4,4), kernel 3x3, strides 2, ceil_mode 1)
         let x = arange(16);
-        close(&pool(PoolKind::Max, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[0, 0], 0, 0.0).unwrap(), &[10., 11., 14., 15.]);
+        close(
+            &pool(
+                PoolKind::Max,
+                &x,
+                &[1, 1, 4, 4],
+                &[1, 1, 2, 2],
+                &[3, 3],
+                &[2, 2],
+                &[1, 1],
+                &[0, 0],
+                &[0, 0],
+                0,
+                0.0,
+            )
+            .unwrap(),
+            &[10., 11., 14., 15.],
+        );
         // dilation 2, kernel 2, strides 2, pads 1: onnx.reference [5, 7, 13, 15]
-        close(&pool(PoolKind::Max, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[2, 2], &[2, 2], &[2, 2], &[1, 1], &[1, 1], 0, 0.0).unwrap(), &[5., 7., 13., 15.]);
+        close(
+            &pool(
+                PoolKind::Max,
+                &x,
+                &[1, 1, 4, 4],
+                &[1, 1, 2, 2],
+                &[2, 2],
+                &[2, 2],
+                &[2, 2],
+                &[1, 1],
+                &[1, 1],
+                0,
+                0.0,
+            )
+            .unwrap(),
+            &[5., 7., 13., 15.],
+        );
     }
 
     #[test]
@@ -270,38 +382,220 @@ mod tests {
         // onnx.reference AveragePool x=arange(16) [1,1,4,4], k 3, s 2, pads 1, ceil_mode 0
         let x = arange(16);
         // count_include_pad = 0: [2.5, 4, 8.5, 10]
-        close(&pool(PoolKind::Average, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[3, 3], &[2, 2], &[1, 1], &[1, 1], &[1, 1], 0, 0.0).unwrap(), &[2.5, 4., 8.5, 10.]);
+        close(
+            &pool(
+                PoolKind::Average,
+                &x,
+                &[1, 1, 4, 4],
+                &[1, 1, 2, 2],
+                &[3, 3],
+                &[2, 2],
+                &[1, 1],
+                &[1, 1],
+                &[1, 1],
+                0,
+                0.0,
+            )
+            .unwrap(),
+            &[2.5, 4., 8.5, 10.],
+        );
         // count_include_pad = 1: [10, 24, 51, 90] / 9
-        let y = pool(PoolKind::Average, &x, &[1, 1, 4, 4], &[1, 1, 2, 2], &[3, 3], &[2, 2], &[1, 1], &[1, 1], &[1, 1], 1, 0.0).unwrap();
+        let y = pool(
+            PoolKind::Average,
+            &x,
+            &[1, 1, 4, 4],
+            &[1, 1, 2, 2],
+            &[3, 3],
+            &[2, 2],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            1,
+            0.0,
+        )
+        .unwrap();
         close(&y, &[10.0 / 9.0, 24.0 / 9.0, 51.0 / 9.0, 90.0 / 9.0]);
         // ceil mode 1-D: x=[0..5], k 2, s 2, no pads -> out 3 (last window clipped)
         let x = arange(5);
-        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[2], &[2], &[1], &[0], &[0], 0, 0.0).unwrap(), &[0.5, 2.5, 4.0]);
+        close(
+            &pool(
+                PoolKind::Average,
+                &x,
+                &[1, 1, 5],
+                &[1, 1, 3],
+                &[2],
+                &[2],
+                &[1],
+                &[0],
+                &[0],
+                0,
+                0.0,
+            )
+            .unwrap(),
+            &[0.5, 2.5, 4.0],
+        );
         // count_include_pad with ceil: last window past the padded extent counts only 1 tap
-        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[2], &[2], &[1], &[0], &[0], 1, 0.0).unwrap(), &[0.5, 2.5, 4.0]);
+        close(
+            &pool(
+                PoolKind::Average,
+                &x,
+                &[1, 1, 5],
+                &[1, 1, 3],
+                &[2],
+                &[2],
+                &[1],
+                &[0],
+                &[0],
+                1,
+                0.0,
+            )
+            .unwrap(),
+            &[0.5, 2.5, 4.0],
+        );
         // 1 end pad + ceil: x=[0..5], k 3, s 2, pe 1: windows [0,3),[2,5),[4,7) -> include_pad
         // counts 3,3,2; onnx.reference (ceil_mode 1) gives [1, 3, 2] and [1, 3, 4]
-        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[3], &[2], &[1], &[0], &[1], 1, 0.0).unwrap(), &[1.0, 3.0, 2.0]);
-        close(&pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 3], &[3], &[2], &[1], &[0], &[1], 0, 0.0).unwrap(), &[1.0, 3.0, 4.0]);
+        close(
+            &pool(
+                PoolKind::Average,
+                &x,
+                &[1, 1, 5],
+                &[1, 1, 3],
+                &[3],
+                &[2],
+                &[1],
+                &[0],
+                &[1],
+                1,
+                0.0,
+            )
+            .unwrap(),
+            &[1.0, 3.0, 2.0],
+        );
+        close(
+            &pool(
+                PoolKind::Average,
+                &x,
+                &[1, 1, 5],
+                &[1, 1, 3],
+                &[3],
+                &[2],
+                &[1],
+                &[0],
+                &[1],
+                0,
+                0.0,
+            )
+            .unwrap(),
+            &[1.0, 3.0, 4.0],
+        );
         // pads 1/1, ceil: x=[0..6], k 3, s 2 -> onnx.reference [1/3, 2, 4, 2.5] and [0.5, 2, 4, 5]
         let x6 = arange(6);
-        close(&pool(PoolKind::Average, &x6, &[1, 1, 6], &[1, 1, 4], &[3], &[2], &[1], &[1], &[1], 1, 0.0).unwrap(), &[1.0 / 3.0, 2.0, 4.0, 2.5]);
-        close(&pool(PoolKind::Average, &x6, &[1, 1, 6], &[1, 1, 4], &[3], &[2], &[1], &[1], &[1], 0, 0.0).unwrap(), &[0.5, 2.0, 4.0, 5.0]);
+        close(
+            &pool(
+                PoolKind::Average,
+                &x6,
+                &[1, 1, 6],
+                &[1, 1, 4],
+                &[3],
+                &[2],
+                &[1],
+                &[1],
+                &[1],
+                1,
+                0.0,
+            )
+            .unwrap(),
+            &[1.0 / 3.0, 2.0, 4.0, 2.5],
+        );
+        close(
+            &pool(
+                PoolKind::Average,
+                &x6,
+                &[1, 1, 6],
+                &[1, 1, 4],
+                &[3],
+                &[2],
+                &[1],
+                &[1],
+                &[1],
+                0,
+                0.0,
+            )
+            .unwrap(),
+            &[0.5, 2.0, 4.0, 5.0],
+        );
         // wrong output size
-        assert!(pool(PoolKind::Average, &x, &[1, 1, 5], &[1, 1, 4], &[3], &[2], &[1], &[0], &[1], 0, 0.0).is_err());
+        assert!(
+            pool(
+                PoolKind::Average,
+                &x,
+                &[1, 1, 5],
+                &[1, 1, 4],
+                &[3],
+                &[2],
+                &[1],
+                &[0],
+                &[1],
+                0,
+                0.0
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn lp_and_3d() {
         let x = [3.0f32, -4.0, 1.0, 2.0, -2.0, 0.5];
         // p=2 over windows of 2 (stride 2): [5, sqrt(5), sqrt(4.25)]
-        close(&pool(PoolKind::Lp, &x, &[1, 1, 6], &[1, 1, 3], &[2], &[2], &[1], &[0], &[0], 0, 2.0).unwrap(), &[5.0, 5f32.sqrt(), 4.25f32.sqrt()]);
+        close(
+            &pool(
+                PoolKind::Lp,
+                &x,
+                &[1, 1, 6],
+                &[1, 1, 3],
+                &[2],
+                &[2],
+                &[1],
+                &[0],
+                &[0],
+                0,
+                2.0,
+            )
+            .unwrap(),
+            &[5.0, 5f32.sqrt(), 4.25f32.sqrt()],
+        );
         // p=3: (27+64)^(1/3)
-        let y = pool(PoolKind::Lp, &x[..2], &[1, 1, 2], &[1, 1, 1], &[2], &[1], &[1], &[0], &[0], 0, 3.0).unwrap();
+        let y = pool(
+            PoolKind::Lp,
+            &x[..2],
+            &[1, 1, 2],
+            &[1, 1, 1],
+            &[2],
+            &[1],
+            &[1],
+            &[0],
+            &[0],
+            0,
+            3.0,
+        )
+        .unwrap();
         close(&y, &[91f32.powf(1.0 / 3.0)]);
         // 3-D max over 2x2x2 cubes of arange(64) [4,4,4] stride 2 -> max is the +21 corner
         let x = arange(64);
-        let y = pool(PoolKind::Max, &x, &[1, 1, 4, 4, 4], &[1, 1, 2, 2, 2], &[2, 2, 2], &[2, 2, 2], &[1, 1, 1], &[0, 0, 0], &[0, 0, 0], 0, 0.0).unwrap();
+        let y = pool(
+            PoolKind::Max,
+            &x,
+            &[1, 1, 4, 4, 4],
+            &[1, 1, 2, 2, 2],
+            &[2, 2, 2],
+            &[2, 2, 2],
+            &[1, 1, 1],
+            &[0, 0, 0],
+            &[0, 0, 0],
+            0,
+            0.0,
+        )
+        .unwrap();
         close(&y, &[21., 23., 29., 31., 53., 55., 61., 63.]);
     }
 
@@ -309,10 +603,32 @@ mod tests {
     fn global_pools() {
         let x = [1.0f32, 2.0, 3.0, 4.0, -1.0, -2.0, 5.0, 0.0];
         let mut y = [0.0f32; 2];
-        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(&[1, 2, 2, 2]).unwrap(), data: bytemuck::cast_slice(&x) })];
-        for (kind, p, want) in [(PoolKind::Average, 0.0, [2.5, 0.5]), (PoolKind::Max, 0.0, [4.0, 5.0]), (PoolKind::Lp, 1.0, [10.0, 8.0])] {
-            let pp = PoolParams { kind: kind as u32, spatial: 2, kernel: [0; 3], stride: [0; 3], dilation: [0; 3], pad_begin: [0; 3], pad_end: [0; 3], count_include_pad: 0, p };
-            let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(&[1, 2, 1, 1]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(&[1, 2, 2, 2]).unwrap(),
+            data: bytemuck::cast_slice(&x),
+        })];
+        for (kind, p, want) in [
+            (PoolKind::Average, 0.0, [2.5, 0.5]),
+            (PoolKind::Max, 0.0, [4.0, 5.0]),
+            (PoolKind::Lp, 1.0, [10.0, 8.0]),
+        ] {
+            let pp = PoolParams {
+                kind: kind as u32,
+                spatial: 2,
+                kernel: [0; 3],
+                stride: [0; 3],
+                dilation: [0; 3],
+                pad_begin: [0; 3],
+                pad_end: [0; 3],
+                count_include_pad: 0,
+                p,
+            };
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: Shape::new(&[1, 2, 1, 1]).unwrap(),
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
             run_global_pool(&pp, &ins, &mut outs).unwrap();
             close(&y, &want);
         }

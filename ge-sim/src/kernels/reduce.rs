@@ -273,7 +273,9 @@ pub fn run_reduce(
         }
     }
     let yd = y.shape.dims();
-    if yd != &keep[..rank] && yd != &squeezed[..n_kept] {
+    // No axes: an elementwise map, so any output of the same element count will do.
+    let flat_ok = p.axes_mask == 0 && y.shape.checked_numel() == x.shape.checked_numel();
+    if !flat_ok && yd != &keep[..rank] && yd != &squeezed[..n_kept] {
         return Err(KernelError::Shape(
             "reduce output shape does not match the reduced axes",
         ));
@@ -406,7 +408,9 @@ pub fn run_arg_reduce(
         ));
     }
     let out = y.as_slice_mut::<i64>()?;
-    if out.len() != m || x.data.len() != m * n * x.dtype.size() {
+    if out.len() != m
+        || m.checked_mul(n).and_then(|v| v.checked_mul(x.dtype.size())) != Some(x.data.len())
+    {
         return Err(LAYOUT_ERR);
     }
     if m == 0 {
@@ -437,6 +441,7 @@ pub fn run_arg_reduce(
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
     use super::super::unary::test_util::*;
@@ -600,6 +605,10 @@ mod tests {
             [1.0, 4.0, 9.0, 16.0]
         );
         assert_eq!(red(ReduceOp::Sum, 0, &[], &[5.0f32], &[]), [5.0]);
+        assert_eq!(
+            red(ReduceOp::Max, 0, &[2, 2], &[1.0f32, -2.0, 3.0, 4.0], &[4]),
+            [1.0, -2.0, 3.0, 4.0]
+        );
     }
 
     #[test]
@@ -742,7 +751,7 @@ mod tests {
         assert_eq!(arg(2, 0, false, &[3], &[-1i8, -9, 4], &[]), [1]);
         // Inner wider than one column chunk.
         let wide: Vec<i32> = (0..2 * 100)
-            .map(|i| if i >= 100 { (i % 7) as i32 } else { 3 })
+            .map(|i: i32| if i >= 100 { i % 7 } else { 3 })
             .collect();
         let want: Vec<i64> = (0..100)
             .map(|i| if (i + 100) % 7 > 3 { 1 } else { 0 })

@@ -11,7 +11,9 @@
 //! Nearest works on any dtype (byte copies); linear and cubic on f32. The ROI is read as
 //! `roi[axis]` (start) and `roi[MAX_RANK + axis]` (end), normalized coordinates.
 
-use ge_runtime::format::{CoordTransform, DType, MAX_RANK, NearestMode, ResizeMode, ResizeParams, TensorMut, TensorRef};
+use ge_runtime::format::{
+    CoordTransform, DType, MAX_RANK, NearestMode, ResizeMode, ResizeParams, TensorMut, TensorRef,
+};
 
 use super::copy::checked_len;
 use super::pad::fill_bytes;
@@ -78,7 +80,11 @@ impl AxisMap {
             CoordTransform::Asymmetric => y / self.scale,
             CoordTransform::TfCropAndResize => {
                 let (s, e) = self.roi;
-                let x = if approx_eq(out_w, 1.0) { (e - s) * (inp - 1.0) / 2.0 } else { y * (e - s) * (inp - 1.0) / (out_w - 1.0) };
+                let x = if approx_eq(out_w, 1.0) {
+                    (e - s) * (inp - 1.0) / 2.0
+                } else {
+                    y * (e - s) * (inp - 1.0) / (out_w - 1.0)
+                };
                 let x = x + s * (inp - 1.0);
                 return (x, !(0.0..=inp - 1.0).contains(&x));
             }
@@ -165,17 +171,28 @@ impl AxisMap {
 }
 
 /// Resize per `p` from the input to the output's shape (any rank; every axis may resample).
-pub fn run_resize(p: &ResizeParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_resize(
+    p: &ResizeParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let x = input(ins, 0, "resize input")?;
     let y = output(outs, 0, "resize output")?;
     let mode = ResizeMode::from_u32(p.mode).ok_or(KernelError::BadParams("unknown resize mode"))?;
-    let coord = CoordTransform::from_u32(p.coord).ok_or(KernelError::BadParams("unknown coordinate transform"))?;
+    let coord = CoordTransform::from_u32(p.coord)
+        .ok_or(KernelError::BadParams("unknown coordinate transform"))?;
     let nearest = if mode == ResizeMode::Nearest {
         NearestMode::from_u32(p.nearest).ok_or(KernelError::BadParams("unknown nearest mode"))?
     } else {
         NearestMode::RoundPreferFloor
     };
-    let cfg = Cfg { mode, coord, nearest, cubic_a: p.cubic_coeff as f64, exclude_outside: p.exclude_outside != 0 };
+    let cfg = Cfg {
+        mode,
+        coord,
+        nearest,
+        cubic_a: p.cubic_coeff as f64,
+        exclude_outside: p.exclude_outside != 0,
+    };
     if x.dtype != y.dtype {
         return Err(KernelError::Shape("resize changes the dtype"));
     }
@@ -186,26 +203,41 @@ pub fn run_resize(p: &ResizeParams, ins: &[Option<TensorRef<'_>>], outs: &mut [T
     checked_len(&x.shape, x.dtype, x.data.len())?;
     let total = checked_len(&y.shape, y.dtype, y.data.len())?;
     if mode != ResizeMode::Nearest && x.dtype != DType::F32 {
-        return Err(KernelError::UnsupportedDType("linear/cubic resize is float32 only"));
+        return Err(KernelError::UnsupportedDType(
+            "linear/cubic resize is float32 only",
+        ));
     }
     if rank == 0 {
         y.data.copy_from_slice(x.data);
-        return Ok(Work { cube_macs: 0, vector_ops: 1 });
+        return Ok(Work {
+            cube_macs: 0,
+            vector_ops: 1,
+        });
     }
     let mut axes = [AxisMap::default(); MAX_RANK];
-    for a in 0..rank {
+    for (a, axis) in axes.iter_mut().enumerate().take(rank) {
         let (inp, out) = (x.shape.dims()[a], y.shape.dims()[a]);
         let scale = p.scales[a] as f64;
         let roi = (p.roi[a] as f64, p.roi[MAX_RANK + a] as f64);
-        let full_roi = coord != CoordTransform::TfCropAndResize || (approx_eq(roi.0, 0.0) && approx_eq(roi.1, 1.0));
+        let full_roi = coord != CoordTransform::TfCropAndResize
+            || (approx_eq(roi.0, 0.0) && approx_eq(roi.1, 1.0));
         let identity = approx_eq(scale, 1.0) && inp == out && full_roi;
         if out > 0 && inp == 0 {
-            return Err(KernelError::Shape("resize of an empty axis to a non-empty one"));
+            return Err(KernelError::Shape(
+                "resize of an empty axis to a non-empty one",
+            ));
         }
-        if !identity && !(scale.is_finite() && scale > 0.0) {
+        let usable = scale.is_finite() && scale > 0.0;
+        if !identity && !usable {
             return Err(KernelError::BadParams("resize scale must be positive"));
         }
-        axes[a] = AxisMap { inp, out, scale, roi, identity };
+        *axis = AxisMap {
+            inp,
+            out,
+            scale,
+            roi,
+            identity,
+        };
     }
     if total == 0 {
         return Ok(Work::default());
@@ -214,12 +246,18 @@ pub fn run_resize(p: &ResizeParams, ins: &[Option<TensorRef<'_>>], outs: &mut [T
     let strides = x.shape.strides();
     if mode == ResizeMode::Nearest {
         nearest_any(x, y, axes, &strides, &cfg, p.extrapolation)?;
-        return Ok(Work { cube_macs: 0, vector_ops: total as u64 });
+        return Ok(Work {
+            cube_macs: 0,
+            vector_ops: total as u64,
+        });
     }
     let xs = x.as_slice::<f32>()?;
     let ys = y.as_slice_mut::<f32>()?;
     let taps = interpolate(xs, ys, axes, &strides, &cfg, p.extrapolation);
-    Ok(Work { cube_macs: 0, vector_ops: taps })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: taps,
+    })
 }
 
 /// Advances a row-major odometer over `axes[..n]`.
@@ -235,7 +273,14 @@ fn advance(index: &mut [usize; MAX_RANK], axes: &[AxisMap], n: usize) {
     }
 }
 
-fn nearest_any(x: &TensorRef<'_>, y: &mut TensorMut<'_>, axes: &[AxisMap], strides: &[usize; MAX_RANK], cfg: &Cfg, extrap: f32) -> Result<(), KernelError> {
+fn nearest_any(
+    x: &TensorRef<'_>,
+    y: &mut TensorMut<'_>,
+    axes: &[AxisMap],
+    strides: &[usize; MAX_RANK],
+    cfg: &Cfg,
+    extrap: f32,
+) -> Result<(), KernelError> {
     let es = x.dtype.size();
     let fill = fill_bytes(extrap as f64, x.dtype);
     let fill = &fill[..es];
@@ -246,10 +291,14 @@ fn nearest_any(x: &TensorRef<'_>, y: &mut TensorMut<'_>, axes: &[AxisMap], strid
         let mut base = Some(0usize);
         for a in 0..last {
             let t = axes[a].taps(index[a], cfg);
-            base = base.filter(|_| !t.extrap).map(|b| b + t.idx[0] * strides[a]);
+            base = base
+                .filter(|_| !t.extrap)
+                .map(|b| b + t.idx[0] * strides[a]);
         }
         match base {
-            None => row.chunks_exact_mut(es).for_each(|e| e.copy_from_slice(fill)),
+            None => row
+                .chunks_exact_mut(es)
+                .for_each(|e| e.copy_from_slice(fill)),
             Some(b) => {
                 if inner.identity {
                     row.copy_from_slice(&x.data[b * es..(b + inner.out) * es]);
@@ -273,7 +322,14 @@ fn nearest_any(x: &TensorRef<'_>, y: &mut TensorMut<'_>, axes: &[AxisMap], strid
 
 /// Linear / cubic: each output row is the weighted sum, over the tap combinations of the
 /// outer axes, of the inner axis interpolated along the selected input rows.
-fn interpolate(x: &[f32], y: &mut [f32], axes: &[AxisMap], strides: &[usize; MAX_RANK], cfg: &Cfg, extrap: f32) -> u64 {
+fn interpolate(
+    x: &[f32],
+    y: &mut [f32],
+    axes: &[AxisMap],
+    strides: &[usize; MAX_RANK],
+    cfg: &Cfg,
+    extrap: f32,
+) -> u64 {
     let last = axes.len() - 1;
     let inner = axes[last];
     let mut index = [0usize; MAX_RANK];
@@ -344,6 +400,7 @@ fn interpolate(x: &[f32], y: &mut [f32], axes: &[AxisMap], strides: &[usize; MAX
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)]
 mod tests {
     extern crate std;
     use super::*;
@@ -351,7 +408,19 @@ mod tests {
     use std::vec::Vec;
 
     #[allow(clippy::too_many_arguments)]
-    fn resize(x: &[f32], xd: &[usize], yd: &[usize], scales: &[f32], mode: ResizeMode, coord: CoordTransform, nearest: NearestMode, a: f32, excl: bool, roi: &[f32], extrap: f32) -> Vec<f32> {
+    fn resize(
+        x: &[f32],
+        xd: &[usize],
+        yd: &[usize],
+        scales: &[f32],
+        mode: ResizeMode,
+        coord: CoordTransform,
+        nearest: NearestMode,
+        a: f32,
+        excl: bool,
+        roi: &[f32],
+        extrap: f32,
+    ) -> Vec<f32> {
         let mut p = ResizeParams {
             mode: mode as u32,
             coord: coord as u32,
@@ -372,8 +441,16 @@ mod tests {
             p.roi[MAX_RANK..MAX_RANK + r].copy_from_slice(&roi[r..]);
         }
         let mut y = std::vec![0.0f32; yd.iter().product()];
-        let ins = [Some(TensorRef { dtype: DType::F32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: Shape::new(yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(xd).unwrap(),
+            data: bytemuck::cast_slice(x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(yd).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_resize(&p, &ins, &mut outs).unwrap();
         y
     }
@@ -381,12 +458,341 @@ mod tests {
     fn close(a: &[f32], b: &[f32]) {
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(b) {
-            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "\n got {a:?}\nwant {b:?}");
+            assert!(
+                (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                "\n got {a:?}\nwant {b:?}"
+            );
         }
     }
 
-    const X4: [f32; 16] = [1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15., 16.];
+    const X4: [f32; 16] = [
+        1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15., 16.,
+    ];
     use CoordTransform as C;
     use NearestMode as N;
     use ResizeMode as M;
+
+    fn lin(x: &[f32], xd: &[usize], yd: &[usize], sc: &[f32], coord: C) -> Vec<f32> {
+        resize(
+            x,
+            xd,
+            yd,
+            sc,
+            M::Linear,
+            coord,
+            N::RoundPreferFloor,
+            -0.75,
+            false,
+            &[],
+            0.0,
+        )
+    }
+
+    // Expected values below are from onnx.reference (opset 19), cross-checked with onnxruntime.
+
+    #[test]
+    fn linear_modes() {
+        let x2 = [1.0f32, 2., 3., 4.];
+        close(
+            &lin(
+                &X4,
+                &[1, 1, 4, 4],
+                &[1, 1, 2, 2],
+                &[1., 1., 0.6, 0.6],
+                C::HalfPixel,
+            ),
+            &[2.6666665, 4.333333, 9.333333, 10.999999],
+        );
+        close(
+            &lin(
+                &x2,
+                &[1, 1, 2, 2],
+                &[1, 1, 4, 4],
+                &[1., 1., 2., 2.],
+                C::AlignCorners,
+            ),
+            &[
+                1.0, 1.3333334, 1.6666666, 2.0, 1.6666666, 2.0, 2.3333333, 2.6666667, 2.3333333,
+                2.6666667, 3.0, 3.3333333, 3.0, 3.3333333, 3.6666667, 4.0,
+            ],
+        );
+        close(
+            &lin(
+                &x2,
+                &[1, 1, 2, 2],
+                &[1, 1, 4, 4],
+                &[1., 1., 2., 2.],
+                C::HalfPixel,
+            ),
+            &[
+                1.0, 1.25, 1.75, 2.0, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3.0, 3.25, 3.75,
+                4.0,
+            ],
+        );
+        close(
+            &lin(
+                &X4,
+                &[1, 1, 4, 4],
+                &[1, 1, 3, 1],
+                &[1., 1., 0.75, 0.25],
+                C::PytorchHalfPixel,
+            ),
+            &[1.6666666, 7.0, 12.333333],
+        );
+        close(
+            &lin(
+                &X4,
+                &[1, 1, 4, 4],
+                &[1, 1, 2, 2],
+                &[1., 1., 0.6, 0.55],
+                C::HalfPixelSymmetric,
+            ),
+            &[4.257576, 6.0757575, 10.924242, 12.742424],
+        );
+        // a non-spatial axis (channels) resampled
+        let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        close(
+            &lin(
+                &x,
+                &[1, 3, 2, 2],
+                &[1, 6, 2, 2],
+                &[1., 2., 1., 1.],
+                C::Asymmetric,
+            ),
+            &[
+                0., 1., 2., 3., 2., 3., 4., 5., 4., 5., 6., 7., 6., 7., 8., 9., 8., 9., 10., 11.,
+                8., 9., 10., 11.,
+            ],
+        );
+    }
+
+    #[test]
+    fn trilinear() {
+        let x: Vec<f32> = (0..8).map(|v| (v as f32).powf(1.5)).collect();
+        let want = [
+            0.0, 0.1, 0.5, 0.9, 1.0, 0.70710677, 0.8412999, 1.3780725, 1.914845, 2.0490382,
+            2.1213202, 2.3238997, 3.1342175, 3.944535, 4.1471148, 2.828427, 3.0651996, 4.01229,
+            4.95938, 5.1961527, 4.0, 4.209017, 5.045085, 5.881153, 6.09017, 5.1906705, 5.4248214,
+            6.361425, 7.298028, 7.532179, 7.572012, 7.8564305, 8.994104, 10.131778, 10.416197,
+            8.762683, 9.072235, 10.310444, 11.548653, 11.858206, 8.0, 8.318034, 9.59017, 10.862306,
+            11.18034, 9.674234, 10.008343, 11.344777, 12.681211, 13.01532, 13.022704, 13.388962,
+            14.853992, 16.319021, 16.685278, 14.696939, 15.07927, 16.608599, 18.137926, 18.520258,
+        ];
+        close(
+            &lin(
+                &x,
+                &[1, 1, 2, 2, 2],
+                &[1, 1, 3, 4, 5],
+                &[1., 1., 1.5, 2., 2.5],
+                C::HalfPixel,
+            ),
+            &want,
+        );
+    }
+
+    #[test]
+    fn cubic_modes() {
+        let cub = |yd: &[usize], sc: &[f32], coord, a, excl| {
+            resize(
+                &X4,
+                &[1, 1, 4, 4],
+                yd,
+                sc,
+                M::Cubic,
+                coord,
+                N::RoundPreferFloor,
+                a,
+                excl,
+                &[],
+                0.0,
+            )
+        };
+        close(
+            &cub(
+                &[1, 1, 3, 3],
+                &[1., 1., 0.8, 0.8],
+                C::HalfPixel,
+                -0.75,
+                false,
+            ),
+            &[
+                1.4711914, 2.78125, 4.0825195, 6.7114258, 8.021484, 9.322754, 11.916504,
+                13.2265625, 14.527831,
+            ],
+        );
+        let up = cub(
+            &[1, 1, 8, 8],
+            &[1., 1., 2., 2.],
+            C::Asymmetric,
+            -0.75,
+            false,
+        );
+        close(
+            &up[..16],
+            &[
+                1.0, 1.40625, 2.0, 2.5, 3.0, 3.59375, 4.0, 4.09375, 2.625, 3.03125, 3.625, 4.125,
+                4.625, 5.21875, 5.625, 5.71875,
+            ],
+        );
+        close(
+            &up[56..],
+            &[
+                13.375, 13.78125, 14.375, 14.875, 15.375, 15.96875, 16.375, 16.46875,
+            ],
+        );
+        let ex = cub(&[1, 1, 8, 8], &[1., 1., 2., 2.], C::HalfPixel, -0.5, true);
+        close(
+            &ex[..8],
+            &[
+                0.5588235, 0.81494206, 1.3569825, 1.8970588, 2.3970587, 2.9371352, 3.4791756,
+                3.735294,
+            ],
+        );
+        close(
+            &ex[24..32],
+            &[
+                5.9117646, 6.1678834, 6.7099237, 7.25, 7.75, 8.290076, 8.832117, 9.088235,
+            ],
+        );
+        close(
+            &ex[56..],
+            &[
+                13.264706, 13.520824, 14.062865, 14.602942, 15.102942, 15.643018, 16.185059,
+                16.441177,
+            ],
+        );
+        let x = [0.0f32, 1., 4., 9., 16., 25.];
+        close(
+            &resize(
+                &x,
+                &[1, 6],
+                &[1, 9],
+                &[1., 1.5],
+                M::Cubic,
+                C::AlignCorners,
+                N::RoundPreferFloor,
+                -0.75,
+                false,
+                &[],
+                0.0,
+            ),
+            &[
+                0.0,
+                0.31005859375,
+                1.609375,
+                3.337890625,
+                6.125,
+                9.998046875,
+                13.640625,
+                20.01220703125,
+                25.0,
+            ],
+        );
+    }
+
+    #[test]
+    fn nearest_modes() {
+        let x2 = [1.0f32, 2., 3., 4.];
+        let near = |x: &[f32], xd: &[usize], yd: &[usize], sc: &[f32], coord, nm| {
+            resize(x, xd, yd, sc, M::Nearest, coord, nm, -0.75, false, &[], 0.0)
+        };
+        close(
+            &near(
+                &x2,
+                &[1, 1, 2, 2],
+                &[1, 1, 4, 6],
+                &[1., 1., 2., 3.],
+                C::HalfPixel,
+                N::RoundPreferFloor,
+            ),
+            &[
+                1., 1., 1., 2., 2., 2., 1., 1., 1., 2., 2., 2., 3., 3., 3., 4., 4., 4., 3., 3., 3.,
+                4., 4., 4.,
+            ],
+        );
+        close(
+            &near(
+                &X4,
+                &[1, 1, 4, 4],
+                &[1, 1, 2, 2],
+                &[1., 1., 0.6, 0.6],
+                C::Asymmetric,
+                N::Ceil,
+            ),
+            &[1., 3., 9., 11.],
+        );
+        let y = near(
+            &X4,
+            &[1, 1, 4, 4],
+            &[1, 1, 7, 6],
+            &[1., 1., 1.75, 1.5],
+            C::AlignCorners,
+            N::RoundPreferCeil,
+        );
+        close(&y[..12], &[1., 2., 2., 3., 3., 4., 5., 6., 6., 7., 7., 8.]);
+        close(&y[36..], &[13., 14., 14., 15., 15., 16.]);
+        // nearest on int64 data
+        let xi = [1i64, 2, 3, 4];
+        let mut yi = [0i64; 8];
+        let mut p = ResizeParams {
+            mode: M::Nearest as u32,
+            coord: C::Asymmetric as u32,
+            nearest: N::Floor as u32,
+            exclude_outside: 0,
+            cubic_coeff: -0.75,
+            extrapolation: 0.0,
+            scales: [1.0; MAX_RANK],
+            roi: [0.0; 2 * MAX_RANK],
+        };
+        p.scales[1] = 2.0;
+        let ins = [Some(TensorRef {
+            dtype: DType::I64,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice(&xi),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[2, 4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut yi),
+        }];
+        run_resize(&p, &ins, &mut outs).unwrap();
+        assert_eq!(yi, [1, 1, 2, 2, 3, 3, 4, 4]);
+        // linear on int64 is refused
+        p.mode = M::Linear as u32;
+        let mut outs = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[2, 4]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut yi),
+        }];
+        assert!(run_resize(&p, &ins, &mut outs).is_err());
+    }
+
+    #[test]
+    fn tf_crop_and_resize() {
+        let roi = [0., 0., 0.4, 0.6, 1., 1., 0.6, 0.8];
+        let tf = |roi: &[f32], ex| {
+            resize(
+                &X4,
+                &[1, 1, 4, 4],
+                &[1, 1, 3, 3],
+                &[1., 1., 0.75, 0.75],
+                M::Linear,
+                C::TfCropAndResize,
+                N::RoundPreferFloor,
+                -0.75,
+                false,
+                roi,
+                ex,
+            )
+        };
+        close(
+            &tf(&roi, 0.0),
+            &[7.6, 7.9, 8.2, 8.8, 9.1, 9.4, 10.0, 10.3, 10.6],
+        );
+        let roi = [0., 0., 0.4, 0.6, 1., 1., 1.2, 1.7];
+        close(
+            &tf(&roi, 10.0),
+            &[7.6, 10.0, 10.0, 12.4, 10.0, 10.0, 10.0, 10.0, 10.0],
+        );
+    }
 }

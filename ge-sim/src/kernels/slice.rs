@@ -8,7 +8,11 @@ use super::{KernelError, KernelResult, Work, input, output};
 
 /// Slice: `out[i] = in[start + i * step]` per axis (starts/steps already normalized by the
 /// compiler; every touched index is re-checked here).
-pub fn run_slice(p: &SliceParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_slice(
+    p: &SliceParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let x = input(ins, 0, "slice input")?;
     let y = output(outs, 0, "slice output")?;
     if x.dtype != y.dtype {
@@ -35,12 +39,24 @@ pub fn run_slice(p: &SliceParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
                 return Err(KernelError::BadParams("slice window leaves the input"));
             }
             base += start * in_strides[i] as i128;
-            strides[i] = isize::try_from(step * in_strides[i] as i128).map_err(|_| KernelError::BadParams("slice step too large"))?;
+            strides[i] = isize::try_from(step * in_strides[i] as i128)
+                .map_err(|_| KernelError::BadParams("slice step too large"))?;
         }
     }
-    let base = isize::try_from(base).map_err(|_| KernelError::BadParams("slice start too large"))?;
-    let n = strided_copy(y.data, x.data, x.dtype.size(), y.shape.dims(), &strides[..rank], base)?;
-    Ok(Work { cube_macs: 0, vector_ops: n as u64 })
+    let base =
+        isize::try_from(base).map_err(|_| KernelError::BadParams("slice start too large"))?;
+    let n = strided_copy(
+        y.data,
+        x.data,
+        x.dtype.size(),
+        y.shape.dims(),
+        &strides[..rank],
+        base,
+    )?;
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n as u64,
+    })
 }
 
 #[cfg(test)]
@@ -50,13 +66,30 @@ mod tests {
     use ge_runtime::format::{DType, Shape};
     use std::vec::Vec;
 
-    fn slice(x: &[i32], xd: &[usize], starts: &[i64], steps: &[i64], yd: &[usize]) -> Result<Vec<i32>, KernelError> {
-        let mut p = SliceParams { starts: [0; MAX_RANK], steps: [1; MAX_RANK] };
+    fn slice(
+        x: &[i32],
+        xd: &[usize],
+        starts: &[i64],
+        steps: &[i64],
+        yd: &[usize],
+    ) -> Result<Vec<i32>, KernelError> {
+        let mut p = SliceParams {
+            starts: [0; MAX_RANK],
+            steps: [1; MAX_RANK],
+        };
         p.starts[..starts.len()].copy_from_slice(starts);
         p.steps[..steps.len()].copy_from_slice(steps);
         let mut y = std::vec![0i32; yd.iter().product()];
-        let ins = [Some(TensorRef { dtype: DType::I32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
-        let mut outs = [TensorMut { dtype: DType::I32, shape: Shape::new(yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let ins = [Some(TensorRef {
+            dtype: DType::I32,
+            shape: Shape::new(xd).unwrap(),
+            data: bytemuck::cast_slice(x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(yd).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_slice(&p, &ins, &mut outs)?;
         Ok(y)
     }
@@ -65,13 +98,25 @@ mod tests {
     fn slices() {
         let x: Vec<i32> = (0..20).collect(); // [4,5]
         // x[1:3, 0:5:2]
-        assert_eq!(slice(&x, &[4, 5], &[1, 0], &[1, 2], &[2, 3]).unwrap(), [5, 7, 9, 10, 12, 14]);
+        assert_eq!(
+            slice(&x, &[4, 5], &[1, 0], &[1, 2], &[2, 3]).unwrap(),
+            [5, 7, 9, 10, 12, 14]
+        );
         // x[::-1, 3:0:-2] -> rows 3..0, cols 3,1
-        assert_eq!(slice(&x, &[4, 5], &[3, 3], &[-1, -2], &[4, 2]).unwrap(), [18, 16, 13, 11, 8, 6, 3, 1]);
+        assert_eq!(
+            slice(&x, &[4, 5], &[3, 3], &[-1, -2], &[4, 2]).unwrap(),
+            [18, 16, 13, 11, 8, 6, 3, 1]
+        );
         // contiguous inner runs: x[2:4, :]
-        assert_eq!(slice(&x, &[4, 5], &[2, 0], &[1, 1], &[2, 5]).unwrap(), (10..20).collect::<Vec<_>>());
+        assert_eq!(
+            slice(&x, &[4, 5], &[2, 0], &[1, 1], &[2, 5]).unwrap(),
+            (10..20).collect::<Vec<_>>()
+        );
         // empty output
-        assert_eq!(slice(&x, &[4, 5], &[9, 0], &[1, 1], &[0, 5]).unwrap(), Vec::<i32>::new());
+        assert_eq!(
+            slice(&x, &[4, 5], &[9, 0], &[1, 1], &[0, 5]).unwrap(),
+            Vec::<i32>::new()
+        );
     }
 
     #[test]

@@ -209,6 +209,7 @@ pub fn run_softmax(
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
     use super::super::unary::test_util::*;

@@ -24,9 +24,14 @@ pub fn strided_copy(
     if dims.len() != strides.len() || dims.len() > MAX_AXES || esize == 0 {
         return Err(KernelError::Shape("strided copy: bad axis description"));
     }
-    let numel = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or(KernelError::Shape("element count overflows"))?;
+    let numel = dims
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or(KernelError::Shape("element count overflows"))?;
     if numel.checked_mul(esize) != Some(dst.len()) {
-        return Err(KernelError::Shape("output byte length does not match its shape"));
+        return Err(KernelError::Shape(
+            "output byte length does not match its shape",
+        ));
     }
     if numel == 0 {
         return Ok(0);
@@ -131,7 +136,11 @@ fn run_fixed<const ES: usize>(dst: &mut [u8], src: &[u8], start: isize, stride: 
 }
 
 /// Transpose: output axis `i` is input axis `perm[i]`.
-pub fn run_transpose(p: &TransposeParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_transpose(
+    p: &TransposeParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let x = input(ins, 0, "transpose input")?;
     let y = output(outs, 0, "transpose output")?;
     if x.dtype != y.dtype {
@@ -145,19 +154,33 @@ pub fn run_transpose(p: &TransposeParams, ins: &[Option<TensorRef<'_>>], outs: &
     let in_strides = x.shape.strides();
     let mut seen = [false; MAX_RANK];
     let mut strides = [0isize; MAX_RANK];
-    for i in 0..rank {
+    for (i, stride) in strides.iter_mut().enumerate().take(rank) {
         let a = p.perm[i] as usize;
         if a >= rank || seen[a] {
-            return Err(KernelError::BadParams("transpose perm is not a permutation"));
+            return Err(KernelError::BadParams(
+                "transpose perm is not a permutation",
+            ));
         }
         seen[a] = true;
         if y.shape.dims()[i] != x.shape.dims()[a] {
-            return Err(KernelError::Shape("transpose output shape does not match perm"));
+            return Err(KernelError::Shape(
+                "transpose output shape does not match perm",
+            ));
         }
-        strides[i] = in_strides[a] as isize;
+        *stride = in_strides[a] as isize;
     }
-    let n = strided_copy(y.data, x.data, x.dtype.size(), y.shape.dims(), &strides[..rank], 0)?;
-    Ok(Work { cube_macs: 0, vector_ops: n as u64 })
+    let n = strided_copy(
+        y.data,
+        x.data,
+        x.dtype.size(),
+        y.shape.dims(),
+        &strides[..rank],
+        0,
+    )?;
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: n as u64,
+    })
 }
 
 #[cfg(test)]
@@ -168,16 +191,31 @@ mod tests {
     use std::vec::Vec;
 
     fn perm(p: &[u32]) -> TransposeParams {
-        let mut t = TransposeParams { perm: [0; MAX_RANK] };
+        let mut t = TransposeParams {
+            perm: [0; MAX_RANK],
+        };
         t.perm[..p.len()].copy_from_slice(p);
         t
     }
 
-    fn transpose_i32(x: &[i32], xd: &[usize], p: &[u32], yd: &[usize]) -> Result<Vec<i32>, KernelError> {
+    fn transpose_i32(
+        x: &[i32],
+        xd: &[usize],
+        p: &[u32],
+        yd: &[usize],
+    ) -> Result<Vec<i32>, KernelError> {
         let n: usize = yd.iter().product();
         let mut y = std::vec![0i32; n];
-        let xs = [Some(TensorRef { dtype: DType::I32, shape: Shape::new(xd).unwrap(), data: bytemuck::cast_slice(x) })];
-        let mut ys = [TensorMut { dtype: DType::I32, shape: Shape::new(yd).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let xs = [Some(TensorRef {
+            dtype: DType::I32,
+            shape: Shape::new(xd).unwrap(),
+            data: bytemuck::cast_slice(x),
+        })];
+        let mut ys = [TensorMut {
+            dtype: DType::I32,
+            shape: Shape::new(yd).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_transpose(&perm(p), &xs, &mut ys)?;
         Ok(y)
     }
@@ -185,7 +223,10 @@ mod tests {
     #[test]
     fn transpose_2d_and_4d() {
         let x: Vec<i32> = (0..6).collect();
-        assert_eq!(transpose_i32(&x, &[2, 3], &[1, 0], &[3, 2]).unwrap(), [0, 3, 1, 4, 2, 5]);
+        assert_eq!(
+            transpose_i32(&x, &[2, 3], &[1, 0], &[3, 2]).unwrap(),
+            [0, 3, 1, 4, 2, 5]
+        );
         // NCHW -> NHWC vs a naive loop
         let (n, c, h, w) = (2, 3, 4, 5);
         let x: Vec<i32> = (0..(n * c * h * w) as i32).collect();
@@ -194,7 +235,10 @@ mod tests {
             for b in 0..h {
                 for d in 0..w {
                     for e in 0..c {
-                        assert_eq!(y[((a * h + b) * w + d) * c + e], x[((a * c + e) * h + b) * w + d]);
+                        assert_eq!(
+                            y[((a * h + b) * w + d) * c + e],
+                            x[((a * c + e) * h + b) * w + d]
+                        );
                     }
                 }
             }
@@ -209,14 +253,30 @@ mod tests {
     fn transpose_other_sizes() {
         let x: Vec<u8> = (0..6).collect();
         let mut y = [0u8; 6];
-        let xs = [Some(TensorRef { dtype: DType::U8, shape: Shape::new(&[2, 3]).unwrap(), data: &x })];
-        let mut ys = [TensorMut { dtype: DType::U8, shape: Shape::new(&[3, 2]).unwrap(), data: &mut y }];
+        let xs = [Some(TensorRef {
+            dtype: DType::U8,
+            shape: Shape::new(&[2, 3]).unwrap(),
+            data: &x,
+        })];
+        let mut ys = [TensorMut {
+            dtype: DType::U8,
+            shape: Shape::new(&[3, 2]).unwrap(),
+            data: &mut y,
+        }];
         run_transpose(&perm(&[1, 0]), &xs, &mut ys).unwrap();
         assert_eq!(y, [0, 3, 1, 4, 2, 5]);
         let x: Vec<i64> = (0..6).collect();
         let mut y = [0i64; 6];
-        let xs = [Some(TensorRef { dtype: DType::I64, shape: Shape::new(&[2, 3]).unwrap(), data: bytemuck::cast_slice(&x) })];
-        let mut ys = [TensorMut { dtype: DType::I64, shape: Shape::new(&[3, 2]).unwrap(), data: bytemuck::cast_slice_mut(&mut y) }];
+        let xs = [Some(TensorRef {
+            dtype: DType::I64,
+            shape: Shape::new(&[2, 3]).unwrap(),
+            data: bytemuck::cast_slice(&x),
+        })];
+        let mut ys = [TensorMut {
+            dtype: DType::I64,
+            shape: Shape::new(&[3, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
         run_transpose(&perm(&[1, 0]), &xs, &mut ys).unwrap();
         assert_eq!(y, [0, 3, 1, 4, 2, 5]);
     }

@@ -558,7 +558,7 @@ pub fn run_unary(
     }
     let work = Work {
         cube_macs: 0,
-        vector_ops: n as u64 * op_cost(op),
+        vector_ops: (n as u64).saturating_mul(op_cost(op)),
     };
 
     if matches!(op, UnaryOp::IsNaN | UnaryOp::IsInf) {
@@ -568,7 +568,7 @@ pub fn run_unary(
                 "unary tensor data does not match its shape",
             ));
         }
-        let xlen_ok = x.data.len() == n * x.dtype.size();
+        let xlen_ok = n.checked_mul(x.dtype.size()) == Some(x.data.len());
         if !xlen_ok {
             return Err(KernelError::Shape(
                 "unary tensor data does not match its shape",
@@ -605,7 +605,7 @@ pub fn run_unary(
         }));
     }
     if op == UnaryOp::Identity {
-        if x.data.len() != y.data.len() || x.data.len() != n * x.dtype.size() {
+        if x.data.len() != y.data.len() || n.checked_mul(x.dtype.size()) != Some(x.data.len()) {
             return Err(KernelError::Shape(
                 "unary tensor data does not match its shape",
             ));
@@ -767,6 +767,7 @@ pub(crate) mod test_util {
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
     use super::test_util::*;

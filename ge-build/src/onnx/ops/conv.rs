@@ -19,7 +19,9 @@ struct Window {
 fn positive(ctx: &NodeCtx<'_>, name: &str, n: usize) -> Result<Vec<usize>> {
     match ctx.attr_ints(name) {
         None => Ok(vec![1; n]),
-        Some(v) if v.len() == n && v.iter().all(|&x| x >= 1) => Ok(v.iter().map(|&x| x as usize).collect()),
+        Some(v) if v.len() == n && v.iter().all(|&x| x >= 1) => {
+            Ok(v.iter().map(|&x| x as usize).collect())
+        }
         Some(v) => Err(ctx.err(format!("{name} {v:?} must have {n} positive entries"))),
     }
 }
@@ -27,8 +29,10 @@ fn positive(ctx: &NodeCtx<'_>, name: &str, n: usize) -> Result<Vec<usize>> {
 /// Resolves strides, dilations and pads (explicit or `auto_pad`) for `input` spatial dims.
 fn window(ctx: &NodeCtx<'_>, input: &[usize], kernel: Vec<usize>) -> Result<Window> {
     let n = input.len();
-    if kernel.len() != n || kernel.iter().any(|&k| k == 0) {
-        return Err(ctx.err(format!("kernel shape {kernel:?} does not match {n} spatial dims")));
+    if kernel.len() != n || kernel.contains(&0) {
+        return Err(ctx.err(format!(
+            "kernel shape {kernel:?} does not match {n} spatial dims"
+        )));
     }
     let stride = positive(ctx, "strides", n)?;
     let dilation = positive(ctx, "dilations", n)?;
@@ -38,7 +42,10 @@ fn window(ctx: &NodeCtx<'_>, input: &[usize], kernel: Vec<usize>) -> Result<Wind
         "NOTSET" | "" => {
             if let Some(p) = ctx.attr_ints("pads") {
                 if p.len() != 2 * n || p.iter().any(|&x| x < 0) {
-                    return Err(ctx.err(format!("pads {p:?} must have {} non-negative entries", 2 * n)));
+                    return Err(ctx.err(format!(
+                        "pads {p:?} must have {} non-negative entries",
+                        2 * n
+                    )));
                 }
                 for i in 0..n {
                     pb[i] = p[i] as usize;
@@ -60,9 +67,19 @@ fn window(ctx: &NodeCtx<'_>, input: &[usize], kernel: Vec<usize>) -> Result<Wind
                 }
             }
         }
-        other => return Err(ctx.err(format!("auto_pad '{other}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"))),
+        other => {
+            return Err(ctx.err(format!(
+                "auto_pad '{other}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"
+            )));
+        }
     }
-    Ok(Window { kernel, stride, dilation, pad_begin: pb, pad_end: pe })
+    Ok(Window {
+        kernel,
+        stride,
+        dilation,
+        pad_begin: pb,
+        pad_end: pe,
+    })
 }
 
 fn arr3(v: &[usize]) -> [u32; 3] {
@@ -81,10 +98,16 @@ fn out_size(ctx: &NodeCtx<'_>, w: &Window, input: &[usize], ceil: bool) -> Resul
             let padded = input[i] + w.pad_begin[i] + w.pad_end[i];
             let span = (w.kernel[i] - 1) * w.dilation[i] + 1;
             if padded < span {
-                return Err(ctx.err(format!("spatial dim {i}: window {span} is larger than the padded input {padded}")));
+                return Err(ctx.err(format!(
+                    "spatial dim {i}: window {span} is larger than the padded input {padded}"
+                )));
             }
             let num = padded - span;
-            let mut out = if ceil { num.div_ceil(w.stride[i]) + 1 } else { num / w.stride[i] + 1 };
+            let mut out = if ceil {
+                num.div_ceil(w.stride[i]) + 1
+            } else {
+                num / w.stride[i] + 1
+            };
             if ceil && (out - 1) * w.stride[i] >= input[i] + w.pad_begin[i] {
                 out -= 1;
             }
@@ -94,7 +117,12 @@ fn out_size(ctx: &NodeCtx<'_>, w: &Window, input: &[usize], ceil: bool) -> Resul
 }
 
 fn check_spatial(ctx: &NodeCtx<'_>, x: &[usize]) -> Result<usize> {
-    let n = x.len().checked_sub(2).ok_or_else(|| ctx.err(format!("input rank {} is below 3 (N, C, spatial…)", x.len())))?;
+    let n = x.len().checked_sub(2).ok_or_else(|| {
+        ctx.err(format!(
+            "input rank {} is below 3 (N, C, spatial…)",
+            x.len()
+        ))
+    })?;
     if !(1..=3).contains(&n) {
         return Err(ctx.unsupported(format!("{n} spatial dims (1 to 3 are supported)")));
     }
@@ -107,19 +135,33 @@ pub fn conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let w = ctx.input(1)?;
     let n = check_spatial(ctx, x.shape)?;
     if w.shape.len() != n + 2 {
-        return Err(ctx.err(format!("weight rank {} differs from input rank {}", w.shape.len(), n + 2)));
+        return Err(ctx.err(format!(
+            "weight rank {} differs from input rank {}",
+            w.shape.len(),
+            n + 2
+        )));
     }
     let group = ctx.attr_i_or("group", 1);
     let c = x.shape[1];
-    if group < 1 || c % group as usize != 0 || w.shape[0] % group as usize != 0 || w.shape[1] * group as usize != c {
-        return Err(ctx.err(format!("group {group} does not divide channels: input {:?}, weight {:?}", x.shape, w.shape)));
+    if group < 1
+        || c % group as usize != 0
+        || w.shape[0] % group as usize != 0
+        || w.shape[1] * group as usize != c
+    {
+        return Err(ctx.err(format!(
+            "group {group} does not divide channels: input {:?}, weight {:?}",
+            x.shape, w.shape
+        )));
     }
     let kernel = match ctx.attr_ints("kernel_shape") {
         Some(k) => k.iter().map(|&v| v.max(0) as usize).collect(),
         None => w.shape[2..].to_vec(),
     };
     if kernel != w.shape[2..] {
-        return Err(ctx.err(format!("kernel_shape {kernel:?} differs from the weight's {:?}", &w.shape[2..])));
+        return Err(ctx.err(format!(
+            "kernel_shape {kernel:?} differs from the weight's {:?}",
+            &w.shape[2..]
+        )));
     }
     if let Some(b) = ctx.input_opt(2)
         && b.shape != [w.shape[0]]
@@ -130,7 +172,11 @@ pub fn conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let mut out = vec![x.shape[0], w.shape[0]];
     out.extend(out_size(ctx, &win, &x.shape[2..], false)?);
     let p = conv_params(n, group as u32, &win, &[]);
-    let inputs = if ctx.input_opt(2).is_some() { vec![0, 1, 2] } else { vec![0, 1] };
+    let inputs = if ctx.input_opt(2).is_some() {
+        vec![0, 1, 2]
+    } else {
+        vec![0, 1]
+    };
     Ok(Imported::one(Op::Conv(p), inputs, x.dtype, out))
 }
 
@@ -154,11 +200,18 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let w = ctx.input(1)?;
     let n = check_spatial(ctx, x.shape)?;
     if w.shape.len() != n + 2 {
-        return Err(ctx.err(format!("weight rank {} differs from input rank {}", w.shape.len(), n + 2)));
+        return Err(ctx.err(format!(
+            "weight rank {} differs from input rank {}",
+            w.shape.len(),
+            n + 2
+        )));
     }
     let group = ctx.attr_i_or("group", 1).max(1) as usize;
     if w.shape[0] != x.shape[1] || x.shape[1] % group != 0 {
-        return Err(ctx.err(format!("weight {:?} does not match input channels {} with group {group}", w.shape, x.shape[1])));
+        return Err(ctx.err(format!(
+            "weight {:?} does not match input channels {} with group {group}",
+            w.shape, x.shape[1]
+        )));
     }
     let m = w.shape[1] * group;
     let kernel: Vec<usize> = match ctx.attr_ints("kernel_shape") {
@@ -168,19 +221,29 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let stride = positive(ctx, "strides", n)?;
     let dilation = positive(ctx, "dilations", n)?;
     let opad: Vec<usize> = match ctx.attr_ints("output_padding") {
-        Some(v) if v.len() == n && v.iter().all(|&p| p >= 0) => v.iter().map(|&p| p as usize).collect(),
-        Some(v) => return Err(ctx.err(format!("output_padding {v:?} must have {n} non-negative entries"))),
+        Some(v) if v.len() == n && v.iter().all(|&p| p >= 0) => {
+            v.iter().map(|&p| p as usize).collect()
+        }
+        Some(v) => {
+            return Err(ctx.err(format!(
+                "output_padding {v:?} must have {n} non-negative entries"
+            )));
+        }
         None => vec![0; n],
     };
     let input = &x.shape[2..];
-    let full: Vec<usize> = (0..n).map(|i| stride[i] * (input[i] - 1) + opad[i] + (kernel[i] - 1) * dilation[i] + 1).collect();
+    let full: Vec<usize> = (0..n)
+        .map(|i| stride[i] * (input[i] - 1) + opad[i] + (kernel[i] - 1) * dilation[i] + 1)
+        .collect();
     let auto_pad = ctx.attr_s_or("auto_pad", "NOTSET");
     let target: Option<Vec<usize>> = match ctx.attr_ints("output_shape") {
         Some(s) => {
             let s: Vec<usize> = s.iter().map(|&v| v.max(0) as usize).collect();
             Some(if s.len() == n + 2 { s[2..].to_vec() } else { s })
         }
-        None if auto_pad.starts_with("SAME") => Some((0..n).map(|i| input[i] * stride[i]).collect()),
+        None if auto_pad.starts_with("SAME") => {
+            Some((0..n).map(|i| input[i] * stride[i]).collect())
+        }
         None => None,
     };
     let (mut pb, mut pe) = (vec![0; n], vec![0; n]);
@@ -190,7 +253,9 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
                 return Err(ctx.err(format!("output_shape {t:?} must have {n} spatial entries")));
             }
             for i in 0..n {
-                let total = full[i].checked_sub(t[i]).ok_or_else(|| ctx.unsupported("output_shape larger than the full transposed convolution"))?;
+                let total = full[i].checked_sub(t[i]).ok_or_else(|| {
+                    ctx.unsupported("output_shape larger than the full transposed convolution")
+                })?;
                 if auto_pad == "SAME_UPPER" {
                     (pb[i], pe[i]) = (total / 2, total - total / 2);
                 } else {
@@ -201,7 +266,10 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
         None => {
             if let Some(p) = ctx.attr_ints("pads") {
                 if p.len() != 2 * n || p.iter().any(|&v| v < 0) {
-                    return Err(ctx.err(format!("pads {p:?} must have {} non-negative entries", 2 * n)));
+                    return Err(ctx.err(format!(
+                        "pads {p:?} must have {} non-negative entries",
+                        2 * n
+                    )));
                 }
                 for i in 0..n {
                     (pb[i], pe[i]) = (p[i] as usize, p[n + i] as usize);
@@ -211,11 +279,26 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let mut out = vec![x.shape[0], m];
     for i in 0..n {
-        out.push(full[i].checked_sub(pb[i] + pe[i]).filter(|&o| o > 0).ok_or_else(|| ctx.err("pads remove the whole output"))?);
+        out.push(
+            full[i]
+                .checked_sub(pb[i] + pe[i])
+                .filter(|&o| o > 0)
+                .ok_or_else(|| ctx.err("pads remove the whole output"))?,
+        );
     }
-    let win = Window { kernel, stride, dilation, pad_begin: pb, pad_end: pe };
+    let win = Window {
+        kernel,
+        stride,
+        dilation,
+        pad_begin: pb,
+        pad_end: pe,
+    };
     let p = conv_params(n, group as u32, &win, &opad);
-    let inputs = if ctx.input_opt(2).is_some() { vec![0, 1, 2] } else { vec![0, 1] };
+    let inputs = if ctx.input_opt(2).is_some() {
+        vec![0, 1, 2]
+    } else {
+        vec![0, 1]
+    };
     Ok(Imported::one(Op::ConvTranspose(p), inputs, x.dtype, out))
 }
 
@@ -253,7 +336,9 @@ pub fn pool(ctx: &NodeCtx<'_>) -> Result<Imported> {
         pad_begin: arr3(&win.pad_begin),
         pad_end: arr3(&win.pad_end),
         count_include_pad: ctx.attr_i_or("count_include_pad", 0) as u32,
-        p: ctx.attr_i("p").map_or_else(|| ctx.attr_f_or("p", 2.0), |v| v as f32),
+        p: ctx
+            .attr_i("p")
+            .map_or_else(|| ctx.attr_f_or("p", 2.0), |v| v as f32),
     };
     Ok(Imported::one(Op::Pool(p), vec![0], x.dtype, out))
 }
@@ -280,7 +365,9 @@ pub fn global_pool(ctx: &NodeCtx<'_>) -> Result<Imported> {
         pad_begin: [0; 3],
         pad_end: [0; 3],
         count_include_pad: 0,
-        p: ctx.attr_i("p").map_or_else(|| ctx.attr_f_or("p", 2.0), |v| v as f32),
+        p: ctx
+            .attr_i("p")
+            .map_or_else(|| ctx.attr_f_or("p", 2.0), |v| v as f32),
     };
     Ok(Imported::one(Op::GlobalPool(p), vec![0], x.dtype, out))
 }

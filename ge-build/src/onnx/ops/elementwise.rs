@@ -63,7 +63,9 @@ pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
             match approx.as_str() {
                 "none" => u(U::Gelu, 0.0, 0.0),
                 "tanh" => u(U::Gelu, 1.0, 0.0),
-                other => Some(Err(ctx.err(format!("approximate='{other}' is not 'none' or 'tanh'")))),
+                other => Some(Err(
+                    ctx.err(format!("approximate='{other}' is not 'none' or 'tanh'"))
+                )),
             }
         }
         "Clip" => Some(clip(ctx)),
@@ -84,7 +86,14 @@ pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
         "BitwiseAnd" => Some(binary(ctx, BinaryOp::BitAnd)),
         "BitwiseOr" => Some(binary(ctx, BinaryOp::BitOr)),
         "BitwiseXor" => Some(binary(ctx, BinaryOp::BitXor)),
-        "Mod" => Some(binary(ctx, if ctx.attr_i_or("fmod", 0) != 0 { BinaryOp::Fmod } else { BinaryOp::Mod })),
+        "Mod" => Some(binary(
+            ctx,
+            if ctx.attr_i_or("fmod", 0) != 0 {
+                BinaryOp::Fmod
+            } else {
+                BinaryOp::Mod
+            },
+        )),
         "BitShift" => Some(match ctx.attr_s_or("direction", "").as_str() {
             "LEFT" => binary(ctx, BinaryOp::BitShiftLeft),
             "RIGHT" => binary(ctx, BinaryOp::BitShiftRight),
@@ -107,18 +116,31 @@ fn unary(ctx: &NodeCtx<'_>, op: UnaryOp, alpha: f32, beta: f32) -> Result<Import
     };
     let float_only = !matches!(
         op,
-        UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Not | UnaryOp::Identity
+        UnaryOp::Relu
+            | UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::Not
+            | UnaryOp::Identity
     );
     if float_only && !is_float(x.dtype) {
         return Err(ctx.unsupported(format!("{} on {} tensors", op.name(), x.dtype.name())));
     }
-    Ok(Imported::one(Op::unary(op, alpha, beta), vec![0], out_dtype, x.shape.to_vec()))
+    Ok(Imported::one(
+        Op::unary(op, alpha, beta),
+        vec![0],
+        out_dtype,
+        x.shape.to_vec(),
+    ))
 }
 
 fn clip(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
     let (lo, hi) = if ctx.opset < 11 {
-        (ctx.attr_f_or("min", f32::MIN), ctx.attr_f_or("max", f32::MAX))
+        (
+            ctx.attr_f_or("min", f32::MIN),
+            ctx.attr_f_or("max", f32::MAX),
+        )
     } else {
         let bound = |i: usize, what: &str, d: f32| -> Result<f32> {
             Ok(match ctx.const_floats(i, what)? {
@@ -132,7 +154,12 @@ fn clip(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if !is_float(x.dtype) {
         return Err(ctx.unsupported(format!("Clip on {} tensors", x.dtype.name())));
     }
-    Ok(Imported::one(Op::unary(UnaryOp::Clip, lo, hi), vec![0], x.dtype, x.shape.to_vec()))
+    Ok(Imported::one(
+        Op::unary(UnaryOp::Clip, lo, hi),
+        vec![0],
+        x.dtype,
+        x.shape.to_vec(),
+    ))
 }
 
 fn binary(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
@@ -141,29 +168,69 @@ fn binary(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
     let mut overrides = Vec::new();
     let mut b_shape = b.shape.to_vec();
     // Before opset 7, broadcasting needed `broadcast=1`; `axis` aligned B's dims at that axis of A.
-    if ctx.opset < 7 && ctx.attr_i_or("broadcast", 0) != 0 && !b.shape.is_empty() {
-        if let Some(axis) = ctx.attr_i("axis") {
+    if ctx.opset < 7
+        && ctx.attr_i_or("broadcast", 0) != 0
+        && !b.shape.is_empty()
+        && let Some(axis) = ctx.attr_i("axis")
+    {
+        {
             let axis = ctx.axis(axis, a.shape.len())?;
-            let trailing = a.shape.len().checked_sub(axis + b.shape.len()).ok_or_else(|| ctx.err("B does not fit in A at `axis`"))?;
+            let trailing = a
+                .shape
+                .len()
+                .checked_sub(axis + b.shape.len())
+                .ok_or_else(|| ctx.err("B does not fit in A at `axis`"))?;
             if trailing > 0 {
-                let data = ctx.const_input(1, "B (legacy broadcast with axis)")?.ok_or_else(|| ctx.err("B missing"))?;
+                let data = ctx
+                    .const_input(1, "B (legacy broadcast with axis)")?
+                    .ok_or_else(|| ctx.err("B missing"))?;
                 b_shape.extend(std::iter::repeat_n(1, trailing));
-                overrides.push((1, TensorData { dtype: data.dtype, dims: b_shape.clone(), bytes: data.bytes.clone() }));
+                overrides.push((
+                    1,
+                    TensorData {
+                        dtype: data.dtype,
+                        dims: b_shape.clone(),
+                        bytes: data.bytes.clone(),
+                    },
+                ));
             }
         }
     }
-    let shape = broadcast_shapes(&[a.shape, &b_shape])
-        .ok_or_else(|| ctx.err(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
-    let mixed_ok = matches!(op, BinaryOp::Pow | BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight);
+    let shape = broadcast_shapes(&[a.shape, &b_shape]).ok_or_else(|| {
+        ctx.err(format!(
+            "shapes {:?} and {:?} do not broadcast",
+            a.shape, b.shape
+        ))
+    })?;
+    let mixed_ok = matches!(
+        op,
+        BinaryOp::Pow | BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight
+    );
     if a.dtype != b.dtype && !mixed_ok {
-        return Err(ctx.err(format!("input dtypes differ ({} vs {})", a.dtype.name(), b.dtype.name())));
+        return Err(ctx.err(format!(
+            "input dtypes differ ({} vs {})",
+            a.dtype.name(),
+            b.dtype.name()
+        )));
     }
     let out = match op {
-        BinaryOp::Equal | BinaryOp::Less | BinaryOp::Greater | BinaryOp::LessOrEqual | BinaryOp::GreaterOrEqual => DType::Bool,
+        BinaryOp::Equal
+        | BinaryOp::Less
+        | BinaryOp::Greater
+        | BinaryOp::LessOrEqual
+        | BinaryOp::GreaterOrEqual => DType::Bool,
         _ => a.dtype,
     };
-    let op = Op::Binary(BinaryParams { op: op as u32, act: Activation::default() });
-    Ok(Imported::Op { op, inputs: vec![0, 1], outputs: vec![(out, shape)], overrides })
+    let op = Op::Binary(BinaryParams {
+        op: op as u32,
+        act: Activation::default(),
+    });
+    Ok(Imported::Op {
+        op,
+        inputs: vec![0, 1],
+        outputs: vec![(out, shape)],
+        overrides,
+    })
 }
 
 fn variadic(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
@@ -173,20 +240,28 @@ fn variadic(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
     }
     let infos: Vec<_> = (0..n).map(|i| ctx.input(i)).collect::<Result<_>>()?;
     let shapes: Vec<&[usize]> = infos.iter().map(|i| i.shape).collect();
-    let shape = broadcast_shapes(&shapes).ok_or_else(|| ctx.err(format!("input shapes {shapes:?} do not broadcast")))?;
+    let shape = broadcast_shapes(&shapes)
+        .ok_or_else(|| ctx.err(format!("input shapes {shapes:?} do not broadcast")))?;
     if infos.iter().any(|i| i.dtype != infos[0].dtype) {
         return Err(ctx.err("input dtypes differ"));
     }
     if n > ge_runtime::format::MAX_TASK_IO {
-        return Err(ctx.unsupported(format!("{n} inputs (at most {})", ge_runtime::format::MAX_TASK_IO)));
+        return Err(ctx.unsupported(format!(
+            "{n} inputs (at most {})",
+            ge_runtime::format::MAX_TASK_IO
+        )));
     }
-    let op = Op::Variadic(BinaryParams { op: op as u32, act: Activation::default() });
+    let op = Op::Variadic(BinaryParams {
+        op: op as u32,
+        act: Activation::default(),
+    });
     Ok(Imported::one(op, (0..n).collect(), infos[0].dtype, shape))
 }
 
 fn where_(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let (c, x, y) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
-    let shape = broadcast_shapes(&[c.shape, x.shape, y.shape]).ok_or_else(|| ctx.err("condition, X and Y do not broadcast"))?;
+    let shape = broadcast_shapes(&[c.shape, x.shape, y.shape])
+        .ok_or_else(|| ctx.err("condition, X and Y do not broadcast"))?;
     if x.dtype != y.dtype || c.dtype != DType::Bool {
         return Err(ctx.err("condition must be bool and X, Y of one dtype"));
     }

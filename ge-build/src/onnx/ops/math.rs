@@ -1,6 +1,9 @@
 //! Matrix products, softmax family and reductions.
 
-use ge_runtime::format::{Activation, ArgReduceParams, DType, GemmParams, ReduceOp, ReduceParams, SoftmaxKind, SoftmaxParams};
+use ge_runtime::format::{
+    Activation, ArgReduceParams, DType, GemmParams, ReduceOp, ReduceParams, SoftmaxKind,
+    SoftmaxParams,
+};
 
 use super::broadcast_shapes;
 use crate::error::Result;
@@ -16,10 +19,21 @@ pub fn gemm(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let ta = ctx.attr_i_or("transA", 0) != 0;
     let tb = ctx.attr_i_or("transB", 0) != 0;
-    let (m, k) = if ta { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
-    let (k2, n) = if tb { (b.shape[1], b.shape[0]) } else { (b.shape[0], b.shape[1]) };
+    let (m, k) = if ta {
+        (a.shape[1], a.shape[0])
+    } else {
+        (a.shape[0], a.shape[1])
+    };
+    let (k2, n) = if tb {
+        (b.shape[1], b.shape[0])
+    } else {
+        (b.shape[0], b.shape[1])
+    };
     if k != k2 {
-        return Err(ctx.err(format!("inner dimensions differ: A {:?} (transA={ta}) and B {:?} (transB={tb})", a.shape, b.shape)));
+        return Err(ctx.err(format!(
+            "inner dimensions differ: A {:?} (transA={ta}) and B {:?} (transB={tb})",
+            a.shape, b.shape
+        )));
     }
     let mut inputs = vec![0, 1];
     if let Some(c) = ctx.input_opt(2) {
@@ -45,15 +59,30 @@ pub fn matmul(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if a.shape.is_empty() || b.shape.is_empty() {
         return Err(ctx.err("operands must have rank ≥ 1"));
     }
-    let a2: Vec<usize> = if a.shape.len() == 1 { vec![1, a.shape[0]] } else { a.shape.to_vec() };
-    let b2: Vec<usize> = if b.shape.len() == 1 { vec![b.shape[0], 1] } else { b.shape.to_vec() };
+    let a2: Vec<usize> = if a.shape.len() == 1 {
+        vec![1, a.shape[0]]
+    } else {
+        a.shape.to_vec()
+    };
+    let b2: Vec<usize> = if b.shape.len() == 1 {
+        vec![b.shape[0], 1]
+    } else {
+        b.shape.to_vec()
+    };
     let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
     let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
     if k != k2 {
-        return Err(ctx.err(format!("inner dimensions differ: {:?} × {:?}", a.shape, b.shape)));
+        return Err(ctx.err(format!(
+            "inner dimensions differ: {:?} × {:?}",
+            a.shape, b.shape
+        )));
     }
-    let batch = broadcast_shapes(&[&a2[..a2.len() - 2], &b2[..b2.len() - 2]])
-        .ok_or_else(|| ctx.err(format!("batch dims of {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
+    let batch = broadcast_shapes(&[&a2[..a2.len() - 2], &b2[..b2.len() - 2]]).ok_or_else(|| {
+        ctx.err(format!(
+            "batch dims of {:?} and {:?} do not broadcast",
+            a.shape, b.shape
+        ))
+    })?;
     let mut out = batch;
     if a.shape.len() > 1 {
         out.push(m);
@@ -77,9 +106,21 @@ pub fn softmax(ctx: &NodeCtx<'_>) -> Result<Imported> {
         _ => SoftmaxKind::Hardmax,
     };
     let legacy = ctx.opset < 13;
-    let axis = ctx.axis(ctx.attr_i_or("axis", if legacy { 1 } else { -1 }), x.shape.len())?;
-    let p = SoftmaxParams { kind: kind as u32, axis: axis as u32, coerce_2d: legacy as u32 };
-    Ok(Imported::one(Op::Softmax(p), vec![0], x.dtype, x.shape.to_vec()))
+    let axis = ctx.axis(
+        ctx.attr_i_or("axis", if legacy { 1 } else { -1 }),
+        x.shape.len(),
+    )?;
+    let p = SoftmaxParams {
+        kind: kind as u32,
+        axis: axis as u32,
+        coerce_2d: legacy as u32,
+    };
+    Ok(Imported::one(
+        Op::Softmax(p),
+        vec![0],
+        x.dtype,
+        x.shape.to_vec(),
+    ))
 }
 
 /// `Reduce*` (axes as attribute before opset 18 — 13 for ReduceSum — and as input after).
@@ -99,8 +140,16 @@ pub fn reduce(ctx: &NodeCtx<'_>) -> Result<Imported> {
         "ReduceSumSquare" => ReduceOp::SumSquare,
         _ => return Err(ctx.unsupported("unknown reduction")),
     };
-    let axes_as_input = if t == "ReduceSum" { ctx.opset >= 13 } else { ctx.opset >= 18 };
-    let axes = if axes_as_input { ctx.const_ints(1, "axes")? } else { ctx.attr_ints("axes") };
+    let axes_as_input = if t == "ReduceSum" {
+        ctx.opset >= 13
+    } else {
+        ctx.opset >= 18
+    };
+    let axes = if axes_as_input {
+        ctx.const_ints(1, "axes")?
+    } else {
+        ctx.attr_ints("axes")
+    };
     let rank = x.shape.len();
     let keep = ctx.attr_i_or("keepdims", 1) != 0;
     let noop = ctx.attr_i_or("noop_with_empty_axes", 0) != 0;
@@ -122,7 +171,10 @@ pub fn reduce(ctx: &NodeCtx<'_>) -> Result<Imported> {
             out.push(1);
         }
     }
-    let p = ReduceParams { op: op as u32, axes_mask: mask };
+    let p = ReduceParams {
+        op: op as u32,
+        axes_mask: mask,
+    };
     Ok(Imported::one(Op::Reduce(p), vec![0], x.dtype, out))
 }
 

@@ -29,15 +29,26 @@ pub fn batch_norm(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if ctx.opset < 9 && ctx.attr_i_or("spatial", 1) == 0 {
         return Err(ctx.unsupported("spatial=0 (per-activation statistics)"));
     }
-    if ctx.attr_i_or("is_test", 1) == 0 && ctx.opset < 7 && ctx.node.output.iter().skip(1).any(|o| !o.is_empty()) {
+    if ctx.attr_i_or("is_test", 1) == 0
+        && ctx.opset < 7
+        && ctx.node.output.iter().skip(1).any(|o| !o.is_empty())
+    {
         return Err(ctx.unsupported("training outputs (is_test=0)"));
     }
     if ctx.node.output.iter().skip(1).any(|o| !o.is_empty()) && ctx.opset >= 7 {
         return Err(ctx.unsupported("running mean/var outputs (training)"));
     }
     per_channel(ctx, 1..5, x.shape[1])?;
-    let p = NormParams { epsilon: ctx.attr_f_or("epsilon", 1e-5), act: Activation::default() };
-    Ok(Imported::one(Op::BatchNorm(p), vec![0, 1, 2, 3, 4], x.dtype, x.shape.to_vec()))
+    let p = NormParams {
+        epsilon: ctx.attr_f_or("epsilon", 1e-5),
+        act: Activation::default(),
+    };
+    Ok(Imported::one(
+        Op::BatchNorm(p),
+        vec![0, 1, 2, 3, 4],
+        x.dtype,
+        x.shape.to_vec(),
+    ))
 }
 
 /// `InstanceNormalization`.
@@ -47,14 +58,25 @@ pub fn instance_norm(ctx: &NodeCtx<'_>) -> Result<Imported> {
         return Err(ctx.err("input rank must be at least 3"));
     }
     per_channel(ctx, 1..3, x.shape[1])?;
-    let p = NormParams { epsilon: ctx.attr_f_or("epsilon", 1e-5), act: Activation::default() };
-    Ok(Imported::one(Op::InstanceNorm(p), vec![0, 1, 2], x.dtype, x.shape.to_vec()))
+    let p = NormParams {
+        epsilon: ctx.attr_f_or("epsilon", 1e-5),
+        act: Activation::default(),
+    };
+    Ok(Imported::one(
+        Op::InstanceNorm(p),
+        vec![0, 1, 2],
+        x.dtype,
+        x.shape.to_vec(),
+    ))
 }
 
 /// `LRN`.
 pub fn lrn(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
-    let size = ctx.attr_i("size").filter(|&s| s >= 1).ok_or_else(|| ctx.err("size is required and must be positive"))?;
+    let size = ctx
+        .attr_i("size")
+        .filter(|&s| s >= 1)
+        .ok_or_else(|| ctx.err("size is required and must be positive"))?;
     if x.shape.len() < 2 {
         return Err(ctx.err("input rank must be at least 2"));
     }
@@ -64,5 +86,10 @@ pub fn lrn(ctx: &NodeCtx<'_>) -> Result<Imported> {
         beta: ctx.attr_f_or("beta", 0.75),
         bias: ctx.attr_f_or("bias", 1.0),
     };
-    Ok(Imported::one(Op::Lrn(p), vec![0], x.dtype, x.shape.to_vec()))
+    Ok(Imported::one(
+        Op::Lrn(p),
+        vec![0],
+        x.dtype,
+        x.shape.to_vec(),
+    ))
 }

@@ -28,7 +28,8 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let (scales, sizes, roi) = if upsample {
         let s = if ctx.opset < 9 {
-            ctx.attr_floats("scales").map(|v| v.iter().map(|&f| f64::from(f)).collect())
+            ctx.attr_floats("scales")
+                .map(|v| v.iter().map(|&f| f64::from(f)).collect())
         } else {
             ctx.const_floats(1, "scales")?
         };
@@ -36,7 +37,11 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     } else if ctx.opset < 11 {
         (ctx.const_floats(1, "scales")?, None, None)
     } else {
-        (ctx.const_floats(2, "scales")?.filter(|v| !v.is_empty()), ctx.const_ints(3, "sizes")?.filter(|v| !v.is_empty()), ctx.const_floats(1, "roi")?)
+        (
+            ctx.const_floats(2, "scales")?.filter(|v| !v.is_empty()),
+            ctx.const_ints(3, "sizes")?.filter(|v| !v.is_empty()),
+            ctx.const_floats(1, "roi")?,
+        )
     };
     let mut p = ResizeParams {
         mode: mode as u32,
@@ -73,14 +78,21 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let coord = if upsample || ctx.opset < 11 {
         CoordTransform::Asymmetric
     } else {
-        match ctx.attr_s_or("coordinate_transformation_mode", "half_pixel").as_str() {
+        match ctx
+            .attr_s_or("coordinate_transformation_mode", "half_pixel")
+            .as_str()
+        {
             "half_pixel" => CoordTransform::HalfPixel,
             "pytorch_half_pixel" => CoordTransform::PytorchHalfPixel,
             "align_corners" => CoordTransform::AlignCorners,
             "asymmetric" => CoordTransform::Asymmetric,
             "tf_crop_and_resize" => CoordTransform::TfCropAndResize,
             "half_pixel_symmetric" => CoordTransform::HalfPixelSymmetric,
-            m => return Err(ctx.err(format!("coordinate_transformation_mode '{m}' is not supported"))),
+            m => {
+                return Err(ctx.err(format!(
+                    "coordinate_transformation_mode '{m}' is not supported"
+                )));
+            }
         }
     };
     p.coord = coord as u32;
