@@ -107,7 +107,62 @@ pub fn compare(got: &TensorData, want: &TensorData, tol: Tolerance) -> Result<()
     }
 }
 
-/// Runs one case dir with `opts` (input shapes are taken from the first data set).
+/// Graph inputs whose values the input `slot` of node `node_name` depends on, following
+/// producers backwards (but not through `Shape`/`Size`, whose outputs depend only on shapes).
+fn graph_inputs_behind(
+    g: &crate::onnx::proto::GraphProto,
+    node_name: &str,
+    slot: usize,
+    inputs: &[&str],
+) -> Vec<String> {
+    let node = g.node.iter().find(|n| {
+        n.name() == node_name
+            || (n.name().is_empty() && n.output.first().map(String::as_str) == Some(node_name))
+    });
+    let Some(start) = node.and_then(|n| n.input.get(slot)) else {
+        return Vec::new();
+    };
+    let producer: std::collections::HashMap<&str, usize> = g
+        .node
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| n.output.iter().map(move |o| (o.as_str(), i)))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![start.as_str()];
+    let mut found = Vec::new();
+    while let Some(v) = stack.pop() {
+        if v.is_empty() || !seen.insert(v) {
+            continue;
+        }
+        if inputs.contains(&v) {
+            found.push(v.to_string());
+        } else if let Some(&p) = producer.get(v) {
+            let n = &g.node[p];
+            if !matches!(n.op_type(), "Shape" | "Size") {
+                stack.extend(n.input.iter().map(String::as_str));
+            }
+        }
+    }
+    found
+}
+
+/// The `N` of "input N (" in a "must be a constant" reason.
+fn const_slot(reason: &str) -> Option<usize> {
+    if !reason.contains("must be a constant") {
+        return None;
+    }
+    let rest = &reason[reason.find("input ")? + 6..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Runs one case dir with `opts` (input shapes are taken from the first data set). Graph
+/// inputs that the compiler needs as constants (shape tensors such as axes, pads or sizes
+/// fed as inputs) are frozen to the data set's values, like symbolic dims are fixed from its
+/// shapes; a data set with other values for them gets its own compile.
 pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
     let model_path = case.join("model.onnx");
     let sets = data_sets(case);
@@ -123,36 +178,91 @@ pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome
         Err(e) => return Outcome::Fail(format!("{}: {e}", model_path.display())),
     };
     let mut opts = opts.clone();
-    if let Ok(m) = crate::onnx::decode_model(&bytes)
-        && let Some(g) = &m.graph
-    {
+    let model = crate::onnx::decode_model(&bytes).ok();
+    let graph = model.as_ref().and_then(|m| m.graph.as_ref());
+    let mut input_names: Vec<&str> = Vec::new();
+    if let Some(g) = graph {
         let inits: std::collections::HashSet<&str> =
             g.initializer.iter().map(|t| t.name()).collect();
-        let names = g
+        input_names = g
             .input
             .iter()
             .map(|i| i.name())
-            .filter(|n| !inits.contains(n));
-        for (name, t) in names.zip(&inputs) {
+            .filter(|n| !inits.contains(n))
+            .collect();
+        for (name, t) in input_names.iter().zip(&inputs) {
             opts.input_shapes.insert(name.to_string(), t.dims.clone());
         }
     }
-    let compiled = match crate::compile_bytes(&bytes, Some(case), &opts) {
-        Ok(c) => c,
-        Err(e @ (CompileError::Unsupported { .. } | CompileError::Input { .. })) => {
-            return Outcome::Unsupported(e.to_string());
+    // Which graph inputs must be frozen: compile, and on "input N must be a constant" freeze
+    // the graph inputs behind it and retry.
+    let mut frozen: Vec<usize> = Vec::new();
+    let freeze = |opts: &mut CompileOptions, frozen: &[usize], values: &[TensorData]| {
+        opts.input_values.clear();
+        for &i in frozen {
+            if let (Some(name), Some(v)) = (input_names.get(i), values.get(i)) {
+                opts.input_values.insert(name.to_string(), v.clone());
+                opts.input_shapes.remove(*name);
+            }
         }
-        Err(e) => return Outcome::Fail(format!("compile: {e}")),
     };
-    let mut runner = match Runner::new(ge_runtime::AlignedBlob::from_bytes(&compiled.blob)) {
-        Ok(r) => r,
-        Err(e) => return Outcome::Fail(format!("load: {e}")),
+    let classify = |e: CompileError| match e {
+        e @ (CompileError::Unsupported { .. } | CompileError::Input { .. }) => {
+            Outcome::Unsupported(e.to_string())
+        }
+        e => Outcome::Fail(format!("compile: {e}")),
+    };
+    let load = |blob: &[u8]| {
+        Runner::new(ge_runtime::AlignedBlob::from_bytes(blob))
+            .map_err(|e| Outcome::Fail(format!("load: {e}")))
+    };
+    let compile = |opts: &CompileOptions| -> Result<Runner, Outcome> {
+        let c = crate::compile_bytes(&bytes, Some(case), opts).map_err(classify)?;
+        load(&c.blob)
+    };
+    let mut runner = loop {
+        let e = match crate::compile_bytes(&bytes, Some(case), &opts) {
+            Ok(c) => match load(&c.blob) {
+                Ok(r) => break r,
+                Err(o) => return o,
+            },
+            Err(e) => e,
+        };
+        let new: Vec<usize> = match (&e, graph) {
+            (CompileError::Unsupported { node, reason, .. }, Some(g)) => match const_slot(reason) {
+                Some(slot) => graph_inputs_behind(g, node, slot, &input_names)
+                    .iter()
+                    .filter_map(|n| input_names.iter().position(|m| m == n))
+                    .filter(|i| !frozen.contains(i))
+                    .collect(),
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        if new.is_empty() || frozen.len() > 16 {
+            return classify(e);
+        }
+        frozen.extend(new);
+        freeze(&mut opts, &frozen, &inputs);
     };
     for set in &sets {
         let (ins, want) = match (read_numbered(set, "input"), read_numbered(set, "output")) {
             (Ok(i), Ok(o)) => (i, o),
             (Err(e), _) | (_, Err(e)) => return Outcome::Unsupported(format!("test data: {e}")),
         };
+        if frozen.iter().any(|&i| ins.get(i) != inputs.get(i)) {
+            freeze(&mut opts, &frozen, &ins);
+            runner = match compile(&opts) {
+                Ok(r) => r,
+                Err(o) => return o,
+            };
+        }
+        let ins: Vec<TensorData> = ins
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !frozen.contains(i))
+            .map(|(_, t)| t)
+            .collect();
         let got = match runner.run(&ins, ge_sim::SimDevice::new(opts.device)) {
             Ok((g, _)) => g,
             Err(e) => return Outcome::Fail(format!("run: {e}")),

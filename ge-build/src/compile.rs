@@ -57,11 +57,17 @@ pub fn compile_bytes(
         model_dir,
         &ImportOptions {
             input_shapes: opts.input_shapes.clone(),
+            input_values: opts.input_values.clone(),
         },
     )?;
     let import = ms(t);
     let t = Instant::now();
-    let passes = Vec::new();
+    let mut graph = graph;
+    let switch = match &opts.fusion_switch {
+        Some(p) => crate::passes::FusionSwitch::load(p, &crate::passes::fusion_pattern_names())?,
+        None => crate::passes::FusionSwitch::default(),
+    };
+    let passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch)?;
     let passes_ms = ms(t);
     let t = Instant::now();
     let order = graph.topo_order();

@@ -13,6 +13,7 @@ pub mod ir;
 pub mod om;
 pub mod onnx;
 mod options;
+pub mod passes;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -68,6 +68,9 @@ pub struct CompileOptions {
     pub memory_reuse: bool,
     /// Fusion switch file (`--fusion-switch`).
     pub fusion_switch: Option<PathBuf>,
+    /// Inputs frozen to constant values (shape tensors: axes, pads, sizes… given as graph
+    /// inputs). A frozen input is no longer an input of the compiled model.
+    pub input_values: BTreeMap<String, crate::onnx::tensor::TensorData>,
 }
 
 impl Default for CompileOptions {
@@ -79,6 +82,7 @@ impl Default for CompileOptions {
             device: Profile::EDGE,
             memory_reuse: true,
             fusion_switch: None,
+            input_values: BTreeMap::new(),
         }
     }
 }

@@ -60,6 +60,8 @@ pub struct Graph {
     pub values: Vec<Value>,
     pub inputs: Vec<ValueId>,
     pub outputs: Vec<ValueId>,
+    /// The graph outputs' names (kept when passes replace the values behind them).
+    pub output_names: Vec<String>,
     /// Default-domain opset the model imports.
     pub opset: i64,
 }
@@ -114,6 +116,116 @@ impl Graph {
         self.g
             .edges_directed(n, Direction::Outgoing)
             .map(|e| e.target())
+    }
+
+    /// Every node reading each value. O(V + E).
+    pub fn users(&self) -> std::collections::HashMap<ValueId, Vec<NodeIndex>> {
+        let mut m: std::collections::HashMap<ValueId, Vec<NodeIndex>> =
+            std::collections::HashMap::new();
+        for n in self.g.node_indices() {
+            for v in self.g[n].inputs.iter().flatten() {
+                let e = m.entry(*v).or_default();
+                if e.last() != Some(&n) {
+                    e.push(n);
+                }
+            }
+        }
+        m
+    }
+
+    /// Makes `node` read `new` wherever it read `old`, keeping edges in step.
+    pub fn rewire_input(&mut self, node: NodeIndex, old: ValueId, new: ValueId) {
+        let Some(n) = self.g.node_weight_mut(node) else {
+            return;
+        };
+        let mut changed = false;
+        for slot in n.inputs.iter_mut().flatten() {
+            if *slot == old {
+                *slot = new;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+        let stale: Vec<_> = self
+            .g
+            .edges_directed(node, Direction::Incoming)
+            .filter(|e| *e.weight() == old)
+            .map(|e| e.id())
+            .collect();
+        for e in stale {
+            self.g.remove_edge(e);
+        }
+        if let Some(p) = self.value(new).producer {
+            self.g.add_edge(p, node, new);
+        }
+    }
+
+    /// Replaces every use of `old` (node inputs and graph outputs) by `new`, given the users
+    /// map. O(users of old).
+    pub fn replace_uses(&mut self, old: ValueId, new: ValueId, users: &[NodeIndex]) {
+        for &u in users {
+            self.rewire_input(u, old, new);
+        }
+        for o in self.outputs.iter_mut() {
+            if *o == old {
+                *o = new;
+            }
+        }
+    }
+
+    /// Replaces a node's inputs, rebuilding its incoming edges. O(degree).
+    pub fn set_inputs(&mut self, node: NodeIndex, inputs: Vec<Option<ValueId>>) {
+        let stale: Vec<_> = self
+            .g
+            .edges_directed(node, Direction::Incoming)
+            .map(|e| e.id())
+            .collect();
+        for e in stale {
+            self.g.remove_edge(e);
+        }
+        for v in inputs.iter().flatten() {
+            if let Some(p) = self.value(*v).producer {
+                self.g.add_edge(p, node, *v);
+            }
+        }
+        if let Some(n) = self.g.node_weight_mut(node) {
+            n.inputs = inputs;
+        }
+    }
+
+    /// Adds a constant value.
+    pub fn add_constant(&mut self, name: String, data: TensorData) -> ValueId {
+        self.add_value(Value {
+            name,
+            dtype: data.dtype,
+            shape: data.dims.clone(),
+            producer: None,
+            data: Some(Arc::new(data)),
+        })
+    }
+
+    /// The constant data of `v`, if it is a constant.
+    pub fn constant(&self, v: ValueId) -> Option<&TensorData> {
+        self.value(v).data.as_deref()
+    }
+
+    /// True when `v` is read by exactly one node and is not a graph output.
+    pub fn single_use(
+        &self,
+        v: ValueId,
+        users: &std::collections::HashMap<ValueId, Vec<NodeIndex>>,
+    ) -> Option<NodeIndex> {
+        match users.get(&v).map(Vec::as_slice) {
+            Some([u]) if !self.is_output(v) => Some(*u),
+            _ => None,
+        }
+    }
+
+    /// True when `v` is a graph output.
+    pub fn is_output(&self, v: ValueId) -> bool {
+        self.outputs.contains(&v)
     }
 
     /// Number of live nodes.

@@ -163,9 +163,10 @@ pub fn emit_full(
             direction: 0,
         });
     }
-    for &v in &g.outputs {
+    for (i, &v) in g.outputs.iter().enumerate() {
         let id = t.tensor(v)?;
-        let name = t.om.string(&g.value(v).name);
+        let out_name = g.output_names.get(i).unwrap_or(&g.value(v).name);
+        let name = t.om.string(out_name);
         t.om.io.push(IoDesc {
             name,
             tensor: id,

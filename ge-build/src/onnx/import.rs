@@ -16,6 +16,7 @@ use super::ops;
 use super::proto::{
     ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
 };
+use super::sequence::{SEQUENCE_OPS, Sequences};
 use super::tensor::{TensorData, decode_tensor};
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Value, ValueId, eval};
@@ -25,6 +26,8 @@ use crate::ir::{Graph, Node, Value, ValueId, eval};
 pub struct ImportOptions {
     /// Shapes that replace the declared ones (symbolic dims), by input name.
     pub input_shapes: BTreeMap<String, Vec<usize>>,
+    /// Inputs frozen to constants, by input name (they stop being graph inputs).
+    pub input_values: BTreeMap<String, TensorData>,
 }
 
 /// Decodes a `.onnx` file's bytes.
@@ -106,6 +109,17 @@ pub fn import_model(
         if by_name.contains_key(vi.name()) {
             continue; // an initializer listed as input (IR < 4): a constant
         }
+        if let Some(data) = opts.input_values.get(vi.name()) {
+            let id = g.add_value(Value {
+                name: vi.name().to_string(),
+                dtype: data.dtype,
+                shape: data.dims.clone(),
+                producer: None,
+                data: Some(Arc::new(data.clone())),
+            });
+            by_name.insert(vi.name().to_string(), id);
+            continue;
+        }
         let (et, dims, params) = declared_type(vi).ok_or_else(|| CompileError::Input {
             input: vi.name().into(),
             reason: "only tensor inputs are supported".into(),
@@ -179,11 +193,24 @@ pub fn import_model(
         by_name.insert(vi.name().to_string(), id);
     }
 
+    let mut seqs = Sequences::default();
     for node in topo_sort(&gp.node, &by_name)? {
-        import_node(&mut g, &mut by_name, node, opset)?;
+        if SEQUENCE_OPS.contains(&node.op_type()) && matches!(node.domain(), "" | "ai.onnx") {
+            seqs.import(&mut g, &mut by_name, node, opset)?;
+        } else {
+            import_node(&mut g, &mut by_name, node, opset)?;
+        }
     }
 
     for vi in &gp.output {
+        if seqs.is_sequence(vi.name()) {
+            return Err(CompileError::Unsupported {
+                node: vi.name().into(),
+                op_type: "graph output".into(),
+                opset,
+                reason: "sequence-typed graph outputs are not supported (only tensors)".into(),
+            });
+        }
         let id = *by_name.get(vi.name()).ok_or_else(|| {
             CompileError::Model(format!(
                 "graph output '{}' is produced by no node",
@@ -191,6 +218,7 @@ pub fn import_model(
             ))
         })?;
         g.outputs.push(id);
+        g.output_names.push(vi.name().to_string());
     }
     Ok(g)
 }

@@ -13,6 +13,7 @@ pub mod tensor;
 mod ctx;
 mod import;
 mod ops;
+mod sequence;
 mod values;
 
 pub use ctx::{Imported, InputInfo, NodeCtx};

@@ -263,9 +263,9 @@ fn valid_range(o0: usize, o1: usize, s: usize, off: i64, limit: usize) -> (usize
     let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
     let top = limit as i64 - 1 - off;
     let hi = if top < 0 { 0 } else { top / s + 1 };
-    let lo = (lo.max(0) as usize).max(o0);
-    let hi = (hi.max(0) as usize).min(o1);
-    (lo, hi.max(lo))
+    let lo = (lo.max(0) as usize).clamp(o0, o1);
+    let hi = (hi.max(0) as usize).clamp(lo, o1);
+    (lo, hi)
 }
 
 /// Big-grid index of small index `o` on axis `a` at kernel tap `t`, if inside the grid.
@@ -476,6 +476,9 @@ pub fn run_conv(
     let geo = pl.geo;
     let ops = operands(ins, geo.m)?;
     let y = f32_out(output(outs, 0, "conv output")?)?;
+    if y.is_empty() {
+        return Ok(Work::default());
+    }
     let scratch = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (col, gws) = scratch.split_at_mut(pl.col_len);
     let (xp, yp) = (geo.big_plane, geo.small_plane);
@@ -584,6 +587,9 @@ pub fn run_conv_transpose(
     let geo = pl.geo;
     let ops = operands(ins, geo.m)?;
     let y = f32_out(output(outs, 0, "conv_transpose output")?)?;
+    if y.is_empty() {
+        return Ok(Work::default());
+    }
     let scratch = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (col, gws) = scratch.split_at_mut(pl.col_len);
     let Path::Columns { cols } = pl.path else {
@@ -1031,6 +1037,41 @@ mod tests {
     }
 
     #[test]
+    fn pads_wider_than_rows() {
+        // whole column runs fall left or right of the input (pads >= width)
+        check(
+            &case(
+                &[1, 2, 3, 2],
+                &[3, 2, 2, 2],
+                1,
+                &[1, 1],
+                &[1, 1],
+                &[3, 4],
+                &[3, 5],
+                true,
+            ),
+            false,
+        );
+        check(
+            &case(
+                &[1, 2, 3, 2],
+                &[2, 1, 2, 2],
+                2,
+                &[1, 2],
+                &[1, 2],
+                &[3, 4],
+                &[3, 5],
+                true,
+            ),
+            false,
+        );
+        check(
+            &case(&[1, 3, 2], &[3, 1, 1], 3, &[1], &[1], &[4], &[4], false),
+            false,
+        );
+    }
+
+    #[test]
     fn conv1d_and_conv3d() {
         check(
             &case(&[2, 3, 17], &[4, 3, 3], 1, &[2], &[2], &[2], &[1], true),
@@ -1182,5 +1223,265 @@ mod tests {
             data: bytemuck::cast_slice_mut(&mut y),
         }];
         assert!(run_conv(&p, &ins, &mut outs, &mut []).is_err());
+    }
+
+    /// Random (mostly malformed) descriptions must give a result or an error, never a panic.
+    #[test]
+    fn malformed_never_panics() {
+        let mut seed = 5u32;
+        let mut r = |n: u32| {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((seed >> 8) % n) as usize
+        };
+        let mut oks = 0usize;
+        for _ in 0..4000 {
+            let sp = 1 + r(3);
+            let transpose = r(2) == 1;
+            let sane = r(4) != 0;
+            let (g, cg, mg) = (1 + r(2), r(3), 1 + r(2));
+            let mut xd = if sane {
+                std::vec![1 + r(2), g * cg]
+            } else {
+                std::vec![r(3), r(4)]
+            };
+            let mut wd = match (sane, transpose) {
+                (true, false) => std::vec![g * mg, cg],
+                (true, true) => std::vec![g * cg, mg],
+                _ => std::vec![r(4), r(3)],
+            };
+            for _ in 0..sp {
+                xd.push(r(6) + usize::from(sane));
+                wd.push(r(4) + usize::from(sane));
+            }
+            let pos = |v: usize| if sane { v as u32 + 1 } else { v as u32 };
+            let mut p = ConvParams {
+                spatial: if r(10) == 0 { r(5) as u32 } else { sp as u32 },
+                group: if sane { g as u32 } else { r(3) as u32 },
+                kernel: [0; 3],
+                stride: [0; 3],
+                dilation: [0; 3],
+                pad_begin: [0; 3],
+                pad_end: [0; 3],
+                output_padding: [0; 3],
+                act: Activation::default(),
+            };
+            for i in 0..3 {
+                p.kernel[i] = if r(8) != 0 {
+                    wd.get(2 + i).copied().unwrap_or(0) as u32
+                } else {
+                    r(4) as u32
+                };
+                p.stride[i] = pos(r(3));
+                p.dilation[i] = pos(r(2));
+                p.pad_begin[i] = r(3) as u32;
+                p.pad_end[i] = r(3) as u32;
+                p.output_padding[i] = r(2) as u32;
+            }
+            // output: the consistent size when it exists, else random
+            let g = (p.group as usize).max(1);
+            let m = if transpose { wd[1] * g } else { wd[0] };
+            let mut yd = std::vec![xd[0], if r(8) == 0 { r(4) } else { m }];
+            for i in 0..sp {
+                let (x, k, s, d) = (
+                    xd[2 + i] as i64,
+                    wd[2 + i] as i64,
+                    p.stride[i].max(1) as i64,
+                    p.dilation[i].max(1) as i64,
+                );
+                let (pb, pe) = (p.pad_begin[i] as i64, p.pad_end[i] as i64);
+                let span = d * (k - 1) + 1;
+                let o = if transpose {
+                    s * (x - 1) + p.output_padding[i] as i64 + span - pb - pe
+                } else {
+                    (x + pb + pe - span) / s + 1
+                };
+                yd.push(if r(6) == 0 || o < 0 { r(5) } else { o as usize });
+            }
+            let (xs, wsh, ys) = (
+                Shape::new(&xd).unwrap(),
+                Shape::new(&wd).unwrap(),
+                Shape::new(&yd).unwrap(),
+            );
+            let bs = Shape::new(&[if r(6) == 0 { r(4) } else { m }]).unwrap();
+            let short = |n: usize, r: &mut dyn FnMut(u32) -> usize| {
+                if r(20) == 0 { n.saturating_sub(1) } else { n }
+            };
+            let x = std::vec![1.0f32; short(xs.numel(), &mut r)];
+            let w = std::vec![1.0f32; short(wsh.numel(), &mut r)];
+            let b = std::vec![1.0f32; bs.numel()];
+            let mut y = std::vec![0.0f32; short(ys.numel(), &mut r)];
+            let nb = conv_workspace_bytes(&p, transpose, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
+            let mut ws = std::vec![0u32; (nb / 4).saturating_sub(r(2) * r(3))];
+            let ins = [
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape: xs,
+                    data: bytemuck::cast_slice(&x),
+                }),
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape: wsh,
+                    data: bytemuck::cast_slice(&w),
+                }),
+                if r(2) == 0 {
+                    Some(TensorRef {
+                        dtype: DType::F32,
+                        shape: bs,
+                        data: bytemuck::cast_slice(&b),
+                    })
+                } else {
+                    None
+                },
+            ];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            let wsb: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
+            let res = if transpose {
+                run_conv_transpose(&p, &ins, &mut outs, wsb)
+            } else {
+                run_conv(&p, &ins, &mut outs, wsb)
+            };
+            oks += usize::from(res.is_ok());
+        }
+        // the generator also produces well-formed cases; they must run
+        assert!(oks > 500, "only {oks} well-formed cases ran");
+    }
+
+    /// `cargo test -p ge-sim --release --lib conv_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn conv_speed() {
+        for (name, c, transpose) in [
+            (
+                "3x3 64->64 56x56",
+                case(
+                    &[1, 64, 56, 56],
+                    &[64, 64, 3, 3],
+                    1,
+                    &[1, 1],
+                    &[1, 1],
+                    &[1, 1],
+                    &[1, 1],
+                    true,
+                ),
+                false,
+            ),
+            (
+                "3x3/2 3->32 224x224",
+                case(
+                    &[1, 3, 224, 224],
+                    &[32, 3, 3, 3],
+                    1,
+                    &[2, 2],
+                    &[1, 1],
+                    &[1, 1],
+                    &[1, 1],
+                    true,
+                ),
+                false,
+            ),
+            (
+                "1x1 256->64 56x56",
+                case(
+                    &[1, 256, 56, 56],
+                    &[64, 256, 1, 1],
+                    1,
+                    &[1, 1],
+                    &[1, 1],
+                    &[0, 0],
+                    &[0, 0],
+                    true,
+                ),
+                false,
+            ),
+            (
+                "dw 3x3 128 56x56",
+                case(
+                    &[1, 128, 56, 56],
+                    &[128, 1, 3, 3],
+                    128,
+                    &[1, 1],
+                    &[1, 1],
+                    &[1, 1],
+                    &[1, 1],
+                    true,
+                ),
+                false,
+            ),
+            (
+                "convT 4x4/2 64->32 28x28",
+                case(
+                    &[1, 64, 28, 28],
+                    &[64, 32, 4, 4],
+                    1,
+                    &[2, 2],
+                    &[1, 1],
+                    &[1, 1],
+                    &[1, 1],
+                    true,
+                ),
+                true,
+            ),
+        ] {
+            let yd = out_dims(&c, transpose);
+            let p = params(&c);
+            let (xs, wsh, ys) = (
+                Shape::new(&c.x).unwrap(),
+                Shape::new(&c.w).unwrap(),
+                Shape::new(&yd).unwrap(),
+            );
+            let bs = Shape::new(&[yd[1]]).unwrap();
+            let x = std::vec![0.5f32; xs.numel()];
+            let w = std::vec![0.25f32; wsh.numel()];
+            let b = std::vec![0.0f32; yd[1]];
+            let mut y = std::vec![0.0f32; ys.numel()];
+            let mut ws = std::vec![0u32; conv_workspace_bytes(&p, transpose, &[Some(xs), Some(wsh), Some(bs)], &[ys]) / 4];
+            let ins = [
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape: xs,
+                    data: bytemuck::cast_slice(&x),
+                }),
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape: wsh,
+                    data: bytemuck::cast_slice(&w),
+                }),
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape: bs,
+                    data: bytemuck::cast_slice(&b),
+                }),
+            ];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            let mut run = || {
+                let ws: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
+                if transpose {
+                    run_conv_transpose(&p, &ins, &mut outs, ws)
+                } else {
+                    run_conv(&p, &ins, &mut outs, ws)
+                }
+                .unwrap()
+            };
+            let work = run();
+            let t = std::time::Instant::now();
+            for _ in 0..5 {
+                run();
+            }
+            let dt = t.elapsed().as_secs_f64() / 5.0;
+            let macs = (work.cube_macs + work.vector_ops) as f64;
+            std::println!(
+                "{name}: {:.2} ms, {:.1} GFLOP/s",
+                dt * 1e3,
+                2.0 * macs / dt / 1e9
+            );
+        }
     }
 }

@@ -7,9 +7,9 @@
 //! `[−pad_begin, in + pad_end)` (`count_include_pad = 1`, as onnxruntime does). Lp is
 //! `(Σ |x|^p)^(1/p)` over the in-input taps. An empty window yields 0.
 
-use ge_runtime::format::{PoolKind, PoolParams, TensorMut, TensorRef};
+use ge_runtime::format::{DType, Element, PoolKind, PoolParams, Shape, TensorMut, TensorRef};
 
-use super::copy::{f32_in, f32_out};
+use super::copy::{checked_len, f32_in, f32_out};
 use super::{KernelError, KernelResult, Work, input, output};
 
 /// Per-axis window geometry.
@@ -82,19 +82,8 @@ fn lp_root(s: f32, p: f32) -> f32 {
     }
 }
 
-/// Windowed pooling over 1 to 3 spatial axes.
-pub fn run_pool(
-    p: &PoolParams,
-    ins: &[Option<TensorRef<'_>>],
-    outs: &mut [TensorMut<'_>],
-) -> KernelResult {
-    let kind = pool_kind(p)?;
-    let xt = input(ins, 0, "pool input")?;
-    let x = f32_in(xt)?;
-    let xs = xt.shape;
-    let yt = output(outs, 0, "pool output")?;
-    let ys = yt.shape;
-    let y = f32_out(yt)?;
+/// Validates the window parameters against the shapes; returns the axes normalized to 3.
+fn geometry(p: &PoolParams, xs: &Shape, ys: &Shape) -> Result<[Axis; 3], KernelError> {
     let sp = p.spatial as usize;
     if !(1..=3).contains(&sp) {
         return Err(KernelError::BadParams(
@@ -104,7 +93,7 @@ pub fn run_pool(
     if xs.rank() != sp + 2 || ys.rank() != sp + 2 || xs.dims()[..2] != ys.dims()[..2] {
         return Err(KernelError::Shape("pool input/output shapes disagree"));
     }
-    let mut ax = [Axis {
+    let unit = Axis {
         inp: 1,
         out: 1,
         k: 1,
@@ -112,7 +101,8 @@ pub fn run_pool(
         d: 1,
         pb: 0,
         pe: 0,
-    }; 3];
+    };
+    let mut ax = [unit; 3];
     for i in 0..sp {
         let a = Axis {
             inp: xs.dims()[2 + i],
@@ -149,18 +139,26 @@ pub fn run_pool(
         }
         ax[3 - sp + i] = a;
     }
-    let planes = xs.dims()[0] * xs.dims()[1];
-    let (xp, yp) = (
-        ax[0].inp * ax[1].inp * ax[2].inp,
-        ax[0].out * ax[1].out * ax[2].out,
-    );
-    let include_pad = p.count_include_pad != 0;
-    let mut taps_total = 0u64;
-    for (xpl, ypl) in x
-        .chunks_exact(xp.max(1))
-        .zip(y.chunks_exact_mut(yp.max(1)))
-        .take(planes)
-    {
+    Ok(ax)
+}
+
+/// Folds every window: `step` over its in-input taps from `init`, then
+/// `fin(acc, valid_taps, taps_in_padded_extent)`. Returns the number of taps read.
+fn fold_windows<T: Copy, A: Copy>(
+    x: &[T],
+    y: &mut [T],
+    ax: &[Axis; 3],
+    init: A,
+    step: impl Fn(A, T) -> A,
+    fin: impl Fn(A, usize, usize) -> T,
+) -> u64 {
+    let xp = ax[0].inp * ax[1].inp * ax[2].inp;
+    let yp = ax[0].out * ax[1].out * ax[2].out;
+    if xp == 0 || yp == 0 {
+        return 0;
+    }
+    let mut taps = 0u64;
+    for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let mut yi = 0;
         for o0 in 0..ax[0].out {
             let (l0, h0, p0) = ax[0].taps(o0);
@@ -168,46 +166,101 @@ pub fn run_pool(
                 let (l1, h1, p1) = ax[1].taps(o1);
                 for o2 in 0..ax[2].out {
                     let (l2, h2, p2) = ax[2].taps(o2);
-                    let valid = (h0 - l0) * (h1 - l1) * (h2 - l2);
-                    taps_total += valid as u64;
-                    let mut acc = match kind {
-                        PoolKind::Max => f32::NEG_INFINITY,
-                        _ => 0.0,
-                    };
+                    let mut acc = init;
                     for t0 in l0..h0 {
                         let i0 = ax[0].index(o0, t0);
                         for t1 in l1..h1 {
-                            let row = &xpl[(i0 * ax[1].inp + ax[1].index(o1, t1)) * ax[2].inp..]
-                                [..ax[2].inp];
+                            let r = (i0 * ax[1].inp + ax[1].index(o1, t1)) * ax[2].inp;
+                            let row = &xpl[r..r + ax[2].inp];
                             for t2 in l2..h2 {
-                                let v = row[ax[2].index(o2, t2)];
-                                match kind {
-                                    PoolKind::Max => {
-                                        acc = if v > acc || v.is_nan() { v } else { acc }
-                                    }
-                                    PoolKind::Average => acc += v,
-                                    PoolKind::Lp => acc += lp_term(v, p.p),
-                                }
+                                acc = step(acc, row[ax[2].index(o2, t2)]);
                             }
                         }
                     }
-                    ypl[yi] = match kind {
-                        _ if valid == 0 => 0.0,
-                        PoolKind::Max => acc,
-                        PoolKind::Average => {
-                            let n = if include_pad { p0 * p1 * p2 } else { valid };
-                            acc / n as f32
-                        }
-                        PoolKind::Lp => lp_root(acc, p.p),
-                    };
+                    let valid = (h0 - l0) * (h1 - l1) * (h2 - l2);
+                    taps += valid as u64;
+                    ypl[yi] = fin(acc, valid, p0 * p1 * p2);
                     yi += 1;
                 }
             }
         }
     }
+    taps
+}
+
+/// Max pooling of an integer tensor (ONNX allows int8 / uint8).
+fn max_int<T: Element + Ord + Default>(
+    xt: &TensorRef<'_>,
+    yt: &mut TensorMut<'_>,
+    ax: &[Axis; 3],
+) -> Result<u64, KernelError> {
+    checked_len(&xt.shape, xt.dtype, xt.data.len())?;
+    checked_len(&yt.shape, yt.dtype, yt.data.len())?;
+    let x = xt.as_slice::<T>()?;
+    let y = yt.as_slice_mut::<T>()?;
+    let step = |a: Option<T>, v: T| Some(a.map_or(v, |a| a.max(v)));
+    Ok(fold_windows(x, y, ax, None, step, |a, _, _| {
+        a.unwrap_or_default()
+    }))
+}
+
+/// Windowed pooling over 1 to 3 spatial axes: f32, and Max also on int8 / uint8.
+pub fn run_pool(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let kind = pool_kind(p)?;
+    let xt = input(ins, 0, "pool input")?;
+    let yt = output(outs, 0, "pool output")?;
+    let ax = geometry(p, &xt.shape, &yt.shape)?;
+    if xt.dtype != yt.dtype {
+        return Err(KernelError::Shape("pool changes the dtype"));
+    }
+    let outputs = yt.shape.numel() as u64;
+    let taps = match (xt.dtype, kind) {
+        (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax)?,
+        (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax)?,
+        (DType::F32, _) => {
+            let x = f32_in(xt)?;
+            let y = f32_out(yt)?;
+            match kind {
+                PoolKind::Max => {
+                    let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
+                    fold_windows(x, y, &ax, f32::NEG_INFINITY, step, |a, n, _| {
+                        if n == 0 { 0.0 } else { a }
+                    })
+                }
+                PoolKind::Average => {
+                    let include_pad = p.count_include_pad != 0;
+                    let fin = |a: f32, n: usize, padded: usize| {
+                        let n = if include_pad { padded } else { n };
+                        if n == 0 { 0.0 } else { a / n as f32 }
+                    };
+                    fold_windows(x, y, &ax, 0.0, |a, v| a + v, fin)
+                }
+                PoolKind::Lp => {
+                    let e = p.p;
+                    fold_windows(
+                        x,
+                        y,
+                        &ax,
+                        0.0,
+                        |a, v| a + lp_term(v, e),
+                        |a, _, _| lp_root(a, e),
+                    )
+                }
+            }
+        }
+        _ => {
+            return Err(KernelError::UnsupportedDType(
+                "pooling is float32 (max pooling also int8/uint8)",
+            ));
+        }
+    };
     Ok(Work {
         cube_macs: 0,
-        vector_ops: taps_total + y.len() as u64,
+        vector_ops: taps + outputs,
     })
 }
 
@@ -276,7 +329,6 @@ fn sum(v: &[f32]) -> f32 {
 mod tests {
     extern crate std;
     use super::*;
-    use ge_runtime::format::{DType, Shape};
     use std::vec::Vec;
 
     #[allow(clippy::too_many_arguments)]
@@ -597,6 +649,36 @@ mod tests {
         )
         .unwrap();
         close(&y, &[21., 23., 29., 31., 53., 55., 61., 63.]);
+    }
+
+    #[test]
+    fn max_pool_uint8() {
+        let x: Vec<u8> = (0..16).map(|v| (v * 37 % 251) as u8).collect();
+        let mut y = [0u8; 4];
+        let p = PoolParams {
+            kind: PoolKind::Max as u32,
+            spatial: 2,
+            kernel: [2, 2, 1],
+            stride: [2, 2, 1],
+            dilation: [1; 3],
+            pad_begin: [0; 3],
+            pad_end: [0; 3],
+            count_include_pad: 0,
+            p: 0.0,
+        };
+        let ins = [Some(TensorRef {
+            dtype: DType::U8,
+            shape: Shape::new(&[1, 1, 4, 4]).unwrap(),
+            data: &x,
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::U8,
+            shape: Shape::new(&[1, 1, 2, 2]).unwrap(),
+            data: &mut y,
+        }];
+        run_pool(&p, &ins, &mut outs).unwrap();
+        // x = [0,37,74,111, 148,185,222,8, 45,82,119,156, 193,230,16,53]
+        assert_eq!(y, [185, 222, 230, 156]);
     }
 
     #[test]

@@ -75,6 +75,16 @@ pub fn strided_copy(
     }
     let len = cd[n - 1];
     let inner_stride = cs[n - 1];
+    // A real transpose (the output's inner axis strided in the source, another axis contiguous
+    // there): copy in square tiles so both sides stay in cache.
+    if inner_stride != 1
+        && len >= TILE
+        && matches!(esize, 1 | 2 | 4 | 8)
+        && let Some(q) = (0..n - 1).rev().find(|&q| cs[q] == 1 && cd[q] >= TILE)
+    {
+        tiled(dst, src, esize, &cd[..n], &cs[..n], base, q);
+        return Ok(numel);
+    }
     let row_bytes = len * esize;
     let outer = n - 1;
     let mut index = [0usize; MAX_AXES];
@@ -95,6 +105,104 @@ pub fn strided_copy(
         }
     }
     Ok(numel)
+}
+
+/// Tile edge of the blocked transpose.
+const TILE: usize = 16;
+
+/// Blocked copy for coalesced `dims`/`strides` where axis `q` is contiguous in the source
+/// and the last axis is not: an odometer over the other axes, and `TILE × TILE` tiles over
+/// (`q`, last).
+fn tiled(
+    dst: &mut [u8],
+    src: &[u8],
+    esize: usize,
+    dims: &[usize],
+    strides: &[isize],
+    base: isize,
+    q: usize,
+) {
+    let n = dims.len();
+    let (rows, cols) = (dims[q], dims[n - 1]);
+    let col_stride = strides[n - 1];
+    // row-major output strides
+    let mut ostr = [0usize; MAX_AXES];
+    let mut acc = 1usize;
+    for a in (0..n).rev() {
+        ostr[a] = acc;
+        acc *= dims[a];
+    }
+    let row_stride = ostr[q];
+    // the other axes
+    let mut od = [1usize; MAX_AXES];
+    let mut os = [0isize; MAX_AXES];
+    let mut oo = [0usize; MAX_AXES];
+    let mut m = 0;
+    for a in 0..n - 1 {
+        if a != q {
+            od[m] = dims[a];
+            os[m] = strides[a];
+            oo[m] = ostr[a];
+            m += 1;
+        }
+    }
+    let mut index = [0usize; MAX_AXES];
+    let (mut s_off, mut d_off) = (base, 0usize);
+    loop {
+        match esize {
+            1 => tile_fixed::<1>(dst, src, d_off, s_off, rows, cols, row_stride, col_stride),
+            2 => tile_fixed::<2>(dst, src, d_off, s_off, rows, cols, row_stride, col_stride),
+            4 => tile_fixed::<4>(dst, src, d_off, s_off, rows, cols, row_stride, col_stride),
+            _ => tile_fixed::<8>(dst, src, d_off, s_off, rows, cols, row_stride, col_stride),
+        }
+        let mut a = m;
+        loop {
+            if a == 0 {
+                return;
+            }
+            a -= 1;
+            index[a] += 1;
+            s_off += os[a];
+            d_off += oo[a];
+            if index[a] < od[a] {
+                break;
+            }
+            s_off -= os[a] * od[a] as isize;
+            d_off -= oo[a] * od[a];
+            index[a] = 0;
+        }
+    }
+}
+
+/// `dst[d0 + i·row_stride + j] = src[s0 + i + j·col_stride]` for `i < rows`, `j < cols`, in
+/// tiles (offsets in elements of `ES` bytes).
+#[allow(clippy::too_many_arguments)]
+fn tile_fixed<const ES: usize>(
+    dst: &mut [u8],
+    src: &[u8],
+    d0: usize,
+    s0: isize,
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: isize,
+) {
+    let (d, _) = dst.as_chunks_mut::<ES>();
+    let (sc, _) = src.as_chunks::<ES>();
+    for i0 in (0..rows).step_by(TILE) {
+        let i1 = (i0 + TILE).min(rows);
+        for j0 in (0..cols).step_by(TILE) {
+            let j1 = (j0 + TILE).min(cols);
+            for i in i0..i1 {
+                let drow = &mut d[d0 + i * row_stride + j0..d0 + i * row_stride + j1];
+                let mut s = s0 + i as isize + j0 as isize * col_stride;
+                for e in drow {
+                    *e = sc[s as usize];
+                    s += col_stride;
+                }
+            }
+        }
+    }
 }
 
 /// Copies `len` elements starting at element `start` of `src` with element stride `stride`.
@@ -249,6 +357,71 @@ mod tests {
         assert_eq!(&y[..8], &[0, 1, 2, 3, 12, 13, 14, 15]);
     }
 
+    /// Naive transpose reference on indices.
+    fn naive(xd: &[usize], p: &[u32]) -> Vec<usize> {
+        let r = xd.len();
+        let yd: Vec<usize> = p.iter().map(|&a| xd[a as usize]).collect();
+        let n: usize = xd.iter().product();
+        let mut xs = std::vec![1usize; r];
+        for a in (0..r.saturating_sub(1)).rev() {
+            xs[a] = xs[a + 1] * xd[a + 1];
+        }
+        (0..n)
+            .map(|mut i| {
+                let mut off = 0;
+                for a in (0..r).rev() {
+                    off += (i % yd[a]) * xs[p[a] as usize];
+                    i /= yd[a];
+                }
+                off
+            })
+            .collect()
+    }
+
+    #[test]
+    fn transpose_tiled_paths() {
+        for (xd, p) in [
+            (std::vec![3usize, 37, 18], std::vec![0u32, 2, 1]),
+            (std::vec![2, 20, 33], std::vec![2, 0, 1]),
+            (std::vec![17, 16], std::vec![1, 0]),
+        ] {
+            let yd: Vec<usize> = p.iter().map(|&a| xd[a as usize]).collect();
+            let n: usize = xd.iter().product();
+            let want = naive(&xd, &p);
+            let x: Vec<i32> = (0..n as i32).collect();
+            let y = transpose_i32(&x, &xd, &p, &yd).unwrap();
+            assert!(y.iter().zip(&want).all(|(&a, &b)| a as usize == b));
+            let x: Vec<u8> = (0..n).map(|v| (v % 251) as u8).collect();
+            let mut y = std::vec![0u8; n];
+            let ins = [Some(TensorRef {
+                dtype: DType::U8,
+                shape: Shape::new(&xd).unwrap(),
+                data: &x,
+            })];
+            let mut ys = [TensorMut {
+                dtype: DType::U8,
+                shape: Shape::new(&yd).unwrap(),
+                data: &mut y,
+            }];
+            run_transpose(&perm(&p), &ins, &mut ys).unwrap();
+            assert!(y.iter().zip(&want).all(|(&a, &b)| a as usize == b % 251));
+            let x: Vec<i64> = (0..n as i64).collect();
+            let mut y = std::vec![0i64; n];
+            let ins = [Some(TensorRef {
+                dtype: DType::I64,
+                shape: Shape::new(&xd).unwrap(),
+                data: bytemuck::cast_slice(&x),
+            })];
+            let mut ys = [TensorMut {
+                dtype: DType::I64,
+                shape: Shape::new(&yd).unwrap(),
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            run_transpose(&perm(&p), &ins, &mut ys).unwrap();
+            assert!(y.iter().zip(&want).all(|(&a, &b)| a as usize == b));
+        }
+    }
+
     #[test]
     fn transpose_other_sizes() {
         let x: Vec<u8> = (0..6).collect();
@@ -298,5 +471,46 @@ mod tests {
         assert_eq!(strided_copy(&mut dst, &src, 1, &[3], &[-1], 3).unwrap(), 3);
         assert_eq!(dst, [4, 3, 2]);
         assert!(strided_copy(&mut dst, &src, 1, &[3], &[-1], 1).is_err());
+    }
+
+    /// `cargo test -p ge-sim --release --lib transpose_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn transpose_speed() {
+        for (name, xd, pm) in [
+            (
+                "NCHW->NHWC 1x64x112x112",
+                [1usize, 64, 112, 112],
+                [0u32, 2, 3, 1],
+            ),
+            ("NHWC->NCHW 1x112x112x64", [1, 112, 112, 64], [0, 3, 1, 2]),
+            ("2-D 2048x2048", [1, 1, 2048, 2048], [0, 1, 3, 2]),
+        ] {
+            let n: usize = xd.iter().product();
+            let x: Vec<f32> = (0..n).map(|v| v as f32).collect();
+            let mut y = std::vec![0.0f32; n];
+            let yd: Vec<usize> = pm.iter().map(|&a| xd[a as usize]).collect();
+            let ins = [Some(TensorRef {
+                dtype: DType::F32,
+                shape: Shape::new(&xd).unwrap(),
+                data: bytemuck::cast_slice(&x),
+            })];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: Shape::new(&yd).unwrap(),
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            run_transpose(&perm(&pm), &ins, &mut outs).unwrap();
+            let t = std::time::Instant::now();
+            for _ in 0..5 {
+                run_transpose(&perm(&pm), &ins, &mut outs).unwrap();
+            }
+            let dt = t.elapsed().as_secs_f64() / 5.0;
+            std::println!(
+                "{name}: {:.2} ms, {:.2} GB/s",
+                dt * 1e3,
+                8.0 * n as f64 / dt / 1e9
+            );
+        }
     }
 }

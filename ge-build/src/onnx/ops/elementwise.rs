@@ -196,6 +196,28 @@ fn binary(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
             }
         }
     }
+    // Legacy PRelu exports (opset < 7) give a per-channel slope [C] for x [N, C, …].
+    if op == BinaryOp::PRelu
+        && ctx.opset < 7
+        && b.shape.len() == 1
+        && a.shape.len() > 2
+        && b.shape[0] == a.shape[1]
+        && b.shape[0] != a.shape[a.shape.len() - 1]
+    {
+        let data = ctx
+            .const_input(1, "slope")?
+            .ok_or_else(|| ctx.err("slope missing"))?;
+        b_shape = vec![b.shape[0]];
+        b_shape.extend(std::iter::repeat_n(1, a.shape.len() - 2));
+        overrides.push((
+            1,
+            TensorData {
+                dtype: data.dtype,
+                dims: b_shape.clone(),
+                bytes: data.bytes.clone(),
+            },
+        ));
+    }
     let shape = broadcast_shapes(&[a.shape, &b_shape]).ok_or_else(|| {
         ctx.err(format!(
             "shapes {:?} and {:?} do not broadcast",

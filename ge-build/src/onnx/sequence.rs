@@ -1,0 +1,352 @@
+//! Tensor sequences resolved at compile time. A sequence whose length and element positions
+//! are known while compiling is just a list of tensors: the sequence ops rewrite into plain
+//! tensor nodes (Split, Concat, Reshape) or aliases. Positions or split sizes computed at run
+//! time are unsupported (they would make shapes dynamic).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ge_runtime::format::{AxisParams, DType};
+
+use super::proto::NodeProto;
+use super::tensor::TensorData;
+use crate::error::{CompileError, Result};
+use crate::ir::{Graph, Node, Op, Value, ValueId};
+
+/// The sequence ops this module resolves.
+pub const SEQUENCE_OPS: &[&str] = &[
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceInsert",
+    "SequenceErase",
+    "SequenceAt",
+    "SequenceLength",
+    "SplitToSequence",
+    "ConcatFromSequence",
+];
+
+/// Compile-time state: which names are sequences, and their elements.
+#[derive(Default)]
+pub struct Sequences {
+    lists: HashMap<String, Vec<ValueId>>,
+}
+
+struct Cx<'a> {
+    g: &'a mut Graph,
+    by_name: &'a mut HashMap<String, ValueId>,
+    node: &'a NodeProto,
+    opset: i64,
+}
+
+impl Cx<'_> {
+    fn err(&self, reason: impl Into<String>) -> CompileError {
+        CompileError::Unsupported {
+            node: self.node.name().into(),
+            op_type: self.node.op_type().into(),
+            opset: self.opset,
+            reason: reason.into(),
+        }
+    }
+
+    fn tensor(&self, i: usize) -> Result<ValueId> {
+        let name = self
+            .node
+            .input
+            .get(i)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| self.err(format!("input {i} is missing")))?;
+        self.by_name.get(name).copied().ok_or_else(|| {
+            self.err(format!(
+                "input '{name}' is not a tensor known at this point"
+            ))
+        })
+    }
+
+    fn const_int(&self, i: usize, what: &str) -> Result<Option<i64>> {
+        match self.node.input.get(i).filter(|n| !n.is_empty()) {
+            None => Ok(None),
+            Some(_) => {
+                let v = self.g.value(self.tensor(i)?);
+                let d = v.data.as_ref().ok_or_else(|| {
+                    self.err(format!(
+                        "{what} must be a constant: run-time positions make shapes dynamic"
+                    ))
+                })?;
+                let ints = d.to_i64_vec().map_err(|e| self.err(e))?;
+                Ok(ints.first().copied())
+            }
+        }
+    }
+
+    fn attr_i(&self, name: &str, default: i64) -> i64 {
+        self.node
+            .attribute
+            .iter()
+            .find(|a| a.name() == name)
+            .and_then(|a| a.i)
+            .unwrap_or(default)
+    }
+
+    fn output(&self, i: usize) -> Result<String> {
+        self.node
+            .output
+            .get(i)
+            .cloned()
+            .ok_or_else(|| self.err("missing output"))
+    }
+
+    /// Adds a node computing one tensor per output name.
+    fn add(
+        &mut self,
+        suffix: &str,
+        op: Op,
+        inputs: Vec<ValueId>,
+        outputs: Vec<(String, DType, Vec<usize>)>,
+    ) -> Vec<ValueId> {
+        let ids: Vec<ValueId> = outputs
+            .into_iter()
+            .map(|(name, dtype, shape)| {
+                let id = self.g.add_value(Value {
+                    name: name.clone(),
+                    dtype,
+                    shape,
+                    producer: None,
+                    data: None,
+                });
+                self.by_name.insert(name, id);
+                id
+            })
+            .collect();
+        self.g.add_node(Node {
+            name: format!("{}{suffix}", self.node.name()),
+            op_type: self.node.op_type().into(),
+            opset: self.opset,
+            op,
+            inputs: inputs.into_iter().map(Some).collect(),
+            outputs: ids.clone(),
+        });
+        ids
+    }
+}
+
+fn index(len: usize, pos: i64, inclusive_end: bool, cx: &Cx<'_>) -> Result<usize> {
+    let n = len as i64;
+    let p = if pos < 0 { pos + n } else { pos };
+    let max = if inclusive_end { n } else { n - 1 };
+    if p < 0 || p > max {
+        return Err(cx.err(format!(
+            "position {pos} is out of range for a sequence of {len}"
+        )));
+    }
+    Ok(p as usize)
+}
+
+impl Sequences {
+    /// True when `name` is a sequence.
+    pub fn is_sequence(&self, name: &str) -> bool {
+        self.lists.contains_key(name)
+    }
+
+    /// Imports one sequence op.
+    pub fn import(
+        &mut self,
+        g: &mut Graph,
+        by_name: &mut HashMap<String, ValueId>,
+        node: &NodeProto,
+        opset: i64,
+    ) -> Result<()> {
+        let mut cx = Cx {
+            g,
+            by_name,
+            node,
+            opset,
+        };
+        let seq = |s: &Self, cx: &Cx<'_>| -> Result<Vec<ValueId>> {
+            let name = node
+                .input
+                .first()
+                .ok_or_else(|| cx.err("sequence input missing"))?;
+            s.lists
+                .get(name)
+                .cloned()
+                .ok_or_else(|| cx.err(format!("'{name}' is not a sequence")))
+        };
+        let out = cx.output(0)?;
+        match node.op_type() {
+            "SequenceEmpty" => {
+                self.lists.insert(out, Vec::new());
+            }
+            "SequenceConstruct" => {
+                let items = (0..node.input.len())
+                    .map(|i| cx.tensor(i))
+                    .collect::<Result<Vec<_>>>()?;
+                self.lists.insert(out, items);
+            }
+            "SequenceInsert" => {
+                let mut items = seq(self, &cx)?;
+                let t = cx.tensor(1)?;
+                let at = match cx.const_int(2, "position")? {
+                    Some(p) => index(items.len(), p, true, &cx)?,
+                    None => items.len(),
+                };
+                items.insert(at, t);
+                self.lists.insert(out, items);
+            }
+            "SequenceErase" => {
+                let mut items = seq(self, &cx)?;
+                if items.is_empty() {
+                    return Err(cx.err("erasing from an empty sequence"));
+                }
+                let at = match cx.const_int(1, "position")? {
+                    Some(p) => index(items.len(), p, false, &cx)?,
+                    None => items.len() - 1,
+                };
+                items.remove(at);
+                self.lists.insert(out, items);
+            }
+            "SequenceAt" => {
+                let items = seq(self, &cx)?;
+                let p = cx
+                    .const_int(1, "position")?
+                    .ok_or_else(|| cx.err("position is required"))?;
+                let id = items[index(items.len(), p, false, &cx)?];
+                cx.by_name.insert(out, id);
+            }
+            "SequenceLength" => {
+                let n = seq(self, &cx)?.len() as i64;
+                let data = TensorData {
+                    dtype: DType::I64,
+                    dims: vec![],
+                    bytes: n.to_le_bytes().to_vec(),
+                };
+                let id = cx.g.add_value(Value {
+                    name: out.clone(),
+                    dtype: DType::I64,
+                    shape: vec![],
+                    producer: None,
+                    data: Some(Arc::new(data)),
+                });
+                cx.by_name.insert(out, id);
+            }
+            "SplitToSequence" => {
+                let x = cx.tensor(0)?;
+                let (dtype, shape) = (cx.g.value(x).dtype, cx.g.value(x).shape.clone());
+                let rank = shape.len() as i64;
+                let a = cx.attr_i("axis", 0);
+                let axis = if a < 0 { a + rank } else { a };
+                if !(0..rank).contains(&axis) {
+                    return Err(cx.err(format!("axis {a} out of range")));
+                }
+                let axis = axis as usize;
+                let dim = shape[axis];
+                let has_split = node.input.get(1).is_some_and(|n| !n.is_empty());
+                let sizes: Vec<usize> = if has_split {
+                    let v = cx.g.value(cx.tensor(1)?);
+                    let d = v.data.as_ref().ok_or_else(|| {
+                        cx.err("split must be a constant: run-time split sizes make shapes dynamic")
+                    })?;
+                    let s = d.to_i64_vec().map_err(|e| cx.err(e))?;
+                    if d.dims.is_empty() {
+                        let each = s.first().copied().unwrap_or(1).max(1) as usize;
+                        (0..dim.div_ceil(each))
+                            .map(|i| each.min(dim - i * each))
+                            .collect()
+                    } else {
+                        s.iter().map(|&v| v.max(0) as usize).collect()
+                    }
+                } else {
+                    vec![1; dim]
+                };
+                if sizes.iter().sum::<usize>() != dim {
+                    return Err(cx.err(format!("split sizes {sizes:?} do not cover dim {dim}")));
+                }
+                let squeeze = !has_split && cx.attr_i("keepdims", 1) == 0;
+                let outs: Vec<(String, DType, Vec<usize>)> = sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &s)| {
+                        let mut o = shape.clone();
+                        o[axis] = s;
+                        (format!("{out}:{i}"), dtype, o)
+                    })
+                    .collect();
+                let mut items = cx.add(
+                    "/split",
+                    Op::Split(AxisParams { axis: axis as u32 }),
+                    vec![x],
+                    outs,
+                );
+                if squeeze {
+                    let mut sq = shape.clone();
+                    sq.remove(axis);
+                    items = items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            cx.add(
+                                &format!("/squeeze{i}"),
+                                Op::Reshape,
+                                vec![v],
+                                vec![(format!("{out}:{i}/squeezed"), dtype, sq.clone())],
+                            )[0]
+                        })
+                        .collect();
+                }
+                self.lists.insert(out, items);
+            }
+            "ConcatFromSequence" => {
+                let items = seq(self, &cx)?;
+                let first = *items
+                    .first()
+                    .ok_or_else(|| cx.err("concatenating an empty sequence"))?;
+                let (dtype, shape) = (cx.g.value(first).dtype, cx.g.value(first).shape.clone());
+                let new_axis = cx.attr_i("new_axis", 0) != 0;
+                let rank = shape.len() as i64 + i64::from(new_axis);
+                let a = cx.attr_i("axis", 0);
+                let axis = if a < 0 { a + rank } else { a };
+                if !(0..rank).contains(&axis) {
+                    return Err(cx.err(format!("axis {a} out of range")));
+                }
+                let axis = axis as usize;
+                let mut parts = Vec::with_capacity(items.len());
+                for (i, &v) in items.iter().enumerate() {
+                    let mut s = cx.g.value(v).shape.clone();
+                    if new_axis {
+                        s.insert(axis, 1);
+                        parts.push(
+                            cx.add(
+                                &format!("/unsqueeze{i}"),
+                                Op::Reshape,
+                                vec![v],
+                                vec![(format!("{out}:{i}/unsqueezed"), dtype, s)],
+                            )[0],
+                        );
+                    } else {
+                        parts.push(v);
+                    }
+                }
+                let mut o = cx.g.value(parts[0]).shape.clone();
+                o[axis] = parts.iter().map(|&p| cx.g.value(p).shape[axis]).sum();
+                for &p in &parts {
+                    let s = &cx.g.value(p).shape;
+                    if s.len() != o.len()
+                        || s.iter()
+                            .zip(&o)
+                            .enumerate()
+                            .any(|(i, (x, y))| i != axis && x != y)
+                    {
+                        return Err(cx.err("sequence elements differ in shape outside the axis"));
+                    }
+                }
+                cx.add(
+                    "/concat",
+                    Op::Concat(AxisParams { axis: axis as u32 }),
+                    parts,
+                    vec![(out, dtype, o)],
+                );
+            }
+            other => return Err(cx.err(format!("{other} is not a sequence op"))),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,113 @@
+//! Folds inference BatchNorm into the preceding Conv's weights and bias when the conv output
+//! feeds only the BatchNorm: `w' = w·s`, `b' = (b − mean)·s + beta`, `s = gamma/√(var+ε)`.
+//! O(V + E + folded weight bytes).
+
+use ge_runtime::format::DType;
+
+use super::{Pass, PassContext};
+use crate::error::Result;
+use crate::ir::{Graph, Op};
+use crate::onnx::tensor::TensorData;
+use crate::options::OptLevel;
+
+/// BatchNorm folding into Conv.
+pub struct FoldBatchNorm;
+
+fn f32s(d: &TensorData) -> Option<Vec<f32>> {
+    (d.dtype == DType::F32).then(|| {
+        d.bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
+}
+
+fn data(dims: Vec<usize>, v: &[f32]) -> TensorData {
+    TensorData {
+        dtype: DType::F32,
+        dims,
+        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
+
+impl Pass for FoldBatchNorm {
+    fn name(&self) -> &'static str {
+        "fold_batch_norm"
+    }
+    fn level(&self) -> OptLevel {
+        OptLevel::O2
+    }
+    fn is_fusion(&self) -> bool {
+        true
+    }
+    fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
+        let mut users = g.users();
+        let mut changed = false;
+        for bn in g.topo_order() {
+            let node = &g.g[bn];
+            let Op::BatchNorm(np) = node.op else { continue };
+            if np.act.op != 0 {
+                continue;
+            }
+            let ins: Vec<_> = node.inputs.iter().flatten().copied().collect();
+            let [x, gamma, beta, mean, var] = ins[..] else {
+                continue;
+            };
+            let y = node.outputs[0];
+            let Some(conv) = g.value(x).producer else {
+                continue;
+            };
+            let Op::Conv(cp) = g.g[conv].op else { continue };
+            if cp.act.op != 0 || g.single_use(x, &users) != Some(bn) {
+                continue;
+            }
+            let cin = g.g[conv].inputs.clone();
+            let Some(Some(w)) = cin.get(1).copied() else {
+                continue;
+            };
+            let bias = cin.get(2).copied().flatten();
+            let consts = [w, gamma, beta, mean, var].map(|v| g.constant(v).and_then(f32s));
+            let [Some(wv), Some(gv), Some(bv), Some(mv), Some(vv)] = consts else {
+                continue;
+            };
+            let m = gv.len();
+            let old_bias = match bias {
+                Some(b) => match g.constant(b).and_then(f32s) {
+                    Some(v) => v,
+                    None => continue,
+                },
+                None => vec![0.0; m],
+            };
+            if wv.len() % m != 0
+                || old_bias.len() != m
+                || bv.len() != m
+                || mv.len() != m
+                || vv.len() != m
+            {
+                continue;
+            }
+            let per = wv.len() / m;
+            let s: Vec<f32> = (0..m)
+                .map(|c| gv[c] / (vv[c] + np.epsilon).sqrt())
+                .collect();
+            let new_w: Vec<f32> = wv
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| w * s[i / per])
+                .collect();
+            let new_b: Vec<f32> = (0..m)
+                .map(|c| (old_bias[c] - mv[c]) * s[c] + bv[c])
+                .collect();
+            let wname = format!("{}:w_bn", g.value(w).name);
+            let w2 = g.add_constant(wname, data(g.value(w).shape.clone(), &new_w));
+            let b2 = g.add_constant(format!("{}:b_bn", g.g[conv].name), data(vec![m], &new_b));
+            g.set_inputs(conv, vec![cin[0], Some(w2), Some(b2)]);
+            let u = users.remove(&y).unwrap_or_default();
+            g.replace_uses(y, x, &u);
+            users.insert(x, u);
+            g.remove_node(bn);
+            changed = true;
+        }
+        Ok(changed)
+    }
+}

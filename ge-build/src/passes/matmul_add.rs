@@ -1,0 +1,79 @@
+//! MatMul (2-D A, 2-D constant B) followed by Add of a bias that broadcasts along rows
+//! becomes one Gemm with C = bias. O(V + E).
+
+use ge_runtime::format::{Activation, BinaryOp, GemmParams};
+
+use super::{Pass, PassContext};
+use crate::error::Result;
+use crate::ir::{Graph, Op};
+use crate::options::OptLevel;
+
+/// MatMul + Add → Gemm.
+pub struct MatMulAddToGemm;
+
+impl Pass for MatMulAddToGemm {
+    fn name(&self) -> &'static str {
+        "matmul_add_to_gemm"
+    }
+    fn level(&self) -> OptLevel {
+        OptLevel::O2
+    }
+    fn is_fusion(&self) -> bool {
+        true
+    }
+    fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
+        let users = g.users();
+        let mut changed = false;
+        for mm in g.topo_order() {
+            if !matches!(g.g[mm].op, Op::MatMul) {
+                continue;
+            }
+            let y = g.g[mm].outputs[0];
+            let (Some(Some(a)), Some(Some(b))) = (
+                g.g[mm].inputs.first().copied(),
+                g.g[mm].inputs.get(1).copied(),
+            ) else {
+                continue;
+            };
+            if g.value(a).shape.len() != 2
+                || g.value(b).shape.len() != 2
+                || g.value(y).shape.len() != 2
+            {
+                continue;
+            }
+            let Some(add) = g.single_use(y, &users) else {
+                continue;
+            };
+            let Op::Binary(bp) = g.g[add].op else {
+                continue;
+            };
+            if bp.op != BinaryOp::Add as u32 || bp.act.op != 0 {
+                continue;
+            }
+            let bias = match g.g[add].inputs[..] {
+                [Some(p), Some(q)] if p == y => q,
+                [Some(p), Some(q)] if q == y => p,
+                _ => continue,
+            };
+            let n = g.value(y).shape[1];
+            let bshape = g.value(bias).shape.clone();
+            let out = g.g[add].outputs[0];
+            if g.value(out).shape != g.value(y).shape || !(bshape == [n] || bshape == [1, n]) {
+                continue;
+            }
+            let p = GemmParams {
+                trans_a: 0,
+                trans_b: 0,
+                alpha: 1.0,
+                beta: 1.0,
+                act: Activation::default(),
+            };
+            g.g[add].op = Op::Gemm(p);
+            g.g[add].op_type = "Gemm".into();
+            g.set_inputs(add, vec![Some(a), Some(b), Some(bias)]);
+            g.remove_node(mm);
+            changed = true;
+        }
+        Ok(changed)
+    }
+}

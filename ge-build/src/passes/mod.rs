@@ -1,0 +1,89 @@
+//! Graph passes and the pass manager.
+//!
+//! Each pass is its own type in its own file. The manager runs them in a fixed order, each
+//! only at or above its opt level (O0: none; O1: cleanups; O2: + folding into weights and
+//! pattern fusion + autofusion; O3: + aggressive), honouring the fusion switch file, and
+//! records whether each changed the graph and how long it took. Every pass is near-linear in
+//! graph size (stated per pass).
+
+mod algebraic;
+mod bn_fold;
+mod cse;
+mod dead_code;
+mod epilogue;
+mod fusion_switch;
+mod gelu;
+mod identity;
+mod matmul_add;
+
+use std::time::Instant;
+
+pub use fusion_switch::FusionSwitch;
+
+use crate::error::Result;
+use crate::ir::Graph;
+use crate::options::OptLevel;
+use crate::report::PassStat;
+
+/// What a pass sees besides the graph.
+pub struct PassContext<'a> {
+    pub level: OptLevel,
+    pub switch: &'a FusionSwitch,
+}
+
+/// A graph transformation.
+pub trait Pass {
+    /// Name in reports and in the fusion switch file.
+    fn name(&self) -> &'static str;
+    /// Lowest opt level that runs it.
+    fn level(&self) -> OptLevel;
+    /// True for fusion patterns the switch file may turn off.
+    fn is_fusion(&self) -> bool {
+        false
+    }
+    /// Runs once; returns whether the graph changed.
+    fn run(&self, g: &mut Graph, cx: &PassContext<'_>) -> Result<bool>;
+}
+
+/// The pipeline, in order.
+pub fn pipeline() -> Vec<Box<dyn Pass>> {
+    vec![
+        Box::new(identity::RemoveIdentities),
+        Box::new(algebraic::Algebraic),
+        Box::new(cse::CommonSubexpressions),
+        Box::new(dead_code::DeadCode),
+        Box::new(bn_fold::FoldBatchNorm),
+        Box::new(matmul_add::MatMulAddToGemm),
+        Box::new(gelu::FuseGelu),
+        Box::new(epilogue::FuseEpilogue),
+        Box::new(dead_code::DeadCode),
+    ]
+}
+
+/// Names of the passes a fusion switch file may name.
+pub fn fusion_pattern_names() -> Vec<&'static str> {
+    pipeline()
+        .iter()
+        .filter(|p| p.is_fusion())
+        .map(|p| p.name())
+        .collect()
+}
+
+/// Runs the pipeline at `level`. O(passes × (V + E)).
+pub fn run_passes(g: &mut Graph, level: OptLevel, switch: &FusionSwitch) -> Result<Vec<PassStat>> {
+    let cx = PassContext { level, switch };
+    let mut stats = Vec::new();
+    for p in pipeline() {
+        if level < p.level() || (p.is_fusion() && !switch.enabled(p.name())) {
+            continue;
+        }
+        let t = Instant::now();
+        let changed = p.run(g, &cx)?;
+        stats.push(PassStat {
+            name: p.name().to_string(),
+            changed,
+            millis: t.elapsed().as_secs_f64() * 1000.0,
+        });
+    }
+    Ok(stats)
+}
