@@ -6,7 +6,7 @@ Dependencies: the standard library plus the packages pinned in
 tools/requirements.txt (onnx, onnxruntime, numpy).
 
 Usage:
-    python3 tools/gen_corpus.py [--out DIR] [--only node,light,pytorch,simple]
+    python3 tools/gen_corpus.py [--out DIR] [--only node,light,pytorch,simple,transformer]
                                 [--force] [--jobs N] [--quiet]
 
 Caching: DIR/.stamp.json records, per part, a hash of this script's source and
@@ -35,13 +35,22 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
       pytorch-converted/<case>/   copied verbatim from onnx's wheel
       pytorch-operator/<case>/    copied verbatim from onnx's wheel
       simple/<case>/              copied verbatim from onnx's wheel
+      transformer/<case>/         5 small transformer graphs built with
+                                  onnx.helper (opset 17, IR 8) in the form
+                                  PyTorch / Paddle exporters write them
+                                  (decomposed LayerNorm, erf / tanh GELU,
+                                  multi-head attention with Reshape/Transpose,
+                                  in-graph causal mask), seeded well-scaled
+                                  weights and inputs; references from
+                                  onnxruntime (CPU, optimizations disabled,
+                                  1 thread)
       <part>/manifest.json        one record per case: opsets, IR version,
                                   op types, input/output types, and flags
                                   "tensor_only" (all graph inputs/outputs are
                                   tensors) and "plain" (tensor_only and every
                                   element type is float/double/float16/intN/
-                                  uintN/bool); light/ also records the
-                                  weight-randomization stats
+                                  uintN/bool); light/ and transformer/ also
+                                  record seeds and output statistics
 
 Every case directory has the standard ONNX backend-test layout:
 
@@ -74,7 +83,7 @@ import sys
 import time
 import zlib
 
-PARTS = ["node", "light", "pytorch-converted", "pytorch-operator", "simple"]
+PARTS = ["node", "light", "pytorch-converted", "pytorch-operator", "simple", "transformer"]
 ALIASES = {
     "node": ["node"],
     "light": ["light"],
@@ -82,6 +91,7 @@ ALIASES = {
     "pytorch-converted": ["pytorch-converted"],
     "pytorch-operator": ["pytorch-operator"],
     "simple": ["simple"],
+    "transformer": ["transformer"],
 }
 PKGS = ["onnx", "onnxruntime", "numpy"]
 LIGHT_MODELS = [
@@ -767,6 +777,409 @@ def gen_light(tmp: str, log, jobs: int) -> dict:
 
 
 # --------------------------------------------------------------------------
+# part: transformer (small blocks shaped like PyTorch / Paddle exports)
+# --------------------------------------------------------------------------
+
+TRANSFORMER_CASES = [
+    "encoder_block",
+    "encoder_block_tanh_gelu",
+    "decoder_block",
+    "layernorm_only",
+    "attention_only",
+]
+TRANSFORMER_OPSET = 17
+TRANSFORMER_IR = 8  # what torch.onnx.export writes for opset 17
+
+
+class TBuilder:
+    """Builds a graph with onnx.helper, naming nodes and tensors like an exporter.
+
+    style "torch": nodes "/scope/Op_k", outputs "/scope/Op_k_output_0", transposed
+    Linear weights "onnx::MatMul_N", biases and norm params "<module>.bias" /
+    ".weight", scalars as Constant nodes, Linear bias added as Add(bias, x).
+    style "paddle": nodes and outputs "p2o.Op.N", params "<layer>.w_0" / ".b_0",
+    Linear bias added as Add(x, bias), norm scale as Mul(x, gamma).
+    Weights: N(0, std = 1/sqrt(fan_in)); biases and norm beta N(0, 0.1);
+    norm gamma U(0.5, 1.5).
+    """
+
+    def __init__(self, rng, style: str):
+        assert style in ("torch", "paddle")
+        self.rng = rng
+        self.style = style
+        self.nodes = []
+        self.inits = []
+        self.n_params = 0
+        self._names: dict = {}
+        self._serial = 100  # torch's "onnx::Op_N" numbering
+
+    # -- naming / primitives --------------------------------------------------
+    def _node_name(self, op: str, scope: str) -> tuple[str, str]:
+        if self.style == "torch":
+            base = f"{scope}/{op}"
+            k = self._names.get(base, 0)
+            self._names[base] = k + 1
+            name = base if k == 0 else f"{base}_{k}"
+            return name, f"{name}_output_0"
+        k = self._names.get(op, 0)
+        self._names[op] = k + 1
+        name = f"p2o.{op}.{k}"
+        return name, name
+
+    def node(self, op: str, inputs, scope: str = "", **attrs) -> str:
+        from onnx import helper
+
+        name, out = self._node_name(op, scope)
+        self.nodes.append(helper.make_node(op, list(inputs), [out], name=name, **attrs))
+        return out
+
+    def const(self, value, dtype, scope: str = "") -> str:
+        """A Constant node (0-d for a Python scalar), as exporters emit for literals."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        return self.node("Constant", [], scope, value=numpy_helper.from_array(np.array(value, dtype=dtype)))
+
+    def init(self, name: str | None, arr, op_hint: str = "Constant", param: bool = True) -> str:
+        from onnx import numpy_helper
+
+        if name is None:
+            self._serial += 1
+            name = f"onnx::{op_hint}_{self._serial}" if self.style == "torch" else f"p2o.helper.{op_hint.lower()}.{self._serial}"
+        self.inits.append(numpy_helper.from_array(arr, name))
+        if param:
+            self.n_params += int(arr.size)
+        return name
+
+    def shape(self, dims) -> str:
+        import numpy as np
+
+        return self.init(None, np.array(dims, np.int64), "Reshape", param=False)
+
+    def normal(self, shape, std):
+        import numpy as np
+
+        return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(np.float32)
+
+    def uniform(self, shape, lo, hi):
+        import numpy as np
+
+        return (self.rng.random(shape, dtype=np.float32) * np.float32(hi - lo) + np.float32(lo)).astype(np.float32)
+
+    # -- layers -------------------------------------------------------------------
+    def linear(self, x: str, d_in: int, d_out: int, scope: str, module: str) -> str:
+        """MatMul(x, W[d_in, d_out]) + bias, W ~ N(0, 1/sqrt(d_in))."""
+        w = self.normal((d_in, d_out), 1.0 / d_in**0.5)
+        b = self.normal((d_out,), 0.1)
+        if self.style == "torch":
+            wn = self.init(None, w, "MatMul")
+            bn = self.init(f"{module}.bias", b)
+            mm = self.node("MatMul", [x, wn], scope)
+            return self.node("Add", [bn, mm], scope)
+        wn = self.init(f"{module}.w_0", w)
+        bn = self.init(f"{module}.b_0", b)
+        mm = self.node("MatMul", [x, wn], scope)
+        return self.node("Add", [mm, bn], scope)
+
+    def gemm(self, x: str, d_in: int, d_out: int, scope: str, module: str) -> str:
+        """Gemm(x2d, W[d_out, d_in], b, transB=1): a Linear on a 2-D input."""
+        w = self.normal((d_out, d_in), 1.0 / d_in**0.5)
+        b = self.normal((d_out,), 0.1)
+        sfx = (".weight", ".bias") if self.style == "torch" else (".w_0", ".b_0")
+        wn = self.init(module + sfx[0], w)
+        bn = self.init(module + sfx[1], b)
+        return self.node("Gemm", [x, wn, bn], scope, alpha=1.0, beta=1.0, transB=1)
+
+    def layernorm(self, x: str, d: int, scope: str, module: str, eps: float = 1e-5) -> str:
+        """Decomposed LayerNorm over the last axis, as a hand-written LN exports."""
+        import numpy as np
+
+        gamma = self.uniform((d,), 0.5, 1.5)
+        beta = self.normal((d,), 0.1)
+        mean = self.node("ReduceMean", [x], scope, axes=[-1])
+        sub = self.node("Sub", [x, mean], scope)
+        two = self.const(2.0, np.float32, scope)
+        pw = self.node("Pow", [sub, two], scope)
+        var = self.node("ReduceMean", [pw], scope, axes=[-1])
+        e = self.const(eps, np.float32, scope)
+        ve = self.node("Add", [var, e], scope)
+        sd = self.node("Sqrt", [ve], scope)
+        nrm = self.node("Div", [sub, sd], scope)
+        if self.style == "torch":
+            g = self.init(f"{module}.weight", gamma)
+            bt = self.init(f"{module}.bias", beta)
+            mul = self.node("Mul", [g, nrm], scope)  # self.weight * x
+        else:
+            g = self.init(f"{module}.w_0", gamma)
+            bt = self.init(f"{module}.b_0", beta)
+            mul = self.node("Mul", [nrm, g], scope)
+        return self.node("Add", [mul, bt], scope)
+
+    def gelu_erf(self, x: str, scope: str) -> str:
+        """x * 0.5 * (1 + erf(x / sqrt(2)))  (HF BERT `gelu`)."""
+        import numpy as np
+
+        d = self.node("Div", [x, self.const(1.4142135, np.float32, scope)], scope)
+        e = self.node("Erf", [d], scope)
+        a = self.node("Add", [e, self.const(1.0, np.float32, scope)], scope)
+        m = self.node("Mul", [x, a], scope)
+        return self.node("Mul", [m, self.const(0.5, np.float32, scope)], scope)
+
+    def gelu_tanh(self, x: str, scope: str) -> str:
+        """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  (HF GPT-2 `gelu_new`)."""
+        import numpy as np
+
+        c = lambda v: self.const(v, np.float32, scope)  # noqa: E731
+        half = self.node("Mul", [x, c(0.5)], scope)
+        p3 = self.node("Pow", [x, c(3.0)], scope)
+        m1 = self.node("Mul", [p3, c(0.044715)], scope)
+        a1 = self.node("Add", [x, m1], scope)
+        m2 = self.node("Mul", [a1, c(0.7978845608)], scope)
+        t = self.node("Tanh", [m2], scope)
+        a2 = self.node("Add", [t, c(1.0)], scope)
+        return self.node("Mul", [half, a2], scope)
+
+    def split_heads(self, t: str, seq: int, heads: int, dh: int, scope: str) -> str:
+        r = self.node("Reshape", [t, self.shape([1, seq, heads, dh])], scope)
+        return self.node("Transpose", [r], scope, perm=[0, 2, 1, 3])
+
+    def merge_heads(self, t: str, seq: int, d: int, scope: str) -> str:
+        tr = self.node("Transpose", [t], scope, perm=[0, 2, 1, 3])
+        return self.node("Reshape", [tr, self.shape([1, seq, d])], scope)
+
+    def rename(self, old: str, new: str) -> str:
+        for n in self.nodes:
+            for seq in (n.input, n.output):
+                for i, v in enumerate(seq):
+                    if v == old:
+                        seq[i] = new
+        return new
+
+    def model(self, inputs, outputs, doc: str):
+        from onnx import TensorProto, helper
+
+        g = helper.make_graph(
+            self.nodes, "main_graph",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+            initializer=self.inits,
+        )
+        m = helper.make_model(
+            g, opset_imports=[helper.make_opsetid("", TRANSFORMER_OPSET)], ir_version=TRANSFORMER_IR,
+            producer_name="ge tools/gen_corpus.py", doc_string=doc,
+        )
+        return m
+
+
+def t_encoder(b: TBuilder, gelu: str, masked: bool):
+    """BERT-style post-LN encoder layer, PyTorch export form. seq 16, d 64, 4 heads, FFN 256."""
+    import numpy as np
+
+    S, D, H, F = 16, 64, 4, 256
+    Dh = D // H
+    sa, ao, it, oo = "/attention/self", "/attention/output", "/intermediate", "/output"
+    q = b.linear("x", D, D, sa + "/query", "attention.self.query")
+    k = b.linear("x", D, D, sa + "/key", "attention.self.key")
+    v = b.linear("x", D, D, sa + "/value", "attention.self.value")
+    qh = b.split_heads(q, S, H, Dh, sa)
+    kh = b.split_heads(k, S, H, Dh, sa)
+    vh = b.split_heads(v, S, H, Dh, sa)
+    kt = b.node("Transpose", [kh], sa, perm=[0, 1, 3, 2])
+    sc = b.node("MatMul", [qh, kt], sa)
+    sc = b.node("Div", [sc, b.const(float(np.sqrt(Dh)), np.float32, sa)], sa)
+    if masked:
+        sc = b.node("Add", [sc, "mask"], sa)
+    pr = b.node("Softmax", [sc], sa, axis=-1)
+    ctx = b.node("MatMul", [pr, vh], sa)
+    ctx = b.merge_heads(ctx, S, D, sa)
+    o = b.linear(ctx, D, D, ao + "/dense", "attention.output.dense")
+    o = b.node("Add", [o, "x"], ao)
+    h1 = b.layernorm(o, D, ao + "/LayerNorm", "attention.output.LayerNorm")
+    f = b.linear(h1, D, F, it + "/dense", "intermediate.dense")
+    f = b.gelu_erf(f, it + "/intermediate_act_fn") if gelu == "erf" else b.gelu_tanh(f, it + "/intermediate_act_fn")
+    f = b.linear(f, F, D, oo + "/dense", "output.dense")
+    f = b.node("Add", [f, h1], oo)
+    y = b.layernorm(f, D, oo + "/LayerNorm", "output.LayerNorm")
+    b.rename(y, "output")
+    ins = [("x", [1, S, D])] + ([("mask", [1, 1, 1, S])] if masked else [])
+    doc = ("BERT-style post-LN encoder layer (PyTorch export form): seq 16, d_model 64, 4 heads, FFN 256, "
+           + ("erf GELU, additive mask input" if masked else "tanh GELU, no mask"))
+    m = b.model(ins, [("output", [1, S, D])], doc)
+    feeds = {"x": b.rng.standard_normal((1, S, D), dtype=np.float32)}
+    if masked:
+        mask = np.zeros((1, 1, 1, S), np.float32)
+        mask[..., S - int(b.rng.integers(2, 6)):] = -10000.0  # right padding
+        feeds["mask"] = mask
+    return m, feeds
+
+
+def t_attention(b: TBuilder, x: str, kv: str, Sq: int, Sk: int, D: int, H: int, scope: str,
+                module: str, mask: str | None = None, fused_kv: bool = False) -> str:
+    """Paddle-style MHA: q scaled by Dh^-0.5 before Q.K^T; optional fused K/V projection + Slice."""
+    import numpy as np
+
+    Dh = D // H
+    q = b.linear(x, D, D, scope, f"{module}.q_proj")
+    if fused_kv:
+        kvp = b.linear(kv, D, 2 * D, scope, f"{module}.kv_proj")
+        i64 = lambda v: b.init(None, np.array(v, np.int64), "Slice", param=False)  # noqa: E731
+        k = b.node("Slice", [kvp, i64([0]), i64([D]), i64([-1])], scope)
+        v = b.node("Slice", [kvp, i64([D]), i64([2 * D]), i64([-1])], scope)
+    else:
+        k = b.linear(kv, D, D, scope, f"{module}.k_proj")
+        v = b.linear(kv, D, D, scope, f"{module}.v_proj")
+    qh = b.split_heads(q, Sq, H, Dh, scope)
+    kh = b.split_heads(k, Sk, H, Dh, scope)
+    vh = b.split_heads(v, Sk, H, Dh, scope)
+    qh = b.node("Mul", [qh, b.const(Dh**-0.5, np.float32, scope)], scope)
+    kt = b.node("Transpose", [kh], scope, perm=[0, 1, 3, 2])
+    sc = b.node("MatMul", [qh, kt], scope)
+    if mask is not None:
+        sc = b.node("Add", [sc, mask], scope)
+    pr = b.node("Softmax", [sc], scope, axis=-1)
+    ctx = b.merge_heads(b.node("MatMul", [pr, vh], scope), Sq, D, scope)
+    return b.linear(ctx, D, D, scope, f"{module}.out_proj")
+
+
+def t_decoder(b: TBuilder):
+    """Pre-LN decoder layer, Paddle export form: seq 8, memory 12, d 32, 2 heads, FFN 128 (Relu).
+
+    x + learned positions (Gather of a position table with constant ids); causal
+    self-attention whose mask is built in-graph (constant int64 tril buffer
+    [16,16] -> Slice [8,8] -> Equal 0 -> Where(-1e4, 0) -> Unsqueeze [0,1] ->
+    Add to scores); cross-attention over `memory` with a fused K/V projection
+    split by Slice; FFN as Reshape [8,32] -> Gemm -> Relu -> Gemm -> Reshape;
+    final LayerNorm.
+    """
+    import numpy as np
+
+    S, M, D, H, F, MAXLEN = 8, 12, 32, 2, 128, 16
+    pos_tab = b.init("embedding_0.w_0", b.normal((MAXLEN, D), 0.5))
+    ids = b.const(np.arange(S), np.int64)
+    pos = b.node("Gather", [pos_tab, ids], axis=0)
+    x0 = b.node("Add", ["x", pos])
+    # causal mask from constants
+    tril = b.const(np.tril(np.ones((MAXLEN, MAXLEN), np.int64)), np.int64)
+    i64 = lambda v: b.init(None, np.array(v, np.int64), "Slice", param=False)  # noqa: E731
+    sl = b.node("Slice", [tril, i64([0, 0]), i64([S, S]), i64([0, 1])])
+    upper = b.node("Equal", [sl, b.const(0, np.int64)])
+    neg = b.node("Where", [upper, b.const(-1e4, np.float32), b.const(0.0, np.float32)])
+    cmask = b.node("Unsqueeze", [neg, b.init(None, np.array([0, 1], np.int64), "Unsqueeze", param=False)])
+    # self-attention
+    h = b.layernorm(x0, D, "", "layer_norm_0")
+    a = t_attention(b, h, h, S, S, D, H, "", "self_attn", mask=cmask)
+    x1 = b.node("Add", [x0, a])
+    # cross-attention
+    h = b.layernorm(x1, D, "", "layer_norm_1")
+    a = t_attention(b, h, "memory", S, M, D, H, "", "cross_attn", fused_kv=True)
+    x2 = b.node("Add", [x1, a])
+    # FFN
+    h = b.layernorm(x2, D, "", "layer_norm_2")
+    h2 = b.node("Reshape", [h, b.shape([S, D])])
+    f = b.node("Relu", [b.gemm(h2, D, F, "", "linear_ffn1")])
+    f = b.gemm(f, F, D, "", "linear_ffn2")
+    f = b.node("Reshape", [f, b.shape([1, S, D])])
+    x3 = b.node("Add", [x2, f])
+    y = b.layernorm(x3, D, "", "layer_norm_3")
+    b.rename(y, "output")
+    m = b.model([("x", [1, S, D]), ("memory", [1, M, D])], [("output", [1, S, D])], t_decoder.__doc__.split("\n")[0])
+    feeds = {
+        "x": b.rng.standard_normal((1, S, D), dtype=np.float32),
+        "memory": b.rng.standard_normal((1, M, D), dtype=np.float32),
+    }
+    return m, feeds
+
+
+def t_layernorm(b: TBuilder):
+    import numpy as np
+
+    shape = [2, 10, 48]
+    y = b.layernorm("x", shape[-1], "/LayerNorm", "LayerNorm")
+    b.rename(y, "y")
+    m = b.model([("x", shape)], [("y", shape)], "decomposed LayerNorm over the last axis (PyTorch export form)")
+    # rows with their own offset and scale, so the mean/variance steps matter
+    x = b.rng.standard_normal(shape, dtype=np.float32)
+    x = x * b.uniform((2, 10, 1), 0.5, 2.0) + b.normal((2, 10, 1), 1.0)
+    return m, {"x": x.astype(np.float32)}
+
+
+def t_attention_only(b: TBuilder):
+    import numpy as np
+
+    S, D = 16, 32
+    kt = b.node("Transpose", ["k"], "/attn", perm=[0, 2, 1])
+    sc = b.node("MatMul", ["q", kt], "/attn")
+    sc = b.node("Mul", [sc, b.const(D**-0.5, np.float32, "/attn")], "/attn")
+    pr = b.node("Softmax", [sc], "/attn", axis=-1)
+    y = b.rename(b.node("MatMul", [pr, "v"], "/attn"), "y")
+    m = b.model([(n, [1, S, D]) for n in "qkv"], [(y, [1, S, D])],
+                "single-head scaled dot-product attention: MatMul -> Mul(scale) -> Softmax -> MatMul")
+    return m, {n: b.rng.standard_normal((1, S, D), dtype=np.float32) for n in "qkv"}
+
+
+TRANSFORMER_BUILDERS = {
+    "encoder_block": ("torch", lambda b: t_encoder(b, "erf", masked=True)),
+    "encoder_block_tanh_gelu": ("torch", lambda b: t_encoder(b, "tanh", masked=False)),
+    "decoder_block": ("paddle", t_decoder),
+    "layernorm_only": ("torch", t_layernorm),
+    "attention_only": ("torch", t_attention_only),
+}
+
+
+def gen_transformer(tmp: str, log) -> dict:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    assert list(TRANSFORMER_BUILDERS) == TRANSFORMER_CASES
+    recs = []
+    log("  case                     nodes  params | output min      max       mean      std")
+    for name in TRANSFORMER_CASES:
+        style, build = TRANSFORMER_BUILDERS[name]
+        seed = BASE_SEED + zlib.crc32(f"transformer/{name}".encode())
+        b = TBuilder(np.random.default_rng(seed), style)
+        model, feeds = build(b)
+        onnx.checker.check_model(model, full_check=True)
+        data = model.SerializeToString()
+        sess = ort_session(data, threads=1)
+        in_names = [vi.name for vi in model.graph.input]
+        assert [i.name for i in sess.get_inputs()] == in_names and sorted(feeds) == sorted(in_names)
+        outs = sess.run(None, feeds)
+        d = os.path.join(tmp, name)
+        os.makedirs(os.path.join(d, "test_data_set_0"))
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(data)
+        for i, n in enumerate(in_names):
+            with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(feeds[n], n).SerializeToString())
+        ostats = []
+        for j, (o, ovi) in enumerate(zip(outs, model.graph.output)):
+            o = np.asarray(o)
+            with open(os.path.join(d, "test_data_set_0", f"output_{j}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(o, ovi.name).SerializeToString())
+            s = stats(o)
+            if not (s["finite"] and s["std"] > 1e-3 and np.any(o != 0)):
+                raise RuntimeError(f"transformer/{name}: badly scaled output {ovi.name}: {s}")
+            ostats.append(s)
+        rec = manifest_entry(name, model)
+        rec.update(
+            {
+                "seed": seed,
+                "style": style,
+                "description": model.doc_string,
+                "nodes": len(model.graph.node),
+                "params": b.n_params,
+                "output": ostats[0],
+            }
+        )
+        recs.append(rec)
+        o = ostats[0]
+        log(f"  {name:24s} {rec['nodes']:5d} {rec['params']:7d} | "
+            f"{o['min']:9.4g} {o['max']:9.4g} {o['mean']:9.4g} {o['std']:9.4g}")
+    return write_manifest(tmp, recs)
+
+
+# --------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------
 
@@ -774,7 +1187,7 @@ def gen_light(tmp: str, log, jobs: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(REPO_ROOT, "corpus"))
-    ap.add_argument("--only", default="", help="comma list of: node,light,pytorch,simple")
+    ap.add_argument("--only", default="", help="comma list of: node,light,pytorch,simple,transformer")
     ap.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     ap.add_argument("--jobs", type=int, default=1,
                     help="worker processes for light models (page-fault bound: 2 is not faster)")
@@ -825,6 +1238,8 @@ def main() -> int:
                     summary = gen_node(tmp, log)
                 elif p == "light":
                     summary = gen_light(tmp, log, a.jobs)
+                elif p == "transformer":
+                    summary = gen_transformer(tmp, log)
                 else:
                     summary = gen_copy(p, tmp, log)
             except BaseException:
