@@ -67,7 +67,7 @@ pub fn compile_bytes(
         Some(p) => crate::passes::FusionSwitch::load(p, &crate::passes::fusion_pattern_names())?,
         None => crate::passes::FusionSwitch::default(),
     };
-    let passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch)?;
+    let passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch, &opts.device)?;
     let passes_ms = ms(t);
     let t = Instant::now();
     let order = graph.topo_order();

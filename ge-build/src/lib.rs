@@ -6,7 +6,9 @@
 //! [`compile_file`] runs the whole pipeline; the CLI, the `ge_model!` macro and the build.rs
 //! helper are thin layers over it.
 
+mod builder;
 pub mod check;
+pub mod codegen;
 mod compile;
 pub mod error;
 pub mod ir;
@@ -17,7 +19,9 @@ pub mod passes;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod viz;
 
+pub use builder::{BuildError, Builder, BuiltModel};
 pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
 pub use error::{CompileError, Result};
 pub use options::{CompileOptions, OptLevel, Precision, parse_input_shape};

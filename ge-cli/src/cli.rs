@@ -70,6 +70,17 @@ pub enum Command {
     },
     /// Show an .om blob's header, sections, I/O and tasks.
     Inspect { om: PathBuf },
+    /// Draw the graph before or after optimization (.svg or .dot by the output's extension).
+    Viz {
+        model: PathBuf,
+        /// before: as imported; after: after the passes of --opt-level.
+        #[arg(long, default_value = "after")]
+        stage: String,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        #[command(flatten)]
+        flags: CompileFlags,
+    },
 }
 
 /// Device selection shared by run/compile.

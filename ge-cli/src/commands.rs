@@ -52,6 +52,7 @@ pub fn dispatch(cli: Cli) -> Res {
             flags,
         } => bench(&model, threads, iters, json, &flags),
         Command::Inspect { om } => inspect(&om),
+        Command::Viz { model, stage, output, flags } => viz(&model, &stage, &output, &flags),
     }
 }
 
@@ -432,4 +433,22 @@ fn m_sections(bytes: &[u8]) -> usize {
     let h: ge_runtime::format::Header =
         bytemuck::pod_read_unaligned(&bytes[..ge_runtime::header_len()]);
     h.section_count as usize
+}
+
+fn viz(model: &Path, stage: &str, output: &Path, flags: &CompileFlags) -> Res {
+    let mut opts = options(flags)?;
+    match stage {
+        "before" => opts.opt_level = ge_build::OptLevel::O0,
+        "after" => {}
+        s => return Err(format!("--stage '{s}' must be before or after")),
+    }
+    let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
+    let text = match output.extension().and_then(|e| e.to_str()) {
+        Some("svg") => ge_build::viz::to_svg(&c.graph),
+        Some("dot") => ge_build::viz::to_dot(&c.graph),
+        _ => return Err(format!("{}: the output must end in .svg or .dot", output.display())),
+    };
+    std::fs::write(output, text).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    eprintln!("{} nodes drawn to {}", c.graph.node_count(), output.display());
+    Ok(())
 }

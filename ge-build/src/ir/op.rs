@@ -3,13 +3,16 @@
 //! task is a copy, and the compiler and the device cannot disagree on a field.
 
 use ge_runtime::format::{
-    Activation, ArgReduceParams, AxisParams, BinaryOp, BinaryParams, ConvParams, GemmParams,
+    Activation, ArgReduceParams, AxisParams, BinaryOp, BinaryParams, ConvParams, FusedParams, GemmParams,
     LrnParams, NoParams, NormParams, OpKind, PadParams, PoolParams, ReduceParams, ResizeParams,
     SliceParams, SoftmaxParams, TransposeParams, UnaryOp, UnaryParams,
 };
 
 /// An IR operation with its typed attributes. Node inputs are exactly the kernel's inputs:
 /// attribute-like constant inputs (shapes, axes, pads…) were folded into these fields.
+// One `Op` per node: the fused-program variant's size (≈400 B) costs little, and keeping
+// `Op: Copy` keeps pattern matching in the passes simple.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 pub enum Op {
     Unary(UnaryParams),
@@ -40,6 +43,8 @@ pub enum Op {
     Tile,
     Resize(ResizeParams),
     Cast,
+    /// An autofused elementwise chain (a vector program).
+    Fused(FusedParams),
 }
 
 impl Op {
@@ -96,6 +101,7 @@ impl Op {
             Op::Tile => (OpKind::Tile, none()),
             Op::Resize(p) => (OpKind::Resize, b(p)),
             Op::Cast => (OpKind::Cast, none()),
+            Op::Fused(p) => (OpKind::Fused, b(p)),
         }
     }
 

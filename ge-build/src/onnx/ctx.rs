@@ -18,6 +18,7 @@ pub struct InputInfo<'a> {
 }
 
 /// What an importer produces for a node.
+#[allow(clippy::large_enum_variant)] // short-lived: one per node at import
 #[derive(Debug)]
 pub enum Imported {
     /// A kernel op reading the node inputs at `inputs` (indices into the ONNX inputs), with
@@ -32,6 +33,13 @@ pub enum Imported {
     },
     /// The node's outputs are known constants (Constant, Shape, ConstantOfShape, …).
     Constants(Vec<TensorData>),
+    /// The node expands into these nodes (a decomposition into simpler ops, like an ONNX
+    /// function body), reading these extra constants; together they define the node's
+    /// outputs under its output names.
+    Nodes {
+        nodes: Vec<NodeProto>,
+        consts: Vec<(String, TensorData)>,
+    },
 }
 
 impl Imported {

@@ -12,6 +12,7 @@ use ge_runtime::format::{DType, MAX_RANK};
 use prost::Message;
 
 use super::ctx::{Imported, InputInfo, NodeCtx};
+use super::legalize;
 use super::ops;
 use super::proto::{
     ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
@@ -338,6 +339,23 @@ fn import_node(
             }
             return Ok(());
         }
+        Imported::Nodes { nodes, consts } => {
+            drop(ctx);
+            for (name, data) in consts {
+                let id = g.add_value(Value {
+                    name: name.clone(),
+                    dtype: data.dtype,
+                    shape: data.dims.clone(),
+                    producer: None,
+                    data: Some(Arc::new(data)),
+                });
+                by_name.insert(name, id);
+            }
+            for n in &nodes {
+                import_node(g, by_name, n, opset)?;
+            }
+            return Ok(());
+        }
         Imported::Op {
             op,
             inputs,
@@ -367,6 +385,30 @@ fn import_node(
             *slot = Some(id);
         }
     }
+    // Ops computed in f32 on f16/bf16 tensors: cast the inputs up and the outputs back.
+    let mut outputs = outputs;
+    let mut narrow: Vec<Option<DType>> = vec![None; outputs.len()];
+    if legalize::computes_in_f32(&op) {
+        let half = |d: DType| matches!(d, DType::F16 | DType::Bf16);
+        let any_half = kernel_ids.iter().flatten().any(|id| half(g.value(*id).dtype))
+            || outputs.iter().any(|(d, _)| half(*d));
+        if any_half {
+            for (k, slot) in kernel_ids.iter_mut().enumerate() {
+                if let Some(id) = *slot
+                    && half(g.value(id).dtype)
+                {
+                    let name = format!("{node_name}:f32in{k}");
+                    *slot = Some(legalize::cast_value(g, id, DType::F32, name, opset)?);
+                }
+            }
+            for (o, n) in outputs.iter_mut().zip(narrow.iter_mut()) {
+                if half(o.0) {
+                    *n = Some(o.0);
+                    o.0 = DType::F32;
+                }
+            }
+        }
+    }
     let all_const = kernel_ids
         .iter()
         .flatten()
@@ -383,7 +425,16 @@ fn import_node(
             opset,
             reason: format!("constant folding failed: {e}"),
         })?;
-        for (name, data) in names.iter().zip(values) {
+        for ((name, data), to) in names.iter().zip(values).zip(&narrow) {
+            let data = match to {
+                Some(to) => legalize::cast_data(&data, *to).map_err(|e| CompileError::Node {
+                    node: node_name.clone(),
+                    op_type: node.op_type().into(),
+                    opset,
+                    reason: format!("constant folding failed: {e}"),
+                })?,
+                None => data,
+            };
             let id = g.add_value(Value {
                 name: name.clone(),
                 dtype: data.dtype,
@@ -396,12 +447,20 @@ fn import_node(
         return Ok(());
     }
     let mut out_ids = Vec::with_capacity(outputs.len());
+    let mut cast_back = Vec::new();
     for (i, (dtype, shape)) in outputs.into_iter().enumerate() {
         let name = names.get(i).cloned().unwrap_or_default();
         let name = if name.is_empty() {
             format!("{node_name}:unused{i}")
         } else {
             name
+        };
+        let name = match narrow[i] {
+            Some(to) => {
+                cast_back.push((i, name.clone(), to, shape.clone()));
+                format!("{name}:f32")
+            }
+            None => name,
         };
         let id = g.add_value(Value {
             name: name.clone(),
@@ -413,13 +472,35 @@ fn import_node(
         by_name.insert(name, id);
         out_ids.push(id);
     }
+    let narrowed: Vec<(ValueId, String, DType, Vec<usize>)> = cast_back
+        .into_iter()
+        .map(|(i, name, to, shape)| (out_ids[i], name, to, shape))
+        .collect();
     g.add_node(Node {
-        name: node_name,
+        name: node_name.clone(),
         op_type: node.op_type().to_string(),
         opset,
         op,
         inputs: kernel_ids,
         outputs: out_ids,
     });
+    for (wide, name, to, shape) in narrowed {
+        let id = g.add_value(Value {
+            name: name.clone(),
+            dtype: to,
+            shape,
+            producer: None,
+            data: None,
+        });
+        g.add_node(Node {
+            name: format!("{node_name}:narrow"),
+            op_type: "Cast".into(),
+            opset,
+            op: crate::ir::Op::Cast,
+            inputs: vec![Some(wide)],
+            outputs: vec![id],
+        });
+        by_name.insert(name, id);
+    }
     Ok(())
 }

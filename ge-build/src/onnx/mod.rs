@@ -12,6 +12,7 @@ pub mod tensor;
 
 mod ctx;
 mod import;
+mod legalize;
 mod ops;
 mod sequence;
 mod values;

@@ -7,6 +7,7 @@
 //! graph size (stated per pass).
 
 mod algebraic;
+mod autofusion;
 mod bn_fold;
 mod cse;
 mod dead_code;
@@ -28,6 +29,8 @@ use crate::report::PassStat;
 /// What a pass sees besides the graph.
 pub struct PassContext<'a> {
     pub level: OptLevel,
+    /// The device planned for (fusion respects its on-chip buffer sizes).
+    pub device: &'a ge_sim::Profile,
     pub switch: &'a FusionSwitch,
 }
 
@@ -56,6 +59,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(matmul_add::MatMulAddToGemm),
         Box::new(gelu::FuseGelu),
         Box::new(epilogue::FuseEpilogue),
+        Box::new(autofusion::AutoFusion),
         Box::new(dead_code::DeadCode),
     ]
 }
@@ -70,8 +74,8 @@ pub fn fusion_pattern_names() -> Vec<&'static str> {
 }
 
 /// Runs the pipeline at `level`. O(passes × (V + E)).
-pub fn run_passes(g: &mut Graph, level: OptLevel, switch: &FusionSwitch) -> Result<Vec<PassStat>> {
-    let cx = PassContext { level, switch };
+pub fn run_passes(g: &mut Graph, level: OptLevel, switch: &FusionSwitch, device: &ge_sim::Profile) -> Result<Vec<PassStat>> {
+    let cx = PassContext { level, device, switch };
     let mut stats = Vec::new();
     for p in pipeline() {
         if level < p.level() || (p.is_fusion() && !switch.enabled(p.name())) {

@@ -85,6 +85,8 @@ op_kinds! {
     InstanceNorm = 26 => NormParams,
     /// Arg max / arg min along an axis.
     ArgReduce = 27 => ArgReduceParams,
+    /// An autofused chain of elementwise ops: a vector program over broadcast f32 inputs.
+    Fused = 100 => FusedParams,
 }
 
 /// For kinds without parameters.
@@ -362,4 +364,38 @@ pub struct ResizeParams {
     pub scales: [f32; MAX_RANK],
     /// TfCropAndResize region of interest: starts then ends per axis.
     pub roi: [f32; 2 * MAX_RANK],
+}
+
+/// Most instructions in one fused vector program.
+pub const MAX_FUSED_INSTRS: usize = 24;
+/// Most registers (inputs first, then temporaries) a vector program may use.
+pub const MAX_FUSED_REGS: usize = 16;
+
+/// One vector-program instruction: `dst = op(a, b)` over a tile of elements.
+/// `op` 1..=63 is a [`UnaryOp`] on `a` with `alpha`/`beta`; `op` 64 + n is [`BinaryOp`] n.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq)]
+pub struct VInstr {
+    pub op: u16,
+    pub dst: u8,
+    pub a: u8,
+    pub b: u8,
+    pub reserved: [u8; 3],
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+/// Offset of binary op numbers in [`VInstr::op`].
+pub const VOP_BINARY: u16 = 64;
+
+/// Parameters of `Fused`: registers `0..input_count` hold the task's inputs broadcast to the
+/// output shape; the program runs in order; register `out` is written to the output.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct FusedParams {
+    pub instr_count: u32,
+    pub input_count: u32,
+    pub out: u32,
+    pub reserved: u32,
+    pub instrs: [VInstr; MAX_FUSED_INSTRS],
 }

@@ -45,6 +45,9 @@ impl<'a> TensorRef<'a> {
                 found: self.dtype,
             });
         }
+        if self.data.is_empty() {
+            return Ok(&[]); // empty tensors may sit at any offset
+        }
         bytemuck::try_cast_slice(self.data).map_err(|_| ViewError {
             expected: T::DTYPE,
             found: self.dtype,
@@ -73,6 +76,9 @@ impl<'a> TensorMut<'a> {
             });
         }
         let found = self.dtype;
+        if self.data.is_empty() {
+            return Ok(&mut []); // empty tensors may sit at any offset
+        }
         bytemuck::try_cast_slice_mut(self.data).map_err(|_| ViewError {
             expected: T::DTYPE,
             found,

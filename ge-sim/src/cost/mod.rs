@@ -114,6 +114,10 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
             cube_macs: 0,
             vector_ops: 4 * first_in,
         },
+        OpKind::Fused => {
+            let p: ge_runtime::format::FusedParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+            Work { cube_macs: 0, vector_ops: out * u64::from(p.instr_count.max(1)) }
+        }
         OpKind::Variadic => Work {
             cube_macs: 0,
             vector_ops: out * ins.len() as u64,

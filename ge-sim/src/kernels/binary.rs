@@ -672,6 +672,9 @@ pub fn run_variadic(
 }
 
 fn raw<'a, T: bytemuck::Pod>(t: &TensorRef<'a>) -> Result<&'a [T], KernelError> {
+    if t.data.is_empty() {
+        return Ok(&[]);
+    }
     bytemuck::try_cast_slice(t.data).map_err(|_| dtype_mismatch(t.dtype, t.dtype))
 }
 
@@ -685,8 +688,11 @@ fn where_t<T: bytemuck::Pod>(
     let (xs, ys) = (raw::<T>(x)?, raw::<T>(yv)?);
     let so = out.shape;
     let dt = out.dtype;
-    let os: &mut [T] =
-        bytemuck::try_cast_slice_mut(&mut *out.data).map_err(|_| dtype_mismatch(dt, dt))?;
+    let os: &mut [T] = if out.data.is_empty() {
+        &mut []
+    } else {
+        bytemuck::try_cast_slice_mut(&mut *out.data).map_err(|_| dtype_mismatch(dt, dt))?
+    };
     let (sc, sx, sy) = (&c.shape, &x.shape, &yv.shape);
     for s in [sc, sx, sy] {
         broadcast_strides(s, &so)?;

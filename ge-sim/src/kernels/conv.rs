@@ -1069,6 +1069,28 @@ mod tests {
             &case(&[1, 3, 2], &[3, 1, 1], 3, &[1], &[1], &[4], &[4], false),
             false,
         );
+        // width 1, kernel 3, pads (2, 0): the first tap's valid outputs start past the row
+        check(
+            &case(&[1, 2, 1], &[3, 2, 3], 1, &[1], &[1], &[2], &[0], true),
+            false,
+        );
+        check(
+            &case(
+                &[1, 2, 2, 1],
+                &[2, 1, 1, 3],
+                2,
+                &[1, 1],
+                &[1, 1],
+                &[0, 2],
+                &[0, 0],
+                true,
+            ),
+            false,
+        );
+        check(
+            &case(&[1, 2, 1], &[2, 1, 3], 2, &[1], &[1], &[2], &[0], true),
+            false,
+        );
     }
 
     #[test]
@@ -1277,6 +1299,15 @@ mod tests {
                 p.pad_end[i] = r(3) as u32;
                 p.output_padding[i] = r(2) as u32;
             }
+            let big = u32::MAX - r(2) as u32;
+            match r(40) {
+                0 => p.pad_begin[r(3)] = big,
+                1 => p.pad_end[r(3)] = big,
+                2 => p.stride[r(3)] = big,
+                3 => p.dilation[r(3)] = big,
+                4 => p.kernel[r(3)] = big,
+                _ => {}
+            }
             // output: the consistent size when it exists, else random
             let g = (p.group as usize).max(1);
             let m = if transpose { wd[1] * g } else { wd[0] };
@@ -1295,7 +1326,11 @@ mod tests {
                 } else {
                     (x + pb + pe - span) / s + 1
                 };
-                yd.push(if r(6) == 0 || o < 0 { r(5) } else { o as usize });
+                yd.push(if r(6) == 0 || !(0..64).contains(&o) {
+                    r(5)
+                } else {
+                    o as usize
+                });
             }
             let (xs, wsh, ys) = (
                 Shape::new(&xd).unwrap(),
@@ -1311,7 +1346,7 @@ mod tests {
             let b = std::vec![1.0f32; bs.numel()];
             let mut y = std::vec![0.0f32; short(ys.numel(), &mut r)];
             let nb = conv_workspace_bytes(&p, transpose, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
-            let mut ws = std::vec![0u32; (nb / 4).saturating_sub(r(2) * r(3))];
+            let mut ws = std::vec![0u32; (nb / 4).saturating_sub(r(2) * r(3)).min(1 << 20)];
             let ins = [
                 Some(TensorRef {
                     dtype: DType::F32,

@@ -967,6 +967,90 @@ mod tests {
         assert_eq!(y, [19, 22, 43, 50]);
     }
 
+    /// Random MatMul / Gemm shapes must give a result or an error, never a panic.
+    #[test]
+    fn malformed_never_panics() {
+        let mut seed = 9u32;
+        let mut r = |n: u32| {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((seed >> 8) % n.max(1)) as usize
+        };
+        let mut oks = 0;
+        for _ in 0..3000 {
+            let (ra, rb) = (1 + r(4), 1 + r(4));
+            let k = r(4);
+            let mut ad: Vec<usize> = (0..ra).map(|_| r(3)).collect();
+            let mut bd: Vec<usize> = (0..rb).map(|_| r(3)).collect();
+            if r(4) != 0 {
+                *ad.last_mut().unwrap() = k;
+                let i = if rb == 1 { 0 } else { rb - 2 };
+                bd[i] = k;
+            }
+            // numpy result shape, sometimes perturbed
+            let (ab, bb) = (&ad[..ra.saturating_sub(2)], &bd[..rb.saturating_sub(2)]);
+            let nb = ab.len().max(bb.len());
+            let mut yd: Vec<usize> = (0..nb)
+                .map(|i| {
+                    let da = if i + ab.len() >= nb {
+                        ab[i + ab.len() - nb]
+                    } else {
+                        1
+                    };
+                    let db = if i + bb.len() >= nb {
+                        bb[i + bb.len() - nb]
+                    } else {
+                        1
+                    };
+                    if da == 1 { db } else { da }
+                })
+                .collect();
+            if ra > 1 {
+                yd.push(ad[ra - 2]);
+            }
+            if rb > 1 {
+                yd.push(bd[rb - 1]);
+            }
+            if r(8) == 0 && !yd.is_empty() {
+                yd[0] += 1;
+            }
+            let (sa, sb, sy) = (
+                Shape::new(&ad).unwrap(),
+                Shape::new(&bd).unwrap(),
+                Shape::new(&yd).unwrap(),
+            );
+            let a = std::vec![1.0f32; sa.numel()];
+            let b = std::vec![1.0f32; sb.numel()];
+            let mut y = std::vec![0.0f32; sy.numel()];
+            let mut ws = std::vec![0u32; gemm_workspace_bytes(&[Some(sa), Some(sb)], &[sy]) / 4];
+            let c = std::vec![1.0f32; yd.last().copied().unwrap_or(1)];
+            let ins = [
+                tref(&ad, &a),
+                tref(&bd, &b),
+                if r(2) == 0 {
+                    tref(&yd[yd.len().saturating_sub(1)..], &c)
+                } else {
+                    None
+                },
+            ];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: sy,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            let ok = run_matmul(&ins[..2], &mut outs, bytemuck::cast_slice_mut(&mut ws)).is_ok();
+            oks += usize::from(ok);
+            let p = GemmParams {
+                trans_a: r(2) as u32,
+                trans_b: r(2) as u32,
+                alpha: 1.0,
+                beta: 1.0,
+                act: Activation::default(),
+            };
+            let _ = run_gemm(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws));
+        }
+        assert!(oks > 1000, "only {oks} well-formed cases ran");
+    }
+
     /// `cargo test -p ge-sim --release --lib gemm_speed -- --ignored --nocapture`
     #[test]
     #[ignore]

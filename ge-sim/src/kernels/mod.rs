@@ -8,6 +8,7 @@ pub mod cast;
 pub mod concat;
 pub mod conv;
 pub mod copy;
+pub mod fused;
 pub mod gather;
 pub mod gemm;
 pub mod norm;
@@ -103,6 +104,7 @@ pub fn execute(
         OpKind::Tile => copy::run_tile(ins, outs),
         OpKind::Resize => resize::run_resize(&read_params(p)?, ins, outs),
         OpKind::Cast => cast::run_cast(ins, outs),
+        OpKind::Fused => fused::run_fused(&read_params(p)?, ins, outs),
     }
 }
 

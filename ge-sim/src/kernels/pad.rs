@@ -357,4 +357,54 @@ mod tests {
         run_pad(&p, &ins, &mut outs).unwrap();
         assert_eq!(y, [1, 2, -7]);
     }
+
+    /// Random descriptions must give a result or an error, never a panic.
+    #[test]
+    fn malformed_never_panics() {
+        let mut seed = 9u32;
+        let mut r = |n: u32| {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((seed >> 8) % n.max(1)) as usize
+        };
+        let mut oks = 0;
+        for _ in 0..3000 {
+            let rank = r(4);
+            let xd: Vec<usize> = (0..rank).map(|_| r(4)).collect();
+            let mut p = PadParams {
+                mode: r(6) as u32,
+                reserved: 0,
+                begin: [0; MAX_RANK],
+                end: [0; MAX_RANK],
+                value: 2.0,
+            };
+            let mut yd = Vec::new();
+            for (a, &d) in xd.iter().enumerate() {
+                p.begin[a] = r(9) as i64 - 4;
+                p.end[a] = r(9) as i64 - 4;
+                let o = d as i64 + p.begin[a] + p.end[a];
+                yd.push(if r(8) == 0 || o < 0 { r(6) } else { o as usize });
+            }
+            if r(50) == 0 {
+                p.begin[0] = i64::MIN;
+            }
+            let dt = [DType::F32, DType::I64, DType::U8, DType::F16][r(4)];
+            let (xs, ys) = (Shape::new(&xd).unwrap(), Shape::new(&yd).unwrap());
+            let xb = std::vec![0u64; xs.numel()];
+            let mut yb = std::vec![0u64; ys.numel()];
+            let xbytes: &[u8] = bytemuck::cast_slice(&xb);
+            let ybytes: &mut [u8] = bytemuck::cast_slice_mut(&mut yb);
+            let ins = [Some(TensorRef {
+                dtype: dt,
+                shape: xs,
+                data: &xbytes[..xs.numel() * dt.size()],
+            })];
+            let mut outs = [TensorMut {
+                dtype: dt,
+                shape: ys,
+                data: &mut ybytes[..ys.numel() * dt.size()],
+            }];
+            oks += usize::from(run_pad(&p, &ins, &mut outs).is_ok());
+        }
+        assert!(oks > 500, "only {oks} well-formed cases ran");
+    }
 }

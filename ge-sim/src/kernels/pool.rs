@@ -715,4 +715,84 @@ mod tests {
             close(&y, &want);
         }
     }
+
+    /// Random descriptions must give a result or an error, never a panic.
+    #[test]
+    fn malformed_never_panics() {
+        let mut seed = 9u32;
+        let mut r = |n: u32| {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((seed >> 8) % n.max(1)) as usize
+        };
+        let mut oks = 0;
+        for _ in 0..3000 {
+            let sp = 1 + r(3);
+            let mut p = PoolParams {
+                kind: r(4) as u32,
+                spatial: if r(10) == 0 { r(5) as u32 } else { sp as u32 },
+                kernel: [0; 3],
+                stride: [0; 3],
+                dilation: [0; 3],
+                pad_begin: [0; 3],
+                pad_end: [0; 3],
+                count_include_pad: r(2) as u32,
+                p: [0.0, 1.0, 2.0, 3.0, -1.0][r(5)],
+            };
+            let mut xd = std::vec![r(3), r(3)];
+            let mut yd = xd.clone();
+            for i in 0..3 {
+                p.kernel[i] = (r(4) + usize::from(r(6) != 0)) as u32;
+                p.stride[i] = (r(3) + usize::from(r(6) != 0)) as u32;
+                p.dilation[i] = (r(2) + usize::from(r(6) != 0)) as u32;
+                p.pad_begin[i] = r(3) as u32;
+                p.pad_end[i] = r(3) as u32;
+            }
+            let big = u32::MAX - r(2) as u32;
+            match r(40) {
+                0 => p.pad_begin[r(3)] = big,
+                1 => p.pad_end[r(3)] = big,
+                2 => p.stride[r(3)] = big,
+                3 => p.dilation[r(3)] = big,
+                4 => p.kernel[r(3)] = big,
+                _ => {}
+            }
+            for i in 0..sp {
+                let x = r(7);
+                xd.push(x);
+                let (k, s, d) = (
+                    p.kernel[i] as i64,
+                    p.stride[i].max(1) as i64,
+                    p.dilation[i] as i64,
+                );
+                let num =
+                    x as i64 + p.pad_begin[i] as i64 + p.pad_end[i] as i64 - (d * (k - 1) + 1);
+                let o = if r(2) == 0 {
+                    num / s + 1
+                } else {
+                    (num + s - 1).div_euclid(s) + 1
+                };
+                yd.push(if r(8) == 0 || !(0..64).contains(&o) {
+                    r(5)
+                } else {
+                    o as usize
+                });
+            }
+            let (xs, ys) = (Shape::new(&xd).unwrap(), Shape::new(&yd).unwrap());
+            let x = std::vec![1.5f32; xs.numel()];
+            let mut y = std::vec![0.0f32; ys.numel()];
+            let ins = [Some(TensorRef {
+                dtype: DType::F32,
+                shape: xs,
+                data: bytemuck::cast_slice(&x),
+            })];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            oks += usize::from(run_pool(&p, &ins, &mut outs).is_ok());
+            let _ = run_global_pool(&p, &ins, &mut outs);
+        }
+        assert!(oks > 300, "only {oks} well-formed cases ran");
+    }
 }

@@ -127,4 +127,41 @@ mod tests {
         assert!(slice(&x, &[4, 5], &[-1, 0], &[1, 1], &[1, 5]).is_err());
         assert!(slice(&x, &[4, 5], &[0, 4], &[1, 2], &[1, 2]).is_err());
     }
+
+    /// Random descriptions must give a result or an error, never a panic.
+    #[test]
+    fn malformed_never_panics() {
+        let mut seed = 9u32;
+        let mut r = |n: u32| {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((seed >> 8) % n.max(1)) as usize
+        };
+        let mut oks = 0;
+        for _ in 0..3000 {
+            let rank = r(4);
+            let xd: Vec<usize> = (0..rank).map(|_| r(5)).collect();
+            let yd: Vec<usize> = (0..rank).map(|_| r(4)).collect();
+            let mut starts = [0i64; MAX_RANK];
+            let mut steps = [1i64; MAX_RANK];
+            for a in 0..rank {
+                starts[a] = r(7) as i64 - 1;
+                steps[a] = [1, 2, -1, -2, 0, i64::MAX, i64::MIN][r(7)];
+            }
+            let x = std::vec![0i32; xd.iter().product()];
+            let mut y = std::vec![0i32; yd.iter().product()];
+            let p = SliceParams { starts, steps };
+            let ins = [Some(TensorRef {
+                dtype: DType::I32,
+                shape: Shape::new(&xd).unwrap(),
+                data: bytemuck::cast_slice(&x),
+            })];
+            let mut outs = [TensorMut {
+                dtype: DType::I32,
+                shape: Shape::new(&yd).unwrap(),
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            oks += usize::from(run_slice(&p, &ins, &mut outs).is_ok());
+        }
+        assert!(oks > 300, "only {oks} well-formed cases ran");
+    }
 }

@@ -3,11 +3,13 @@
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
 mod conv;
+mod decomp;
 mod elementwise;
 mod math;
 mod norm;
 mod resize;
 mod shape;
+mod sub;
 
 use ge_runtime::format::DType;
 
@@ -137,6 +139,9 @@ pub const SUPPORTED: &[&str] = &[
 /// Imports one node.
 pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let t = ctx.node.op_type();
+    if let Some(r) = decomp::import(t, ctx) {
+        return r;
+    }
     if let Some(r) = elementwise::import(t, ctx) {
         return r;
     }
@@ -158,6 +163,21 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
             Err(ctx.unsupported("no importer for this op type; see docs for the supported list"))
         }),
     }
+}
+
+/// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
+/// operands are cast up at import).
+pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
+    let _ = op;
+    false
+}
+
+/// Every supported op type: the direct importers' and the decomposed ones.
+pub fn supported() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = SUPPORTED.iter().chain(decomp::OPS).copied().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Numpy broadcast of several shapes; None when they do not broadcast.

@@ -1,0 +1,785 @@
+//! Typed Rust bindings for a compiled model, shared by the `ge_model!` macro and
+//! [`crate::Builder`] (build.rs).
+//!
+//! From a compiled blob's [`Interface`] (I/O names, dtypes, shapes, arena size) and the
+//! [`Bindings`] settings, [`generate`] emits one module:
+//!
+//! ```text
+//! pub mod digits {
+//!     pub static BLOB: &[u8]                    the .om blob, 64-byte aligned (include_bytes_aligned!)
+//!     pub const ARENA_BYTES: usize              arena the model needs (64-aligned buffer)
+//!     pub const INPUT_X_SHAPE: [usize; 4]       one shape const per input / output
+//!     pub type Arena = ge::Arena<ARENA_BYTES>   heap-free arena (stack, field or static)
+//!     pub type StaticArena = ...                for a `static`
+//!     pub struct Inputs  { pub x: [[[[f32; 8]; 8]; 1]; 1] }
+//!     pub struct Outputs { pub logits: [[f32; 10]; 1], ... }
+//!     pub struct Digits<'a>                     binds an arena; run / run_slices / run_bytes
+//!     pub fn model() / pub fn device()
+//! }
+//! ```
+//!
+//! The generated code is `no_std`, allocation-free, documented and rustfmt-clean (see
+//! [`generate_source`]); it names items only through the facade crate path
+//! ([`Bindings::crate_path`], `::ge` by default), which re-exports `ge_runtime` and `ge_sim`.
+
+pub mod cache;
+mod device;
+pub mod names;
+
+use std::path::{Path, PathBuf};
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+use serde::{Deserialize, Serialize};
+
+use ge_runtime::format::DType;
+use ge_sim::Profile;
+
+pub use device::{DeviceSpec, parse_profile, resolve_device};
+
+use crate::error::{CompileError, Result};
+use crate::options::CompileOptions;
+use crate::report::Report;
+
+/// One model input or output as the bindings see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoSpec {
+    /// The ONNX name.
+    pub name: String,
+    /// The `.om` dtype code ([`DType`]).
+    pub dtype: u8,
+    pub shape: Vec<usize>,
+}
+
+impl IoSpec {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        DType::from_u8(self.dtype).unwrap_or(DType::U8)
+    }
+
+    /// The Rust element type of the generated arrays. `bool` is `u8` (0 or 1) and the
+    /// 16-bit floats are their raw `u16` bits, so every element type is plain old data.
+    pub fn rust_elem(&self) -> &'static str {
+        match self.dtype() {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::U8 | DType::Bool => "u8",
+            DType::I8 => "i8",
+            DType::U16 | DType::F16 | DType::Bf16 => "u16",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::U64 => "u64",
+        }
+    }
+
+    /// Elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// `float32 [1, 1, 8, 8]`.
+    pub fn describe(&self) -> String {
+        let note = match self.dtype() {
+            DType::Bool => " (as u8 0/1)",
+            DType::F16 | DType::Bf16 => " (raw u16 bits)",
+            _ => "",
+        };
+        format!("{} {:?}{note}", self.dtype().name(), self.shape)
+    }
+}
+
+/// What the bindings need to know about a compiled model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interface {
+    /// The graph's name.
+    pub model_name: String,
+    pub inputs: Vec<IoSpec>,
+    pub outputs: Vec<IoSpec>,
+    /// Arena bytes for a 64-byte aligned buffer.
+    pub arena_bytes: usize,
+    pub blob_bytes: usize,
+    pub tasks: usize,
+}
+
+impl Interface {
+    /// Reads the interface of a compiled blob (validating it).
+    pub fn from_blob(blob: &[u8]) -> Result<Interface> {
+        let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
+        let model = ge_runtime::Model::from_bytes(aligned.as_bytes())
+            .map_err(|e| CompileError::Model(format!("the compiled blob does not load: {e}")))?;
+        let spec = |io: ge_runtime::IoInfo<'_>| IoSpec {
+            name: io.name.to_string(),
+            dtype: io.dtype as u8,
+            shape: io.shape.dims().to_vec(),
+        };
+        Ok(Interface {
+            model_name: model.name().to_string(),
+            inputs: (0..model.input_count())
+                .filter_map(|i| model.input(i))
+                .map(spec)
+                .collect(),
+            outputs: (0..model.output_count())
+                .filter_map(|i| model.output(i))
+                .map(spec)
+                .collect(),
+            arena_bytes: model.arena_bytes(),
+            blob_bytes: blob.len(),
+            tasks: model.tasks().len(),
+        })
+    }
+}
+
+/// How to generate the bindings of one model.
+#[derive(Clone, Debug)]
+pub struct Bindings {
+    /// Module name (snake case).
+    pub module: String,
+    /// Model type name (upper camel case).
+    pub type_name: String,
+    /// Visibility of the module: `""`, `"pub"`, `"pub(crate)"`, …
+    pub vis: String,
+    /// Path of the facade crate the generated code names items through (`::ge`).
+    pub crate_path: String,
+    /// Absolute path of the `.om` blob to embed.
+    pub blob_path: PathBuf,
+    /// Absolute paths of files rustc must track (`include_bytes!` into an unused const), so
+    /// that touching them re-expands the macro. Empty for build.rs output, where
+    /// `cargo:rerun-if-changed` does this.
+    pub tracked: Vec<PathBuf>,
+    /// The model path as the user wrote it (for docs).
+    pub source: String,
+    /// The options the blob was compiled with (for docs and the device profile).
+    pub options: CompileOptions,
+    /// The device's core limit (`--cores`; 0 = all).
+    pub max_cores: u32,
+    /// Host-dispatched launches instead of sink mode (`--host-dispatch`).
+    pub host_dispatch: bool,
+    /// Extra doc lines for the module (e.g. from [`report_notes`]).
+    pub notes: Vec<String>,
+}
+
+impl Bindings {
+    /// Bindings named after `name` (a file stem or a type name): module `snake_case(name)`,
+    /// type `UpperCamelCase(name)`, private, through `::ge`.
+    pub fn new(name: &str, blob_path: impl Into<PathBuf>) -> Bindings {
+        Bindings {
+            module: names::snake_case(name),
+            type_name: names::camel_case(name),
+            vis: String::new(),
+            crate_path: "::ge".into(),
+            blob_path: blob_path.into(),
+            tracked: Vec::new(),
+            source: name.to_string(),
+            options: CompileOptions::default(),
+            max_cores: 0,
+            host_dispatch: false,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// One-line facts from a compile report, for docs.
+pub fn report_notes(report: &Report) -> Vec<String> {
+    let m = &report.memory;
+    let s = &report.sim;
+    vec![
+        format!(
+            "Compiled by {} at {}: {} ONNX nodes → {} tasks; arena {} B (lower bound {} B, \
+             without reuse {} B); weights {} B; blob {} B.",
+            crate::PRODUCER,
+            report.opt_level,
+            report.nodes_before,
+            report.tasks,
+            m.arena_bytes,
+            m.lower_bound_bytes,
+            m.naive_bytes,
+            m.weight_bytes,
+            report.blob_bytes
+        ),
+        format!(
+            "Predicted on `{}`: {:.3} µs per run, {} B of global-memory traffic, {} launch(es).",
+            s.device, s.time_us, s.gm_bytes, s.launches
+        ),
+    ]
+}
+
+fn parse_tokens(what: &str, s: &str) -> Result<TokenStream> {
+    s.parse::<TokenStream>()
+        .map_err(|e| CompileError::Option(format!("{what} '{s}' is not valid Rust: {e}")))
+}
+
+fn path_str(p: &Path) -> Result<String> {
+    p.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| CompileError::Option(format!("path {} is not UTF-8", p.display())))
+}
+
+fn usize_lit(n: usize) -> Literal {
+    Literal::usize_unsuffixed(n)
+}
+
+fn doc(text: impl AsRef<str>) -> TokenStream {
+    let lines = text.as_ref().lines().map(|l| {
+        let l = if l.is_empty() {
+            String::new()
+        } else {
+            format!(" {l}")
+        };
+        quote!(#[doc = #l])
+    });
+    quote!(#(#lines)*)
+}
+
+/// `[[f32; 8]; 8]` for shape `[8, 8]`; the scalar element type for rank 0.
+fn array_type(elem: &TokenStream, shape: &[usize]) -> TokenStream {
+    shape.iter().rev().fold(elem.clone(), |t, &d| {
+        let d = usize_lit(d);
+        quote!([#t; #d])
+    })
+}
+
+/// `[[0.0; 8]; 8]`.
+fn zero_value(spec: &IoSpec) -> TokenStream {
+    let zero = match spec.rust_elem() {
+        "f32" | "f64" => quote!(0.0),
+        _ => quote!(0),
+    };
+    spec.shape.iter().rev().fold(zero, |v, &d| {
+        let d = usize_lit(d);
+        quote!([#v; #d])
+    })
+}
+
+fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
+    for (builtin, name) in [
+        (Profile::EDGE, "EDGE"),
+        (Profile::DATACENTER, "DATACENTER"),
+        (Profile::TINY, "TINY"),
+    ] {
+        if *p == builtin {
+            let id = format_ident!("{name}");
+            return quote!(#krate::Profile::#id);
+        }
+    }
+    let name = p.name;
+    let f = [
+        p.cores,
+        p.clock_mhz,
+        p.cube_macs_per_cycle,
+        p.fp32_cube_divisor,
+        p.vector_ops_per_cycle,
+        p.gm_bytes_per_cycle,
+        p.task_overhead_cycles,
+        p.launch_overhead_ns,
+        p.unified_buffer_bytes,
+        p.l1_bytes,
+        p.l0ab_bytes,
+        p.l0c_bytes,
+    ]
+    .map(Literal::u32_unsuffixed);
+    let [
+        cores,
+        clock,
+        cube,
+        div,
+        vector,
+        gm,
+        task,
+        launch,
+        ub,
+        l1,
+        l0ab,
+        l0c,
+    ] = f;
+    quote! {
+        #krate::Profile {
+            name: #name,
+            cores: #cores,
+            clock_mhz: #clock,
+            cube_macs_per_cycle: #cube,
+            fp32_cube_divisor: #div,
+            vector_ops_per_cycle: #vector,
+            gm_bytes_per_cycle: #gm,
+            task_overhead_cycles: #task,
+            launch_overhead_ns: #launch,
+            unified_buffer_bytes: #ub,
+            l1_bytes: #l1,
+            l0ab_bytes: #l0ab,
+            l0c_bytes: #l0c,
+        }
+    }
+}
+
+fn options_summary(o: &CompileOptions) -> String {
+    let mut s = format!(
+        "opt level {:?}, precision {:?}, device `{}`",
+        o.opt_level, o.precision, o.device.name
+    );
+    for (name, dims) in &o.input_shapes {
+        s += &format!(", input shape {name}:{dims:?}");
+    }
+    if !o.memory_reuse {
+        s += ", memory reuse off";
+    }
+    if let Some(f) = &o.fusion_switch {
+        s += &format!(", fusion switch {}", f.display());
+    }
+    s
+}
+
+/// The bindings module for `iface` as tokens.
+pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
+    let krate = parse_tokens("crate path", &b.crate_path)?;
+    let vis = parse_tokens("visibility", &b.vis)?;
+    let module = format_ident!("{}", b.module);
+    let ty = format_ident!("{}", b.type_name);
+    let blob_path = path_str(&b.blob_path)?;
+    let tracked = b
+        .tracked
+        .iter()
+        .map(|p| path_str(p))
+        .collect::<Result<Vec<_>>>()?;
+
+    // One name per input and output, unique across both (they meet as run_slices
+    // parameters and shape consts).
+    let all: Vec<&str> = iface
+        .inputs
+        .iter()
+        .chain(&iface.outputs)
+        .map(|s| s.name.as_str())
+        .collect();
+    let field_names = names::unique_snake(&all, &[]);
+    let (in_names, out_names) = field_names.split_at(iface.inputs.len());
+
+    struct Io<'x> {
+        spec: &'x IoSpec,
+        field: proc_macro2::Ident,
+        shape_const: proc_macro2::Ident,
+        ty: TokenStream,
+        elem: TokenStream,
+    }
+    fn io<'x>(specs: &'x [IoSpec], names: &[String], kind: &str) -> Vec<Io<'x>> {
+        specs
+            .iter()
+            .zip(names)
+            .map(|(spec, n)| {
+                let elem = parse_tokens("type", spec.rust_elem()).unwrap_or_default();
+                Io {
+                    spec,
+                    field: format_ident!("{n}"),
+                    shape_const: format_ident!("{}_{}_SHAPE", kind, n.to_ascii_uppercase()),
+                    ty: array_type(&elem, &spec.shape),
+                    elem,
+                }
+            })
+            .collect()
+    }
+    let ins = io(&iface.inputs, in_names, "INPUT");
+    let outs = io(&iface.outputs, out_names, "OUTPUT");
+
+    let source = &b.source;
+    let io_line = |v: &[Io<'_>]| {
+        v.iter()
+            .map(|i| format!("`{}` ({})", i.spec.name, i.spec.describe()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut module_doc = format!(
+        "Bindings for `{source}` (graph `{}`), compiled by ge at `cargo build` time.\n\n\
+         Inputs: {}.\n\nOutputs: {}.\n\nOptions: {}.",
+        iface.model_name,
+        if ins.is_empty() { "none".into() } else { io_line(&ins) },
+        if outs.is_empty() { "none".into() } else { io_line(&outs) },
+        options_summary(&b.options),
+    );
+    for n in &b.notes {
+        module_doc += &format!("\n\n{n}");
+    }
+    module_doc += &format!(
+        "\n\nUse [`{ty}`] with an [`Arena`] (or any `&mut [u8]` of [`ARENA_BYTES_UNALIGNED`] \
+         bytes), fill [`Inputs`], and call [`{ty}::run`]."
+    );
+    let module_doc = doc(module_doc);
+
+    let shape_consts = ins.iter().map(|i| (i, "Input")).chain(outs.iter().map(|o| (o, "Output")));
+    let shape_consts = shape_consts.map(|(i, kind)| {
+        let c = &i.shape_const;
+        let rank = usize_lit(i.spec.shape.len());
+        let dims = i.spec.shape.iter().map(|&d| usize_lit(d));
+        let d = doc(format!("{kind} `{}`: {}.", i.spec.name, i.spec.describe()));
+        quote! {
+            #d
+            pub const #c: [usize; #rank] = [#(#dims),*];
+        }
+    });
+
+    let struct_fields = |v: &[Io<'_>], kind: &str| {
+        v.iter()
+            .map(|i| {
+                let (f, t) = (&i.field, &i.ty);
+                let d = doc(format!(
+                    "{kind} `{}`: {}, C order (ONNX name `{}`).",
+                    i.spec.name,
+                    i.spec.describe(),
+                    i.spec.name
+                ));
+                quote!(#d pub #f: #t,)
+            })
+            .collect::<Vec<_>>()
+    };
+    let zero_fields = |v: &[Io<'_>]| {
+        v.iter()
+            .map(|i| {
+                let f = &i.field;
+                let z = zero_value(i.spec);
+                quote!(#f: #z,)
+            })
+            .collect::<Vec<_>>()
+    };
+    let (in_fields, out_fields) = (struct_fields(&ins, "Input"), struct_fields(&outs, "Output"));
+    let (in_zero, out_zero) = (zero_fields(&ins), zero_fields(&outs));
+    let n_in = usize_lit(ins.len());
+    let n_out = usize_lit(outs.len());
+    let in_name_lits = ins.iter().map(|i| i.spec.name.as_str());
+    let out_name_lits = outs.iter().map(|i| i.spec.name.as_str());
+
+    let run_in = ins.iter().map(|i| {
+        let f = &i.field;
+        quote!(#krate::bytes::of(&inputs.#f))
+    });
+    let run_out = outs.iter().map(|o| {
+        let f = &o.field;
+        quote!(#krate::bytes::of_mut(&mut outputs.#f))
+    });
+    let slice_params = ins
+        .iter()
+        .map(|i| {
+            let (f, e) = (&i.field, &i.elem);
+            quote!(#f: &[#e])
+        })
+        .chain(outs.iter().map(|o| {
+            let (f, e) = (&o.field, &o.elem);
+            quote!(#f: &mut [#e])
+        }));
+    let slice_in = ins.iter().map(|i| {
+        let f = &i.field;
+        quote!(#krate::bytes::of_slice(#f))
+    });
+    let slice_out = outs.iter().map(|o| {
+        let f = &o.field;
+        quote!(#krate::bytes::of_slice_mut(#f))
+    });
+    let slice_doc = doc(format!(
+        "Runs on flat, C-order element slices, in model order (zero-copy: inputs are read \
+         in place): {}. A slice of the wrong length gives an error.",
+        ins.iter()
+            .chain(&outs)
+            .map(|i| format!("`{}` ({} elements)", i.field, i.spec.numel()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+
+    let profile = profile_tokens(&krate, &b.options.device);
+    let max_cores = Literal::u32_unsuffixed(b.max_cores);
+    let mode = if b.host_dispatch {
+        quote!(#krate::LaunchMode::HostDispatched)
+    } else {
+        quote!(#krate::LaunchMode::Sink)
+    };
+    let arena_bytes = usize_lit(iface.arena_bytes);
+    let tracked_doc = tracked.iter().map(|p| {
+        let d = doc(format!("Makes rustc rebuild when `{p}` changes."));
+        quote! {
+            #d
+            const _: &[u8] = ::core::include_bytes!(#p);
+        }
+    });
+    let type_doc = doc(format!(
+        "`{source}` bound to an arena and a simulated device; [`{ty}::run`] runs it without \
+         allocating. Generic over the device's task observer (none by default)."
+    ));
+
+    Ok(quote! {
+        #module_doc
+        #[allow(dead_code)]
+        #vis mod #module {
+            /// The compiled `.om` blob, embedded and 64-byte aligned so weights are used in place.
+            pub static BLOB: &[u8] = #krate::include_bytes_aligned!(64, #blob_path);
+
+            #(#tracked_doc)*
+
+            /// Arena bytes the model needs in a 64-byte aligned buffer (such as [`Arena`]).
+            pub const ARENA_BYTES: usize = #arena_bytes;
+
+            /// Arena bytes that suffice for a buffer of any alignment (e.g. a `Vec<u8>`).
+            pub const ARENA_BYTES_UNALIGNED: usize = ARENA_BYTES + #krate::ALIGN - 1;
+
+            #(#shape_consts)*
+
+            /// ONNX names of the inputs, in model order.
+            pub const INPUT_NAMES: [&str; #n_in] = [#(#in_name_lits),*];
+
+            /// ONNX names of the outputs, in model order.
+            pub const OUTPUT_NAMES: [&str; #n_out] = [#(#out_name_lits),*];
+
+            /// The device profile the model was compiled for.
+            pub const PROFILE: #krate::Profile = #profile;
+
+            /// Most AI cores a task may use (0 = all).
+            pub const MAX_CORES: u32 = #max_cores;
+
+            /// A 64-byte aligned arena of exactly [`ARENA_BYTES`], without the heap.
+            pub type Arena = #krate::Arena<ARENA_BYTES>;
+
+            /// An [`Arena`] for a `static`: `static A: StaticArena = StaticArena::new();` then
+            /// `A.take()` once.
+            pub type StaticArena = #krate::StaticArena<ARENA_BYTES>;
+
+            /// The model's inputs.
+            #[derive(Clone, Debug, PartialEq)]
+            pub struct Inputs {
+                #(#in_fields)*
+            }
+
+            impl Inputs {
+                /// All zeros.
+                pub const fn zeroed() -> Self {
+                    Inputs { #(#in_zero)* }
+                }
+            }
+
+            impl Default for Inputs {
+                fn default() -> Self {
+                    Self::zeroed()
+                }
+            }
+
+            /// The model's outputs.
+            #[derive(Clone, Debug, PartialEq)]
+            pub struct Outputs {
+                #(#out_fields)*
+            }
+
+            impl Outputs {
+                /// All zeros.
+                pub const fn zeroed() -> Self {
+                    Outputs { #(#out_zero)* }
+                }
+            }
+
+            impl Default for Outputs {
+                fn default() -> Self {
+                    Self::zeroed()
+                }
+            }
+
+            /// Validates the embedded blob (checksums, every offset and id).
+            pub fn model() -> Result<#krate::Model<'static>, #krate::Error> {
+                #krate::Model::from_bytes(BLOB)
+            }
+
+            /// The simulated device the model was compiled for ([`PROFILE`], [`MAX_CORES`]).
+            pub fn device() -> #krate::SimDevice {
+                let mut device = #krate::SimDevice::new(PROFILE);
+                device.max_cores = MAX_CORES;
+                device.mode = #mode;
+                device
+            }
+
+            #type_doc
+            pub struct #ty<'a, O: #krate::sim::Observer = #krate::sim::NoObserver> {
+                model: #krate::Model<'static>,
+                arena: &'a mut [u8],
+                device: #krate::SimDevice<O>,
+            }
+
+            impl<'a> #ty<'a> {
+                /// Validates the blob and binds `arena` (at least [`ARENA_BYTES`] when
+                /// 64-byte aligned, [`ARENA_BYTES_UNALIGNED`] otherwise) on [`device()`].
+                pub fn new(arena: &'a mut [u8]) -> Result<Self, #krate::Error> {
+                    Self::with_device(arena, device())
+                }
+            }
+
+            impl<'a, O: #krate::sim::Observer> #ty<'a, O> {
+                /// Validates the blob and binds `arena` on `device`.
+                pub fn with_device(
+                    arena: &'a mut [u8],
+                    mut device: #krate::SimDevice<O>,
+                ) -> Result<Self, #krate::Error> {
+                    let model = model()?;
+                    // Binding once checks the arena's size now rather than at the first run.
+                    #krate::Session::new(&model, &mut *arena, #krate::DeviceRef(&mut device))?;
+                    Ok(#ty { model, arena, device })
+                }
+
+                /// Runs the model: reads `inputs`, writes `outputs`, returns the device's
+                /// report (simulated time, cycles, traffic, launches, tasks).
+                pub fn run(
+                    &mut self,
+                    inputs: &Inputs,
+                    outputs: &mut Outputs,
+                ) -> Result<#krate::RunReport, #krate::Error> {
+                    self.run_bytes(&[#(#run_in),*], &mut [#(#run_out),*])
+                }
+
+                #slice_doc
+                #[allow(clippy::too_many_arguments)]
+                pub fn run_slices(
+                    &mut self,
+                    #(#slice_params),*
+                ) -> Result<#krate::RunReport, #krate::Error> {
+                    self.run_bytes(&[#(#slice_in),*], &mut [#(#slice_out),*])
+                }
+
+                /// Runs on raw bytes: `inputs[i]` / `outputs[i]` hold input / output `i`
+                /// (C order, little-endian, the tensor's dtype). Inputs are read in place.
+                pub fn run_bytes(
+                    &mut self,
+                    inputs: &[&[u8]],
+                    outputs: &mut [&mut [u8]],
+                ) -> Result<#krate::RunReport, #krate::Error> {
+                    #krate::Session::new(&self.model, &mut *self.arena, #krate::DeviceRef(&mut self.device))?
+                        .run(inputs, outputs)
+                }
+
+                /// The validated model (I/O descriptors, tasks, metadata).
+                pub fn model(&self) -> &#krate::Model<'static> {
+                    &self.model
+                }
+
+                /// The device.
+                pub fn device(&self) -> &#krate::SimDevice<O> {
+                    &self.device
+                }
+
+                /// The device, mutably (e.g. to switch launch modes between runs).
+                pub fn device_mut(&mut self) -> &mut #krate::SimDevice<O> {
+                    &mut self.device
+                }
+            }
+        }
+    })
+}
+
+/// Formats generated tokens as source (prettyplease: rustfmt-compatible output).
+pub fn format(tokens: TokenStream) -> Result<String> {
+    let file: syn::File = syn::parse2(tokens)
+        .map_err(|e| CompileError::Model(format!("internal error: generated code: {e}")))?;
+    Ok(prettyplease::unparse(&file))
+}
+
+/// The bindings module as formatted source, with a header saying where it came from.
+pub fn generate_source(iface: &Interface, b: &Bindings) -> Result<String> {
+    Ok(format!(
+        "// @generated by {} from `{}`. Do not edit.\n\n{}",
+        crate::PRODUCER,
+        b.source,
+        format(generate(iface, b)?)?
+    ))
+}
+
+/// Notable facts about a compile worth a build warning: what a user would want to know
+/// before shipping (no optimization, wasted memory, big embedded weights, launch overhead).
+pub fn findings(report: &Report, b: &Bindings) -> Vec<String> {
+    let mut f = Vec::new();
+    let o = &b.options;
+    let m = &report.memory;
+    if o.opt_level == crate::OptLevel::O0 {
+        f.push("compiled at O0: no graph optimizations (folding, fusion) ran".to_string());
+    }
+    if !o.memory_reuse {
+        f.push(format!(
+            "memory reuse is off: arena {} B where reuse needs about {} B",
+            m.arena_bytes, m.lower_bound_bytes
+        ));
+    } else if m.arena_bytes > m.lower_bound_bytes + m.lower_bound_bytes / 4 + 4096 {
+        f.push(format!(
+            "the arena ({} B) is {:.0}% above the lower bound ({} B)",
+            m.arena_bytes,
+            (m.arena_bytes as f64 / m.lower_bound_bytes.max(1) as f64 - 1.0) * 100.0,
+            m.lower_bound_bytes
+        ));
+    }
+    if m.weight_bytes > 64 << 20 {
+        f.push(format!(
+            "{:.1} MiB of weights are embedded in the binary",
+            m.weight_bytes as f64 / (1 << 20) as f64
+        ));
+    }
+    if b.host_dispatch && report.tasks > 1 {
+        f.push(format!(
+            "host-dispatched launches: {} launches per run where sink mode needs 1",
+            report.tasks
+        ));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iface() -> Interface {
+        Interface {
+            model_name: "g".into(),
+            inputs: vec![IoSpec {
+                name: "Input:0".into(),
+                dtype: DType::F32 as u8,
+                shape: vec![1, 3, 2],
+            }],
+            outputs: vec![
+                IoSpec {
+                    name: "input_0".into(),
+                    dtype: DType::I64 as u8,
+                    shape: vec![],
+                },
+                IoSpec {
+                    name: "mask".into(),
+                    dtype: DType::Bool as u8,
+                    shape: vec![4],
+                },
+            ],
+            arena_bytes: 128,
+            blob_bytes: 1000,
+            tasks: 2,
+        }
+    }
+
+    #[test]
+    fn source_is_typed_and_documented() {
+        let mut b = Bindings::new("my-model", "/tmp/x.om");
+        b.vis = "pub".into();
+        b.tracked = vec!["/tmp/x.onnx".into()];
+        let src = generate_source(&iface(), &b).unwrap();
+        assert!(src.contains("pub mod my_model {"), "{src}");
+        assert!(src.contains("pub struct MyModel<'a"), "{src}");
+        assert!(src.contains("pub input_0: [[[f32; 2]; 3]; 1],"), "{src}");
+        // Collision with the input's snake name, scalar output, bool as u8.
+        assert!(src.contains("pub input_0_2: i64,"), "{src}");
+        assert!(src.contains("pub mask: [u8; 4],"), "{src}");
+        assert!(src.contains("ONNX name `Input:0`"), "{src}");
+        assert!(src.contains("pub const INPUT_INPUT_0_SHAPE: [usize; 3] = [1, 3, 2];"));
+        assert!(src.contains("pub const OUTPUT_INPUT_0_2_SHAPE: [usize; 0] = [];"));
+        assert!(src.contains("pub const ARENA_BYTES: usize = 128;"));
+        assert!(src.contains("include_bytes_aligned!(64, \"/tmp/x.om\")"));
+        assert!(src.contains("::core::include_bytes!(\"/tmp/x.onnx\")"));
+        assert!(src.contains("::ge::Profile::EDGE"));
+        assert!(src.contains("input_0: [[[0.0; 2]; 3]; 1]"), "{src}");
+    }
+
+    #[test]
+    fn custom_profile_and_crate_path() {
+        let mut b = Bindings::new("m", "/tmp/x.om");
+        b.crate_path = "crate::ge".into();
+        b.options.device.name = "edge4";
+        b.options.device.cores = 4;
+        b.host_dispatch = true;
+        let src = generate_source(&iface(), &b).unwrap();
+        assert!(src.contains("name: \"edge4\""), "{src}");
+        assert!(src.contains("cores: 4,"), "{src}");
+        assert!(src.contains("crate::ge::LaunchMode::HostDispatched"), "{src}");
+    }
+}

@@ -1,0 +1,166 @@
+//! Autofusion: chains of elementwise f32 ops (unary math, arithmetic binary ops with
+//! broadcasting, and their fused activations) become one task running a vector program on the
+//! device's vector unit, so intermediates never leave the chip.
+//!
+//! A chain grows from a node through single-use intermediates, within the fusion switch's
+//! `min_ops..=max_ops`, the program's instruction and register limits, and only while its
+//! tile working set (registers × tile × 4 B) fits the device's unified buffer. The chain's
+//! last node becomes the fused task; the rest are removed. At O3 chains may be twice as long
+//! as the switch allows at O2. O(V + E · chain length).
+
+use std::collections::HashSet;
+
+use ge_runtime::format::{
+    BinaryOp, DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr, VOP_BINARY,
+};
+use ge_sim::kernels::fused::{TILE, fusable_binary, fusable_unary};
+use petgraph::stable_graph::NodeIndex;
+
+use super::{Pass, PassContext};
+use crate::error::Result;
+use crate::ir::{Graph, Op, ValueId};
+use crate::options::OptLevel;
+
+/// Elementwise chain fusion into vector programs.
+pub struct AutoFusion;
+
+/// Vector instructions a node becomes (0 when it cannot join a chain).
+fn instr_count(g: &Graph, n: NodeIndex) -> usize {
+    let node = &g.g[n];
+    if node.outputs.len() != 1 || g.value(node.outputs[0]).dtype != DType::F32 {
+        return 0;
+    }
+    if node.inputs.iter().any(|i| i.is_none_or(|v| g.value(v).dtype != DType::F32)) {
+        return 0;
+    }
+    let act_ok = |op: u32| op == 0 || UnaryOp::from_u32(op).is_some_and(fusable_unary);
+    match node.op {
+        Op::Unary(p) if UnaryOp::from_u32(p.act.op).is_some_and(fusable_unary) => 1,
+        Op::Binary(p) if BinaryOp::from_u32(p.op).is_some_and(fusable_binary) && act_ok(p.act.op) => {
+            if p.act.op == 0 { 1 } else { 2 }
+        }
+        _ => 0,
+    }
+}
+
+struct Program {
+    params: FusedParams,
+    inputs: Vec<ValueId>,
+    regs: Vec<(ValueId, u8)>,
+    temps: usize,
+}
+
+impl Program {
+    fn new() -> Program {
+        Program { params: bytemuck::Zeroable::zeroed(), inputs: Vec::new(), regs: Vec::new(), temps: 0 }
+    }
+
+    fn reg_of(&self, v: ValueId) -> Option<u8> {
+        self.regs.iter().find(|(x, _)| *x == v).map(|(_, r)| *r)
+    }
+
+    fn push(&mut self, i: VInstr) {
+        let k = self.params.instr_count as usize;
+        self.params.instrs[k] = i;
+        self.params.instr_count += 1;
+    }
+}
+
+/// Builds the program for `chain` (in order); None if it exceeds the limits.
+fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
+    let mut prog = Program::new();
+    let internal: HashSet<ValueId> = chain.iter().map(|&n| g.g[n].outputs[0]).collect();
+    for &n in chain {
+        for v in g.g[n].inputs.iter().flatten() {
+            if !internal.contains(v) && !prog.inputs.contains(v) {
+                prog.inputs.push(*v);
+            }
+        }
+    }
+    let k = prog.inputs.len();
+    for (i, &v) in prog.inputs.clone().iter().enumerate() {
+        prog.regs.push((v, i as u8));
+    }
+    for &n in chain {
+        let node = &g.g[n];
+        let dst = (k + prog.temps) as u8;
+        if dst as usize >= MAX_FUSED_REGS || prog.params.instr_count as usize + instr_count(g, n) > MAX_FUSED_INSTRS {
+            return None;
+        }
+        prog.temps += 1;
+        let reg = |v: Option<ValueId>| v.and_then(|v| prog.reg_of(v));
+        match node.op {
+            Op::Unary(p) => {
+                let a = reg(node.inputs[0])?;
+                prog.push(VInstr { op: p.act.op as u16, dst, a, b: 0, reserved: [0; 3], alpha: p.act.alpha, beta: p.act.beta });
+            }
+            Op::Binary(p) => {
+                let (a, b) = (reg(node.inputs[0])?, reg(node.inputs[1])?);
+                prog.push(VInstr { op: VOP_BINARY + p.op as u16, dst, a, b, reserved: [0; 3], alpha: 0.0, beta: 0.0 });
+                if p.act.op != 0 {
+                    prog.push(VInstr { op: p.act.op as u16, dst, a: dst, b: 0, reserved: [0; 3], alpha: p.act.alpha, beta: p.act.beta });
+                }
+            }
+            _ => return None,
+        }
+        prog.regs.push((node.outputs[0], dst));
+    }
+    prog.params.input_count = k as u32;
+    prog.params.out = (k + prog.temps - 1) as u32;
+    Some(prog)
+}
+
+impl Pass for AutoFusion {
+    fn name(&self) -> &'static str {
+        "autofusion"
+    }
+    fn level(&self) -> OptLevel {
+        OptLevel::O2
+    }
+    fn is_fusion(&self) -> bool {
+        true
+    }
+    fn run(&self, g: &mut Graph, cx: &PassContext<'_>) -> Result<bool> {
+        let users = g.users();
+        let max_regs_for_ub = (cx.device.unified_buffer_bytes as usize / (TILE * 4)).min(MAX_FUSED_REGS);
+        // O3 is aggressive: twice the chain length the switch file allows at O2.
+        let max_ops = if cx.level >= OptLevel::O3 { 2 * cx.switch.max_ops } else { cx.switch.max_ops };
+        let mut taken: HashSet<NodeIndex> = HashSet::new();
+        let mut changed = false;
+        for start in g.topo_order() {
+            if taken.contains(&start) || instr_count(g, start) == 0 {
+                continue;
+            }
+            let mut chain = vec![start];
+            let mut best: Option<(usize, Program)> = None;
+            loop {
+                if chain.len() >= cx.switch.min_ops
+                    && let Some(p) = build(g, &chain)
+                    && p.inputs.len() + p.temps <= max_regs_for_ub
+                {
+                    best = Some((chain.len(), p));
+                }
+                let Some(&last) = chain.last() else { break };
+                let out = g.g[last].outputs[0];
+                let Some(next) = g.single_use(out, &users) else { break };
+                if chain.len() >= max_ops || taken.contains(&next) || instr_count(g, next) == 0 {
+                    break;
+                }
+                chain.push(next);
+            }
+            let Some((len, prog)) = best else { continue };
+            chain.truncate(len);
+            let last = chain[len - 1];
+            taken.extend(chain.iter().copied());
+            let label: Vec<String> = chain.iter().map(|&n| g.g[n].op_type.clone()).collect();
+            for &n in &chain[..len - 1] {
+                g.remove_node(n);
+            }
+            g.g[last].op = Op::Fused(prog.params);
+            g.g[last].op_type = format!("Fused[{}]", label.join("+"));
+            g.set_inputs(last, prog.inputs.into_iter().map(Some).collect());
+            changed = true;
+        }
+        Ok(changed)
+    }
+}

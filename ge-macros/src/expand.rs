@@ -1,0 +1,323 @@
+//! From parsed arguments to the bindings module: options → cached compile (ge-build) →
+//! codegen (ge-build). Every failure becomes a `compile_error!` at the offending argument.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ge_build::codegen::{self, Bindings, cache::Cache};
+use ge_build::{CompileError, CompileOptions, OptLevel, Precision};
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+
+use crate::args::{Args, OptArg, Value};
+
+/// Where the expansion happens.
+pub struct Context {
+    /// `CARGO_MANIFEST_DIR` of the crate invoking the macro.
+    pub manifest_dir: PathBuf,
+    pub cache: Cache,
+    /// Print cache hits/misses and times to stderr (`GE_MACRO_TIMING=1`).
+    pub timing: bool,
+}
+
+impl Context {
+    /// The context of a real expansion, from the environment rustc gives proc macros.
+    pub fn from_env() -> Context {
+        let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
+        Context {
+            cache: Cache::locate(&manifest_dir),
+            manifest_dir,
+            timing: std::env::var_os("GE_MACRO_TIMING").is_some_and(|v| v != "0"),
+        }
+    }
+}
+
+fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
+    syn::Error::new(span, msg)
+}
+
+/// Compile options with the span of each argument that set one, for diagnostics.
+struct Settings {
+    options: CompileOptions,
+    cores: u32,
+    host_dispatch: bool,
+    crate_path: String,
+    tracked: Vec<PathBuf>,
+    precision_span: Option<Span>,
+    opt_span: Option<Span>,
+    fusion_span: Option<Span>,
+    device_span: Option<Span>,
+    shape_spans: Vec<(String, Span)>,
+}
+
+fn value<'a>(o: &'a OptArg) -> &'a Value {
+    o.value.as_ref().expect("only input_shape has no value")
+}
+
+fn text(o: &OptArg, what: &str) -> syn::Result<String> {
+    let v = value(o);
+    v.text()
+        .ok_or_else(|| err(v.span(), format!("`{}` takes {what}", o.key)))
+}
+
+fn boolean(o: &OptArg) -> syn::Result<bool> {
+    match value(o) {
+        Value::Lit(syn::Lit::Bool(b)) => Ok(b.value),
+        Value::Lit(syn::Lit::Str(s)) if s.value() == "on" => Ok(true),
+        Value::Lit(syn::Lit::Str(s)) if s.value() == "off" => Ok(false),
+        v => Err(err(
+            v.span(),
+            format!("`{}` takes true or false (or \"on\" / \"off\")", o.key),
+        )),
+    }
+}
+
+fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
+    let mut s = Settings {
+        options: CompileOptions::default(),
+        cores: 0,
+        host_dispatch: false,
+        crate_path: "::ge".into(),
+        tracked: Vec::new(),
+        precision_span: None,
+        opt_span: None,
+        fusion_span: None,
+        device_span: None,
+        shape_spans: Vec::new(),
+    };
+    for o in &args.options {
+        match o.key.to_string().as_str() {
+            "opt_level" => {
+                let v = value(o);
+                let t = text(o, "0, 1, 2, 3 or \"O0\"..\"O3\"")?;
+                s.options.opt_level = t
+                    .parse::<OptLevel>()
+                    .map_err(|e| err(v.span(), format!("bad `opt_level`: {e}")))?;
+                s.opt_span = Some(v.span());
+            }
+            "precision" => {
+                let v = value(o);
+                let t = text(o, "\"fp32\", \"fp16\" or \"allow_fp32_to_fp16\"")?;
+                s.options.precision = t
+                    .parse::<Precision>()
+                    .map_err(|e| err(v.span(), format!("bad `precision`: {e}")))?;
+                s.precision_span = Some(v.span());
+            }
+            "device" => {
+                let v = value(o);
+                let t = text(o, "edge, datacenter, tiny or a profile file path")?;
+                let d = codegen::resolve_device(&t, &ctx.manifest_dir)
+                    .map_err(|e| err(v.span(), format!("bad `device`: {e}")))?;
+                s.options.device = d.profile;
+                s.tracked.extend(d.file);
+                s.device_span = Some(v.span());
+            }
+            "cores" => {
+                let v = value(o);
+                let n = match v {
+                    Value::Lit(syn::Lit::Int(i)) => i.base10_parse::<u32>().ok(),
+                    _ => None,
+                };
+                s.cores = n
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| err(v.span(), "`cores` takes a positive integer"))?;
+            }
+            "host_dispatch" => s.host_dispatch = boolean(o)?,
+            "memory_reuse" => s.options.memory_reuse = boolean(o)?,
+            "fusion_switch" => {
+                let v = value(o);
+                let t = text(o, "a JSON file path")?;
+                let p = ctx.manifest_dir.join(&t);
+                if !p.is_file() {
+                    return Err(err(
+                        v.span(),
+                        format!(
+                            "bad `fusion_switch`: no file `{t}` (paths are relative to the \
+                             crate's directory, CARGO_MANIFEST_DIR)"
+                        ),
+                    ));
+                }
+                s.tracked.push(p.clone());
+                s.options.fusion_switch = Some(p);
+                s.fusion_span = Some(v.span());
+            }
+            "input_shape" => {
+                for sh in &o.shapes {
+                    if s.options.input_shapes.contains_key(&sh.name) {
+                        return Err(err(
+                            sh.span,
+                            format!("input `{}` is given two shapes", sh.name),
+                        ));
+                    }
+                    s.options
+                        .input_shapes
+                        .insert(sh.name.clone(), sh.dims.clone());
+                    s.shape_spans.push((sh.name.clone(), sh.span));
+                }
+            }
+            "crate" => s.crate_path = value(o).to_token_stream_string(),
+            other => return Err(err(o.key.span(), format!("unknown option `{other}`"))),
+        }
+    }
+    Ok(s)
+}
+
+trait PathString {
+    fn to_token_stream_string(&self) -> String;
+}
+
+impl PathString for Value {
+    fn to_token_stream_string(&self) -> String {
+        match self {
+            Value::Path(p) => p.to_token_stream().to_string().replace(' ', ""),
+            Value::Ident(i) => i.to_string(),
+            Value::Lit(l) => l.to_token_stream().to_string(),
+        }
+    }
+}
+
+/// Suggests the `input_shape(...)` argument for a symbolic-dimension error (whose reason
+/// ends with the CLI form `--input-shape NAME:D1,D2,…`).
+fn symbolic_hint(input: &str, reason: &str) -> Option<String> {
+    let spec = reason.rsplit("--input-shape ").next()?;
+    let (_, dims) = spec.rsplit_once(':')?;
+    let dims: Vec<&str> = dims.split(',').map(str::trim).collect();
+    let name = if input.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !input.starts_with(|c: char| c.is_ascii_digit())
+    {
+        input.to_string()
+    } else {
+        format!("{input:?}")
+    };
+    Some(format!(
+        "add `input_shape({name} = [{}])` with numbers for the symbolic dims",
+        dims.join(", ")
+    ))
+}
+
+/// Maps a compile error to a diagnostic at the argument responsible for it.
+fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> syn::Error {
+    let lit = args.path.value();
+    let at_path = args.path.span();
+    match e {
+        CompileError::Io { path, source } if path == model => err(
+            at_path,
+            format!(
+                "cannot read model `{lit}`: {source} (paths are relative to the crate's \
+                 directory, CARGO_MANIFEST_DIR)"
+            ),
+        ),
+        CompileError::Parse(msg) => err(at_path, format!("`{lit}` is not a valid ONNX model: {msg}")),
+        CompileError::Input { input, reason } => {
+            let span = s
+                .shape_spans
+                .iter()
+                .find(|(n, _)| *n == input)
+                .map_or(at_path, |(_, sp)| *sp);
+            let mut msg = format!("`{lit}`: input '{input}': {reason}");
+            if reason.contains("symbolic")
+                && let Some(h) = symbolic_hint(&input, &reason)
+            {
+                msg = format!(
+                    "`{lit}`: input '{input}' has symbolic dimensions; {h}\n(compiler: {reason})"
+                );
+            }
+            err(span, msg)
+        }
+        CompileError::Option(msg) => {
+            let m = msg.to_ascii_lowercase();
+            let span = if m.contains("precision") {
+                s.precision_span
+            } else if m.contains("fusion") {
+                s.fusion_span
+            } else if m.contains("opt") && m.contains("level") {
+                s.opt_span
+            } else if m.contains("device") || m.contains("profile") {
+                s.device_span
+            } else {
+                None
+            };
+            err(span.unwrap_or(at_path), format!("`{lit}`: bad option: {msg}"))
+        }
+        other => err(at_path, format!("`{lit}`: {other}")),
+    }
+}
+
+/// Expands `ge_model!(args)`.
+pub fn expand(args: &Args, ctx: &Context) -> syn::Result<TokenStream> {
+    let start = Instant::now();
+    let s = settings(args, ctx)?;
+    let lit = args.path.value();
+    let model = ctx.manifest_dir.join(&lit);
+    if !model.is_file() {
+        return Err(err(
+            args.path.span(),
+            format!(
+                "cannot read model `{lit}`: no such file (paths are relative to the crate's \
+                 directory, CARGO_MANIFEST_DIR)"
+            ),
+        ));
+    }
+    let entry = ctx
+        .cache
+        .compile(&model, &s.options)
+        .map_err(|e| compile_error(e, args, &s, &model))?;
+
+    let name = match &args.name {
+        Some(n) => n.to_string(),
+        None => model
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or("model")
+            .to_string(),
+    };
+    let mut b = Bindings::new(&name, &entry.blob_path);
+    if let Some(n) = &args.name {
+        b.type_name = n.to_string();
+    }
+    b.vis = args.vis.to_token_stream().to_string();
+    b.crate_path = s.crate_path.clone();
+    b.tracked = std::iter::once(model.clone())
+        .chain(entry.meta.dependencies.iter().cloned())
+        .chain(s.tracked.iter().cloned())
+        .collect();
+    b.tracked.dedup();
+    b.source = lit.clone();
+    b.options = s.options.clone();
+    b.max_cores = s.cores;
+    b.host_dispatch = s.host_dispatch;
+    b.notes = entry.meta.notes.clone();
+    let tokens = codegen::generate(&entry.meta.interface, &b)
+        .map_err(|e| err(Span::call_site(), format!("`{lit}`: {e}")))?;
+    if ctx.timing {
+        eprintln!(
+            "ge_model!(\"{lit}\"): cache {} ({}), expanded in {:.2} ms",
+            if entry.hit { "hit" } else { "miss" },
+            &entry.key[..12],
+            start.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hint_from_cli_message() {
+        let h = symbolic_hint(
+            "x",
+            "has symbolic dimension(s) N; set them with --input-shape x:N,1,8,8",
+        )
+        .unwrap();
+        assert_eq!(
+            h,
+            "add `input_shape(x = [N, 1, 8, 8])` with numbers for the symbolic dims"
+        );
+        let h = symbolic_hint("in:0", "… --input-shape in:0:N,3").unwrap();
+        assert!(h.contains("input_shape(\"in:0\" = [N, 3])"), "{h}");
+    }
+}

@@ -1,0 +1,217 @@
+//! The vector unit's interpreter for autofused elementwise chains.
+//!
+//! The output is walked in inner rows (numpy broadcasting, see [`super::broadcast`]) and each
+//! row in tiles of [`TILE`] elements: inputs are loaded into registers (contiguous or
+//! broadcast), then every instruction runs over the whole tile — a tight loop per instruction
+//! with the op matched outside it, so the host compiler vectorizes each. Registers live on
+//! the stack (16 × 256 × 4 B = 16 KiB); nothing is allocated.
+
+use ge_runtime::format::{
+    BinaryOp, DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, MAX_RANK, Shape, TensorMut,
+    TensorRef, UnaryOp, VInstr, VOP_BINARY,
+};
+
+use super::broadcast::broadcast_strides;
+use super::unary::apply_unary_in_place;
+use super::{KernelError, KernelResult, Work, output};
+
+/// Elements per register tile.
+pub const TILE: usize = 256;
+
+/// True for the unary ops a vector program may use (float in, float out).
+pub fn fusable_unary(op: UnaryOp) -> bool {
+    !matches!(op, UnaryOp::Not | UnaryOp::IsNaN | UnaryOp::IsInf)
+}
+
+/// True for the binary ops a vector program may use.
+pub fn fusable_binary(op: BinaryOp) -> bool {
+    matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min | BinaryOp::PRelu)
+}
+
+enum Decoded {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+}
+
+fn decode(i: &VInstr, regs: usize) -> Result<Decoded, KernelError> {
+    if i.dst as usize >= regs || i.a as usize >= regs || i.b as usize >= regs {
+        return Err(KernelError::BadParams("vector program register out of range"));
+    }
+    if i.op >= VOP_BINARY {
+        let op = BinaryOp::from_u32(u32::from(i.op - VOP_BINARY)).filter(|&o| fusable_binary(o));
+        op.map(Decoded::Binary).ok_or(KernelError::BadParams("vector program binary op"))
+    } else {
+        let op = UnaryOp::from_u32(u32::from(i.op)).filter(|&o| fusable_unary(o));
+        op.map(Decoded::Unary).ok_or(KernelError::BadParams("vector program unary op"))
+    }
+}
+
+fn binary(op: BinaryOp, d: &mut [f32], a: &[f32], b: &[f32]) {
+    let it = d.iter_mut().zip(a.iter().zip(b));
+    match op {
+        BinaryOp::Add => it.for_each(|(d, (a, b))| *d = a + b),
+        BinaryOp::Sub => it.for_each(|(d, (a, b))| *d = a - b),
+        BinaryOp::Mul => it.for_each(|(d, (a, b))| *d = a * b),
+        BinaryOp::Div => it.for_each(|(d, (a, b))| *d = a / b),
+        BinaryOp::Pow => it.for_each(|(d, (a, b))| *d = libm::powf(*a, *b)),
+        BinaryOp::Max => it.for_each(|(d, (a, b))| *d = if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(*b) }),
+        BinaryOp::Min => it.for_each(|(d, (a, b))| *d = if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(*b) }),
+        _ => it.for_each(|(d, (a, b))| *d = if *a < 0.0 { a * b } else { *a }),
+    }
+}
+
+/// Runs a fused vector program.
+pub fn run_fused(p: &FusedParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+    let n_in = p.input_count as usize;
+    let n_instr = p.instr_count as usize;
+    let regs = MAX_FUSED_REGS;
+    if n_in == 0 || n_in > regs || n_in != ins.len() || n_instr == 0 || n_instr > MAX_FUSED_INSTRS || p.out as usize >= regs {
+        return Err(KernelError::BadParams("vector program header"));
+    }
+    let program = &p.instrs[..n_instr];
+    for i in program {
+        decode(i, regs)?;
+    }
+    let y = output(outs, 0, "fused output")?;
+    let out_shape: Shape = y.shape;
+    let yv = y.as_slice_mut::<f32>()?;
+    if yv.len() != out_shape.numel() {
+        return Err(KernelError::Shape("fused output length"));
+    }
+    let mut data: [&[f32]; MAX_FUSED_REGS] = [&[]; MAX_FUSED_REGS];
+    let mut strides = [[0usize; MAX_RANK]; MAX_FUSED_REGS];
+    for (k, t) in ins.iter().enumerate() {
+        let t = t.as_ref().ok_or(KernelError::MissingTensor("fused input"))?;
+        if t.dtype != DType::F32 {
+            return Err(KernelError::UnsupportedDType("fused programs run on float32"));
+        }
+        data[k] = t.as_slice::<f32>()?;
+        if data[k].len() != t.shape.numel() {
+            return Err(KernelError::Shape("fused input length"));
+        }
+        strides[k] = broadcast_strides(&t.shape, &out_shape)?;
+    }
+    let rank = out_shape.rank();
+    let dims = out_shape.dims();
+    let inner = if rank == 0 { 1 } else { dims[rank - 1] };
+    let total = yv.len();
+    if total == 0 {
+        return Ok(Work::default());
+    }
+    let mut reg = [[0f32; TILE]; MAX_FUSED_REGS];
+    let mut index = [0usize; MAX_RANK];
+    let mut base = [0usize; MAX_FUSED_REGS];
+    let mut row_start = 0usize;
+    while row_start < total {
+        let mut col = 0;
+        while col < inner {
+            let len = TILE.min(inner - col);
+            for k in 0..n_in {
+                let s = if rank == 0 { 0 } else { strides[k][rank - 1] };
+                let r = &mut reg[k][..len];
+                if s == 0 {
+                    let v = *data[k].get(base[k]).ok_or(KernelError::Shape("fused input index"))?;
+                    r.fill(v);
+                } else {
+                    let from = base[k] + col * s;
+                    let src = data[k].get(from..from + (len - 1) * s + 1).ok_or(KernelError::Shape("fused input index"))?;
+                    if s == 1 {
+                        r.copy_from_slice(src);
+                    } else {
+                        for (d, v) in r.iter_mut().zip(src.iter().step_by(s)) {
+                            *d = *v;
+                        }
+                    }
+                }
+            }
+            for ins in program {
+                let (dst, a, b) = (ins.dst as usize, ins.a as usize, ins.b as usize);
+                match decode(ins, regs)? {
+                    Decoded::Unary(op) => {
+                        if dst != a {
+                            let src = reg[a];
+                            reg[dst][..len].copy_from_slice(&src[..len]);
+                        }
+                        apply_unary_in_place(op, ins.alpha, ins.beta, &mut reg[dst][..len]);
+                    }
+                    Decoded::Binary(op) => {
+                        let (ra, rb) = (reg[a], reg[b]);
+                        binary(op, &mut reg[dst][..len], &ra[..len], &rb[..len]);
+                    }
+                }
+            }
+            let at = row_start + col;
+            yv.get_mut(at..at + len).ok_or(KernelError::Shape("fused output index"))?.copy_from_slice(&reg[p.out as usize][..len]);
+            col += len;
+        }
+        row_start += inner;
+        // Advance the odometer over the outer axes.
+        let mut axis = rank.saturating_sub(1);
+        while axis > 0 {
+            axis -= 1;
+            index[axis] += 1;
+            for k in 0..n_in {
+                base[k] += strides[k][axis];
+            }
+            if index[axis] < dims[axis] {
+                break;
+            }
+            for k in 0..n_in {
+                base[k] -= strides[k][axis] * dims[axis];
+            }
+            index[axis] = 0;
+        }
+    }
+    Ok(Work { cube_macs: 0, vector_ops: (total * n_instr) as u64 })
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::vec::Vec;
+
+    use super::*;
+
+    fn t(shape: &[usize], v: &[f32]) -> (Shape, Vec<u8>) {
+        (Shape::new(shape).unwrap(), v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+
+    #[test]
+    fn relu_of_scaled_sum_with_broadcast() {
+        // y = relu(x * s + b), x [2,3], s [3], b [2,1]
+        let (xs, xb) = t(&[2, 3], &[1.0, -2.0, 3.0, -4.0, 5.0, -6.0]);
+        let (ss, sb) = t(&[3], &[2.0, 1.0, 0.5]);
+        let (bs, bb) = t(&[2, 1], &[1.0, -1.0]);
+        let mut p: FusedParams = bytemuck::Zeroable::zeroed();
+        p.input_count = 3;
+        p.instr_count = 3;
+        p.instrs[0] = VInstr { op: VOP_BINARY + BinaryOp::Mul as u16, dst: 3, a: 0, b: 1, ..Default::default() };
+        p.instrs[1] = VInstr { op: VOP_BINARY + BinaryOp::Add as u16, dst: 3, a: 3, b: 2, ..Default::default() };
+        p.instrs[2] = VInstr { op: UnaryOp::Relu as u16, dst: 4, a: 3, ..Default::default() };
+        p.out = 4;
+        let ins = [
+            Some(TensorRef { dtype: DType::F32, shape: xs, data: &xb }),
+            Some(TensorRef { dtype: DType::F32, shape: ss, data: &sb }),
+            Some(TensorRef { dtype: DType::F32, shape: bs, data: &bb }),
+        ];
+        let mut out = [0u8; 24];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: xs, data: &mut out }];
+        run_fused(&p, &ins, &mut outs).unwrap();
+        let got: Vec<f32> = out.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        // row0: [2,-2,1.5]+1 = [3,-1,2.5] → [3,0,2.5]; row1: [-8,5,-3]-1 = [-9,4,-4] → [0,4,0]
+        assert_eq!(got, [3.0, 0.0, 2.5, 0.0, 4.0, 0.0]);
+    }
+
+    #[test]
+    fn rejects_bad_registers() {
+        let mut p: FusedParams = bytemuck::Zeroable::zeroed();
+        p.input_count = 1;
+        p.instr_count = 1;
+        p.instrs[0] = VInstr { op: UnaryOp::Relu as u16, dst: 99, a: 0, ..Default::default() };
+        let (xs, xb) = t(&[2], &[1.0, 2.0]);
+        let ins = [Some(TensorRef { dtype: DType::F32, shape: xs, data: &xb })];
+        let mut out = [0u8; 8];
+        let mut outs = [TensorMut { dtype: DType::F32, shape: xs, data: &mut out }];
+        assert!(run_fused(&p, &ins, &mut outs).is_err());
+    }
+}
