@@ -229,16 +229,18 @@ impl Builder {
         };
         let out_dir = match &self.out_dir {
             Some(d) => d.clone(),
-            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
-                err(
-                    None,
-                    CompileError::Option(
-                        "OUT_DIR is not set: call Builder::compile from a build script, \
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or_else(|| {
+                    err(
+                        None,
+                        CompileError::Option(
+                            "OUT_DIR is not set: call Builder::compile from a build script, \
                          or set Builder::out_dir"
-                            .into(),
-                    ),
-                )
-            })?,
+                                .into(),
+                        ),
+                    )
+                })?,
         };
         let base = std::env::var_os("CARGO_MANIFEST_DIR")
             .map(PathBuf::from)
@@ -411,7 +413,10 @@ mod tests {
             .compile()
             .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("digits.onnx") && msg.contains("symbolic"), "{msg}");
+        assert!(
+            msg.contains("digits.onnx") && msg.contains("symbolic"),
+            "{msg}"
+        );
         let e = Builder::new()
             .out_dir(&out)
             .cargo_output(false)

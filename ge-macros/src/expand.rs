@@ -209,7 +209,9 @@ fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> sy
                  directory, CARGO_MANIFEST_DIR)"
             ),
         ),
-        CompileError::Parse(msg) => err(at_path, format!("`{lit}` is not a valid ONNX model: {msg}")),
+        CompileError::Parse(msg) => {
+            err(at_path, format!("`{lit}` is not a valid ONNX model: {msg}"))
+        }
         CompileError::Input { input, reason } => {
             let span = s
                 .shape_spans
@@ -239,7 +241,10 @@ fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> sy
             } else {
                 None
             };
-            err(span.unwrap_or(at_path), format!("`{lit}`: bad option: {msg}"))
+            err(
+                span.unwrap_or(at_path),
+                format!("`{lit}`: bad option: {msg}"),
+            )
         }
         other => err(at_path, format!("`{lit}`: {other}")),
     }

@@ -105,7 +105,8 @@ mod tests {
     /// The same on a large model when the corpus is present (ResNet-50, ~100 MB).
     #[test]
     fn expansion_time_large_model() {
-        let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/light/resnet50/model.onnx");
+        let model =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/light/resnet50/model.onnx");
         if !model.is_file() {
             println!("skipped: {} not generated", model.display());
             return;
@@ -129,8 +130,14 @@ mod tests {
         let dir = tmp("names");
         let ctx = ctx(&dir);
         let out = expand_str(
-            quote!("../examples/digits/models/digits.onnx", input_shape(x = [1, 1, 8, 8]),
-                device = tiny, cores = 1, host_dispatch = true, memory_reuse = "off"),
+            quote!(
+                "../examples/digits/models/digits.onnx",
+                input_shape(x = [1, 1, 8, 8]),
+                device = tiny,
+                cores = 1,
+                host_dispatch = true,
+                memory_reuse = "off"
+            ),
             &ctx,
         )
         .unwrap();

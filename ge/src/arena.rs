@@ -81,15 +81,13 @@ impl<const N: usize> StaticArena<N> {
 
     /// The arena's bytes the first time; `None` after.
     pub fn take(&'static self) -> Option<&'static mut [u8]> {
-        if self
-            .taken
-            .swap(true, core::sync::atomic::Ordering::AcqRel)
-        {
+        if self.taken.swap(true, core::sync::atomic::Ordering::AcqRel) {
             return None;
         }
         // SAFETY: the flag was false, so no reference to the bytes exists and none will be
         // made again; the arena lives for 'static.
-        Some(unsafe { &mut (*self.arena.get()).0[..] })
+        let arena: &'static mut Arena<N> = unsafe { &mut *self.arena.get() };
+        Some(&mut arena.0[..])
     }
 }
 

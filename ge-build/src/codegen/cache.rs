@@ -186,14 +186,27 @@ fn external_data(bytes: &[u8], dir: &Path) -> Vec<PathBuf> {
 
 /// Writes `bytes` to `path` so that readers see all of it or nothing. With `keep_existing`,
 /// an existing file wins (entries are immutable; keeping it keeps its mtime, so cargo does
-/// not see a changed dependency).
-fn write_atomic(path: &Path, bytes: &[u8], keep_existing: bool) -> Result<()> {
+/// not see a changed dependency). `mtime` backdates the file: a blob written while rustc
+/// runs would otherwise look newer than the build that embedded it, and cargo would
+/// rebuild once more for nothing.
+fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    keep_existing: bool,
+    mtime: Option<SystemTime>,
+) -> Result<()> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
     let tmp = path.with_file_name(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| io_err(&tmp, e))?;
+    {
+        let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+        std::io::Write::write_all(&mut f, bytes).map_err(|e| io_err(&tmp, e))?;
+        if let Some(t) = mtime {
+            f.set_modified(t).map_err(|e| io_err(&tmp, e))?;
+        }
+    }
     let placed = if keep_existing {
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => Ok(()),
@@ -271,13 +284,18 @@ impl Cache {
             && std::fs::create_dir_all(&dir).is_ok()
         {
             // Best effort: a missing index entry only costs a hash next time.
-            let _ = write_atomic(&dir.join(format!("{fast}.json")), text.as_bytes(), false);
+            let _ = write_atomic(
+                &dir.join(format!("{fast}.json")),
+                text.as_bytes(),
+                false,
+                None,
+            );
         }
     }
 
     fn read_index(&self, fast: &str) -> Option<String> {
-        let text = std::fs::read_to_string(self.dir.join("index").join(format!("{fast}.json")))
-            .ok()?;
+        let text =
+            std::fs::read_to_string(self.dir.join("index").join(format!("{fast}.json"))).ok()?;
         let rec: IndexRecord = serde_json::from_str(&text).ok()?;
         for (p, len, mtime) in &rec.deps {
             if stamp(p) != Some((*len, *mtime)) {
@@ -291,12 +309,10 @@ impl Cache {
     /// otherwise compiled and stored.
     pub fn compile(&self, model: &Path, opts: &CompileOptions) -> Result<Entry> {
         let model = std::path::absolute(model).map_err(|e| io_err(model, e))?;
-        let meta = std::fs::metadata(&model).map_err(|e| io_err(&model, e))?;
+        let meta_model = std::fs::metadata(&model).map_err(|e| io_err(&model, e))?;
+        let meta = &meta_model;
         if !meta.is_file() {
-            return Err(io_err(
-                &model,
-                std::io::Error::other("not a regular file"),
-            ));
+            return Err(io_err(&model, std::io::Error::other("not a regular file")));
         }
         let options = options_fingerprint(opts)?;
         let fast = hex(&Sha256::digest(
@@ -305,7 +321,7 @@ impl Cache {
                 compiler_id(),
                 model.display(),
                 meta.len(),
-                mtime_ns(&meta)
+                mtime_ns(meta)
             )
             .as_bytes(),
         ));
@@ -351,10 +367,16 @@ impl Cache {
         };
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err(&self.dir, e))?;
         let blob_path = self.dir.join(format!("{key}.om"));
-        write_atomic(&blob_path, &compiled.blob, true)?;
+        let model_mtime = meta_model.modified().ok();
+        write_atomic(&blob_path, &compiled.blob, true, model_mtime)?;
         let text = serde_json::to_string_pretty(&meta)
             .map_err(|e| CompileError::Model(format!("cache metadata: {e}")))?;
-        write_atomic(&self.dir.join(format!("{key}.json")), text.as_bytes(), true)?;
+        write_atomic(
+            &self.dir.join(format!("{key}.json")),
+            text.as_bytes(),
+            true,
+            None,
+        )?;
         self.write_index(&fast, &key, &index_deps);
         Ok(Entry {
             key,
@@ -401,7 +423,10 @@ mod tests {
         let b = cache.compile(&model, &opts()).unwrap();
         assert!(b.hit);
         assert_eq!(a.key, b.key);
-        assert_eq!(std::fs::read(&a.blob_path).unwrap(), std::fs::read(&b.blob_path).unwrap());
+        assert_eq!(
+            std::fs::read(&a.blob_path).unwrap(),
+            std::fs::read(&b.blob_path).unwrap()
+        );
 
         // Same bytes, new mtime: the index misses, the content key hits.
         let f = std::fs::File::options().append(true).open(&model).unwrap();

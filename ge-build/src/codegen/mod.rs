@@ -220,8 +220,26 @@ fn usize_lit(n: usize) -> Literal {
     Literal::usize_unsuffixed(n)
 }
 
+/// Width doc text is wrapped to.
+const DOC_WIDTH: usize = 88;
+
+/// Doc attributes for `text`, each paragraph wrapped at word boundaries.
 fn doc(text: impl AsRef<str>) -> TokenStream {
-    let lines = text.as_ref().lines().map(|l| {
+    let mut lines: Vec<String> = Vec::new();
+    for para in text.as_ref().lines() {
+        let mut cur = String::new();
+        for word in para.split(' ') {
+            if !cur.is_empty() && cur.len() + 1 + word.len() > DOC_WIDTH {
+                lines.push(std::mem::take(&mut cur));
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+        lines.push(cur);
+    }
+    let attrs = lines.iter().map(|l| {
         let l = if l.is_empty() {
             String::new()
         } else {
@@ -229,7 +247,7 @@ fn doc(text: impl AsRef<str>) -> TokenStream {
         };
         quote!(#[doc = #l])
     });
-    quote!(#(#lines)*)
+    quote!(#(#attrs)*)
 }
 
 /// `[[f32; 8]; 8]` for shape `[8, 8]`; the scalar element type for rank 0.
@@ -313,9 +331,14 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
 }
 
 fn options_summary(o: &CompileOptions) -> String {
+    let precision = match o.precision {
+        crate::Precision::Fp32 => "fp32",
+        crate::Precision::Fp16 => "fp16",
+        crate::Precision::AllowFp32ToFp16 => "allow_fp32_to_fp16",
+    };
     let mut s = format!(
-        "opt level {:?}, precision {:?}, device `{}`",
-        o.opt_level, o.precision, o.device.name
+        "opt level {:?}, precision {precision}, device `{}`",
+        o.opt_level, o.device.name
     );
     for (name, dims) in &o.input_shapes {
         s += &format!(", input shape {name}:{dims:?}");
@@ -390,8 +413,16 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
         "Bindings for `{source}` (graph `{}`), compiled by ge at `cargo build` time.\n\n\
          Inputs: {}.\n\nOutputs: {}.\n\nOptions: {}.",
         iface.model_name,
-        if ins.is_empty() { "none".into() } else { io_line(&ins) },
-        if outs.is_empty() { "none".into() } else { io_line(&outs) },
+        if ins.is_empty() {
+            "none".into()
+        } else {
+            io_line(&ins)
+        },
+        if outs.is_empty() {
+            "none".into()
+        } else {
+            io_line(&outs)
+        },
         options_summary(&b.options),
     );
     for n in &b.notes {
@@ -403,7 +434,10 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     );
     let module_doc = doc(module_doc);
 
-    let shape_consts = ins.iter().map(|i| (i, "Input")).chain(outs.iter().map(|o| (o, "Output")));
+    let shape_consts = ins
+        .iter()
+        .map(|i| (i, "Input"))
+        .chain(outs.iter().map(|o| (o, "Output")));
     let shape_consts = shape_consts.map(|(i, kind)| {
         let c = &i.shape_const;
         let rank = usize_lit(i.spec.shape.len());
@@ -641,8 +675,9 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
                     inputs: &[&[u8]],
                     outputs: &mut [&mut [u8]],
                 ) -> Result<#krate::RunReport, #krate::Error> {
-                    #krate::Session::new(&self.model, &mut *self.arena, #krate::DeviceRef(&mut self.device))?
-                        .run(inputs, outputs)
+                    let device = #krate::DeviceRef(&mut self.device);
+                    let mut session = #krate::Session::new(&self.model, &mut *self.arena, device)?;
+                    session.run(inputs, outputs)
                 }
 
                 /// The validated model (I/O descriptors, tasks, metadata).
@@ -780,6 +815,9 @@ mod tests {
         let src = generate_source(&iface(), &b).unwrap();
         assert!(src.contains("name: \"edge4\""), "{src}");
         assert!(src.contains("cores: 4,"), "{src}");
-        assert!(src.contains("crate::ge::LaunchMode::HostDispatched"), "{src}");
+        assert!(
+            src.contains("crate::ge::LaunchMode::HostDispatched"),
+            "{src}"
+        );
     }
 }

@@ -1,0 +1,146 @@
+//! Classifies the held-out split of scikit-learn's 8×8 digits with a small CNN compiled by
+//! `ge_model!` at build time, on the simulated NPU, and compares the accuracy with the one
+//! onnxruntime got in `tools/train_digits.py`.
+//!
+//! ```sh
+//! cargo run --release -p digits
+//! ```
+
+use std::error::Error;
+use std::path::Path;
+
+ge::ge_model!(pub Digits = "models/digits.onnx", opt_level = 2, input_shape(x = [1, 1, 8, 8]));
+
+/// The held-out split and onnxruntime's results on it (written by tools/train_digits.py).
+struct TestSet {
+    images: Vec<[[f32; 8]; 8]>,
+    labels: Vec<u8>,
+    ort_predictions: Vec<u8>,
+    ort_correct: usize,
+}
+
+fn load(dir: &Path) -> Result<TestSet, Box<dyn Error>> {
+    let read = |name: &str| {
+        std::fs::read(dir.join(name)).map_err(|e| format!("{}: {e}", dir.join(name).display()))
+    };
+    let x = read("test_x.bin")?;
+    let labels = read("test_y.bin")?;
+    let ort_predictions = read("ort_pred.bin")?;
+    let accuracy = String::from_utf8(read("ort_accuracy.txt")?)?;
+    let ort_correct: usize = accuracy
+        .split_whitespace()
+        .next()
+        .ok_or("ort_accuracy.txt is empty")?
+        .parse()?;
+    if x.len() != labels.len() * 64 * 4 || ort_predictions.len() != labels.len() {
+        return Err("test_x.bin, test_y.bin and ort_pred.bin disagree on the sample count".into());
+    }
+    let images = x
+        .chunks_exact(64 * 4)
+        .map(|img| {
+            let mut m = [[0f32; 8]; 8];
+            for (k, px) in img.chunks_exact(4).enumerate() {
+                m[k / 8][k % 8] = f32::from_le_bytes(px.try_into().unwrap());
+            }
+            m
+        })
+        .collect();
+    Ok(TestSet {
+        images,
+        labels,
+        ort_predictions,
+        ort_correct,
+    })
+}
+
+fn argmax(v: &[f32]) -> usize {
+    (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best })
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let data = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data"))?;
+    let n = data.labels.len();
+
+    // No heap for the model: a 64-byte aligned arena of exactly ARENA_BYTES on the stack.
+    let mut arena = digits::Arena::new();
+    let mut net = digits::Digits::new(&mut arena)?;
+    let mut inputs = digits::Inputs::zeroed();
+    let mut outputs = digits::Outputs::zeroed();
+
+    let (mut correct, mut agree) = (0, 0);
+    let mut total = ge::RunReport::default();
+    let mut first = ge::RunReport::default();
+    for (i, image) in data.images.iter().enumerate() {
+        inputs.x[0][0] = *image;
+        let r = net.run(&inputs, &mut outputs)?;
+        if i == 0 {
+            first = r;
+        }
+        total.cycles += r.cycles;
+        total.time_ns += r.time_ns;
+        total.gm_bytes += r.gm_bytes;
+        total.launches += r.launches;
+        total.tasks += r.tasks;
+        let pred = argmax(&outputs.logits[0]);
+        correct += usize::from(pred == usize::from(data.labels[i]));
+        agree += usize::from(pred == usize::from(data.ort_predictions[i]));
+    }
+
+    // The zero-copy slice path gives the same answer as the typed one.
+    let flat: Vec<f32> = data.images[0].iter().flatten().copied().collect();
+    let (mut logits, mut probs) = ([0f32; 10], [0f32; 10]);
+    net.run_slices(&flat, &mut logits, &mut probs)?;
+    inputs.x[0][0] = data.images[0];
+    net.run(&inputs, &mut outputs)?;
+    assert_eq!(logits, outputs.logits[0], "run_slices and run disagree");
+
+    let p = &net.device().profile;
+    let acc = correct as f64 / n as f64;
+    let ort_acc = data.ort_correct as f64 / n as f64;
+    println!(
+        "digits: {n} held-out 8x8 digits classified by ge on the simulated NPU \
+         (device `{}`: {} AI cores @ {} MHz, sink mode; arena {} B, blob {} B)",
+        p.name,
+        p.cores,
+        p.clock_mhz,
+        digits::ARENA_BYTES,
+        digits::BLOB.len()
+    );
+    println!("accuracy: {correct}/{n} = {acc:.6}");
+    println!(
+        "onnxruntime accuracy: {}/{n} = {ort_acc:.6} ({})",
+        data.ort_correct,
+        if correct == data.ort_correct {
+            "equal"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    println!("agreement with onnxruntime's predictions: {agree}/{n}");
+    println!(
+        "device profile, one inference: {:.3} us simulated ({} cycles), {} B global-memory \
+         traffic, {} launch(es), {} tasks",
+        first.time_ns as f64 / 1e3,
+        first.cycles,
+        first.gm_bytes,
+        first.launches,
+        first.tasks
+    );
+    println!(
+        "device profile, all {n}: {:.3} ms simulated ({} cycles), {} B traffic, {} launches, \
+         {} tasks",
+        total.time_ns as f64 / 1e6,
+        total.cycles,
+        total.gm_bytes,
+        total.launches,
+        total.tasks
+    );
+    if correct != data.ort_correct {
+        return Err(format!(
+            "ge's accuracy {correct}/{n} differs from onnxruntime's {}/{n}",
+            data.ort_correct
+        )
+        .into());
+    }
+    Ok(())
+}
