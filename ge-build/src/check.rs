@@ -308,3 +308,92 @@ pub fn check_case_isolated(case: &Path, opts: &CompileOptions, tol: Tolerance) -
             Outcome::Fail(format!("panic: {}", msg.unwrap_or_default()))
         })
 }
+
+/// A short reason shared by similar non-passing outcomes (for `ge check --suite`'s summary
+/// by reason): the op type and the reason without node names, opsets, paths or values.
+/// `None` for a pass.
+pub fn reason_group(o: &Outcome) -> Option<String> {
+    fn cut(s: &str, n: usize) -> String {
+        let s = s.split(';').next().unwrap_or(s).trim();
+        match s.char_indices().nth(n) {
+            Some((i, _)) => format!("{}…", &s[..i]),
+            None => s.to_string(),
+        }
+    }
+    /// `node 'N' (OP, opset K)<sep>REASON` → (OP, REASON).
+    fn node_reason<'a>(r: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
+        let r = r.strip_prefix("node '")?;
+        let open = r.find("' (")?;
+        let rest = &r[open + 3..];
+        let op = &rest[..rest.find(", opset ")?];
+        let close = rest.find(')')?;
+        let reason = rest[close + 1..].strip_prefix(sep)?;
+        Some((op, reason))
+    }
+    match o {
+        Outcome::Pass => None,
+        Outcome::Unsupported(r) => Some(
+            if let Some((op, why)) = node_reason(r, " is not supported: ") {
+                format!("UNSUPPORTED {op}: {}", cut(why, 90))
+            } else if r.starts_with("inputs: ") || r.starts_with("test data: ") {
+                let why = r.rsplit_once("': ").map_or(r.as_str(), |(_, w)| w);
+                format!("UNSUPPORTED test data: {}", cut(why, 90))
+            } else if let Some(rest) = r.strip_prefix("input '") {
+                let why = rest.split_once("': ").map_or(rest, |(_, w)| w);
+                format!("UNSUPPORTED graph input: {}", cut(why, 90))
+            } else {
+                format!("UNSUPPORTED {}", cut(r, 90))
+            },
+        ),
+        Outcome::Fail(r) => Some(if let Some(c) = r.strip_prefix("compile: ") {
+            match node_reason(c, ": ") {
+                Some((op, why)) => format!("FAIL compile {op}: {}", cut(why, 90)),
+                None => format!("FAIL compile: {}", cut(c, 90)),
+            }
+        } else if let Some(run) = r.strip_prefix("run: task ") {
+            let kind = run
+                .split_once(" (")
+                .and_then(|(_, k)| k.split_once(')'))
+                .map_or("?", |(k, _)| k);
+            let why = run.split_once("failed: ").map_or(run, |(_, w)| w);
+            format!("FAIL run {kind}: {}", cut(why, 90))
+        } else if r.starts_with("output ") && r.contains("elements differ") {
+            "FAIL wrong values (beyond rtol 1e-3 / atol 1e-4)".to_string()
+        } else if r.starts_with("output ") {
+            "FAIL wrong output shape or dtype".to_string()
+        } else if r.starts_with("panic") {
+            "FAIL panic".to_string()
+        } else {
+            format!("FAIL {}", cut(r, 90))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_group_without_names_or_opsets() {
+        let a = Outcome::Unsupported(
+            "node 'a' (Foo, opset 13) is not supported: no importer for this op type; see docs"
+                .into(),
+        );
+        let b = Outcome::Unsupported(
+            "node 'b' (Foo, opset 21) is not supported: no importer for this op type".into(),
+        );
+        assert_eq!(reason_group(&a), reason_group(&b));
+        assert_eq!(
+            reason_group(&a).unwrap(),
+            "UNSUPPORTED Foo: no importer for this op type"
+        );
+        let f = Outcome::Fail("run: task 3 (Binary) failed: unsupported dtype: x".into());
+        assert_eq!(
+            reason_group(&f).unwrap(),
+            "FAIL run Binary: unsupported dtype: x"
+        );
+        let w = Outcome::Fail("output 0 of test_data_set_0: 3 of 4 elements differ".into());
+        assert!(reason_group(&w).unwrap().starts_with("FAIL wrong values"));
+        assert_eq!(reason_group(&Outcome::Pass), None);
+    }
+}

@@ -13,20 +13,35 @@ use crate::ir::Graph;
 
 fn label(g: &Graph, n: NodeIndex) -> (String, String) {
     let node = &g.g[n];
-    let shape = node.outputs.first().map(|&v| format!("{:?}", g.value(v).shape)).unwrap_or_default();
+    let shape = node
+        .outputs
+        .first()
+        .map(|&v| format!("{:?}", g.value(v).shape))
+        .unwrap_or_default();
     (node.op_type.clone(), format!("{} {shape}", node.name))
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Graphviz DOT of the graph.
 pub fn to_dot(g: &Graph) -> String {
-    let mut s = String::from("digraph ge {\n  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n");
+    let mut s = String::from(
+        "digraph ge {\n  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n",
+    );
     for n in g.topo_order() {
         let (op, detail) = label(g, n);
-        let _ = writeln!(s, "  n{} [label=\"{}\\n{}\"];", n.index(), op.replace('"', "'"), detail.replace('"', "'"));
+        let _ = writeln!(
+            s,
+            "  n{} [label=\"{}\\n{}\"];",
+            n.index(),
+            op.replace('"', "'"),
+            detail.replace('"', "'")
+        );
     }
     for e in g.g.edge_references() {
         let _ = writeln!(s, "  n{} -> n{};", e.source().index(), e.target().index());
@@ -40,7 +55,12 @@ pub fn to_svg(g: &Graph) -> String {
     let order = g.topo_order();
     let mut layer: HashMap<NodeIndex, usize> = HashMap::new();
     for &n in &order {
-        let l = g.g.edges_directed(n, Direction::Incoming).filter_map(|e| layer.get(&e.source())).map(|l| l + 1).max().unwrap_or(0);
+        let l =
+            g.g.edges_directed(n, Direction::Incoming)
+                .filter_map(|e| layer.get(&e.source()))
+                .map(|l| l + 1)
+                .max()
+                .unwrap_or(0);
         layer.insert(n, l);
     }
     let mut column: HashMap<NodeIndex, usize> = HashMap::new();
@@ -60,7 +80,14 @@ pub fn to_svg(g: &Graph) -> String {
     );
     for e in g.g.edge_references() {
         let ((x1, y1), (x2, y2)) = (pos(e.source()), pos(e.target()));
-        let _ = writeln!(s, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", x1 + bw / 2, y1 + bh, x2 + bw / 2, y2);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>",
+            x1 + bw / 2,
+            y1 + bh,
+            x2 + bw / 2,
+            y2
+        );
     }
     for &n in &order {
         let (x, y) = pos(n);
@@ -84,5 +111,9 @@ pub fn to_svg(g: &Graph) -> String {
 }
 
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_string() } else { s.chars().take(n - 1).chain(['…']).collect() }
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
 }

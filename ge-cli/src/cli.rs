@@ -42,6 +42,12 @@ pub enum Command {
         #[command(flatten)]
         device: DeviceFlags,
     },
+    /// List the supported ONNX operators (op × opsets × dtypes).
+    Ops {
+        /// Print the Markdown table of docs/OPERATORS.md.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Check ONNX backend-test cases (model.onnx + test_data_set_*/) against expected outputs.
     Check {
         case: Option<PathBuf>,

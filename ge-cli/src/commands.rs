@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use ge_build::check::{Outcome, Tolerance, check_case_isolated, suite_cases};
+use ge_build::check::{Outcome, Tolerance, check_case_isolated, reason_group, suite_cases};
 use ge_build::onnx::tensor::{TensorData, read_npy, read_tensor_pb, write_npy};
 use ge_build::run::Runner;
 use ge_build::{CompileOptions, parse_input_shape};
@@ -52,7 +52,16 @@ pub fn dispatch(cli: Cli) -> Res {
             flags,
         } => bench(&model, threads, iters, json, &flags),
         Command::Inspect { om } => inspect(&om),
-        Command::Viz { model, stage, output, flags } => viz(&model, &stage, &output, &flags),
+        Command::Ops { markdown } => {
+            ops(markdown);
+            Ok(())
+        }
+        Command::Viz {
+            model,
+            stage,
+            output,
+            flags,
+        } => viz(&model, &stage, &output, &flags),
     }
 }
 
@@ -219,6 +228,26 @@ fn run(
     Ok(())
 }
 
+/// `ge ops`: the supported-operator table (plain, or the Markdown of docs/OPERATORS.md).
+fn ops(markdown: bool) {
+    let mut out = std::io::stdout().lock();
+    if markdown {
+        let _ = write!(out, "{}", ge_build::onnx::table::markdown());
+        return;
+    }
+    for r in ge_build::onnx::table::table() {
+        let dts: Vec<&str> = r.dtypes.iter().map(|d| d.name()).collect();
+        let _ = writeln!(
+            out,
+            "{:28} {:>2}-{:<2} {}",
+            r.op,
+            r.first_opset,
+            r.last_opset,
+            dts.join(",")
+        );
+    }
+}
+
 fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: Tolerance) -> Res {
     let opts = options(flags)?;
     let cases = match (case, suite) {
@@ -236,13 +265,18 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
         _ => return Err("give either CASE_DIR or --suite DIR".into()),
     };
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
+    let mut groups: std::collections::BTreeMap<String, usize> = Default::default();
     let mut out = std::io::stdout().lock();
     for c in &cases {
         let name = c.file_name().map_or_else(
             || c.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let line = match check_case_isolated(c, &opts, tol) {
+        let outcome = check_case_isolated(c, &opts, tol);
+        if let Some(g) = reason_group(&outcome) {
+            *groups.entry(g).or_default() += 1;
+        }
+        let line = match outcome {
             Outcome::Pass => {
                 pass += 1;
                 format!("PASS {name}")
@@ -257,6 +291,14 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
             }
         };
         let _ = writeln!(out, "{line}");
+    }
+    if cases.len() > 1 && !groups.is_empty() {
+        let mut by_count: Vec<(&String, &usize)> = groups.iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let _ = writeln!(out, "not passing, by reason:");
+        for (reason, n) in by_count {
+            let _ = writeln!(out, "{n:6}  {reason}");
+        }
     }
     let _ = writeln!(out, "{pass} passed, {fail} failed, {skip} skipped");
     if fail > 0 {
@@ -446,9 +488,18 @@ fn viz(model: &Path, stage: &str, output: &Path, flags: &CompileFlags) -> Res {
     let text = match output.extension().and_then(|e| e.to_str()) {
         Some("svg") => ge_build::viz::to_svg(&c.graph),
         Some("dot") => ge_build::viz::to_dot(&c.graph),
-        _ => return Err(format!("{}: the output must end in .svg or .dot", output.display())),
+        _ => {
+            return Err(format!(
+                "{}: the output must end in .svg or .dot",
+                output.display()
+            ));
+        }
     };
     std::fs::write(output, text).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
-    eprintln!("{} nodes drawn to {}", c.graph.node_count(), output.display());
+    eprintln!(
+        "{} nodes drawn to {}",
+        c.graph.node_count(),
+        output.display()
+    );
     Ok(())
 }

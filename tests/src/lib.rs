@@ -1,6 +1,14 @@
-//! Shared helpers of the cross-crate tests: where the generated corpus lives.
+//! Shared helpers of the cross-crate tests: the generated corpus, a model builder, and
+//! running compiled models on the simulated device.
 
 use std::path::PathBuf;
+
+use ge_build::onnx::tensor::TensorData;
+use ge_build::run::Runner;
+use ge_build::{CompileOptions, Compiled, OptLevel, compile_bytes};
+use ge_runtime::format::DType;
+
+pub mod onnx_builder;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -23,4 +31,69 @@ pub fn corpus(part: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Compiles model bytes at `level`.
+pub fn compile_at(model: &[u8], level: OptLevel) -> Compiled {
+    compile_bytes(
+        model,
+        None,
+        &CompileOptions {
+            opt_level: level,
+            ..CompileOptions::default()
+        },
+    )
+    .expect("compiles")
+}
+
+/// Seeded inputs in [-2, 2) for every input of a compiled model.
+pub fn random_inputs(c: &Compiled, seed: u64) -> Vec<TensorData> {
+    let mut s = seed | 1;
+    c.graph
+        .inputs
+        .iter()
+        .map(|&v| {
+            let val = c.graph.value(v);
+            assert_eq!(
+                val.dtype,
+                DType::F32,
+                "random_inputs makes float32 inputs only"
+            );
+            let bytes = (0..val.numel())
+                .flat_map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    (((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0).to_le_bytes()
+                })
+                .collect();
+            TensorData {
+                dtype: DType::F32,
+                dims: val.shape.clone(),
+                bytes,
+            }
+        })
+        .collect()
+}
+
+/// Runs a compiled model on the default device.
+pub fn run(c: &Compiled, inputs: &[TensorData]) -> Vec<TensorData> {
+    let mut r = Runner::new(ge_runtime::AlignedBlob::from_bytes(&c.blob)).expect("loads");
+    r.run(inputs, ge_sim::SimDevice::default()).expect("runs").0
+}
+
+/// Asserts two runs agree within rtol 1e-4 / atol 1e-5 (the same math, reassociated).
+pub fn assert_close(a: &[TensorData], b: &[TensorData]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        ge_build::check::compare(
+            x,
+            y,
+            ge_build::check::Tolerance {
+                rtol: 1e-4,
+                atol: 1e-5,
+            },
+        )
+        .expect("outputs agree");
+    }
 }

@@ -3,9 +3,10 @@
 //! task is a copy, and the compiler and the device cannot disagree on a field.
 
 use ge_runtime::format::{
-    Activation, ArgReduceParams, AxisParams, BinaryOp, BinaryParams, ConvParams, FusedParams, GemmParams,
-    LrnParams, NoParams, NormParams, OpKind, PadParams, PoolParams, ReduceParams, ResizeParams,
-    SliceParams, SoftmaxParams, TransposeParams, UnaryOp, UnaryParams,
+    Activation, ArgReduceParams, AttentionParams, AxisParams, BinaryOp, BinaryParams, ConvParams,
+    FusedParams, GemmParams, LayerNormParams, LrnParams, NoParams, NormParams, OpKind, PadParams,
+    PoolParams, ReduceParams, ResizeParams, SliceParams, SoftmaxParams, TransposeParams, UnaryOp,
+    UnaryParams,
 };
 
 /// An IR operation with its typed attributes. Node inputs are exactly the kernel's inputs:
@@ -45,6 +46,16 @@ pub enum Op {
     Cast,
     /// An autofused elementwise chain (a vector program).
     Fused(FusedParams),
+    /// Layer normalization over trailing axes (recognized from its decomposed form).
+    LayerNorm(LayerNormParams),
+    /// Fused attention (recognized from MatMul → scale → mask → Softmax → MatMul).
+    Attention(AttentionParams),
+    GatherElements(AxisParams),
+    ScatterElements(ge_runtime::format::ScatterParams),
+    ScatterNd(ge_runtime::format::ScatterParams),
+    GatherNd(AxisParams),
+    TopK(ge_runtime::format::TopKParams),
+    Cumulative(ge_runtime::format::CumulativeParams),
 }
 
 impl Op {
@@ -102,6 +113,14 @@ impl Op {
             Op::Resize(p) => (OpKind::Resize, b(p)),
             Op::Cast => (OpKind::Cast, none()),
             Op::Fused(p) => (OpKind::Fused, b(p)),
+            Op::LayerNorm(p) => (OpKind::LayerNorm, b(p)),
+            Op::Attention(p) => (OpKind::Attention, b(p)),
+            Op::GatherElements(p) => (OpKind::GatherElements, b(p)),
+            Op::ScatterElements(p) => (OpKind::ScatterElements, b(p)),
+            Op::ScatterNd(p) => (OpKind::ScatterNd, b(p)),
+            Op::GatherNd(p) => (OpKind::GatherNd, b(p)),
+            Op::TopK(p) => (OpKind::TopK, b(p)),
+            Op::Cumulative(p) => (OpKind::Cumulative, b(p)),
         }
     }
 

@@ -390,7 +390,10 @@ fn import_node(
     let mut narrow: Vec<Option<DType>> = vec![None; outputs.len()];
     if legalize::computes_in_f32(&op) {
         let half = |d: DType| matches!(d, DType::F16 | DType::Bf16);
-        let any_half = kernel_ids.iter().flatten().any(|id| half(g.value(*id).dtype))
+        let any_half = kernel_ids
+            .iter()
+            .flatten()
+            .any(|id| half(g.value(*id).dtype))
             || outputs.iter().any(|(d, _)| half(*d));
         if any_half {
             for (k, slot) in kernel_ids.iter_mut().enumerate() {

@@ -30,13 +30,19 @@ fn instr_count(g: &Graph, n: NodeIndex) -> usize {
     if node.outputs.len() != 1 || g.value(node.outputs[0]).dtype != DType::F32 {
         return 0;
     }
-    if node.inputs.iter().any(|i| i.is_none_or(|v| g.value(v).dtype != DType::F32)) {
+    if node
+        .inputs
+        .iter()
+        .any(|i| i.is_none_or(|v| g.value(v).dtype != DType::F32))
+    {
         return 0;
     }
     let act_ok = |op: u32| op == 0 || UnaryOp::from_u32(op).is_some_and(fusable_unary);
     match node.op {
         Op::Unary(p) if UnaryOp::from_u32(p.act.op).is_some_and(fusable_unary) => 1,
-        Op::Binary(p) if BinaryOp::from_u32(p.op).is_some_and(fusable_binary) && act_ok(p.act.op) => {
+        Op::Binary(p)
+            if BinaryOp::from_u32(p.op).is_some_and(fusable_binary) && act_ok(p.act.op) =>
+        {
             if p.act.op == 0 { 1 } else { 2 }
         }
         _ => 0,
@@ -52,7 +58,12 @@ struct Program {
 
 impl Program {
     fn new() -> Program {
-        Program { params: bytemuck::Zeroable::zeroed(), inputs: Vec::new(), regs: Vec::new(), temps: 0 }
+        Program {
+            params: bytemuck::Zeroable::zeroed(),
+            inputs: Vec::new(),
+            regs: Vec::new(),
+            temps: 0,
+        }
     }
 
     fn reg_of(&self, v: ValueId) -> Option<u8> {
@@ -84,7 +95,9 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
     for &n in chain {
         let node = &g.g[n];
         let dst = (k + prog.temps) as u8;
-        if dst as usize >= MAX_FUSED_REGS || prog.params.instr_count as usize + instr_count(g, n) > MAX_FUSED_INSTRS {
+        if dst as usize >= MAX_FUSED_REGS
+            || prog.params.instr_count as usize + instr_count(g, n) > MAX_FUSED_INSTRS
+        {
             return None;
         }
         prog.temps += 1;
@@ -92,13 +105,37 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
         match node.op {
             Op::Unary(p) => {
                 let a = reg(node.inputs[0])?;
-                prog.push(VInstr { op: p.act.op as u16, dst, a, b: 0, reserved: [0; 3], alpha: p.act.alpha, beta: p.act.beta });
+                prog.push(VInstr {
+                    op: p.act.op as u16,
+                    dst,
+                    a,
+                    b: 0,
+                    reserved: [0; 3],
+                    alpha: p.act.alpha,
+                    beta: p.act.beta,
+                });
             }
             Op::Binary(p) => {
                 let (a, b) = (reg(node.inputs[0])?, reg(node.inputs[1])?);
-                prog.push(VInstr { op: VOP_BINARY + p.op as u16, dst, a, b, reserved: [0; 3], alpha: 0.0, beta: 0.0 });
+                prog.push(VInstr {
+                    op: VOP_BINARY + p.op as u16,
+                    dst,
+                    a,
+                    b,
+                    reserved: [0; 3],
+                    alpha: 0.0,
+                    beta: 0.0,
+                });
                 if p.act.op != 0 {
-                    prog.push(VInstr { op: p.act.op as u16, dst, a: dst, b: 0, reserved: [0; 3], alpha: p.act.alpha, beta: p.act.beta });
+                    prog.push(VInstr {
+                        op: p.act.op as u16,
+                        dst,
+                        a: dst,
+                        b: 0,
+                        reserved: [0; 3],
+                        alpha: p.act.alpha,
+                        beta: p.act.beta,
+                    });
                 }
             }
             _ => return None,
@@ -122,9 +159,14 @@ impl Pass for AutoFusion {
     }
     fn run(&self, g: &mut Graph, cx: &PassContext<'_>) -> Result<bool> {
         let users = g.users();
-        let max_regs_for_ub = (cx.device.unified_buffer_bytes as usize / (TILE * 4)).min(MAX_FUSED_REGS);
+        let max_regs_for_ub =
+            (cx.device.unified_buffer_bytes as usize / (TILE * 4)).min(MAX_FUSED_REGS);
         // O3 is aggressive: twice the chain length the switch file allows at O2.
-        let max_ops = if cx.level >= OptLevel::O3 { 2 * cx.switch.max_ops } else { cx.switch.max_ops };
+        let max_ops = if cx.level >= OptLevel::O3 {
+            2 * cx.switch.max_ops
+        } else {
+            cx.switch.max_ops
+        };
         let mut taken: HashSet<NodeIndex> = HashSet::new();
         let mut changed = false;
         for start in g.topo_order() {
@@ -142,7 +184,9 @@ impl Pass for AutoFusion {
                 }
                 let Some(&last) = chain.last() else { break };
                 let out = g.g[last].outputs[0];
-                let Some(next) = g.single_use(out, &users) else { break };
+                let Some(next) = g.single_use(out, &users) else {
+                    break;
+                };
                 if chain.len() >= max_ops || taken.contains(&next) || instr_count(g, next) == 0 {
                     break;
                 }

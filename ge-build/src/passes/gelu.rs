@@ -5,6 +5,7 @@
 use ge_runtime::format::{BinaryOp, UnaryOp};
 use petgraph::stable_graph::NodeIndex;
 
+use super::pattern::{Users, binary_with, near, scalar};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
@@ -12,33 +13,6 @@ use crate::options::OptLevel;
 
 /// Erf-form GELU → Gelu.
 pub struct FuseGelu;
-
-type Users = std::collections::HashMap<ValueId, Vec<NodeIndex>>;
-
-fn scalar(g: &Graph, v: ValueId) -> Option<f64> {
-    let d = g.constant(v)?;
-    let vals = d.to_f64_vec().ok()?;
-    (vals.len() == 1).then(|| vals[0])
-}
-
-fn near(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-4 * b.abs().max(1.0)
-}
-
-/// The binary op and (other operand) of `n` when it is `op(v, c)` or `op(c, v)`.
-fn binary_with(g: &Graph, n: NodeIndex, op: BinaryOp, v: ValueId) -> Option<ValueId> {
-    let Op::Binary(p) = g.g[n].op else {
-        return None;
-    };
-    if p.op != op as u32 || p.act.op != 0 {
-        return None;
-    }
-    match g.g[n].inputs[..] {
-        [Some(a), Some(b)] if a == v => Some(b),
-        [Some(a), Some(b)] if b == v && matches!(op, BinaryOp::Mul | BinaryOp::Add) => Some(a),
-        _ => None,
-    }
-}
 
 fn matches_gelu(
     g: &Graph,

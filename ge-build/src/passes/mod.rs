@@ -7,6 +7,7 @@
 //! graph size (stated per pass).
 
 mod algebraic;
+mod attention;
 mod autofusion;
 mod bn_fold;
 mod cse;
@@ -15,7 +16,9 @@ mod epilogue;
 mod fusion_switch;
 mod gelu;
 mod identity;
+mod layer_norm;
 mod matmul_add;
+mod pattern;
 
 use std::time::Instant;
 
@@ -58,6 +61,8 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(bn_fold::FoldBatchNorm),
         Box::new(matmul_add::MatMulAddToGemm),
         Box::new(gelu::FuseGelu),
+        Box::new(layer_norm::FuseLayerNorm),
+        Box::new(attention::FuseAttention),
         Box::new(epilogue::FuseEpilogue),
         Box::new(autofusion::AutoFusion),
         Box::new(dead_code::DeadCode),
@@ -74,8 +79,17 @@ pub fn fusion_pattern_names() -> Vec<&'static str> {
 }
 
 /// Runs the pipeline at `level`. O(passes × (V + E)).
-pub fn run_passes(g: &mut Graph, level: OptLevel, switch: &FusionSwitch, device: &ge_sim::Profile) -> Result<Vec<PassStat>> {
-    let cx = PassContext { level, device, switch };
+pub fn run_passes(
+    g: &mut Graph,
+    level: OptLevel,
+    switch: &FusionSwitch,
+    device: &ge_sim::Profile,
+) -> Result<Vec<PassStat>> {
+    let cx = PassContext {
+        level,
+        device,
+        switch,
+    };
     let mut stats = Vec::new();
     for p in pipeline() {
         if level < p.level() || (p.is_fusion() && !switch.enabled(p.name())) {

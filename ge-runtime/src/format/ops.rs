@@ -87,6 +87,24 @@ op_kinds! {
     ArgReduce = 27 => ArgReduceParams,
     /// An autofused chain of elementwise ops: a vector program over broadcast f32 inputs.
     Fused = 100 => FusedParams,
+    /// Layer normalization over the trailing axes from `axis`: inputs x, optional scale,
+    /// optional bias (both broadcast to the normalized shape).
+    LayerNorm = 101 => LayerNormParams,
+    /// Fused attention `softmax(Q·Kt·scale + mask)·V`: inputs Q [b…, S, D], Kt [b…, D, T],
+    /// V [b…, T, E], optional additive mask broadcasting to [b…, S, T].
+    Attention = 102 => AttentionParams,
+    /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
+    GatherElements = 40 => AxisParams,
+    /// Copy of data with updates written at per-element indices along an axis.
+    ScatterElements = 41 => ScatterParams,
+    /// Copy of data with update slices written at index tuples (ScatterND).
+    ScatterNd = 42 => ScatterParams,
+    /// Slices gathered at index tuples; `axis` holds `batch_dims` (GatherND).
+    GatherNd = 43 => AxisParams,
+    /// The k largest / smallest along an axis: outputs values and i64 indices.
+    TopK = 44 => TopKParams,
+    /// Cumulative sum or product along an axis.
+    Cumulative = 45 => CumulativeParams,
 }
 
 /// For kinds without parameters.
@@ -398,4 +416,61 @@ pub struct FusedParams {
     pub out: u32,
     pub reserved: u32,
     pub instrs: [VInstr; MAX_FUSED_INSTRS],
+}
+
+numbered! {
+    /// How scatter combines an update with the existing element.
+    ScatterReduction { None = 1, Add = 2, Mul = 3, Max = 4, Min = 5, }
+}
+
+/// Parameters of `ScatterElements` and `ScatterNd`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ScatterParams {
+    /// Normalized axis (ScatterElements only).
+    pub axis: u32,
+    /// A [`ScatterReduction`] number.
+    pub reduction: u32,
+}
+
+/// Parameters of `TopK`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct TopKParams {
+    pub axis: u32,
+    pub k: u32,
+    /// 1: largest first; 0: smallest first.
+    pub largest: u32,
+    pub reserved: u32,
+}
+
+/// Parameters of `Cumulative`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct CumulativeParams {
+    pub axis: u32,
+    /// 1: each output excludes its own element.
+    pub exclusive: u32,
+    /// 1: accumulate from the end.
+    pub reverse: u32,
+    /// 1: product; 0: sum.
+    pub product: u32,
+}
+
+/// Parameters of `LayerNorm`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct LayerNormParams {
+    pub axis: u32,
+    pub epsilon: f32,
+    pub act: Activation,
+}
+
+/// Parameters of `Attention`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct AttentionParams {
+    /// Multiplies Q·Kt before the mask is added.
+    pub scale: f32,
+    pub reserved: u32,
 }

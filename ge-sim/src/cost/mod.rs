@@ -115,9 +115,44 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
             vector_ops: 4 * first_in,
         },
         OpKind::Fused => {
-            let p: ge_runtime::format::FusedParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            Work { cube_macs: 0, vector_ops: out * u64::from(p.instr_count.max(1)) }
+            let p: ge_runtime::format::FusedParams =
+                read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+            Work {
+                cube_macs: 0,
+                vector_ops: out * u64::from(p.instr_count.max(1)),
+            }
         }
+        OpKind::LayerNorm => Work {
+            cube_macs: 0,
+            vector_ops: 6 * first_in,
+        },
+        OpKind::Attention => {
+            // Q [.., S, D] · Kt [.., D, T] then · V [.., T, E]
+            let k = ins.get(1).copied().flatten().unwrap_or_default();
+            let d = k.dim(k.rank().saturating_sub(2)) as u64;
+            let t = k.dim(k.rank().saturating_sub(1)) as u64;
+            let e = outs
+                .first()
+                .map_or(1, |o| o.dim(o.rank().saturating_sub(1)) as u64)
+                .max(1);
+            let rows = out / e;
+            Work {
+                cube_macs: rows * t * (d + e),
+                vector_ops: 4 * rows * t,
+            }
+        }
+        OpKind::TopK => {
+            let p: ge_runtime::format::TopKParams =
+                read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+            Work {
+                cube_macs: 0,
+                vector_ops: first_in * u64::from(p.k.max(1)),
+            }
+        }
+        OpKind::Cumulative | OpKind::ScatterElements | OpKind::ScatterNd => Work {
+            cube_macs: 0,
+            vector_ops: first_in + out,
+        },
         OpKind::Variadic => Work {
             cube_macs: 0,
             vector_ops: out * ins.len() as u64,

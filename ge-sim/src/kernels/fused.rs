@@ -25,7 +25,17 @@ pub fn fusable_unary(op: UnaryOp) -> bool {
 
 /// True for the binary ops a vector program may use.
 pub fn fusable_binary(op: BinaryOp) -> bool {
-    matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min | BinaryOp::PRelu)
+    matches!(
+        op,
+        BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Div
+            | BinaryOp::Pow
+            | BinaryOp::Max
+            | BinaryOp::Min
+            | BinaryOp::PRelu
+    )
 }
 
 enum Decoded {
@@ -35,14 +45,18 @@ enum Decoded {
 
 fn decode(i: &VInstr, regs: usize) -> Result<Decoded, KernelError> {
     if i.dst as usize >= regs || i.a as usize >= regs || i.b as usize >= regs {
-        return Err(KernelError::BadParams("vector program register out of range"));
+        return Err(KernelError::BadParams(
+            "vector program register out of range",
+        ));
     }
     if i.op >= VOP_BINARY {
         let op = BinaryOp::from_u32(u32::from(i.op - VOP_BINARY)).filter(|&o| fusable_binary(o));
-        op.map(Decoded::Binary).ok_or(KernelError::BadParams("vector program binary op"))
+        op.map(Decoded::Binary)
+            .ok_or(KernelError::BadParams("vector program binary op"))
     } else {
         let op = UnaryOp::from_u32(u32::from(i.op)).filter(|&o| fusable_unary(o));
-        op.map(Decoded::Unary).ok_or(KernelError::BadParams("vector program unary op"))
+        op.map(Decoded::Unary)
+            .ok_or(KernelError::BadParams("vector program unary op"))
     }
 }
 
@@ -54,18 +68,40 @@ fn binary(op: BinaryOp, d: &mut [f32], a: &[f32], b: &[f32]) {
         BinaryOp::Mul => it.for_each(|(d, (a, b))| *d = a * b),
         BinaryOp::Div => it.for_each(|(d, (a, b))| *d = a / b),
         BinaryOp::Pow => it.for_each(|(d, (a, b))| *d = libm::powf(*a, *b)),
-        BinaryOp::Max => it.for_each(|(d, (a, b))| *d = if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(*b) }),
-        BinaryOp::Min => it.for_each(|(d, (a, b))| *d = if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(*b) }),
+        BinaryOp::Max => it.for_each(|(d, (a, b))| {
+            *d = if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.max(*b)
+            }
+        }),
+        BinaryOp::Min => it.for_each(|(d, (a, b))| {
+            *d = if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.min(*b)
+            }
+        }),
         _ => it.for_each(|(d, (a, b))| *d = if *a < 0.0 { a * b } else { *a }),
     }
 }
 
 /// Runs a fused vector program.
-pub fn run_fused(p: &FusedParams, ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn run_fused(
+    p: &FusedParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let n_in = p.input_count as usize;
     let n_instr = p.instr_count as usize;
     let regs = MAX_FUSED_REGS;
-    if n_in == 0 || n_in > regs || n_in != ins.len() || n_instr == 0 || n_instr > MAX_FUSED_INSTRS || p.out as usize >= regs {
+    if n_in == 0
+        || n_in > regs
+        || n_in != ins.len()
+        || n_instr == 0
+        || n_instr > MAX_FUSED_INSTRS
+        || p.out as usize >= regs
+    {
         return Err(KernelError::BadParams("vector program header"));
     }
     let program = &p.instrs[..n_instr];
@@ -81,9 +117,13 @@ pub fn run_fused(p: &FusedParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
     let mut data: [&[f32]; MAX_FUSED_REGS] = [&[]; MAX_FUSED_REGS];
     let mut strides = [[0usize; MAX_RANK]; MAX_FUSED_REGS];
     for (k, t) in ins.iter().enumerate() {
-        let t = t.as_ref().ok_or(KernelError::MissingTensor("fused input"))?;
+        let t = t
+            .as_ref()
+            .ok_or(KernelError::MissingTensor("fused input"))?;
         if t.dtype != DType::F32 {
-            return Err(KernelError::UnsupportedDType("fused programs run on float32"));
+            return Err(KernelError::UnsupportedDType(
+                "fused programs run on float32",
+            ));
         }
         data[k] = t.as_slice::<f32>()?;
         if data[k].len() != t.shape.numel() {
@@ -110,11 +150,15 @@ pub fn run_fused(p: &FusedParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
                 let s = if rank == 0 { 0 } else { strides[k][rank - 1] };
                 let r = &mut reg[k][..len];
                 if s == 0 {
-                    let v = *data[k].get(base[k]).ok_or(KernelError::Shape("fused input index"))?;
+                    let v = *data[k]
+                        .get(base[k])
+                        .ok_or(KernelError::Shape("fused input index"))?;
                     r.fill(v);
                 } else {
                     let from = base[k] + col * s;
-                    let src = data[k].get(from..from + (len - 1) * s + 1).ok_or(KernelError::Shape("fused input index"))?;
+                    let src = data[k]
+                        .get(from..from + (len - 1) * s + 1)
+                        .ok_or(KernelError::Shape("fused input index"))?;
                     if s == 1 {
                         r.copy_from_slice(src);
                     } else {
@@ -141,7 +185,9 @@ pub fn run_fused(p: &FusedParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
                 }
             }
             let at = row_start + col;
-            yv.get_mut(at..at + len).ok_or(KernelError::Shape("fused output index"))?.copy_from_slice(&reg[p.out as usize][..len]);
+            yv.get_mut(at..at + len)
+                .ok_or(KernelError::Shape("fused output index"))?
+                .copy_from_slice(&reg[p.out as usize][..len]);
             col += len;
         }
         row_start += inner;
@@ -162,7 +208,10 @@ pub fn run_fused(p: &FusedParams, ins: &[Option<TensorRef<'_>>], outs: &mut [Ten
             index[axis] = 0;
         }
     }
-    Ok(Work { cube_macs: 0, vector_ops: (total * n_instr) as u64 })
+    Ok(Work {
+        cube_macs: 0,
+        vector_ops: (total * n_instr) as u64,
+    })
 }
 
 #[cfg(test)]
@@ -173,7 +222,10 @@ mod tests {
     use super::*;
 
     fn t(shape: &[usize], v: &[f32]) -> (Shape, Vec<u8>) {
-        (Shape::new(shape).unwrap(), v.iter().flat_map(|x| x.to_le_bytes()).collect())
+        (
+            Shape::new(shape).unwrap(),
+            v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        )
     }
 
     #[test]
@@ -185,19 +237,55 @@ mod tests {
         let mut p: FusedParams = bytemuck::Zeroable::zeroed();
         p.input_count = 3;
         p.instr_count = 3;
-        p.instrs[0] = VInstr { op: VOP_BINARY + BinaryOp::Mul as u16, dst: 3, a: 0, b: 1, ..Default::default() };
-        p.instrs[1] = VInstr { op: VOP_BINARY + BinaryOp::Add as u16, dst: 3, a: 3, b: 2, ..Default::default() };
-        p.instrs[2] = VInstr { op: UnaryOp::Relu as u16, dst: 4, a: 3, ..Default::default() };
+        p.instrs[0] = VInstr {
+            op: VOP_BINARY + BinaryOp::Mul as u16,
+            dst: 3,
+            a: 0,
+            b: 1,
+            ..Default::default()
+        };
+        p.instrs[1] = VInstr {
+            op: VOP_BINARY + BinaryOp::Add as u16,
+            dst: 3,
+            a: 3,
+            b: 2,
+            ..Default::default()
+        };
+        p.instrs[2] = VInstr {
+            op: UnaryOp::Relu as u16,
+            dst: 4,
+            a: 3,
+            ..Default::default()
+        };
         p.out = 4;
         let ins = [
-            Some(TensorRef { dtype: DType::F32, shape: xs, data: &xb }),
-            Some(TensorRef { dtype: DType::F32, shape: ss, data: &sb }),
-            Some(TensorRef { dtype: DType::F32, shape: bs, data: &bb }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: xs,
+                data: &xb,
+            }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: ss,
+                data: &sb,
+            }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: bs,
+                data: &bb,
+            }),
         ];
         let mut out = [0u8; 24];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: xs, data: &mut out }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: xs,
+            data: &mut out,
+        }];
         run_fused(&p, &ins, &mut outs).unwrap();
-        let got: Vec<f32> = out.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let got: Vec<f32> = out
+            .chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         // row0: [2,-2,1.5]+1 = [3,-1,2.5] → [3,0,2.5]; row1: [-8,5,-3]-1 = [-9,4,-4] → [0,4,0]
         assert_eq!(got, [3.0, 0.0, 2.5, 0.0, 4.0, 0.0]);
     }
@@ -207,11 +295,24 @@ mod tests {
         let mut p: FusedParams = bytemuck::Zeroable::zeroed();
         p.input_count = 1;
         p.instr_count = 1;
-        p.instrs[0] = VInstr { op: UnaryOp::Relu as u16, dst: 99, a: 0, ..Default::default() };
+        p.instrs[0] = VInstr {
+            op: UnaryOp::Relu as u16,
+            dst: 99,
+            a: 0,
+            ..Default::default()
+        };
         let (xs, xb) = t(&[2], &[1.0, 2.0]);
-        let ins = [Some(TensorRef { dtype: DType::F32, shape: xs, data: &xb })];
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape: xs,
+            data: &xb,
+        })];
         let mut out = [0u8; 8];
-        let mut outs = [TensorMut { dtype: DType::F32, shape: xs, data: &mut out }];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: xs,
+            data: &mut out,
+        }];
         assert!(run_fused(&p, &ins, &mut outs).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! kind to its kernel after decoding the parameter record. Kernels never allocate: scratch
 //! space comes from the planned workspace tensor (size from [`workspace_bytes`]).
 
+pub mod attention;
 pub mod binary;
 pub mod broadcast;
 pub mod cast;
@@ -11,7 +12,10 @@ pub mod copy;
 pub mod fused;
 pub mod gather;
 pub mod gemm;
+pub mod indexing;
+pub mod layer_norm;
 pub mod norm;
+pub mod ordered;
 pub mod pad;
 pub mod pool;
 pub mod reduce;
@@ -105,6 +109,14 @@ pub fn execute(
         OpKind::Resize => resize::run_resize(&read_params(p)?, ins, outs),
         OpKind::Cast => cast::run_cast(ins, outs),
         OpKind::Fused => fused::run_fused(&read_params(p)?, ins, outs),
+        OpKind::LayerNorm => layer_norm::run_layer_norm(&read_params(p)?, ins, outs),
+        OpKind::Attention => attention::run_attention(&read_params(p)?, ins, outs, ws),
+        OpKind::GatherElements => indexing::run_gather_elements(&read_params(p)?, ins, outs),
+        OpKind::ScatterElements => indexing::run_scatter_elements(&read_params(p)?, ins, outs),
+        OpKind::ScatterNd => indexing::run_scatter_nd(&read_params(p)?, ins, outs),
+        OpKind::GatherNd => indexing::run_gather_nd(&read_params(p)?, ins, outs),
+        OpKind::TopK => ordered::run_top_k(&read_params(p)?, ins, outs),
+        OpKind::Cumulative => ordered::run_cumulative(&read_params(p)?, ins, outs),
     }
 }
 
@@ -125,6 +137,7 @@ pub fn workspace_bytes(
             Err(_) => 0,
         },
         OpKind::Gemm | OpKind::MatMul => gemm::gemm_workspace_bytes(in_shapes, out_shapes),
+        OpKind::Attention => attention::attention_workspace_bytes(in_shapes),
         _ => 0,
     }
 }

@@ -5,8 +5,8 @@
 use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
-use super::sub::{A, Sub, tensor_data};
 use super::is_float;
+use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
 /// Op types handled here.
@@ -179,7 +179,11 @@ fn group_norm(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let rest: usize = x.shape[2..].iter().product();
     let mut s = Sub::new(ctx);
     let op = ctx.opset;
-    let cdt = if x.dtype == DType::F64 { x.dtype } else { DType::F32 };
+    let cdt = if x.dtype == DType::F64 {
+        x.dtype
+    } else {
+        DType::F32
+    };
     let mut xc = in_name(ctx, 0);
     if cdt != x.dtype {
         xc = s.op("Cast", &[&xc], vec![A::I("to", cdt as i64)]);
@@ -288,7 +292,12 @@ fn swish_of(s: &mut Sub, x: &str, dtype: DType, alpha: f32) -> String {
 fn swish(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
     let mut s = Sub::new(ctx);
-    let y = swish_of(&mut s, &in_name(ctx, 0), x.dtype, ctx.attr_f_or("alpha", 1.0));
+    let y = swish_of(
+        &mut s,
+        &in_name(ctx, 0),
+        x.dtype,
+        ctx.attr_f_or("alpha", 1.0),
+    );
     s.to("Identity", &[&y], &[&out0(ctx)?], vec![]);
     Ok(s.done())
 }
@@ -301,7 +310,12 @@ fn swiglu(ctx: &NodeCtx<'_>) -> Result<Imported> {
         return Err(ctx.err(format!("A {:?} and B {:?} differ", a.shape, b.shape)));
     }
     let mut s = Sub::new(ctx);
-    let y = swish_of(&mut s, &in_name(ctx, 0), a.dtype, ctx.attr_f_or("alpha", 1.0));
+    let y = swish_of(
+        &mut s,
+        &in_name(ctx, 0),
+        a.dtype,
+        ctx.attr_f_or("alpha", 1.0),
+    );
     s.to("Mul", &[&y, &in_name(ctx, 1)], &[&out0(ctx)?], vec![]);
     Ok(s.done())
 }
@@ -331,14 +345,21 @@ fn trilu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let mut s = Sub::new(ctx);
     let mk = s.constant(tensor_data(DType::Bool, vec![n, m], &mask));
     let zero = s.scalar(x.dtype, 0.0);
-    s.to("Where", &[&mk, &in_name(ctx, 0), &zero], &[&out0(ctx)?], vec![]);
+    s.to(
+        "Where",
+        &[&mk, &in_name(ctx, 0), &zero],
+        &[&out0(ctx)?],
+        vec![],
+    );
     Ok(s.done())
 }
 
 /// DepthToSpace: reshape, transpose, reshape (DCR or CRD order).
 fn depth_to_space(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
-    let b = ctx.attr_i("blocksize").ok_or_else(|| ctx.err("blocksize is required"))?;
+    let b = ctx
+        .attr_i("blocksize")
+        .ok_or_else(|| ctx.err("blocksize is required"))?;
     if x.shape.len() != 4 || b <= 0 || x.shape[1] % (b * b) as usize != 0 {
         return Err(ctx.err(format!("input {:?} with blocksize {b}", x.shape)));
     }
@@ -361,11 +382,10 @@ fn depth_to_space(ctx: &NodeCtx<'_>) -> Result<Imported> {
 /// SpaceToDepth: reshape, transpose, reshape.
 fn space_to_depth(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
-    let b = ctx.attr_i("blocksize").ok_or_else(|| ctx.err("blocksize is required"))?;
-    if x.shape.len() != 4
-        || b <= 0
-        || x.shape[2] % b as usize != 0
-        || x.shape[3] % b as usize != 0
+    let b = ctx
+        .attr_i("blocksize")
+        .ok_or_else(|| ctx.err("blocksize is required"))?;
+    if x.shape.len() != 4 || b <= 0 || x.shape[2] % b as usize != 0 || x.shape[3] % b as usize != 0
     {
         return Err(ctx.err(format!("input {:?} with blocksize {b}", x.shape)));
     }
@@ -402,7 +422,11 @@ fn eye_like(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let v: Vec<f64> = (0..n)
         .flat_map(|i| (0..m).map(move |j| (j as i64 - i as i64 == k) as u8 as f64))
         .collect();
-    Ok(Imported::Constants(vec![tensor_data(dtype, vec![n, m], &v)]))
+    Ok(Imported::Constants(vec![tensor_data(
+        dtype,
+        vec![n, m],
+        &v,
+    )]))
 }
 
 /// The class-selected log-probabilities and sample weights of NLL loss; returns
@@ -639,7 +663,11 @@ fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
     s.to("Identity", &[&in_name(ctx, 0)], &[&out0(ctx)?], vec![]);
     if let Some(m) = out(ctx, 1) {
         let n: usize = x.shape.iter().product();
-        let dt = if ctx.opset >= 10 { DType::Bool } else { x.dtype };
+        let dt = if ctx.opset >= 10 {
+            DType::Bool
+        } else {
+            x.dtype
+        };
         let mask = tensor_data(dt, x.shape.to_vec(), &vec![1.0; n]);
         s.constant_named(&m, mask);
     }

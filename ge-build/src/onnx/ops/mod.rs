@@ -5,11 +5,13 @@
 mod conv;
 mod decomp;
 mod elementwise;
+mod index;
 mod math;
 mod norm;
 mod resize;
 mod shape;
 mod sub;
+pub mod table;
 
 use ge_runtime::format::DType;
 
@@ -142,6 +144,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = decomp::import(t, ctx) {
         return r;
     }
+    if let Some(r) = index::import(t, ctx) {
+        return r;
+    }
     if let Some(r) = elementwise::import(t, ctx) {
         return r;
     }
@@ -168,13 +173,17 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
 /// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
 /// operands are cast up at import).
 pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
-    let _ = op;
-    false
+    index::computes_in_f32(op)
 }
 
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = SUPPORTED.iter().chain(decomp::OPS).copied().collect();
+    let mut v: Vec<&'static str> = SUPPORTED
+        .iter()
+        .chain(decomp::OPS)
+        .chain(index::OPS)
+        .copied()
+        .collect();
     v.sort_unstable();
     v.dedup();
     v

@@ -5,16 +5,13 @@
 use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
-use super::super::proto::{AttributeProto, GraphProto, NodeProto};
+use super::super::proto::{AttributeProto, NodeProto};
 use super::super::tensor::TensorData;
 
 /// An attribute for a generated node.
 pub enum A<'s> {
     I(&'s str, i64),
-    F(&'s str, f32),
     Is(&'s str, Vec<i64>),
-    S(&'s str, &'s str),
-    G(&'s str, GraphProto),
 }
 
 impl A<'_> {
@@ -26,25 +23,10 @@ impl A<'_> {
                 a.r#type = Some(2);
                 a.i = Some(v);
             }
-            A::F(n, v) => {
-                a.name = Some(n.into());
-                a.r#type = Some(1);
-                a.f = Some(v);
-            }
             A::Is(n, v) => {
                 a.name = Some(n.into());
                 a.r#type = Some(7);
                 a.ints = v;
-            }
-            A::S(n, v) => {
-                a.name = Some(n.into());
-                a.r#type = Some(3);
-                a.s = Some(v.as_bytes().to_vec());
-            }
-            A::G(n, v) => {
-                a.name = Some(n.into());
-                a.r#type = Some(5);
-                a.g = Some(v);
             }
         }
         a

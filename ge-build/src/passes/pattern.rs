@@ -1,0 +1,66 @@
+//! Small matching helpers shared by the pattern-fusion passes. All O(1) per query.
+
+use ge_runtime::format::{BinaryOp, UnaryOp};
+use petgraph::stable_graph::NodeIndex;
+
+use crate::ir::{Graph, Op, ValueId};
+
+/// Users of each value, as `Graph::users` returns.
+pub type Users = std::collections::HashMap<ValueId, Vec<NodeIndex>>;
+
+/// The single element of a constant, as f64.
+pub fn scalar(g: &Graph, v: ValueId) -> Option<f64> {
+    let d = g.constant(v)?;
+    let vals = d.to_f64_vec().ok()?;
+    (vals.len() == 1).then(|| vals[0])
+}
+
+/// Approximate equality for recognized constants (exporters round them).
+pub fn near(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-4 * b.abs().max(1.0)
+}
+
+/// If `n` is `op(v, other)` (or `op(other, v)` for commutative ops) without an epilogue,
+/// the other operand.
+pub fn binary_with(g: &Graph, n: NodeIndex, op: BinaryOp, v: ValueId) -> Option<ValueId> {
+    let Op::Binary(p) = g.g[n].op else {
+        return None;
+    };
+    if p.op != op as u32 || p.act.op != 0 {
+        return None;
+    }
+    match g.g[n].inputs[..] {
+        [Some(a), Some(b)] if a == v => Some(b),
+        [Some(a), Some(b)] if b == v && matches!(op, BinaryOp::Mul | BinaryOp::Add) => Some(a),
+        _ => None,
+    }
+}
+
+/// The two operands of a plain binary `op` node.
+pub fn binary_operands(g: &Graph, n: NodeIndex, op: BinaryOp) -> Option<(ValueId, ValueId)> {
+    let Op::Binary(p) = g.g[n].op else {
+        return None;
+    };
+    if p.op != op as u32 || p.act.op != 0 {
+        return None;
+    }
+    match g.g[n].inputs[..] {
+        [Some(a), Some(b)] => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// True when `n` is a plain unary `op`.
+pub fn is_unary(g: &Graph, n: NodeIndex, op: UnaryOp) -> bool {
+    matches!(g.g[n].op, Op::Unary(p) if p.act.op == op as u32)
+}
+
+/// The producer of `v`, if it is a node.
+pub fn producer(g: &Graph, v: ValueId) -> Option<NodeIndex> {
+    g.value(v).producer
+}
+
+/// The only output of `n`.
+pub fn out(g: &Graph, n: NodeIndex) -> ValueId {
+    g.g[n].outputs[0]
+}

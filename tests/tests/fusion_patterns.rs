@@ -1,0 +1,326 @@
+//! Each graph pass fires on a graph that contains its pattern (fewer nodes, the expected
+//! fused op) and leaves alone a near-miss where firing would be wrong; outputs at O2 equal
+//! those at O0 on seeded random inputs in every case.
+
+use ge_build::{Compiled, OptLevel};
+use ge_tests::onnx_builder::{Attr, ModelBuilder};
+use ge_tests::{assert_close, compile_at, random_inputs, run};
+
+fn ops(c: &Compiled) -> Vec<String> {
+    let mut v: Vec<String> = c
+        .graph
+        .topo_order()
+        .iter()
+        .map(|&n| c.graph.g[n].op_type.clone())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compiles at O0 and O2, checks the outputs agree, returns the O2 op types.
+fn optimized(m: &ModelBuilder) -> Vec<String> {
+    let bytes = m.build();
+    let (o0, o2) = (
+        compile_at(&bytes, OptLevel::O0),
+        compile_at(&bytes, OptLevel::O2),
+    );
+    let inputs = random_inputs(&o0, 7);
+    assert_close(&run(&o2, &inputs), &run(&o0, &inputs));
+    ops(&o2)
+}
+
+fn conv_bn(extra_use: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 3, 8, 8])
+        .weight("w", &[4, 3, 3, 3], -0.5, 0.5)
+        .weight("b", &[4], -0.1, 0.1)
+        .weight("gamma", &[4], 0.5, 1.5)
+        .weight("beta", &[4], -0.2, 0.2)
+        .weight("mean", &[4], -0.2, 0.2)
+        .weight("var", &[4], 0.5, 1.5)
+        .node(
+            "Conv",
+            &["x", "w", "b"],
+            &["c"],
+            &[("pads", Attr::Is(vec![1, 1, 1, 1]))],
+        )
+        .node(
+            "BatchNormalization",
+            &["c", "gamma", "beta", "mean", "var"],
+            &["y"],
+            &[],
+        )
+        .output("y", &[1, 4, 8, 8]);
+    if extra_use {
+        m.node("Relu", &["c"], &["z"], &[])
+            .output("z", &[1, 4, 8, 8]);
+    }
+    m
+}
+
+#[test]
+fn batch_norm_folds_into_conv() {
+    assert_eq!(optimized(&conv_bn(false)), ["Conv"]);
+}
+
+#[test]
+fn batch_norm_stays_when_the_conv_output_has_another_use() {
+    let o = optimized(&conv_bn(true));
+    assert!(o.contains(&"BatchNormalization".to_string()), "{o:?}");
+}
+
+fn conv_relu(output_pre_activation: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 3, 8, 8])
+        .weight("w", &[4, 3, 3, 3], -0.5, 0.5)
+        .node("Conv", &["x", "w"], &["c"], &[])
+        .node("Relu", &["c"], &["y"], &[])
+        .output("y", &[1, 4, 6, 6]);
+    if output_pre_activation {
+        m.output("c", &[1, 4, 6, 6]);
+    }
+    m
+}
+
+#[test]
+fn activation_fuses_into_conv_epilogue() {
+    assert_eq!(optimized(&conv_relu(false)), ["Conv+Relu"]);
+}
+
+#[test]
+fn activation_stays_when_the_pre_activation_value_is_an_output() {
+    assert_eq!(optimized(&conv_relu(true)), ["Conv", "Relu"]);
+}
+
+fn matmul_add(bias_shape: &[usize]) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[5, 6])
+        .weight("w", &[6, 4], -0.5, 0.5)
+        .weight("b", bias_shape, -0.5, 0.5)
+        .node("MatMul", &["x", "w"], &["p"], &[])
+        .node("Add", &["p", "b"], &["y"], &[])
+        .output("y", &[5, 4]);
+    m
+}
+
+#[test]
+fn matmul_add_becomes_gemm() {
+    assert_eq!(optimized(&matmul_add(&[4])), ["Gemm"]);
+}
+
+#[test]
+fn matmul_add_stays_when_bias_is_per_row() {
+    let o = optimized(&matmul_add(&[5, 1]));
+    assert!(o.contains(&"MatMul".to_string()), "{o:?}");
+}
+
+fn gelu(half: f32) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[2, 16])
+        .constant("sqrt2", &[], &[std::f32::consts::SQRT_2])
+        .constant("one", &[], &[1.0])
+        .constant("half", &[], &[half])
+        .node("Div", &["x", "sqrt2"], &["d"], &[])
+        .node("Erf", &["d"], &["e"], &[])
+        .node("Add", &["e", "one"], &["a"], &[])
+        .node("Mul", &["x", "a"], &["m"], &[])
+        .node("Mul", &["m", "half"], &["y"], &[])
+        .output("y", &[2, 16]);
+    m
+}
+
+#[test]
+fn erf_gelu_becomes_one_gelu() {
+    assert_eq!(optimized(&gelu(0.5)), ["Gelu"]);
+}
+
+#[test]
+fn gelu_is_not_recognized_with_a_wrong_constant() {
+    let o = optimized(&gelu(0.6));
+    assert!(!o.contains(&"Gelu".to_string()), "{o:?}");
+}
+
+fn chain(shared_intermediate: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[2, 3, 4])
+        .weight("s", &[4], 0.5, 1.5)
+        .weight("b", &[3, 1], -0.5, 0.5)
+        .node("Mul", &["x", "s"], &["m"], &[])
+        .node("Add", &["m", "b"], &["a"], &[])
+        .node("Sigmoid", &["a"], &["y"], &[])
+        .output("y", &[2, 3, 4]);
+    if shared_intermediate {
+        m.output("m", &[2, 3, 4]);
+    }
+    m
+}
+
+#[test]
+fn elementwise_chain_autofuses_into_one_task() {
+    let o = optimized(&chain(false));
+    assert_eq!(o.len(), 1, "{o:?}");
+    assert!(o[0].starts_with("Fused["), "{o:?}");
+}
+
+#[test]
+fn autofusion_keeps_an_intermediate_that_is_a_graph_output() {
+    let o = optimized(&chain(true));
+    assert_eq!(o.len(), 2, "{o:?}");
+    assert!(o.contains(&"Mul".to_string()), "{o:?}");
+}
+
+#[test]
+fn common_subexpressions_merge() {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[4, 4])
+        .node(
+            "Transpose",
+            &["x"],
+            &["t1"],
+            &[("perm", Attr::Is(vec![1, 0]))],
+        )
+        .node(
+            "Transpose",
+            &["x"],
+            &["t2"],
+            &[("perm", Attr::Is(vec![1, 0]))],
+        )
+        .node("MatMul", &["t1", "t2"], &["y"], &[])
+        .output("y", &[4, 4]);
+    let o = optimized(&m);
+    assert_eq!(o.iter().filter(|s| *s == "Transpose").count(), 1, "{o:?}");
+}
+
+#[test]
+fn transposes_that_cancel_are_removed_and_identities_vanish() {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[2, 3, 4])
+        .constant("one", &[], &[1.0])
+        .node(
+            "Transpose",
+            &["x"],
+            &["t1"],
+            &[("perm", Attr::Is(vec![2, 0, 1]))],
+        )
+        .node(
+            "Transpose",
+            &["t1"],
+            &["t2"],
+            &[("perm", Attr::Is(vec![1, 2, 0]))],
+        )
+        .node("Mul", &["t2", "one"], &["i"], &[])
+        .node("Identity", &["i"], &["j"], &[])
+        .node("Relu", &["j"], &["y"], &[])
+        .output("y", &[2, 3, 4]);
+    assert_eq!(optimized(&m), ["Relu"]);
+}
+
+#[test]
+fn fusion_switch_file_disables_a_pattern() {
+    let dir = std::env::temp_dir().join(format!("ge-switch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("switch.json");
+    std::fs::write(&f, r#"{"disable": ["fuse_epilogue"]}"#).unwrap();
+    let opts = ge_build::CompileOptions {
+        fusion_switch: Some(f.clone()),
+        ..Default::default()
+    };
+    let c = ge_build::compile_bytes(&conv_relu(false).build(), None, &opts).unwrap();
+    assert_eq!(ops(&c), ["Conv", "Relu"]);
+    std::fs::write(&f, r#"{"disable": ["no_such_pattern"]}"#).unwrap();
+    let err = ge_build::compile_bytes(&conv_relu(false).build(), None, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown pattern 'no_such_pattern'"), "{err}");
+}
+
+fn layer_norm(eps_scalar: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[2, 5, 8])
+        .constant("two", &[], &[2.0])
+        .weight("gamma", &[8], 0.5, 1.5)
+        .weight("beta", &[8], -0.5, 0.5);
+    if eps_scalar {
+        m.constant("eps", &[], &[1e-5]);
+    } else {
+        // An epsilon per position is not a LayerNorm.
+        m.weight("eps", &[2, 5, 1], 0.001, 0.01);
+    }
+    m.node(
+        "ReduceMean",
+        &["x"],
+        &["m"],
+        &[("axes", Attr::Is(vec![-1]))],
+    )
+    .node("Sub", &["x", "m"], &["d"], &[])
+    .node("Pow", &["d", "two"], &["p"], &[])
+    .node(
+        "ReduceMean",
+        &["p"],
+        &["v"],
+        &[("axes", Attr::Is(vec![-1]))],
+    )
+    .node("Add", &["v", "eps"], &["e"], &[])
+    .node("Sqrt", &["e"], &["s"], &[])
+    .node("Div", &["d", "s"], &["n"], &[])
+    .node("Mul", &["n", "gamma"], &["g"], &[])
+    .node("Add", &["g", "beta"], &["y"], &[])
+    .output("y", &[2, 5, 8]);
+    m
+}
+
+#[test]
+fn decomposed_layer_norm_becomes_one_task() {
+    assert_eq!(optimized(&layer_norm(true)), ["LayerNorm"]);
+}
+
+#[test]
+fn layer_norm_is_not_recognized_with_a_per_position_epsilon() {
+    let o = optimized(&layer_norm(false));
+    assert!(!o.contains(&"LayerNorm".to_string()), "{o:?}");
+}
+
+fn attention(mask_shape: &[usize]) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("q", &[2, 6, 4])
+        .input("k", &[2, 6, 4])
+        .input("v", &[2, 6, 3])
+        .constant("scale", &[], &[0.5])
+        .weight("mask", mask_shape, -1.0, 0.0)
+        .node(
+            "Transpose",
+            &["k"],
+            &["kt"],
+            &[("perm", Attr::Is(vec![0, 2, 1]))],
+        )
+        .node("MatMul", &["q", "kt"], &["s"], &[])
+        .node("Mul", &["s", "scale"], &["ss"], &[])
+        .node("Add", &["ss", "mask"], &["sm"], &[])
+        .node("Softmax", &["sm"], &["p"], &[("axis", Attr::I(-1))])
+        .node("MatMul", &["p", "v"], &["y"], &[])
+        .output("y", &[2, 6, 3]);
+    m
+}
+
+#[test]
+fn attention_chain_becomes_one_task() {
+    let o = optimized(&attention(&[1, 6]));
+    assert!(
+        o.contains(&"Attention".to_string()) && !o.contains(&"Softmax".to_string()),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn attention_is_not_fused_when_the_mask_widens_the_scores() {
+    // A [3, 1, 1] mask broadcasts the [2, 6, 6] scores to [3, 2, 6, 6]: not an attention mask.
+    let mut m = attention(&[3, 1, 1, 1]);
+    m.output("y", &[3, 2, 6, 3]);
+    let bytes = m.build();
+    let o2 = compile_at(&bytes, OptLevel::O2);
+    assert!(
+        !ops(&o2).contains(&"Attention".to_string()),
+        "{:?}",
+        ops(&o2)
+    );
+}
