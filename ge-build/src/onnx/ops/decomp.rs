@@ -431,18 +431,24 @@ fn eye_like(ctx: &NodeCtx<'_>) -> Result<Imported> {
 
 /// The class-selected log-probabilities and sample weights of NLL loss; returns
 /// (loss per sample, weight per sample).
+/// A named value with its type, as a decomposition reads it.
+struct Val<'a> {
+    name: &'a str,
+    dtype: DType,
+    shape: &'a [usize],
+}
+
 fn nll_parts(
     ctx: &NodeCtx<'_>,
     s: &mut Sub,
-    input: &str,
-    dtype: DType,
-    in_shape: &[usize],
-    target: &str,
-    t_dtype: DType,
-    t_shape: &[usize],
+    x: Val<'_>,
+    target: Val<'_>,
     weight: Option<&str>,
 ) -> Result<(String, String)> {
     let op = ctx.opset;
+    let (input, dtype, in_shape) = (x.name, x.dtype, x.shape);
+    let (t_dtype, t_shape) = (target.dtype, target.shape);
+    let target = target.name;
     if in_shape.len() < 2
         || t_shape.len() != in_shape.len() - 1
         || t_shape[0] != in_shape[0]
@@ -534,15 +540,20 @@ fn nll_loss(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let mut s = Sub::new(ctx);
     let wn = ctx.input_opt(2).map(|_| in_name(ctx, 2));
+    let (xn, tn) = (in_name(ctx, 0), in_name(ctx, 1));
     let (loss, w) = nll_parts(
         ctx,
         &mut s,
-        &in_name(ctx, 0),
-        x.dtype,
-        x.shape,
-        &in_name(ctx, 1),
-        t.dtype,
-        t.shape,
+        Val {
+            name: &xn,
+            dtype: x.dtype,
+            shape: x.shape,
+        },
+        Val {
+            name: &tn,
+            dtype: t.dtype,
+            shape: t.shape,
+        },
         wn.as_deref(),
     )?;
     reduce_loss(ctx, &mut s, &loss, &w, t.shape.len(), &out0(ctx)?);
@@ -570,15 +581,20 @@ fn sce_loss(ctx: &NodeCtx<'_>) -> Result<Imported> {
         s.to("Identity", &[&lp], &[&o], vec![]);
     }
     let wn = ctx.input_opt(2).map(|_| in_name(ctx, 2));
+    let tn = in_name(ctx, 1);
     let (loss, w) = nll_parts(
         ctx,
         &mut s,
-        &lp,
-        x.dtype,
-        x.shape,
-        &in_name(ctx, 1),
-        t.dtype,
-        t.shape,
+        Val {
+            name: &lp,
+            dtype: x.dtype,
+            shape: x.shape,
+        },
+        Val {
+            name: &tn,
+            dtype: t.dtype,
+            shape: t.shape,
+        },
         wn.as_deref(),
     )?;
     reduce_loss(ctx, &mut s, &loss, &w, t.shape.len(), &out0(ctx)?);
