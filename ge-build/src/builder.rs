@@ -2,14 +2,12 @@
 //! `OUT_DIR` with typed bindings to `include!`.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     ge_build::Builder::new()
-//!         .input_shape("x", [1, 1, 8, 8])
-//!         .model("models/digits.onnx")
-//!         .compile()
-//!         .unwrap_or_else(|e| panic!("{e}"));
-//! }
+//! // build.rs (in `fn main`)
+//! ge_build::Builder::new()
+//!     .input_shape("x", [1, 1, 8, 8])
+//!     .model("models/digits.onnx")
+//!     .compile()
+//!     .unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //!
 //! ```ignore

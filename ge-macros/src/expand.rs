@@ -38,6 +38,14 @@ fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
     syn::Error::new(span, msg)
 }
 
+/// A compile error's message without the "invalid option: " prefix of option errors.
+fn reason(e: CompileError) -> String {
+    match e {
+        CompileError::Option(m) => m,
+        e => e.to_string(),
+    }
+}
+
 /// Compile options with the span of each argument that set one, for diagnostics.
 struct Settings {
     options: CompileOptions,
@@ -52,7 +60,7 @@ struct Settings {
     shape_spans: Vec<(String, Span)>,
 }
 
-fn value<'a>(o: &'a OptArg) -> &'a Value {
+fn value(o: &OptArg) -> &Value {
     o.value.as_ref().expect("only input_shape has no value")
 }
 
@@ -94,7 +102,7 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                 let t = text(o, "0, 1, 2, 3 or \"O0\"..\"O3\"")?;
                 s.options.opt_level = t
                     .parse::<OptLevel>()
-                    .map_err(|e| err(v.span(), format!("bad `opt_level`: {e}")))?;
+                    .map_err(|e| err(v.span(), format!("bad `opt_level`: {}", reason(e))))?;
                 s.opt_span = Some(v.span());
             }
             "precision" => {
@@ -102,14 +110,14 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                 let t = text(o, "\"fp32\", \"fp16\" or \"allow_fp32_to_fp16\"")?;
                 s.options.precision = t
                     .parse::<Precision>()
-                    .map_err(|e| err(v.span(), format!("bad `precision`: {e}")))?;
+                    .map_err(|e| err(v.span(), format!("bad `precision`: {}", reason(e))))?;
                 s.precision_span = Some(v.span());
             }
             "device" => {
                 let v = value(o);
                 let t = text(o, "edge, datacenter, tiny or a profile file path")?;
                 let d = codegen::resolve_device(&t, &ctx.manifest_dir)
-                    .map_err(|e| err(v.span(), format!("bad `device`: {e}")))?;
+                    .map_err(|e| err(v.span(), format!("bad `device`: {}", reason(e))))?;
                 s.options.device = d.profile;
                 s.tracked.extend(d.file);
                 s.device_span = Some(v.span());
@@ -230,21 +238,21 @@ fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> sy
         }
         CompileError::Option(msg) => {
             let m = msg.to_ascii_lowercase();
-            let span = if m.contains("precision") {
-                s.precision_span
+            let blame = if m.contains("precision") {
+                s.precision_span.map(|sp| ("precision", sp))
             } else if m.contains("fusion") {
-                s.fusion_span
+                s.fusion_span.map(|sp| ("fusion_switch", sp))
             } else if m.contains("opt") && m.contains("level") {
-                s.opt_span
+                s.opt_span.map(|sp| ("opt_level", sp))
             } else if m.contains("device") || m.contains("profile") {
-                s.device_span
+                s.device_span.map(|sp| ("device", sp))
             } else {
                 None
             };
-            err(
-                span.unwrap_or(at_path),
-                format!("`{lit}`: bad option: {msg}"),
-            )
+            match blame {
+                Some((name, span)) => err(span, format!("bad `{name}` for `{lit}`: {msg}")),
+                None => err(at_path, format!("`{lit}`: bad option: {msg}")),
+            }
         }
         other => err(at_path, format!("`{lit}`: {other}")),
     }

@@ -80,6 +80,8 @@ impl<const N: usize> StaticArena<N> {
     }
 
     /// The arena's bytes the first time; `None` after.
+    // A `&mut` from `&self` is the point: the flag makes it unique.
+    #[allow(clippy::mut_from_ref)]
     pub fn take(&'static self) -> Option<&'static mut [u8]> {
         if self.taken.swap(true, core::sync::atomic::Ordering::AcqRel) {
             return None;

@@ -84,7 +84,7 @@ fn classify(index: usize) -> Result<u8, ge::Error> {
 
 /// Entry point called by the C runtime: `firmware [INDEX]` (default 0).
 #[unsafe(no_mangle)]
-pub extern "C" fn main(argc: i32, argv: *const *const u8) -> i32 {
+extern "C" fn main(argc: i32, argv: *const *const u8) -> i32 {
     let index = if argc > 1 {
         // SAFETY: the C runtime passes argc valid NUL-terminated strings in argv.
         match unsafe { parse_index(*argv.add(1)) } {
