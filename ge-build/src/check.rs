@@ -31,6 +31,9 @@ impl Default for Tolerance {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     Pass,
+    /// Passed with these graph inputs pinned to the test data's values at compile time
+    /// (inputs that must be constants for static shapes: axes, pads, sizes fed as inputs).
+    PassPinned(Vec<String>),
     Fail(String),
     Unsupported(String),
 }
@@ -280,7 +283,23 @@ pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome
             }
         }
     }
-    Outcome::Pass
+    if frozen.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::PassPinned(
+            frozen
+                .iter()
+                .filter_map(|&i| input_names.get(i).map(|n| n.to_string()))
+                .collect(),
+        )
+    }
+}
+
+impl Outcome {
+    /// True for both kinds of pass.
+    pub fn passed(&self) -> bool {
+        matches!(self, Outcome::Pass | Outcome::PassPinned(_))
+    }
 }
 
 /// Case dirs under `suite` (any dir holding a `model.onnx`), sorted.
@@ -331,7 +350,7 @@ pub fn reason_group(o: &Outcome) -> Option<String> {
         Some((op, reason))
     }
     match o {
-        Outcome::Pass => None,
+        Outcome::Pass | Outcome::PassPinned(_) => None,
         Outcome::Unsupported(r) => Some(
             if let Some((op, why)) = node_reason(r, " is not supported: ") {
                 format!("UNSUPPORTED {op}: {}", cut(why, 90))

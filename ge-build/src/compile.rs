@@ -71,7 +71,7 @@ pub fn compile_bytes(
     let passes_ms = ms(t);
     let t = Instant::now();
     let order = graph.topo_order();
-    let emitted = crate::om::emit_full(&graph, &order, opts.memory_reuse, PRODUCER)?;
+    let emitted = crate::om::emit(&graph, &order, opts.memory_reuse, PRODUCER)?;
     let plan_ms = ms(t);
     let sim = predict(&emitted.blob, opts)?;
     let report = Report {

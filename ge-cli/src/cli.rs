@@ -109,6 +109,10 @@ pub struct CompileFlags {
     /// NAME:D1,D2,... fixes an input's shape; repeat per input.
     #[arg(long = "input-shape", value_name = "NAME:DIMS")]
     pub input_shapes: Vec<String>,
+    /// NAME=FILE.npy fixes a graph input's value at compile time (a shape tensor fed as an
+    /// input: axes, pads, sizes…); the compiled model no longer takes that input.
+    #[arg(long = "input-value", value_name = "NAME=FILE")]
+    pub input_values: Vec<String>,
     #[arg(long = "opt-level", default_value = "O2")]
     pub opt_level: String,
     #[arg(long, default_value = "fp32")]

@@ -264,7 +264,7 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
         }
         _ => return Err("give either CASE_DIR or --suite DIR".into()),
     };
-    let (mut pass, mut fail, mut skip) = (0, 0, 0);
+    let (mut pass, mut fail, mut skip, mut pinned) = (0, 0, 0, 0);
     let mut groups: std::collections::BTreeMap<String, usize> = Default::default();
     let mut out = std::io::stdout().lock();
     for c in &cases {
@@ -280,6 +280,14 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
             Outcome::Pass => {
                 pass += 1;
                 format!("PASS {name}")
+            }
+            Outcome::PassPinned(inputs) => {
+                pass += 1;
+                pinned += 1;
+                format!(
+                    "PASS {name} (run-time inputs pinned to the test data: {})",
+                    inputs.join(", ")
+                )
             }
             Outcome::Fail(r) => {
                 fail += 1;
@@ -299,6 +307,12 @@ fn check(case: Option<&Path>, suite: Option<&Path>, flags: &CompileFlags, tol: T
         for (reason, n) in by_count {
             let _ = writeln!(out, "{n:6}  {reason}");
         }
+    }
+    if pinned > 0 {
+        let _ = writeln!(
+            out,
+            "{pinned} of the passes pinned run-time inputs (shape tensors fed as inputs) to the test data's values"
+        );
     }
     let _ = writeln!(out, "{pass} passed, {fail} failed, {skip} skipped");
     if fail > 0 {

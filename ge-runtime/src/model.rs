@@ -219,7 +219,8 @@ impl<'a> Model<'a> {
             .ok_or(bad("tensor extent overflows", i))?;
         match t.location {
             l if l == Location::Arena as u8 => {
-                if !t.offset.is_multiple_of(ALIGN as u64) || end > self.meta.arena_bytes {
+                // Element-aligned (aliases such as concat slices need not start on 64 bytes).
+                if !t.offset.is_multiple_of(dtype.size() as u64) || end > self.meta.arena_bytes {
                     return Err(bad("arena tensor misaligned or outside the arena", i));
                 }
             }
@@ -230,12 +231,17 @@ impl<'a> Model<'a> {
                 }
             }
             l if l == Location::Input as u8 => {
+                // The input's own tensor, or a zero-copy alias of it (same bytes, new shape).
                 let d = self
                     .io
                     .get(t.index as usize)
                     .ok_or(bad("input tensor names no input", i))?;
-                if t.index >= self.meta.input_count || d.tensor as u64 != i {
-                    return Err(bad("input tensor is not its input's tensor", i));
+                let own = self
+                    .tensors
+                    .get(d.tensor as usize)
+                    .ok_or(bad("input names no tensor", i))?;
+                if t.index >= self.meta.input_count || t.offset != 0 || t.bytes != own.bytes {
+                    return Err(bad("input tensor does not match its input", i));
                 }
             }
             _ => return Err(bad("tensor has an unknown location", i)),

@@ -35,11 +35,11 @@ fn run_all(part: &str, must_pass: bool, expect_cases: Option<usize>) {
             .to_string_lossy()
             .into_owned();
         for (l, o) in LEVELS.iter().zip(&outcomes) {
-            if must_pass && *o != Outcome::Pass {
+            if must_pass && !o.passed() {
                 failures.push(format!("{part}/{name} at {l:?}: {o:?}"));
             }
         }
-        let passes: Vec<bool> = outcomes.iter().map(|o| *o == Outcome::Pass).collect();
+        let passes: Vec<bool> = outcomes.iter().map(Outcome::passed).collect();
         if !must_pass && passes.iter().any(|&p| p != passes[0]) {
             failures.push(format!(
                 "{part}/{name}: outcome depends on the level: {outcomes:?}"

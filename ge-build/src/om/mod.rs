@@ -3,5 +3,5 @@
 mod emit;
 mod writer;
 
-pub use emit::{Emitted, emit, emit_full};
+pub use emit::{Emitted, emit};
 pub use writer::OmBuilder;

@@ -97,7 +97,7 @@ pub fn import_model(
         });
         by_name.insert(t.name().to_string(), id);
     }
-    for name in opts.input_shapes.keys() {
+    for name in opts.input_shapes.keys().chain(opts.input_values.keys()) {
         if !gp.input.iter().any(|i| i.name() == name) {
             let known: Vec<&str> = gp.input.iter().map(|i| i.name()).collect();
             return Err(CompileError::Input {

@@ -34,20 +34,21 @@ fn aligned(n: usize) -> usize {
 
 /// Plans `buffers` over `steps` steps. With `reuse == false`, every buffer gets its own bytes.
 pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
+    let steps = steps.max(1);
     let sizes: Vec<usize> = buffers.iter().map(|b| aligned(b.bytes)).collect();
     let naive: usize = sizes.iter().sum();
-    let mut live_bytes = vec![0usize; steps.max(1)];
+    let mut live_bytes = vec![0usize; steps];
     for (b, &s) in buffers.iter().zip(&sizes) {
-        for v in &mut live_bytes[b.first..=b.last.min(steps.max(1) - 1)] {
+        for v in &mut live_bytes[b.first.min(steps - 1)..=b.last.min(steps - 1)] {
             *v += s;
         }
     }
     let lower = live_bytes.iter().copied().max().unwrap_or(0);
-    let mut offsets = vec![0usize; buffers.len()];
     if !reuse {
+        let mut offsets = Vec::with_capacity(buffers.len());
         let mut at = 0;
-        for (o, &s) in offsets.iter_mut().zip(&sizes) {
-            *o = at;
+        for &s in &sizes {
+            offsets.push(at);
             at += s;
         }
         return MemoryPlan {
@@ -57,22 +58,70 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
             naive_bytes: naive,
         };
     }
-    let mut order: Vec<usize> = (0..buffers.len()).collect();
-    order.sort_by(|&a, &b| {
-        sizes[b]
-            .cmp(&sizes[a])
-            .then(buffers[a].first.cmp(&buffers[b].first))
-    });
+    // A portfolio of placement orders; the first plan that meets the lower bound wins, else
+    // the smallest.
+    let span = |i: usize| buffers[i].last - buffers[i].first + 1;
+    type Cmp<'a> = Box<dyn Fn(&usize, &usize) -> std::cmp::Ordering + 'a>;
+    let orders: [Cmp<'_>; 4] = [
+        Box::new(|&a, &b| {
+            sizes[b]
+                .cmp(&sizes[a])
+                .then(buffers[a].first.cmp(&buffers[b].first))
+        }),
+        Box::new(|&a, &b| {
+            (sizes[b] * span(b))
+                .cmp(&(sizes[a] * span(a)))
+                .then(a.cmp(&b))
+        }),
+        Box::new(|&a, &b| span(b).cmp(&span(a)).then(sizes[b].cmp(&sizes[a]))),
+        Box::new(|&a, &b| {
+            buffers[a]
+                .first
+                .cmp(&buffers[b].first)
+                .then(sizes[b].cmp(&sizes[a]))
+        }),
+    ];
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for cmp in &orders {
+        let mut order: Vec<usize> = (0..buffers.len()).collect();
+        order.sort_by(|a, b| cmp(a, b));
+        let (arena, offsets) = place(buffers, &sizes, &order, steps);
+        let done = arena <= lower;
+        if best.as_ref().is_none_or(|(b, _)| arena < *b) {
+            best = Some((arena, offsets));
+        }
+        if done {
+            break;
+        }
+    }
+    let (arena_bytes, offsets) = best.unwrap_or_default();
+    MemoryPlan {
+        offsets,
+        arena_bytes,
+        lower_bound_bytes: lower,
+        naive_bytes: naive,
+    }
+}
+
+/// Best-fit placement in `order`: each buffer goes to the smallest gap among the placed
+/// buffers live at the same time, else the lowest free end.
+fn place(
+    buffers: &[Buffer],
+    sizes: &[usize],
+    order: &[usize],
+    steps: usize,
+) -> (usize, Vec<usize>) {
+    let mut offsets = vec![0usize; buffers.len()];
     // placed[step] = buffers already placed that are live at `step`.
-    let mut placed: Vec<Vec<usize>> = vec![Vec::new(); steps.max(1)];
+    let mut placed: Vec<Vec<usize>> = vec![Vec::new(); steps];
     let mut arena = 0usize;
     let mut busy: Vec<(usize, usize)> = Vec::new();
     let mut seen = vec![usize::MAX; buffers.len()];
-    for &i in &order {
+    for &i in order {
         let b = buffers[i];
-        let last = b.last.min(steps.max(1) - 1);
+        let (first, last) = (b.first.min(steps - 1), b.last.min(steps - 1));
         busy.clear();
-        for live in &placed[b.first..=last] {
+        for live in &placed[first..=last] {
             for &j in live {
                 if seen[j] != i {
                     seen[j] = i;
@@ -96,16 +145,11 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
         let off = best.map_or(cursor, |(_, o)| o);
         offsets[i] = off;
         arena = arena.max(off + need);
-        for p in &mut placed[b.first..=last] {
+        for p in &mut placed[first..=last] {
             p.push(i);
         }
     }
-    MemoryPlan {
-        offsets,
-        arena_bytes: arena,
-        lower_bound_bytes: lower,
-        naive_bytes: naive,
-    }
+    (arena, offsets)
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use super::broadcast::broadcast_strides;
 use super::unary::apply_activation;
 use super::{KernelError, KernelResult, Work, input, output};
 
-fn param<'a>(
-    t: Option<&Option<TensorRef<'a>>>,
-    norm: &Shape,
-) -> Result<Option<(&'a [f32], [usize; 8])>, KernelError> {
+/// A scale or bias: its values and strides broadcast to the normalized shape.
+type Param<'a> = Option<(&'a [f32], [usize; 8])>;
+
+fn param<'a>(t: Option<&Option<TensorRef<'a>>>, norm: &Shape) -> Result<Param<'a>, KernelError> {
     match t.and_then(|t| t.as_ref()) {
         None => Ok(None),
         Some(t) => {
@@ -115,6 +115,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::excessive_precision)]
     fn normalizes_rows_with_scale_and_bias() {
         // numpy: x=[[1,2,3,4],[2,2,2,6]]; ((x-m)/sqrt(v+1e-5))*g+b with g=[1,2,1,1], b=[0,0,1,0]
         let xb = bytes(&[1.0, 2.0, 3.0, 4.0, 2.0, 2.0, 2.0, 6.0]);

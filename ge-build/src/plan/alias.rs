@@ -1,0 +1,89 @@
+//! Zero-copy aliasing: values that can live inside another value's bytes, so the op that
+//! produced the copy disappears from the task list.
+//!
+//! - Reshape-like ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) alias their
+//!   output to their input: same bytes, new shape.
+//! - Concat along an axis whose outer dims are all 1 (so every input is one contiguous slice
+//!   of the output) makes each input's producer write straight into its slice, when that input
+//!   is produced by a kernel, read only by the Concat, and not a graph output.
+//!
+//! One pass over the execution order: O(V + E).
+
+use std::collections::{HashMap, HashSet};
+
+use petgraph::stable_graph::NodeIndex;
+
+use crate::ir::{Graph, Op, ValueId};
+
+/// The alias map and the nodes that no longer need a task.
+#[derive(Default, Debug)]
+pub struct Aliases {
+    parent: HashMap<ValueId, (ValueId, usize)>,
+    pub elided: HashSet<NodeIndex>,
+}
+
+impl Aliases {
+    /// The value whose buffer holds `v`, and `v`'s byte offset inside it.
+    pub fn resolve(&self, mut v: ValueId) -> (ValueId, usize) {
+        let mut off = 0;
+        while let Some(&(p, o)) = self.parent.get(&v) {
+            off += o;
+            v = p;
+        }
+        (v, off)
+    }
+
+    /// True when `v` lives inside another value's buffer.
+    pub fn is_alias(&self, v: ValueId) -> bool {
+        self.parent.contains_key(&v)
+    }
+}
+
+/// Finds aliases along `order`.
+pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
+    let mut a = Aliases::default();
+    let users = g.users();
+    for &n in order {
+        let node = &g.g[n];
+        match node.op {
+            Op::Reshape => {
+                if let (Some(Some(x)), [y]) = (node.inputs.first(), node.outputs.as_slice()) {
+                    a.parent.insert(*y, (*x, 0));
+                    a.elided.insert(n);
+                }
+            }
+            Op::Concat(p) => {
+                let y = node.outputs[0];
+                let shape = &g.value(y).shape;
+                let axis = p.axis as usize;
+                if shape[..axis].iter().any(|&d| d != 1) {
+                    continue;
+                }
+                let ins: Vec<ValueId> = node.inputs.iter().flatten().copied().collect();
+                let mut distinct = HashSet::new();
+                let eligible = ins.len() == node.inputs.len()
+                    && ins.iter().all(|&x| {
+                        distinct.insert(x)
+                            && g.value(x).data.is_none()
+                            && g.value(x).producer.is_some_and(|p| {
+                                !a.elided.contains(&p) && g.g[p].outputs.len() == 1
+                            })
+                            && !a.parent.contains_key(&x)
+                            && !g.is_output(x)
+                            && users.get(&x).map(Vec::as_slice) == Some(&[n][..])
+                    });
+                if !eligible {
+                    continue;
+                }
+                let mut off = 0;
+                for &x in &ins {
+                    a.parent.insert(x, (y, off));
+                    off += g.value(x).bytes();
+                }
+                a.elided.insert(n);
+            }
+            _ => {}
+        }
+    }
+    a
+}
