@@ -17,13 +17,19 @@ fn firmware_builds_without_std_and_classifies() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let manifest = root.join("firmware/Cargo.toml");
     let target = target_dir();
-    let status = Command::new(env!("CARGO"))
+    let out = Command::new(env!("CARGO"))
         .args(["build", "--release", "--manifest-path"])
         .arg(&manifest)
         .env("CARGO_TARGET_DIR", &target)
-        .status()
+        .output()
         .expect("run cargo");
-    assert!(status.success(), "building the firmware failed");
+    // A failure here usually means std or the heap crept into ge, ge-runtime or ge-sim
+    // (e.g. `f64::sqrt`, which needs std: use `libm`).
+    assert!(
+        out.status.success(),
+        "building the no_std firmware failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let exe = target.join("release/firmware");
 
     let expected = std::fs::read(root.join("digits/data/ort_pred.bin")).unwrap();
