@@ -73,6 +73,7 @@ pub struct BuiltModel {
 pub struct Builder {
     models: Vec<(Option<String>, PathBuf)>,
     options: CompileOptions,
+    input_values: Vec<(String, PathBuf)>,
     device: Option<String>,
     max_cores: u32,
     host_dispatch: bool,
@@ -96,6 +97,7 @@ impl Builder {
         Builder {
             models: Vec::new(),
             options: CompileOptions::default(),
+            input_values: Vec::new(),
             device: None,
             max_cores: 0,
             host_dispatch: false,
@@ -126,6 +128,15 @@ impl Builder {
         self.options
             .input_shapes
             .insert(name.to_string(), dims.into());
+        self
+    }
+
+    /// `--input-value NAME=FILE`: freezes a graph input to the tensor in `file` (`.npy`, or
+    /// a `TensorProto` `.pb`; relative to `CARGO_MANIFEST_DIR`); the compiled model no
+    /// longer takes that input.
+    pub fn input_value(mut self, name: &str, file: impl AsRef<Path>) -> Self {
+        self.input_values
+            .push((name.to_string(), file.as_ref().to_path_buf()));
         self
     }
 
@@ -249,6 +260,12 @@ impl Builder {
             let d = codegen::resolve_device(spec, &base).map_err(|e| err(None, e))?;
             options.device = d.profile;
             rerun.extend(d.file);
+        }
+        for (name, file) in &self.input_values {
+            let file = base.join(file);
+            let t = codegen::read_tensor_file(&file).map_err(|e| err(None, e))?;
+            options.input_values.insert(name.clone(), t);
+            rerun.push(file);
         }
         if let Some(f) = &options.fusion_switch {
             let f = base.join(f);

@@ -10,6 +10,7 @@
 //!         | memory_reuse = true | false | "on" | "off"
 //!         | fusion_switch = "switch.json"
 //!         | input_shape(NAME = [D1, D2, …], "name:0" = […], …)
+//!         | input_value(NAME = "value.npy", …)        (or a TensorProto .pb file)
 //!         | crate = path::to::ge
 //! ```
 
@@ -28,6 +29,7 @@ pub const OPTIONS: &[&str] = &[
     "memory_reuse",
     "fusion_switch",
     "input_shape",
+    "input_value",
     "crate",
 ];
 
@@ -68,11 +70,19 @@ pub struct ShapeArg {
     pub dims: Vec<usize>,
 }
 
+/// One `input_value` entry.
+pub struct ValueArg {
+    pub name: String,
+    pub span: Span,
+    pub file: LitStr,
+}
+
 /// One option.
 pub struct OptArg {
     pub key: Ident,
     pub value: Option<Value>,
     pub shapes: Vec<ShapeArg>,
+    pub values: Vec<ValueArg>,
 }
 
 /// Everything between the parentheses.
@@ -83,7 +93,8 @@ pub struct Args {
     pub options: Vec<OptArg>,
 }
 
-fn parse_shape(input: ParseStream) -> syn::Result<ShapeArg> {
+/// An input name: an identifier or a string literal.
+fn parse_input_name(input: ParseStream) -> syn::Result<(String, Span)> {
     let (name, span) = if input.peek(LitStr) {
         let s: LitStr = input.parse()?;
         (s.value(), s.span())
@@ -92,6 +103,20 @@ fn parse_shape(input: ParseStream) -> syn::Result<ShapeArg> {
         (i.to_string(), i.span())
     };
     input.parse::<Token![=]>()?;
+    Ok((name, span))
+}
+
+fn parse_value(input: ParseStream) -> syn::Result<ValueArg> {
+    let (name, span) = parse_input_name(input)?;
+    Ok(ValueArg {
+        name,
+        span,
+        file: input.parse()?,
+    })
+}
+
+fn parse_shape(input: ParseStream) -> syn::Result<ShapeArg> {
+    let (name, span) = parse_input_name(input)?;
     let content;
     syn::bracketed!(content in input);
     let dims = content.parse_terminated(LitInt::parse, Token![,])?;
@@ -150,6 +175,19 @@ impl Parse for Args {
                     key,
                     value: None,
                     shapes: shapes.into_iter().collect(),
+                    values: Vec::new(),
+                });
+                continue;
+            }
+            if name == "input_value" {
+                let content;
+                syn::parenthesized!(content in input);
+                let values = content.parse_terminated(parse_value, Token![,])?;
+                options.push(OptArg {
+                    key,
+                    value: None,
+                    shapes: Vec::new(),
+                    values: values.into_iter().collect(),
                 });
                 continue;
             }
@@ -165,6 +203,7 @@ impl Parse for Args {
                 key,
                 value: Some(value),
                 shapes: Vec::new(),
+                values: Vec::new(),
             });
         }
         Ok(Args {

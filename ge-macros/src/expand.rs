@@ -165,6 +165,31 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                     s.shape_spans.push((sh.name.clone(), sh.span));
                 }
             }
+            "input_value" => {
+                for v in &o.values {
+                    let file = v.file.value();
+                    let path = ctx.manifest_dir.join(&file);
+                    let t = codegen::read_tensor_file(&path).map_err(|e| {
+                        err(
+                            v.file.span(),
+                            format!(
+                                "bad `input_value` for `{}`: {} (paths are relative to the \
+                                 crate's directory, CARGO_MANIFEST_DIR)",
+                                v.name,
+                                reason(e)
+                            ),
+                        )
+                    })?;
+                    if s.options.input_values.insert(v.name.clone(), t).is_some() {
+                        return Err(err(
+                            v.span,
+                            format!("input `{}` is given two values", v.name),
+                        ));
+                    }
+                    s.tracked.push(path);
+                    s.shape_spans.push((v.name.clone(), v.span));
+                }
+            }
             "crate" => s.crate_path = value(o).to_token_stream_string(),
             other => return Err(err(o.key.span(), format!("unknown option `{other}`"))),
         }

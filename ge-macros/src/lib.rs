@@ -14,8 +14,9 @@
 //! compile flags: `opt_level` (0–3 or "O0".."O3"), `precision` ("fp32", …), `device`
 //! ("edge", "datacenter", "tiny" or a profile JSON file), `cores`, `host_dispatch`,
 //! `memory_reuse`, `fusion_switch` (a JSON file), `input_shape(NAME = [dims], …)` (quote
-//! names that are not identifiers: `"data:0" = [1, 3]`), and `crate = path` (where the `ge`
-//! facade is, `::ge` by default).
+//! names that are not identifiers: `"data:0" = [1, 3]`), `input_value(NAME = "v.npy", …)`
+//! (freezes an input to a tensor file, `.npy` or `TensorProto` `.pb`, like
+//! `--input-value`), and `crate = path` (where the `ge` facade is, `::ge` by default).
 //!
 //! The macro is thin: it parses the arguments, asks `ge-build`'s cache for the compiled
 //! blob (`target/ge-cache/`, keyed by a digest of the model bytes, the options and the
@@ -165,6 +166,38 @@ mod tests {
         assert!(out.contains("pub (crate) mod my_net"), "{out}");
         assert!(out.contains("struct MyNet"), "{out}");
         assert!(out.contains("crate :: ge :: Arena"), "{out}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn input_value_freezes_an_input() {
+        let dir = tmp("value");
+        std::fs::create_dir_all(&dir).unwrap();
+        let npy = dir.join("x.npy");
+        let t = ge_build::onnx::tensor::TensorData {
+            dtype: ge_runtime::format::DType::F32,
+            dims: vec![1, 1, 8, 8],
+            bytes: vec![0; 256],
+        };
+        ge_build::onnx::tensor::write_npy(&npy, &t).unwrap();
+        let npy = npy.to_str().unwrap();
+        let ctx = ctx(&dir.join("cache"));
+        let out = expand_str(
+            quote!("../examples/digits/models/digits.onnx", input_value(x = #npy)),
+            &ctx,
+        )
+        .unwrap();
+        assert!(out.contains("INPUT_NAMES : [& str ; 0]"), "{out}");
+        assert!(out.contains(npy), "the value file is tracked: {out}");
+        let e = expand_str(
+            quote!(
+                "../examples/digits/models/digits.onnx",
+                input_value(x = "none.npy")
+            ),
+            &ctx,
+        )
+        .unwrap_err();
+        assert!(e.contains("bad `input_value` for `x`"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

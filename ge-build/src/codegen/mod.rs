@@ -180,6 +180,17 @@ impl Bindings {
     }
 }
 
+/// Reads a tensor value for [`CompileOptions::input_values`] (`--input-value`): a `.pb`
+/// file holds an ONNX `TensorProto`, anything else is read as `.npy`.
+pub fn read_tensor_file(path: &Path) -> Result<crate::onnx::tensor::TensorData> {
+    let r = if path.extension().is_some_and(|e| e == "pb") {
+        crate::onnx::tensor::read_tensor_pb(path)
+    } else {
+        crate::onnx::tensor::read_npy(path)
+    };
+    r.map_err(|e| CompileError::Option(format!("{}: {e}", path.display())))
+}
+
 /// One-line facts from a compile report, for docs.
 pub fn report_notes(report: &Report) -> Vec<String> {
     let m = &report.memory;
@@ -342,6 +353,13 @@ fn options_summary(o: &CompileOptions) -> String {
     );
     for (name, dims) in &o.input_shapes {
         s += &format!(", input shape {name}:{dims:?}");
+    }
+    for (name, t) in &o.input_values {
+        s += &format!(
+            ", input {name} frozen to a {} {:?} value",
+            t.dtype.name(),
+            t.dims
+        );
     }
     if !o.memory_reuse {
         s += ", memory reuse off";
