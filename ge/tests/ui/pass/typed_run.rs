@@ -1,5 +1,8 @@
-// The plain form, a static arena, typed and untyped runs: builds and runs.
-ge::ge_model!("models/digits.onnx", input_shape(x = [1, 1, 8, 8]));
+//! The plain form, a static arena, typed and untyped runs: builds (without warnings, with
+//! the generated items public) and runs.
+#![deny(warnings, missing_docs, unused_doc_comments)]
+
+ge::ge_model!(pub "models/digits.onnx", input_shape(x = [1, 1, 8, 8]));
 
 static ARENA: digits::StaticArena = digits::StaticArena::new();
 
