@@ -71,7 +71,16 @@ pub fn compile_bytes(
     let passes_ms = ms(t);
     let t = Instant::now();
     let order = graph.topo_order();
-    let emitted = crate::om::emit(&graph, &order, opts.memory_reuse, PRODUCER)?;
+    let emitted = crate::om::emit(
+        &graph,
+        &order,
+        &crate::om::EmitOptions {
+            reuse: opts.memory_reuse,
+            max_streams: opts.max_streams.unwrap_or_else(|| (opts.device.cores as usize).clamp(1, 4)),
+            ignore_stream_concurrency: opts.unsafe_linear_memory_plan,
+            producer: PRODUCER,
+        },
+    )?;
     let plan_ms = ms(t);
     let sim = predict(&emitted.blob, opts)?;
     let report = Report {
@@ -81,6 +90,8 @@ pub fn compile_bytes(
         nodes_before,
         nodes_after: graph.node_count(),
         tasks: emitted.tasks,
+        streams: emitted.streams,
+        events: emitted.events,
         passes,
         memory: MemoryStat {
             arena_bytes: emitted.memory.arena_bytes as u64,

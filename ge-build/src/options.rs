@@ -66,6 +66,12 @@ pub struct CompileOptions {
     pub device: Profile,
     /// `false` gives the naive memory plan (`--memory-reuse off`).
     pub memory_reuse: bool,
+    /// Most streams for parallel branches (`--streams N`); `None`: as many as the device has
+    /// cores, at most 4.
+    pub max_streams: Option<usize>,
+    /// Plan memory ignoring stream concurrency: a deliberately racy plan, only for testing the
+    /// race checker (`--unsafe-linear-memory-plan`).
+    pub unsafe_linear_memory_plan: bool,
     /// Fusion switch file (`--fusion-switch`).
     pub fusion_switch: Option<PathBuf>,
     /// Inputs frozen to constant values (shape tensors: axes, pads, sizes… given as graph
@@ -82,6 +88,8 @@ impl Default for CompileOptions {
             device: Profile::EDGE,
             memory_reuse: true,
             fusion_switch: None,
+            max_streams: None,
+            unsafe_linear_memory_plan: false,
             input_values: BTreeMap::new(),
         }
     }

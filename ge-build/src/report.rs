@@ -50,6 +50,9 @@ pub struct Report {
     pub nodes_before: usize,
     pub nodes_after: usize,
     pub tasks: usize,
+    /// Streams the tasks were spread over, and cross-stream events between them.
+    pub streams: usize,
+    pub events: usize,
     pub passes: Vec<PassStat>,
     pub memory: MemoryStat,
     pub compile_millis: CompileMillis,

@@ -121,6 +121,9 @@ pub struct CompileFlags {
     pub device: DeviceFlags,
     #[arg(long = "fusion-switch")]
     pub fusion_switch: Option<PathBuf>,
+    /// Most streams for parallel branches (default: the device's cores, at most 4; 1 = serial).
+    #[arg(long)]
+    pub streams: Option<usize>,
     /// on (default) or off (naive memory plan, for debugging).
     #[arg(long = "memory-reuse", default_value = "on")]
     pub memory_reuse: String,

@@ -71,6 +71,12 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         let (name, dims) = parse_input_shape(s).map_err(|e| e.to_string())?;
         o.input_shapes.insert(name, dims);
     }
+    if let Some(n) = flags.streams {
+        if n == 0 {
+            return Err("--streams must be at least 1".into());
+        }
+        o.max_streams = Some(n);
+    }
     o.opt_level = flags
         .opt_level
         .parse()

@@ -6,7 +6,7 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::format::{
-    ALIGN, DType, FORMAT_VERSION, Header, IoDesc, Location, MAGIC, MAX_RANK, MAX_TASK_IO, Meta,
+    ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, Location, MAGIC, MAX_RANK, MAX_TASK_IO, Meta,
     NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape, StrRef, TaskDesc, TensorDesc,
 };
 
@@ -28,6 +28,7 @@ pub struct Model<'a> {
     task_io: &'a [u32],
     params: &'a [u8],
     weights: &'a [u8],
+    events: &'a [EventDesc],
 }
 
 /// A model input or output as seen by callers.
@@ -157,6 +158,10 @@ impl<'a> Model<'a> {
             task_io: table(get(SectionKind::TaskIo)?, "task io table")?,
             params: get(SectionKind::Params)?,
             weights: get(SectionKind::Weights)?,
+            events: match found[SectionKind::Events as usize] {
+                Some(b) => table(b, "event table")?,
+                None => &[],
+            },
         };
         model.validate()?;
         Ok(model)
@@ -194,6 +199,16 @@ impl<'a> Model<'a> {
         }
         for (i, t) in self.tasks.iter().enumerate() {
             self.validate_task(i, t)?;
+        }
+        let n = self.tasks.len() as u32;
+        for (i, e) in self.events.iter().enumerate() {
+            if e.record >= e.wait || e.wait >= n {
+                return Err(bad("event must record an earlier task than it waits in", i as u64));
+            }
+            let (r, w) = (&self.tasks[e.record as usize], &self.tasks[e.wait as usize]);
+            if r.stream == w.stream {
+                return Err(bad("event joins a stream to itself", i as u64));
+            }
         }
         Ok(())
     }
@@ -415,6 +430,16 @@ impl<'a> Model<'a> {
     pub fn task_params(&self, t: &TaskDesc) -> &'a [u8] {
         let s = t.params_offset as usize;
         self.params.get(s..s + t.params_len as usize).unwrap_or(&[])
+    }
+
+    /// Cross-stream events, in table order.
+    pub fn events(&self) -> &'a [EventDesc] {
+        self.events
+    }
+
+    /// Number of streams.
+    pub fn stream_count(&self) -> usize {
+        self.meta.stream_count as usize
     }
 
     /// The weights section (used in place).

@@ -6,34 +6,48 @@
 use std::collections::HashMap;
 
 use ge_runtime::format::{
-    DType, IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, TaskDesc, TensorDesc,
+    DType, EventDesc, IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, TaskDesc, TensorDesc,
 };
 use petgraph::stable_graph::NodeIndex;
 
 use super::OmBuilder;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, ValueId};
-use crate::plan::{Aliases, Lifetimes, MemoryPlan, analyze, lifetimes, plan};
+use crate::plan::{Aliases, Lifetimes, MemoryPlan, analyze, assign, lifetimes, plan};
 
 /// What emission produced besides the blob.
 #[derive(Clone, Debug)]
 pub struct Emitted {
     pub blob: Vec<u8>,
+    pub streams: usize,
+    pub events: usize,
     pub memory: MemoryPlan,
     pub tasks: usize,
     pub weight_bytes: usize,
 }
 
-/// Emits `g` executed in `order`. `reuse` enables arena sharing by liveness and zero-copy
-/// aliases; without it every activation gets its own bytes (the naive plan).
-pub fn emit(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) -> Result<Emitted> {
+/// How to plan while emitting.
+#[derive(Clone, Copy, Debug)]
+pub struct EmitOptions<'a> {
+    /// Arena sharing by liveness and zero-copy aliases; without it every activation gets its
+    /// own bytes (the naive plan).
+    pub reuse: bool,
+    /// Most streams independent branches may use (1 = everything in order on one stream).
+    pub max_streams: usize,
+    /// Plan memory on the task order alone, ignoring stream concurrency. Wrong on purpose:
+    /// only for demonstrating the race checker.
+    pub ignore_stream_concurrency: bool,
+    pub producer: &'a str,
+}
+
+/// Emits `g` executed in `order`.
+pub fn emit(g: &Graph, order: &[NodeIndex], opts: &EmitOptions<'_>) -> Result<Emitted> {
+    let (reuse, producer_name) = (opts.reuse, opts.producer);
     let steps = order.len().max(1);
-    let aliases = if reuse {
-        analyze(g, order)
-    } else {
-        Aliases::default()
-    };
-    let lt = lifetimes(g, order, &aliases);
+    let aliases = if reuse { analyze(g, order) } else { Aliases::default() };
+    let streams = assign(g, order, &aliases, opts.max_streams);
+    let ranges = (!opts.ignore_stream_concurrency).then_some((streams.lo.as_slice(), streams.hi.as_slice()));
+    let lt = lifetimes(g, order, &aliases, ranges);
     let mut memory = plan(&lt.buffers, steps, reuse);
     memory.naive_bytes = lt.naive_bytes.next_multiple_of(64).max(memory.naive_bytes);
 
@@ -49,10 +63,12 @@ pub fn emit(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) ->
     for (i, &v) in g.inputs.iter().enumerate() {
         t.add_tensor(v, Location::Input, i as u32, 0)?;
     }
+    let mut task_of_step = vec![u32::MAX; order.len()];
     for (step, &n) in order.iter().enumerate() {
         if aliases.elided.contains(&n) {
             continue;
         }
+        task_of_step[step] = t.om.tasks.len() as u32;
         let node = &g.g[n];
         let io_start = t.om.task_io.len() as u32;
         let mut ids = Vec::with_capacity(node.inputs.len() + node.outputs.len());
@@ -95,7 +111,7 @@ pub fn emit(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) ->
             op: kind as u16,
             input_count: node.inputs.len() as u8,
             output_count: node.outputs.len() as u8,
-            stream: 0,
+            stream: streams.stream_of[step],
             reserved: 0,
             io_start,
             params_offset,
@@ -122,6 +138,12 @@ pub fn emit(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) ->
             direction: 1,
         });
     }
+    for &(record, wait) in &streams.events {
+        let (r, w) = (task_of_step[record], task_of_step[wait]);
+        if r != u32::MAX && w != u32::MAX {
+            t.om.events.push(EventDesc { record: r, wait: w });
+        }
+    }
     let weight_bytes = t.om.weight_bytes();
     let tasks = t.om.tasks.len();
     let mut om = t.om;
@@ -131,17 +153,13 @@ pub fn emit(g: &Graph, order: &[NodeIndex], reuse: bool, producer_name: &str) ->
         arena_bytes: memory.arena_bytes as u64,
         input_count: g.inputs.len() as u32,
         output_count: g.outputs.len() as u32,
-        stream_count: 1,
+        stream_count: streams.stream_count as u32,
         precision: 0,
         opset: g.opset as u32,
         reserved: [0; 5],
     };
-    Ok(Emitted {
-        blob: om.finish(meta),
-        memory,
-        tasks,
-        weight_bytes,
-    })
+    let events = om.events.len();
+    Ok(Emitted { blob: om.finish(meta), memory, tasks, weight_bytes, streams: streams.stream_count, events })
 }
 
 /// The tensor table being built, and the value → tensor id map.

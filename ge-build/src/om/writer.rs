@@ -3,7 +3,7 @@
 //! `ge_runtime::format`, which this writer only fills in. O(blob size).
 
 use ge_runtime::format::{
-    ALIGN, FORMAT_VERSION, Header, IoDesc, MAGIC, Meta, SectionEntry, SectionKind, StrRef,
+    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, MAGIC, Meta, SectionEntry, SectionKind, StrRef,
     TaskDesc, TensorDesc,
 };
 
@@ -15,6 +15,7 @@ pub struct OmBuilder {
     pub tensors: Vec<TensorDesc>,
     pub tasks: Vec<TaskDesc>,
     pub task_io: Vec<u32>,
+    pub events: Vec<EventDesc>,
     params: Vec<u8>,
     weights: Vec<u8>,
 }
@@ -74,6 +75,7 @@ impl OmBuilder {
             ),
             (SectionKind::Params, self.params),
             (SectionKind::Weights, self.weights),
+            (SectionKind::Events, bytemuck::cast_slice(&self.events).to_vec()),
         ];
         let hl = std::mem::size_of::<Header>();
         let table_len = sections.len() * std::mem::size_of::<SectionEntry>();

@@ -5,7 +5,8 @@
 //!   output to their input: same bytes, new shape.
 //! - Concat along an axis whose outer dims are all 1 (so every input is one contiguous slice
 //!   of the output) makes each input's producer write straight into its slice, when that input
-//!   is produced by a kernel, read only by the Concat, and not a graph output.
+//!   is computed (not a constant, graph input or reshape), not a graph output, and not already
+//!   placed inside another value.
 //!
 //! One pass over the execution order: O(V + E).
 
@@ -42,7 +43,6 @@ impl Aliases {
 /// Finds aliases along `order`.
 pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
     let mut a = Aliases::default();
-    let users = g.users();
     for &n in order {
         let node = &g.g[n];
         match node.op {
@@ -61,16 +61,16 @@ pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
                 }
                 let ins: Vec<ValueId> = node.inputs.iter().flatten().copied().collect();
                 let mut distinct = HashSet::new();
+                // Each input is written once, by its producer, into its slice; readers of the
+                // input read the same bytes. So an input may have other readers, and may itself
+                // be a concat output (DenseNet's growing concats become one buffer).
                 let eligible = ins.len() == node.inputs.len()
                     && ins.iter().all(|&x| {
                         distinct.insert(x)
                             && g.value(x).data.is_none()
-                            && g.value(x).producer.is_some_and(|p| {
-                                !a.elided.contains(&p) && g.g[p].outputs.len() == 1
-                            })
+                            && g.value(x).producer.is_some_and(|p| g.g[p].outputs.len() == 1 && !matches!(g.g[p].op, Op::Reshape))
                             && !a.parent.contains_key(&x)
                             && !g.is_output(x)
-                            && users.get(&x).map(Vec::as_slice) == Some(&[n][..])
                     });
                 if !eligible {
                     continue;

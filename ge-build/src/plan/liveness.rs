@@ -27,14 +27,21 @@ fn shape_of(dims: &[usize]) -> Shape {
     Shape::new(dims).unwrap_or_default()
 }
 
-/// Computes lifetimes of the activations of `g` along `order`.
-pub fn lifetimes(g: &Graph, order: &[NodeIndex], aliases: &Aliases) -> Lifetimes {
+/// Computes lifetimes of the activations of `g` along `order`. With `ranges` (each step's
+/// concurrency range from the stream plan), a use at a step keeps its buffer live over every
+/// step that may run concurrently with it.
+pub fn lifetimes(g: &Graph, order: &[NodeIndex], aliases: &Aliases, ranges: Option<(&[usize], &[usize])>) -> Lifetimes {
     let steps = order.len().max(1);
     let mut lt = Lifetimes {
         workspace_of: vec![None; order.len()],
         ..Lifetimes::default()
     };
+    let span = |step: usize| match ranges {
+        Some((lo, hi)) => (lo.get(step).copied().unwrap_or(step), hi.get(step).copied().unwrap_or(step)),
+        None => (step, step),
+    };
     let touch = |lt: &mut Lifetimes, v: ValueId, step: usize| {
+        let (first, last) = span(step);
         let (root, _) = aliases.resolve(v);
         if g.value(root).data.is_some() || g.value(root).producer.is_none() {
             return; // constants and graph inputs live outside the arena
@@ -48,20 +55,22 @@ pub fn lifetimes(g: &Graph, order: &[NodeIndex], aliases: &Aliases) -> Lifetimes
             lt.buffers.len() - 1
         });
         let buf = &mut lt.buffers[b];
-        buf.first = buf.first.min(step);
-        buf.last = buf.last.max(step);
+        buf.first = buf.first.min(first);
+        buf.last = buf.last.max(last);
     };
     for (step, &n) in order.iter().enumerate() {
         let node = &g.g[n];
         for &v in &node.outputs {
             lt.naive_bytes += g.value(v).bytes();
+        }
+        if aliases.elided.contains(&n) {
+            continue; // no task: its reads and writes are its neighbours'
+        }
+        for &v in &node.outputs {
             touch(&mut lt, v, step);
         }
         for v in node.inputs.iter().flatten() {
             touch(&mut lt, *v, step);
-        }
-        if aliases.elided.contains(&n) {
-            continue;
         }
         let (kind, params) = node.op.lower();
         let ins: Vec<Option<Shape>> = node

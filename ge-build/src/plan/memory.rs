@@ -6,6 +6,9 @@
 //! it, else the lowest end). Cost: O(B log B + Σ lifetime × live set) — near-linear for
 //! the bounded live sets of real networks.
 
+/// Random perturbation rounds tried when no heuristic order meets the lower bound.
+const SEARCH_ROUNDS: usize = 512;
+
 /// 64-byte alignment of every offset and size.
 pub const ALIGN: usize = ge_runtime::format::ALIGN;
 
@@ -82,16 +85,41 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
         }),
     ];
     let mut best: Option<(usize, Vec<usize>)> = None;
+    let try_order = |order: &[usize], best: &mut Option<(usize, Vec<usize>)>| {
+        let (arena, offsets) = place(buffers, &sizes, order, steps);
+        if best.as_ref().is_none_or(|(b, _)| arena < *b) {
+            *best = Some((arena, offsets));
+        }
+        arena <= lower
+    };
+    let mut done = false;
     for cmp in &orders {
         let mut order: Vec<usize> = (0..buffers.len()).collect();
         order.sort_by(|a, b| cmp(a, b));
-        let (arena, offsets) = place(buffers, &sizes, &order, steps);
-        let done = arena <= lower;
-        if best.as_ref().is_none_or(|(b, _)| arena < *b) {
-            best = Some((arena, offsets));
-        }
-        if done {
+        if try_order(&order, &mut best) {
+            done = true;
             break;
+        }
+    }
+    // Search: seeded random perturbations of the size order (swap neighbours of similar size),
+    // a bounded number of rounds, while the plan misses the bound.
+    if !done {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        'search: for round in 0..SEARCH_ROUNDS {
+            let mut order: Vec<usize> = (0..buffers.len()).collect();
+            order.sort_by(|a, b| orders[round % orders.len()](a, b));
+            let mut o = order.clone();
+            for i in 1..o.len() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                if seed % 3 == 0 && sizes[o[i]] * 2 >= sizes[o[i - 1]] {
+                    o.swap(i, i - 1);
+                }
+            }
+            if try_order(&o, &mut best) {
+                break 'search;
+            }
         }
     }
     let (arena_bytes, offsets) = best.unwrap_or_default();

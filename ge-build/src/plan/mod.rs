@@ -1,9 +1,12 @@
-//! Planning: execution order, zero-copy aliases, buffer lifetimes and arena offsets.
+//! Planning: execution order, zero-copy aliases, streams and events, buffer lifetimes and
+//! arena offsets.
 
 pub mod alias;
 pub mod liveness;
 pub mod memory;
+pub mod streams;
 
 pub use alias::{Aliases, analyze};
 pub use liveness::{Lifetimes, lifetimes};
 pub use memory::{Buffer, MemoryPlan, plan};
+pub use streams::{StreamPlan, assign};

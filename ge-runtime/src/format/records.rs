@@ -170,3 +170,13 @@ pub struct TaskDesc {
     pub workspace: u32,
     pub name: StrRef,
 }
+
+/// A cross-stream dependency: task `wait` (on another stream) starts only after task
+/// `record` has finished. `record < wait` in the task table's order, which is itself a valid
+/// execution order, so running tasks in table order honours every event.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct EventDesc {
+    pub record: u32,
+    pub wait: u32,
+}

@@ -3,7 +3,8 @@
 //! For a task split over `c` cores:
 //! - cube cycles   = ⌈cube_macs / (cube_macs_per_cycle / fp32_cube_divisor × c)⌉
 //! - vector cycles = ⌈vector_ops / (vector_ops_per_cycle × c)⌉
-//! - memory cycles = ⌈gm_bytes / gm_bytes_per_cycle⌉ (bandwidth is shared by all cores)
+//! - memory cycles = ⌈gm_bytes / (gm_bytes_per_cycle × c / total cores)⌉ (a task holding c
+//!   of the cores gets that share of the bandwidth)
 //! - task cycles   = max(cube + vector, memory) + task_overhead_cycles
 //!
 //! `max` models double buffering: loads of the next tile overlap compute on the current one,
@@ -25,14 +26,25 @@ pub struct TaskCost {
     pub gm_bytes: u64,
 }
 
-/// Cycles and traffic of a task with `work` moving `gm_bytes`, split over `cores` cores.
-pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32) -> TaskCost {
+/// Cores a task can keep busy: one per output tile of half a unified buffer (the other half
+/// holds the next tile: double buffering).
+pub fn useful_cores(p: &Profile, out_bytes: u64) -> u32 {
+    let tile = u64::from(p.unified_buffer_bytes / 2).max(1);
+    u32::try_from(out_bytes.div_ceil(tile).max(1)).unwrap_or(u32::MAX)
+}
+
+/// Cycles and traffic of a task with `work` moving `gm_bytes`, split over `cores` of the
+/// device's `total_cores` (it gets that share of the global-memory bandwidth).
+pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores: u32) -> TaskCost {
     let c = u64::from(cores.max(1));
+    let share = u64::from(p.gm_bytes_per_cycle).max(1) * c;
+    let total = u64::from(total_cores.max(cores).max(1));
     let cube_rate =
         (u64::from(p.cube_macs_per_cycle) / u64::from(p.fp32_cube_divisor.max(1))).max(1) * c;
     let vec_rate = u64::from(p.vector_ops_per_cycle).max(1) * c;
     let compute = work.cube_macs.div_ceil(cube_rate) + work.vector_ops.div_ceil(vec_rate);
-    let memory = gm_bytes.div_ceil(u64::from(p.gm_bytes_per_cycle).max(1));
+    // bandwidth × cores / total_cores, kept in integers: bytes × total / (bw × cores).
+    let memory = (gm_bytes * total).div_ceil(share);
     TaskCost {
         cycles: compute.max(memory) + u64::from(p.task_overhead_cycles),
         compute_cycles: compute,
@@ -171,41 +183,31 @@ mod tests {
     #[test]
     fn memory_bound_task_costs_its_traffic() {
         let p = Profile::EDGE;
-        let c = task_cost(
-            &p,
-            Work {
-                cube_macs: 0,
-                vector_ops: 100,
-            },
-            26_000,
-            2,
-        );
+        let c = task_cost(&p, Work { cube_macs: 0, vector_ops: 100 }, 26_000, 2, 2);
         assert_eq!(c.memory_cycles, 1000);
         assert_eq!(c.compute_cycles, 1);
         assert_eq!(c.cycles, 1000 + 200);
     }
 
     #[test]
+    fn a_task_on_half_the_cores_gets_half_the_bandwidth() {
+        let p = Profile::EDGE;
+        let c = task_cost(&p, Work::default(), 26_000, 1, 2);
+        assert_eq!(c.memory_cycles, 2000);
+    }
+
+    #[test]
     fn compute_bound_task_scales_with_cores() {
         let p = Profile::EDGE;
-        let one = task_cost(
-            &p,
-            Work {
-                cube_macs: 1 << 30,
-                vector_ops: 0,
-            },
-            0,
-            1,
-        );
-        let two = task_cost(
-            &p,
-            Work {
-                cube_macs: 1 << 30,
-                vector_ops: 0,
-            },
-            0,
-            2,
-        );
+        let one = task_cost(&p, Work { cube_macs: 1 << 30, vector_ops: 0 }, 0, 1, 2);
+        let two = task_cost(&p, Work { cube_macs: 1 << 30, vector_ops: 0 }, 0, 2, 2);
         assert_eq!(one.compute_cycles, 2 * two.compute_cycles);
+    }
+
+    #[test]
+    fn small_outputs_keep_one_core_busy() {
+        let p = Profile::EDGE;
+        assert_eq!(useful_cores(&p, 1000), 1);
+        assert_eq!(useful_cores(&p, u64::from(p.unified_buffer_bytes) * 2), 4);
     }
 }

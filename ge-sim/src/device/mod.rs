@@ -2,13 +2,16 @@
 //! kernels) and keeps the timeline the cost model gives.
 
 mod profile;
+mod timeline;
 
 pub use profile::{LaunchMode, Profile};
+pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
+use timeline::Timeline;
 
 use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
-use crate::cost::{TaskCost, cycles_to_ns, estimate_work, task_cost};
+use crate::cost::{TaskCost, estimate_work};
 use crate::kernels::{self, Work};
 
 /// One task as the device ran it, for profiles and traces.
@@ -16,9 +19,10 @@ use crate::kernels::{self, Work};
 pub struct TaskRecord {
     pub index: u32,
     pub stream: u16,
-    /// First core used and how many.
+    /// First core used, how many, and which (bit `c` = core `c`).
     pub first_core: u32,
     pub cores: u32,
+    pub core_mask: u64,
     /// Start and end on the device timeline, in cycles from the run's start.
     pub start_cycle: u64,
     pub end_cycle: u64,
@@ -104,7 +108,7 @@ impl<O: Observer> SimDevice<O> {
 }
 
 /// Global-memory bytes a task moves: inputs read once, outputs written once.
-fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
+pub(crate) fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
     let tensors = model.tensors();
     let ids = model
         .task_inputs(task)
@@ -139,76 +143,11 @@ fn task_work(model: &Model<'_>, task: &TaskDesc) -> Work {
     )
 }
 
-/// Running totals of the timeline, shared by execution and prediction.
-struct Timeline {
-    rep: RunReport,
-    clock: u64,
-    launch_cycles: u64,
-    cores: u32,
-}
-
-impl Timeline {
-    fn start<O: Observer>(dev: &SimDevice<O>) -> Timeline {
-        let p = &dev.profile;
-        let launch_cycles = u64::from(p.launch_overhead_ns) * u64::from(p.clock_mhz) / 1000;
-        let mut t = Timeline {
-            rep: RunReport::default(),
-            clock: 0,
-            launch_cycles,
-            cores: dev.cores(),
-        };
-        if dev.mode == LaunchMode::Sink {
-            t.rep.launches = 1;
-            t.clock += launch_cycles;
-        }
-        t
-    }
-
-    /// Charges task `i` doing `work` and returns its record.
-    fn charge<O: Observer>(
-        &mut self,
-        dev: &SimDevice<O>,
-        model: &Model<'_>,
-        i: usize,
-        task: &TaskDesc,
-        work: Work,
-    ) -> TaskRecord {
-        if dev.mode == LaunchMode::HostDispatched {
-            self.rep.launches += 1;
-            self.clock += self.launch_cycles;
-        }
-        let traffic = task_traffic(model, task);
-        let cost = task_cost(&dev.profile, work, traffic, self.cores);
-        let record = TaskRecord {
-            index: i as u32,
-            stream: task.stream,
-            first_core: 0,
-            cores: self.cores,
-            start_cycle: self.clock,
-            end_cycle: self.clock + cost.cycles,
-            work,
-            cost,
-        };
-        self.clock = record.end_cycle;
-        self.rep.tasks += 1;
-        self.rep.gm_bytes += traffic;
-        self.rep.cube_macs += work.cube_macs;
-        self.rep.vector_ops += work.vector_ops;
-        record
-    }
-
-    fn finish(mut self, p: &Profile) -> RunReport {
-        self.rep.cycles = self.clock;
-        self.rep.time_ns = cycles_to_ns(p, self.clock);
-        self.rep
-    }
-}
-
 impl<O: Observer> SimDevice<O> {
     /// Predicts a run's figures from shapes alone (no kernels run): what the compile report
     /// shows. Equal to what [`Device::execute`] reports for the same model.
     pub fn predict(&self, model: &Model<'_>) -> RunReport {
-        let mut tl = Timeline::start(self);
+        let mut tl = Timeline::start(self, model);
         for (i, task) in model.tasks().iter().enumerate() {
             let work = task_work(model, task);
             tl.charge(self, model, i, task, work);
@@ -221,7 +160,7 @@ impl<O: Observer> Device for SimDevice<O> {
     type Report = RunReport;
 
     fn execute(&mut self, model: &Model<'_>, mem: &mut Memory<'_>) -> Result<RunReport, Error> {
-        let mut tl = Timeline::start(self);
+        let mut tl = Timeline::start(self, model);
         for (i, task) in model.tasks().iter().enumerate() {
             let op = model.task_op(task);
             let params = model.task_params(task);

@@ -67,10 +67,13 @@ pub fn run_layer_norm(
         let mean = xr.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
         let var = xr
             .iter()
-            .map(|&v| (f64::from(v) - mean).powi(2))
+            .map(|&v| {
+                let d = f64::from(v) - mean;
+                d * d
+            })
             .sum::<f64>()
             / n as f64;
-        let inv = 1.0 / (var + f64::from(p.epsilon)).sqrt();
+        let inv = 1.0 / libm::sqrt(var + f64::from(p.epsilon));
         for (i, (yo, &xi)) in yr.iter_mut().zip(xr).enumerate() {
             let mut v = ((f64::from(xi) - mean) * inv) as f32;
             if let Some((s, st)) = &scale {
