@@ -58,6 +58,11 @@ pub fn compile_bytes(
         &ImportOptions {
             input_shapes: opts.input_shapes.clone(),
             input_values: opts.input_values.clone(),
+            max_tensor_bytes: Some(
+                opts.limits
+                    .max_arena_bytes
+                    .max(opts.limits.max_weight_bytes),
+            ),
         },
     )?;
     let import = ms(t);
@@ -76,12 +81,32 @@ pub fn compile_bytes(
         &order,
         &crate::om::EmitOptions {
             reuse: opts.memory_reuse,
-            max_streams: opts.max_streams.unwrap_or_else(|| (opts.device.cores as usize).clamp(1, 4)),
+            max_streams: opts
+                .max_streams
+                .unwrap_or_else(|| (opts.device.cores as usize).clamp(1, 4)),
             ignore_stream_concurrency: opts.unsafe_linear_memory_plan,
             producer: PRODUCER,
         },
     )?;
     let plan_ms = ms(t);
+    for (what, needed, limit) in [
+        (
+            "arena",
+            emitted.memory.arena_bytes as u64,
+            opts.limits.max_arena_bytes,
+        ),
+        (
+            "weights",
+            emitted.weight_bytes as u64,
+            opts.limits.max_weight_bytes,
+        ),
+    ] {
+        if needed > limit {
+            return Err(CompileError::Model(format!(
+                "the model needs {needed} bytes of {what}, over the limit of {limit} bytes"
+            )));
+        }
+    }
     let sim = predict(&emitted.blob, opts)?;
     let report = Report {
         model: graph.name.clone(),
@@ -119,11 +144,12 @@ pub fn compile_bytes(
 /// Predicts one run's device figures from the blob with the cost model (no kernels run).
 fn predict(blob: &[u8], opts: &CompileOptions) -> Result<SimStat> {
     let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
-    let model = ge_runtime::Model::from_bytes(aligned.as_bytes()).map_err(|e| {
-        CompileError::Model(format!(
-            "internal error: the emitted blob does not validate: {e}"
-        ))
-    })?;
+    let model = ge_runtime::Model::from_bytes_with_limits(aligned.as_bytes(), &opts.limits)
+        .map_err(|e| {
+            CompileError::Model(format!(
+                "internal error: the emitted blob does not validate: {e}"
+            ))
+        })?;
     let dev = ge_sim::SimDevice::new(opts.device);
     let r = dev.predict(&model);
     Ok(SimStat {

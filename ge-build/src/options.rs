@@ -77,6 +77,9 @@ pub struct CompileOptions {
     /// Inputs frozen to constant values (shape tensors: axes, pads, sizes… given as graph
     /// inputs). A frozen input is no longer an input of the compiled model.
     pub input_values: BTreeMap<String, crate::onnx::tensor::TensorData>,
+    /// Largest arena and weights the compiled model may need; any one tensor larger than
+    /// either is refused during import (before anything that size is allocated).
+    pub limits: ge_runtime::Limits,
 }
 
 impl Default for CompileOptions {
@@ -91,6 +94,7 @@ impl Default for CompileOptions {
             max_streams: None,
             unsafe_linear_memory_plan: false,
             input_values: BTreeMap::new(),
+            limits: ge_runtime::Limits::DEFAULT,
         }
     }
 }

@@ -39,6 +39,13 @@ pub enum Command {
         /// Print a per-task profile and totals.
         #[arg(long)]
         profile: bool,
+        /// Write a Chrome/Perfetto trace (streams and cores) to this JSON file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Verify that no two tasks unordered by streams/events touch overlapping arena bytes
+        /// where one writes; fail with the two tasks if they do.
+        #[arg(long = "check-races")]
+        check_races: bool,
         #[command(flatten)]
         device: DeviceFlags,
     },
@@ -75,7 +82,12 @@ pub enum Command {
         flags: CompileFlags,
     },
     /// Show an .om blob's header, sections, I/O and tasks.
-    Inspect { om: PathBuf },
+    Inspect {
+        om: PathBuf,
+        /// Also list every task (stream, tensors with arena offsets) and event.
+        #[arg(long)]
+        tasks: bool,
+    },
     /// Draw the graph before or after optimization (.svg or .dot by the output's extension).
     Viz {
         model: PathBuf,
@@ -124,6 +136,10 @@ pub struct CompileFlags {
     /// Most streams for parallel branches (default: the device's cores, at most 4; 1 = serial).
     #[arg(long)]
     pub streams: Option<usize>,
+    /// Plan memory ignoring stream concurrency: a deliberately racy plan, for demonstrating
+    /// `ge run --check-races`. Never use it for real models.
+    #[arg(long = "unsafe-linear-memory-plan", hide = true)]
+    pub unsafe_linear_memory_plan: bool,
     /// on (default) or off (naive memory plan, for debugging).
     #[arg(long = "memory-reuse", default_value = "on")]
     pub memory_reuse: String,

@@ -30,8 +30,20 @@ pub fn dispatch(cli: Cli) -> Res {
             inputs,
             output_dir,
             profile,
+            trace,
+            check_races,
             device,
-        } => run(&om, &inputs, &output_dir, profile, &device),
+        } => run(
+            &om,
+            &inputs,
+            &output_dir,
+            RunFlags {
+                profile,
+                trace,
+                check_races,
+            },
+            &device,
+        ),
         Command::Check {
             case,
             suite,
@@ -51,7 +63,7 @@ pub fn dispatch(cli: Cli) -> Res {
             json,
             flags,
         } => bench(&model, threads, iters, json, &flags),
-        Command::Inspect { om } => inspect(&om),
+        Command::Inspect { om, tasks } => inspect(&om, tasks),
         Command::Ops { markdown } => {
             ops(markdown);
             Ok(())
@@ -71,6 +83,7 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         let (name, dims) = parse_input_shape(s).map_err(|e| e.to_string())?;
         o.input_shapes.insert(name, dims);
     }
+    o.unsafe_linear_memory_plan = flags.unsafe_linear_memory_plan;
     if let Some(n) = flags.streams {
         if n == 0 {
             return Err("--streams must be at least 1".into());
@@ -137,22 +150,63 @@ fn read_tensor_file(path: &Path) -> Res<TensorData> {
     r.map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Prints a per-task table as the device runs.
-struct ProfilePrinter;
+/// Collects task records as the device runs: printed as a profile table, written as a trace.
+struct Recorder {
+    print: bool,
+    rows: Vec<(String, String, TaskRecord)>,
+}
 
-impl Observer for ProfilePrinter {
+impl Observer for Recorder {
     fn task(&mut self, model: &Model<'_>, task: &ge_runtime::format::TaskDesc, r: &TaskRecord) {
-        println!(
-            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>14}",
-            r.index,
-            model.task_op(task).name(),
-            truncate(model.str(task.name), 32),
-            r.stream,
-            r.cores,
-            r.cost.cycles,
-            r.cost.gm_bytes
+        let (op, name) = (
+            model.task_op(task).name().to_string(),
+            model.str(task.name).to_string(),
         );
+        if self.print {
+            println!(
+                "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>12} {:>14}",
+                r.index,
+                op,
+                truncate(&name, 32),
+                r.stream,
+                r.cores,
+                r.start_cycle,
+                r.cost.cycles,
+                r.cost.gm_bytes
+            );
+        }
+        self.rows.push((op, name, *r));
     }
+}
+
+/// `ge run` switches.
+pub struct RunFlags {
+    pub profile: bool,
+    pub trace: Option<std::path::PathBuf>,
+    pub check_races: bool,
+}
+
+/// A Chrome/Perfetto trace: one track per stream (process 1) and per core (process 2).
+fn write_trace(path: &Path, rows: &[(String, String, TaskRecord)], clock_mhz: u32) -> Res {
+    let us = |c: u64| c as f64 / f64::from(clock_mhz.max(1));
+    let mut events = Vec::new();
+    for (pid, label) in [(1, "streams"), (2, "cores")] {
+        events.push(serde_json::json!({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": label}}));
+    }
+    for (op, name, r) in rows {
+        let args = serde_json::json!({"task": r.index, "op": op, "cycles": r.cost.cycles, "gm_bytes": r.cost.gm_bytes, "cores": r.cores});
+        let ev = |pid: u32, tid: u64| serde_json::json!({"name": format!("{op} {name}"), "ph": "X", "pid": pid, "tid": tid, "ts": us(r.start_cycle), "dur": us(r.end_cycle - r.start_cycle), "args": args});
+        events.push(ev(1, u64::from(r.stream)));
+        for c in 0..64u64 {
+            if r.core_mask & (1 << c) != 0 {
+                events.push(ev(2, c));
+            }
+        }
+    }
+    let text =
+        serde_json::to_string(&serde_json::json!({"traceEvents": events, "displayTimeUnit": "ns"}))
+            .map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -171,11 +225,29 @@ fn run(
     om: &Path,
     inputs: &[String],
     out_dir: &Path,
-    profile: bool,
+    flags: RunFlags,
     dev: &crate::cli::DeviceFlags,
 ) -> Res {
     let mut runner = Runner::new(load_blob(om)?).map_err(|e| format!("{}: {e}", om.display()))?;
     let model = runner.model().map_err(|e| e.to_string())?;
+    if flags.check_races {
+        let stats = ge_sim::race::check_races(&model).map_err(|r| {
+            let name = |i: u32| model.tasks().get(i as usize).map_or(String::new(), |t| format!("{} '{}'", model.task_op(t).name(), model.str(t.name)));
+            format!(
+                "race: task {} ({}) and task {} ({}) run unordered and touch arena bytes {}..{} with a write",
+                r.first,
+                name(r.first),
+                r.second,
+                name(r.second),
+                r.bytes.0,
+                r.bytes.1
+            )
+        })?;
+        eprintln!(
+            "race check: {} tasks on {} streams, {} concurrent pairs, no races",
+            stats.tasks, stats.streams, stats.concurrent_pairs
+        );
+    }
     let mut by_name = std::collections::HashMap::new();
     for spec in inputs {
         let (name, file) = spec
@@ -202,21 +274,28 @@ fn run(
         .map(|o| o.name.to_string())
         .collect();
     let device = profile::device(dev)?;
-    let (outs, rep) = if profile {
+    let clock = device.profile.clock_mhz;
+    if flags.profile {
         println!(
-            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>14}",
-            "task", "op", "name", "stream", "cores", "cycles", "gm_bytes"
+            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>12} {:>14}",
+            "task", "op", "name", "stream", "cores", "start", "cycles", "gm_bytes"
         );
-        runner.run(&ins, device.with_observer(ProfilePrinter))
-    } else {
-        runner.run(&ins, device)
     }
-    .map_err(|e| e.to_string())?;
+    let mut recorder = Recorder {
+        print: flags.profile,
+        rows: Vec::new(),
+    };
+    let (outs, rep) = runner
+        .run(&ins, device.with_observer(&mut recorder))
+        .map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out_dir)
         .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     for (name, t) in names.iter().zip(&outs) {
         let p = out_dir.join(format!("{}.npy", sanitize(name)));
         write_npy(&p, t).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if let Some(path) = &flags.trace {
+        write_trace(path, &recorder.rows, clock)?;
     }
     let line = format!(
         "simulated: {:.1} us, {} cycles, {} GM bytes, {} launches, {} tasks",
@@ -226,7 +305,7 @@ fn run(
         rep.launches,
         rep.tasks
     );
-    if profile {
+    if flags.profile {
         println!("{line}")
     } else {
         eprintln!("{line}")
@@ -420,24 +499,28 @@ fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileF
     Ok(())
 }
 
-fn inspect(path: &Path) -> Res {
+fn inspect(path: &Path, list_tasks: bool) -> Res {
     let blob = load_blob(path)?;
     let bytes = blob.as_bytes();
     let model = Model::from_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = std::io::stdout().lock();
     let m = model.meta();
-    println!(
+    let _ = writeln!(
+        out,
         "{}: .om v{}, {} bytes",
         path.display(),
         ge_runtime::format::FORMAT_VERSION,
         bytes.len()
     );
-    println!(
+    let _ = writeln!(
+        out,
         "model: {}  producer: {}  opset: {}",
         model.name(),
         model.str(m.producer),
         m.opset
     );
-    println!(
+    let _ = writeln!(
+        out,
         "arena: {} bytes  weights: {} bytes  streams: {}",
         m.arena_bytes,
         model.weights().len(),
@@ -447,17 +530,22 @@ fn inspect(path: &Path) -> Res {
     let entries: &[ge_runtime::format::SectionEntry] =
         bytemuck::try_cast_slice(&bytes[hl..hl + m_sections(bytes) * 24])
             .map_err(|_| "bad section table")?;
-    println!("sections:");
+    let _ = writeln!(out, "sections:");
     for e in entries {
         let name = SectionKind::ALL
             .iter()
             .find(|k| **k as u32 == e.kind)
             .map_or("?", |k| k.name());
-        println!("  {name:<8} offset {:>10}  len {:>10}", e.offset, e.len);
+        let _ = writeln!(
+            out,
+            "  {name:<8} offset {:>10}  len {:>10}",
+            e.offset, e.len
+        );
     }
     for i in 0..model.input_count() {
         if let Some(io) = model.input(i) {
-            println!(
+            let _ = writeln!(
+                out,
                 "input  {i}: {} {} {:?}",
                 io.name,
                 io.dtype.name(),
@@ -467,7 +555,8 @@ fn inspect(path: &Path) -> Res {
     }
     for i in 0..model.output_count() {
         if let Some(io) = model.output(i) {
-            println!(
+            let _ = writeln!(
+                out,
                 "output {i}: {} {} {:?}",
                 io.name,
                 io.dtype.name(),
@@ -479,7 +568,8 @@ fn inspect(path: &Path) -> Res {
     for t in model.tasks() {
         *counts.entry(model.task_op(t).name()).or_default() += 1;
     }
-    println!(
+    let _ = writeln!(
+        out,
         "tasks: {} ({})",
         model.tasks().len(),
         counts
@@ -488,6 +578,42 @@ fn inspect(path: &Path) -> Res {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if list_tasks {
+        let tensors = model.tensors();
+        let show = |id: u32| match tensors.get(id as usize) {
+            Some(t) if t.location == ge_runtime::format::Location::Arena as u8 => {
+                format!("#{id}@{}+{}", t.offset, t.bytes)
+            }
+            Some(t) => format!(
+                "#{id}({})",
+                ["arena", "weight", "input"]
+                    .get(t.location as usize)
+                    .unwrap_or(&"?")
+            ),
+            None => "-".to_string(),
+        };
+        for (i, t) in model.tasks().iter().enumerate() {
+            let ins: Vec<String> = model.task_inputs(t).iter().map(|&id| show(id)).collect();
+            let outs: Vec<String> = model.task_outputs(t).iter().map(|&id| show(id)).collect();
+            let ws = if t.workspace == ge_runtime::format::NO_TENSOR {
+                String::new()
+            } else {
+                format!(" ws {}", show(t.workspace))
+            };
+            let _ = writeln!(
+                out,
+                "task {i:>4} s{} {:<12} {:<24} in [{}] out [{}]{ws}",
+                t.stream,
+                model.task_op(t).name(),
+                model.str(t.name),
+                ins.join(" "),
+                outs.join(" ")
+            );
+        }
+        for e in model.events() {
+            let _ = writeln!(out, "event: task {} → task {}", e.record, e.wait);
+        }
+    }
     Ok(())
 }
 

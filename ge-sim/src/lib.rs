@@ -16,5 +16,7 @@ extern crate std;
 pub mod cost;
 pub mod device;
 pub mod kernels;
+#[cfg(feature = "std")]
+pub mod race;
 
 pub use device::{LaunchMode, NoObserver, Observer, Profile, RunReport, SimDevice, TaskRecord};

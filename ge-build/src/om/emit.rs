@@ -44,9 +44,14 @@ pub struct EmitOptions<'a> {
 pub fn emit(g: &Graph, order: &[NodeIndex], opts: &EmitOptions<'_>) -> Result<Emitted> {
     let (reuse, producer_name) = (opts.reuse, opts.producer);
     let steps = order.len().max(1);
-    let aliases = if reuse { analyze(g, order) } else { Aliases::default() };
+    let aliases = if reuse {
+        analyze(g, order)
+    } else {
+        Aliases::default()
+    };
     let streams = assign(g, order, &aliases, opts.max_streams);
-    let ranges = (!opts.ignore_stream_concurrency).then_some((streams.lo.as_slice(), streams.hi.as_slice()));
+    let ranges =
+        (!opts.ignore_stream_concurrency).then_some((streams.lo.as_slice(), streams.hi.as_slice()));
     let lt = lifetimes(g, order, &aliases, ranges);
     let mut memory = plan(&lt.buffers, steps, reuse);
     memory.naive_bytes = lt.naive_bytes.next_multiple_of(64).max(memory.naive_bytes);
@@ -159,7 +164,14 @@ pub fn emit(g: &Graph, order: &[NodeIndex], opts: &EmitOptions<'_>) -> Result<Em
         reserved: [0; 5],
     };
     let events = om.events.len();
-    Ok(Emitted { blob: om.finish(meta), memory, tasks, weight_bytes, streams: streams.stream_count, events })
+    Ok(Emitted {
+        blob: om.finish(meta),
+        memory,
+        tasks,
+        weight_bytes,
+        streams: streams.stream_count,
+        events,
+    })
 }
 
 /// The tensor table being built, and the value → tensor id map.

@@ -3,8 +3,8 @@
 //! `ge_runtime::format`, which this writer only fills in. O(blob size).
 
 use ge_runtime::format::{
-    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, MAGIC, Meta, SectionEntry, SectionKind, StrRef,
-    TaskDesc, TensorDesc,
+    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, MAGIC, Meta, SectionEntry, SectionKind,
+    StrRef, TaskDesc, TensorDesc,
 };
 
 /// Tables of a model being written.
@@ -75,7 +75,10 @@ impl OmBuilder {
             ),
             (SectionKind::Params, self.params),
             (SectionKind::Weights, self.weights),
-            (SectionKind::Events, bytemuck::cast_slice(&self.events).to_vec()),
+            (
+                SectionKind::Events,
+                bytemuck::cast_slice(&self.events).to_vec(),
+            ),
         ];
         let hl = std::mem::size_of::<Header>();
         let table_len = sections.len() * std::mem::size_of::<SectionEntry>();

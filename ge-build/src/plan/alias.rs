@@ -68,7 +68,9 @@ pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
                     && ins.iter().all(|&x| {
                         distinct.insert(x)
                             && g.value(x).data.is_none()
-                            && g.value(x).producer.is_some_and(|p| g.g[p].outputs.len() == 1 && !matches!(g.g[p].op, Op::Reshape))
+                            && g.value(x).producer.is_some_and(|p| {
+                                g.g[p].outputs.len() == 1 && !matches!(g.g[p].op, Op::Reshape)
+                            })
                             && !a.parent.contains_key(&x)
                             && !g.is_output(x)
                     });

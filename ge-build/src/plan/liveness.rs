@@ -30,14 +30,22 @@ fn shape_of(dims: &[usize]) -> Shape {
 /// Computes lifetimes of the activations of `g` along `order`. With `ranges` (each step's
 /// concurrency range from the stream plan), a use at a step keeps its buffer live over every
 /// step that may run concurrently with it.
-pub fn lifetimes(g: &Graph, order: &[NodeIndex], aliases: &Aliases, ranges: Option<(&[usize], &[usize])>) -> Lifetimes {
+pub fn lifetimes(
+    g: &Graph,
+    order: &[NodeIndex],
+    aliases: &Aliases,
+    ranges: Option<(&[usize], &[usize])>,
+) -> Lifetimes {
     let steps = order.len().max(1);
     let mut lt = Lifetimes {
         workspace_of: vec![None; order.len()],
         ..Lifetimes::default()
     };
     let span = |step: usize| match ranges {
-        Some((lo, hi)) => (lo.get(step).copied().unwrap_or(step), hi.get(step).copied().unwrap_or(step)),
+        Some((lo, hi)) => (
+            lo.get(step).copied().unwrap_or(step),
+            hi.get(step).copied().unwrap_or(step),
+        ),
         None => (step, step),
     };
     let touch = |lt: &mut Lifetimes, v: ValueId, step: usize| {
@@ -87,10 +95,11 @@ pub fn lifetimes(g: &Graph, order: &[NodeIndex], aliases: &Aliases, ranges: Opti
         if ws > 0 {
             lt.naive_bytes += ws;
             lt.workspace_of[step] = Some(lt.buffers.len());
+            let (first, last) = span(step);
             lt.buffers.push(Buffer {
                 bytes: ws,
-                first: step,
-                last: step,
+                first,
+                last,
             });
         }
     }

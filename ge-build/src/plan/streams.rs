@@ -37,7 +37,8 @@ pub struct StreamPlan {
 pub fn assign(g: &Graph, order: &[NodeIndex], aliases: &Aliases, max_streams: usize) -> StreamPlan {
     let n = order.len();
     let s_max = max_streams.max(1);
-    let step_of: HashMap<NodeIndex, usize> = order.iter().enumerate().map(|(i, &x)| (x, i)).collect();
+    let step_of: HashMap<NodeIndex, usize> =
+        order.iter().enumerate().map(|(i, &x)| (x, i)).collect();
     // Vector clock per step: vc[step][s] = number of tasks of stream s that happen before or at it.
     let mut vc: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut stream_of = vec![0u16; n];
@@ -45,7 +46,13 @@ pub fn assign(g: &Graph, order: &[NodeIndex], aliases: &Aliases, max_streams: us
     let mut tasks_of: Vec<Vec<usize>> = Vec::new(); // steps of each stream, in order
     let mut events = Vec::new();
     for (step, &node) in order.iter().enumerate() {
-        let preds: Vec<usize> = g.g[node].inputs.iter().flatten().filter_map(|v| g.value(*v).producer).filter_map(|p| step_of.get(&p).copied()).collect();
+        let preds: Vec<usize> = g.g[node]
+            .inputs
+            .iter()
+            .flatten()
+            .filter_map(|v| g.value(*v).producer)
+            .filter_map(|p| step_of.get(&p).copied())
+            .collect();
         let mut need = vec![0u32; s_max];
         for &p in &preds {
             for (d, &c) in need.iter_mut().zip(&vc[p]) {
@@ -57,8 +64,15 @@ pub fn assign(g: &Graph, order: &[NodeIndex], aliases: &Aliases, max_streams: us
             vc[step] = need;
             continue;
         }
-        let direct: Vec<usize> = preds.iter().copied().filter(|&p| !aliases.elided.contains(&order[p])).collect();
-        let cont = direct.iter().find(|&&p| tail.get(stream_of[p] as usize).copied().flatten() == Some(p)).map(|&p| stream_of[p] as usize);
+        let direct: Vec<usize> = preds
+            .iter()
+            .copied()
+            .filter(|&p| !aliases.elided.contains(&order[p]))
+            .collect();
+        let cont = direct
+            .iter()
+            .find(|&&p| tail.get(stream_of[p] as usize).copied().flatten() == Some(p))
+            .map(|&p| stream_of[p] as usize);
         let s = match cont {
             Some(s) => s,
             None if tail.len() < s_max => {
@@ -66,7 +80,9 @@ pub fn assign(g: &Graph, order: &[NodeIndex], aliases: &Aliases, max_streams: us
                 tasks_of.push(Vec::new());
                 tail.len() - 1
             }
-            None => (0..tail.len()).min_by_key(|&s| tail[s].unwrap_or(0)).unwrap_or(0),
+            None => (0..tail.len())
+                .min_by_key(|&s| tail[s].unwrap_or(0))
+                .unwrap_or(0),
         };
         // What the stream already knows by program order (its previous task's clock); an
         // event is needed only for what the inputs know beyond that.
@@ -114,5 +130,11 @@ pub fn assign(g: &Graph, order: &[NodeIndex], aliases: &Aliases, max_streams: us
             }
         }
     }
-    StreamPlan { stream_of, events, stream_count: streams, lo, hi }
+    StreamPlan {
+        stream_of,
+        events,
+        stream_count: streams,
+        lo,
+        hi,
+    }
 }

@@ -183,7 +183,16 @@ mod tests {
     #[test]
     fn memory_bound_task_costs_its_traffic() {
         let p = Profile::EDGE;
-        let c = task_cost(&p, Work { cube_macs: 0, vector_ops: 100 }, 26_000, 2, 2);
+        let c = task_cost(
+            &p,
+            Work {
+                cube_macs: 0,
+                vector_ops: 100,
+            },
+            26_000,
+            2,
+            2,
+        );
         assert_eq!(c.memory_cycles, 1000);
         assert_eq!(c.compute_cycles, 1);
         assert_eq!(c.cycles, 1000 + 200);
@@ -199,8 +208,26 @@ mod tests {
     #[test]
     fn compute_bound_task_scales_with_cores() {
         let p = Profile::EDGE;
-        let one = task_cost(&p, Work { cube_macs: 1 << 30, vector_ops: 0 }, 0, 1, 2);
-        let two = task_cost(&p, Work { cube_macs: 1 << 30, vector_ops: 0 }, 0, 2, 2);
+        let one = task_cost(
+            &p,
+            Work {
+                cube_macs: 1 << 30,
+                vector_ops: 0,
+            },
+            0,
+            1,
+            2,
+        );
+        let two = task_cost(
+            &p,
+            Work {
+                cube_macs: 1 << 30,
+                vector_ops: 0,
+            },
+            0,
+            2,
+            2,
+        );
         assert_eq!(one.compute_cycles, 2 * two.compute_cycles);
     }
 

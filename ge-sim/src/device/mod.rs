@@ -5,8 +5,8 @@ mod profile;
 mod timeline;
 
 pub use profile::{LaunchMode, Profile};
-pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
 use timeline::Timeline;
+pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
 
 use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
@@ -33,6 +33,12 @@ pub struct TaskRecord {
 /// Receives every task record of a run (e.g. to print a profile). No allocation required.
 pub trait Observer {
     fn task(&mut self, model: &Model<'_>, task: &TaskDesc, record: &TaskRecord);
+}
+
+impl<T: Observer> Observer for &mut T {
+    fn task(&mut self, model: &Model<'_>, task: &TaskDesc, record: &TaskRecord) {
+        (**self).task(model, task, record);
+    }
 }
 
 /// Observes nothing.

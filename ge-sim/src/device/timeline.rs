@@ -62,7 +62,14 @@ impl<'m> Timeline<'m> {
     }
 
     /// Charges task `i` doing `work` and returns its record.
-    pub(super) fn charge<O: Observer>(&mut self, dev: &SimDevice<O>, model: &Model<'_>, i: usize, task: &TaskDesc, work: Work) -> TaskRecord {
+    pub(super) fn charge<O: Observer>(
+        &mut self,
+        dev: &SimDevice<O>,
+        model: &Model<'_>,
+        i: usize,
+        task: &TaskDesc,
+        work: Work,
+    ) -> TaskRecord {
         if dev.mode == LaunchMode::HostDispatched {
             self.rep.launches += 1;
             self.host_clock += self.launch_cycles;
@@ -79,21 +86,35 @@ impl<'m> Timeline<'m> {
                 let recorded = if i - r <= END_RING {
                     self.ends[r % END_RING]
                 } else {
-                    let rs = model.tasks().get(r).map_or(0, |t| t.stream as usize).min(MAX_STREAMS - 1);
+                    let rs = model
+                        .tasks()
+                        .get(r)
+                        .map_or(0, |t| t.stream as usize)
+                        .min(MAX_STREAMS - 1);
                     self.stream_ready[rs]
                 };
                 ready = ready.max(recorded);
             }
             self.next_event += 1;
         }
-        let out_bytes: u64 = model.task_outputs(task).iter().filter_map(|&id| model.tensors().get(id as usize)).map(|t| t.bytes).sum();
+        let out_bytes: u64 = model
+            .task_outputs(task)
+            .iter()
+            .filter_map(|&id| model.tensors().get(id as usize))
+            .map(|t| t.bytes)
+            .sum();
         let k = useful_cores(&dev.profile, out_bytes).clamp(1, self.cores as u32) as usize;
         // The k cores that free up first.
         let mut picked = [0usize; MAX_CORES];
         let mut order: [usize; MAX_CORES] = core::array::from_fn(|c| c);
         order[..self.cores].sort_unstable_by_key(|&c| (self.core_free[c], c));
         picked[..k].copy_from_slice(&order[..k]);
-        let start = picked[..k].iter().map(|&c| self.core_free[c]).max().unwrap_or(0).max(ready);
+        let start = picked[..k]
+            .iter()
+            .map(|&c| self.core_free[c])
+            .max()
+            .unwrap_or(0)
+            .max(ready);
         let traffic = super::task_traffic(model, task);
         let cost = task_cost(&dev.profile, work, traffic, k as u32, self.cores as u32);
         let end = start + cost.cycles;
