@@ -75,7 +75,8 @@ pub fn compile_bytes(
     let passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch, &opts.device)?;
     let passes_ms = ms(t);
     let t = Instant::now();
-    let order = graph.topo_order();
+    let sched = crate::plan::schedule(&graph);
+    let order = sched.order;
     let emitted = crate::om::emit(
         &graph,
         &order,
@@ -122,6 +123,8 @@ pub fn compile_bytes(
             arena_bytes: emitted.memory.arena_bytes as u64,
             lower_bound_bytes: emitted.memory.lower_bound_bytes as u64,
             naive_bytes: emitted.memory.naive_bytes as u64,
+            topo_order_peak_bytes: sched.topo_peak_bytes as u64,
+            chosen_order_peak_bytes: sched.chosen_peak_bytes as u64,
             weight_bytes: emitted.weight_bytes as u64,
         },
         compile_millis: crate::report::CompileMillis {

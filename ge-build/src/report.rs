@@ -16,6 +16,10 @@ pub struct MemoryStat {
     pub arena_bytes: u64,
     pub lower_bound_bytes: u64,
     pub naive_bytes: u64,
+    /// Peak live activation bytes (before aliasing) under the plain topological order, and
+    /// under the order the scheduler chose.
+    pub topo_order_peak_bytes: u64,
+    pub chosen_order_peak_bytes: u64,
     pub weight_bytes: u64,
 }
 

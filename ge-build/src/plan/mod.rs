@@ -4,9 +4,11 @@
 pub mod alias;
 pub mod liveness;
 pub mod memory;
+pub mod schedule;
 pub mod streams;
 
 pub use alias::{Aliases, analyze};
 pub use liveness::{Lifetimes, lifetimes};
 pub use memory::{Buffer, MemoryPlan, plan};
+pub use schedule::{Schedule, schedule};
 pub use streams::{StreamPlan, assign};
