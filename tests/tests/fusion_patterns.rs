@@ -324,3 +324,26 @@ fn attention_is_not_fused_when_the_mask_widens_the_scores() {
         ops(&o2)
     );
 }
+
+fn pad_conv(value: f32) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 3, 8, 8])
+        .weight("w", &[4, 3, 3, 3], -0.5, 0.5)
+        .ints("pads", &[0, 0, 1, 2, 0, 0, 2, 1])
+        .constant("v", &[], &[value])
+        .node("Pad", &["x", "pads", "v"], &["p"], &[])
+        .node("Conv", &["p", "w"], &["y"], &[])
+        .output("y", &[1, 4, 9, 9]);
+    m
+}
+
+#[test]
+fn zero_pad_folds_into_conv() {
+    assert_eq!(optimized(&pad_conv(0.0)), ["Conv"]);
+}
+
+#[test]
+fn nonzero_pad_stays() {
+    let o = optimized(&pad_conv(1.0));
+    assert!(o.contains(&"Pad".to_string()), "{o:?}");
+}

@@ -18,6 +18,7 @@ mod gelu;
 mod identity;
 mod layer_norm;
 mod matmul_add;
+mod pad_fold;
 mod pattern;
 
 use std::time::Instant;
@@ -59,6 +60,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(cse::CommonSubexpressions),
         Box::new(dead_code::DeadCode),
         Box::new(bn_fold::FoldBatchNorm),
+        Box::new(pad_fold::FoldPad),
         Box::new(matmul_add::MatMulAddToGemm),
         Box::new(gelu::FuseGelu),
         Box::new(layer_norm::FuseLayerNorm),
