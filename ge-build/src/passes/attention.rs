@@ -6,7 +6,7 @@
 use ge_runtime::format::{AttentionParams, BinaryOp, DType, SoftmaxKind};
 use petgraph::stable_graph::NodeIndex;
 
-use super::pattern::{Users, binary_with, out, producer, scalar};
+use super::pattern::{Rewrite, Users, binary_with, out, producer, rewrite_each, scalar};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
@@ -152,26 +152,18 @@ impl Pass for FuseAttention {
         true
     }
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
-        let users = g.users();
-        let mut changed = false;
-        for n in g.topo_order() {
-            if !g.g.contains_node(n) {
-                continue;
-            }
-            let Some(m) = match_at(g, &users, n) else {
-                continue;
-            };
-            for d in m.dead {
-                g.remove_node(d);
-            }
-            g.g[m.last].op = Op::Attention(AttentionParams {
-                scale: m.scale,
-                reserved: 0,
-            });
-            g.g[m.last].op_type = "Attention".into();
-            g.set_inputs(m.last, vec![Some(m.q), Some(m.kt), Some(m.v), m.mask]);
-            changed = true;
-        }
-        Ok(changed)
+        Ok(rewrite_each(g, |g, users, n| {
+            let m = match_at(g, users, n)?;
+            Some(Rewrite {
+                dead: m.dead,
+                last: m.last,
+                op: Op::Attention(AttentionParams {
+                    scale: m.scale,
+                    reserved: 0,
+                }),
+                op_type: "Attention",
+                inputs: vec![Some(m.q), Some(m.kt), Some(m.v), m.mask],
+            })
+        }))
     }
 }

@@ -5,7 +5,7 @@
 use ge_runtime::format::{BinaryOp, UnaryOp};
 use petgraph::stable_graph::NodeIndex;
 
-use super::pattern::{Users, binary_with, near, scalar};
+use super::pattern::{Rewrite, Users, binary_with, near, rewrite_each, scalar};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
@@ -77,23 +77,15 @@ impl Pass for FuseGelu {
         true
     }
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
-        let users = g.users();
-        let mut changed = false;
-        for n in g.topo_order() {
-            if !g.g.contains_node(n) {
-                continue;
-            }
-            let Some((x, dead, last)) = matches_gelu(g, &users, n) else {
-                continue;
-            };
-            for d in dead {
-                g.remove_node(d);
-            }
-            g.g[last].op = Op::unary(UnaryOp::Gelu, 0.0, 0.0);
-            g.g[last].op_type = "Gelu".into();
-            g.set_inputs(last, vec![Some(x)]);
-            changed = true;
-        }
-        Ok(changed)
+        Ok(rewrite_each(g, |g, users, n| {
+            let (x, dead, last) = matches_gelu(g, users, n)?;
+            Some(Rewrite {
+                dead,
+                last,
+                op: Op::unary(UnaryOp::Gelu, 0.0, 0.0),
+                op_type: "Gelu",
+                inputs: vec![Some(x)],
+            })
+        }))
     }
 }

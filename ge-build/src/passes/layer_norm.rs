@@ -6,7 +6,10 @@
 use ge_runtime::format::{Activation, BinaryOp, LayerNormParams, ReduceOp, UnaryOp};
 use petgraph::stable_graph::NodeIndex;
 
-use super::pattern::{Users, binary_operands, binary_with, is_unary, near, out, producer, scalar};
+use super::pattern::{
+    Rewrite, Users, binary_operands, binary_with, is_unary, near, out, producer, rewrite_each,
+    scalar,
+};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
@@ -144,27 +147,19 @@ impl Pass for FuseLayerNorm {
         true
     }
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
-        let users = g.users();
-        let mut changed = false;
-        for n in g.topo_order() {
-            if !g.g.contains_node(n) {
-                continue;
-            }
-            let Some(m) = match_at(g, &users, n) else {
-                continue;
-            };
-            for d in m.dead {
-                g.remove_node(d);
-            }
-            g.g[m.last].op = Op::LayerNorm(LayerNormParams {
-                axis: m.axis,
-                epsilon: m.eps,
-                act: Activation::default(),
-            });
-            g.g[m.last].op_type = "LayerNorm".into();
-            g.set_inputs(m.last, vec![Some(m.x), m.gamma, m.beta]);
-            changed = true;
-        }
-        Ok(changed)
+        Ok(rewrite_each(g, |g, users, n| {
+            let m = match_at(g, users, n)?;
+            Some(Rewrite {
+                dead: m.dead,
+                last: m.last,
+                op: Op::LayerNorm(LayerNormParams {
+                    axis: m.axis,
+                    epsilon: m.eps,
+                    act: Activation::default(),
+                }),
+                op_type: "LayerNorm",
+                inputs: vec![Some(m.x), m.gamma, m.beta],
+            })
+        }))
     }
 }

@@ -34,7 +34,7 @@ impl Pass for FoldPad {
                 continue;
             };
             let rank = g.value(x).shape.len();
-            if pp.mode != PadMode::Constant as u32 || pp.value != 0.0 || rank < 3 || rank > 5 {
+            if pp.mode != PadMode::Constant as u32 || pp.value != 0.0 || !(3..=5).contains(&rank) {
                 continue;
             }
             // Only spatial axes, never negative.

@@ -64,3 +64,38 @@ pub fn producer(g: &Graph, v: ValueId) -> Option<NodeIndex> {
 pub fn out(g: &Graph, n: NodeIndex) -> ValueId {
     g.g[n].outputs[0]
 }
+
+/// A matched pattern: the nodes it removes, and the node that becomes the fused op.
+pub struct Rewrite {
+    pub dead: Vec<NodeIndex>,
+    pub last: NodeIndex,
+    pub op: Op,
+    pub op_type: &'static str,
+    pub inputs: Vec<Option<ValueId>>,
+}
+
+/// Runs `find` at every node in topological order and applies each match. O(V + E) plus the
+/// matcher's own cost per node.
+pub fn rewrite_each(
+    g: &mut Graph,
+    find: impl Fn(&Graph, &Users, NodeIndex) -> Option<Rewrite>,
+) -> bool {
+    let users = g.users();
+    let mut changed = false;
+    for n in g.topo_order() {
+        if !g.g.contains_node(n) {
+            continue;
+        }
+        let Some(r) = find(g, &users, n) else {
+            continue;
+        };
+        for d in r.dead {
+            g.remove_node(d);
+        }
+        g.g[r.last].op = r.op;
+        g.g[r.last].op_type = r.op_type.into();
+        g.set_inputs(r.last, r.inputs);
+        changed = true;
+    }
+    changed
+}

@@ -113,7 +113,7 @@ pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
-                if seed % 3 == 0 && sizes[o[i]] * 2 >= sizes[o[i - 1]] {
+                if seed.is_multiple_of(3) && sizes[o[i]] * 2 >= sizes[o[i - 1]] {
                     o.swap(i, i - 1);
                 }
             }
