@@ -81,6 +81,12 @@ pub enum Error {
     },
     /// The device cannot run this model (e.g. too many streams).
     Device(&'static str),
+    /// The model needs more than the caller's [`crate::Limits`] allow.
+    Limit {
+        what: &'static str,
+        needed: u64,
+        limit: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -120,6 +126,14 @@ impl fmt::Display for Error {
                 write!(f, "task {task} ({}) failed: {reason}", op.name())
             }
             Error::Device(m) => write!(f, "device: {m}"),
+            Error::Limit {
+                what,
+                needed,
+                limit,
+            } => write!(
+                f,
+                "the model needs {needed} bytes of {what}, over the limit of {limit} bytes"
+            ),
         }
     }
 }

@@ -17,11 +17,13 @@ mod model;
 #[cfg(feature = "std")]
 mod owned;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use error::{Error, KernelError};
 pub use memory::Memory;
 pub use model::{
-    IoInfo, MAX_SECTIONS, Model, header_checksum, header_len, tensor_dtype, tensor_shape,
+    IoInfo, Limits, MAX_SECTIONS, Model, header_checksum, header_len, tensor_dtype, tensor_shape,
 };
 #[cfg(feature = "std")]
 pub use owned::AlignedBlob;

@@ -6,12 +6,38 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::format::{
-    ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, Location, MAGIC, MAX_RANK, MAX_TASK_IO, Meta,
-    NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape, StrRef, TaskDesc, TensorDesc,
+    ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, Location, MAGIC, MAX_RANK,
+    MAX_TASK_IO, Meta, NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape, StrRef, TaskDesc,
+    TensorDesc,
 };
 
 /// Most sections a file may list.
 pub const MAX_SECTIONS: usize = 16;
+
+/// Resource limits a blob must respect to load: a crafted or corrupt file cannot make its
+/// host allocate an absurd arena. [`Model::from_bytes`] uses [`Limits::DEFAULT`];
+/// [`Model::from_bytes_with_limits`] takes the caller's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest activation arena (`Meta::arena_bytes`) accepted.
+    pub max_arena_bytes: u64,
+    /// Largest weights section accepted.
+    pub max_weight_bytes: u64,
+}
+
+impl Limits {
+    /// 8 GiB of arena and 8 GiB of weights.
+    pub const DEFAULT: Limits = Limits {
+        max_arena_bytes: 8 << 30,
+        max_weight_bytes: 8 << 30,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
 
 fn bad(what: &'static str, index: u64) -> Error {
     Error::Malformed { what, index }
@@ -72,8 +98,13 @@ fn table<'a, T: Pod>(bytes: &'a [u8], what: &'static str) -> Result<&'a [T], Err
 
 impl<'a> Model<'a> {
     /// Validates a blob and borrows its tables. The blob must start 64-byte aligned so
-    /// weights can be used in place.
+    /// weights can be used in place. Applies [`Limits::DEFAULT`].
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Model<'a>, Error> {
+        Model::from_bytes_with_limits(bytes, &Limits::DEFAULT)
+    }
+
+    /// [`Model::from_bytes`] with the caller's resource limits.
+    pub fn from_bytes_with_limits(bytes: &'a [u8], limits: &Limits) -> Result<Model<'a>, Error> {
         if !cfg!(target_endian = "little") {
             return Err(Error::Device("only little-endian hosts are supported"));
         }
@@ -163,6 +194,20 @@ impl<'a> Model<'a> {
                 None => &[],
             },
         };
+        if model.meta.arena_bytes > limits.max_arena_bytes {
+            return Err(Error::Limit {
+                what: "arena",
+                needed: model.meta.arena_bytes,
+                limit: limits.max_arena_bytes,
+            });
+        }
+        if model.weights.len() as u64 > limits.max_weight_bytes {
+            return Err(Error::Limit {
+                what: "weights",
+                needed: model.weights.len() as u64,
+                limit: limits.max_weight_bytes,
+            });
+        }
         model.validate()?;
         Ok(model)
     }
@@ -203,7 +248,10 @@ impl<'a> Model<'a> {
         let n = self.tasks.len() as u32;
         for (i, e) in self.events.iter().enumerate() {
             if e.record >= e.wait || e.wait >= n {
-                return Err(bad("event must record an earlier task than it waits in", i as u64));
+                return Err(bad(
+                    "event must record an earlier task than it waits in",
+                    i as u64,
+                ));
             }
             let (r, w) = (&self.tasks[e.record as usize], &self.tasks[e.wait as usize]);
             if r.stream == w.stream {
@@ -227,6 +275,9 @@ impl<'a> Model<'a> {
             .ok_or(bad("tensor size overflows", i))?;
         if numel != t.bytes {
             return Err(bad("tensor byte length differs from its shape", i));
+        }
+        if t.bytes > isize::MAX as u64 {
+            return Err(bad("tensor larger than the address space", i));
         }
         let end = t
             .offset
@@ -280,7 +331,7 @@ impl<'a> Model<'a> {
         }
         let ids = self
             .task_io
-            .get(t.io_start as usize..t.io_start as usize + ni + no)
+            .get(t.io_start as usize..(t.io_start as usize).saturating_add(ni + no))
             .ok_or(bad("task io outside the io table", idx))?;
         if u32::from(t.stream) >= self.meta.stream_count {
             return Err(bad("task stream out of range", idx));
@@ -302,14 +353,18 @@ impl<'a> Model<'a> {
             if d.location != Location::Arena as u8 {
                 return Err(bad("task output is not in the arena", idx));
             }
-            let a = (d.offset, d.offset + d.bytes);
+            // Extents of validated tensors cannot overflow (checked in `validate_tensor`).
+            let a = (d.offset, d.offset.saturating_add(d.bytes));
             for (j, &other) in ids.iter().chain(ws.iter()).enumerate() {
                 if j == ni + k || other == NO_TENSOR {
                     continue;
                 }
-                let o = &self.tensors[other as usize];
+                let o = self
+                    .tensors
+                    .get(other as usize)
+                    .ok_or(bad("task names no tensor", idx))?;
                 if o.location == Location::Arena as u8 && o.bytes > 0 && d.bytes > 0 {
-                    let b = (o.offset, o.offset + o.bytes);
+                    let b = (o.offset, o.offset.saturating_add(o.bytes));
                     if a.0 < b.1 && b.0 < a.1 {
                         return Err(bad("task output overlaps another tensor of the task", idx));
                     }

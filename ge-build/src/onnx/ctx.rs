@@ -202,13 +202,26 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
-    /// Normalizes a possibly negative axis against `rank`.
+    /// Normalizes a possibly negative axis against `rank`: the result indexes the shape, so
+    /// a scalar (rank 0) has no axis.
     pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, CompileError> {
         let r = rank as i64;
-        let a = if axis < 0 { axis + r } else { axis };
-        if a < 0 || a >= r.max(1) && !(r == 0 && a == 0) {
+        let a = if axis < 0 {
+            axis.saturating_add(r)
+        } else {
+            axis
+        };
+        if a < 0 || a >= r {
             return Err(self.err(format!("axis {axis} is out of range for rank {rank}")));
         }
         Ok(a as usize)
+    }
+
+    /// [`NodeCtx::axis`], but a scalar accepts axis 0 (ops defined on scalars).
+    pub fn axis_or_scalar(&self, axis: i64, rank: usize) -> Result<usize, CompileError> {
+        if rank == 0 && axis == 0 {
+            return Ok(0);
+        }
+        self.axis(axis, rank)
     }
 }

@@ -29,6 +29,28 @@ pub struct ImportOptions {
     pub input_shapes: BTreeMap<String, Vec<usize>>,
     /// Inputs frozen to constants, by input name (they stop being graph inputs).
     pub input_values: BTreeMap<String, TensorData>,
+    /// Largest tensor (bytes) the graph may hold; `None`: only overflow is refused.
+    pub max_tensor_bytes: Option<u64>,
+}
+
+/// Checks that a tensor of `shape` fits in memory: the byte size must not overflow and must
+/// be at most `limit`. Called before any tensor of that shape is allocated.
+pub fn check_tensor_size(
+    dtype: DType,
+    shape: &[usize],
+    limit: Option<u64>,
+) -> std::result::Result<(), String> {
+    let bytes = shape
+        .iter()
+        .try_fold(dtype.size() as u64, |a, &d| a.checked_mul(d as u64))
+        .ok_or_else(|| format!("shape {shape:?} overflows"))?;
+    match limit {
+        Some(l) if bytes > l => Err(format!(
+            "a {} tensor of shape {shape:?} needs {bytes} bytes, over the limit of {l}",
+            dtype.name()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Decodes a `.onnx` file's bytes.
@@ -183,6 +205,12 @@ pub fn import_model(
                 reason: format!("rank {} exceeds {MAX_RANK}", shape.len()),
             });
         }
+        check_tensor_size(dtype, &shape, opts.max_tensor_bytes).map_err(|reason| {
+            CompileError::Input {
+                input: vi.name().into(),
+                reason,
+            }
+        })?;
         let id = g.add_value(Value {
             name: vi.name().to_string(),
             dtype,
@@ -199,7 +227,7 @@ pub fn import_model(
         if SEQUENCE_OPS.contains(&node.op_type()) && matches!(node.domain(), "" | "ai.onnx") {
             seqs.import(&mut g, &mut by_name, node, opset)?;
         } else {
-            import_node(&mut g, &mut by_name, node, opset)?;
+            import_node(&mut g, &mut by_name, node, opset, opts.max_tensor_bytes)?;
         }
     }
 
@@ -274,6 +302,7 @@ fn import_node(
     by_name: &mut HashMap<String, ValueId>,
     node: &NodeProto,
     opset: i64,
+    limit: Option<u64>,
 ) -> Result<()> {
     let domain = node.domain();
     let mut input_ids = Vec::with_capacity(node.input.len());
@@ -352,7 +381,7 @@ fn import_node(
                 by_name.insert(name, id);
             }
             for n in &nodes {
-                import_node(g, by_name, n, opset)?;
+                import_node(g, by_name, n, opset, limit)?;
             }
             return Ok(());
         }
@@ -365,6 +394,9 @@ fn import_node(
     };
     if outputs.iter().any(|(_, s)| s.len() > MAX_RANK) {
         return Err(ctx.unsupported(format!("an output's rank exceeds {MAX_RANK}")));
+    }
+    for (dtype, shape) in &outputs {
+        check_tensor_size(*dtype, shape, limit).map_err(|e| ctx.err(e))?;
     }
     let node_name = ctx.name().to_string();
     drop(ctx);

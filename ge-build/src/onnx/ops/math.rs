@@ -106,7 +106,7 @@ pub fn softmax(ctx: &NodeCtx<'_>) -> Result<Imported> {
         _ => SoftmaxKind::Hardmax,
     };
     let legacy = ctx.opset < 13;
-    let axis = ctx.axis(
+    let axis = ctx.axis_or_scalar(
         ctx.attr_i_or("axis", if legacy { 1 } else { -1 }),
         x.shape.len(),
     )?;

@@ -351,6 +351,9 @@ fn gather(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if !matches!(idx.dtype, DType::I64 | DType::I32) {
         return Err(ctx.err("indices must be int32 or int64"));
     }
+    if x.shape.is_empty() {
+        return Err(ctx.err("data must have rank >= 1"));
+    }
     let axis = ctx.axis(ctx.attr_i_or("axis", 0), x.shape.len())?;
     if let Some(d) = idx.data {
         let dim = x.shape[axis] as i64;
