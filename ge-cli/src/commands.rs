@@ -441,8 +441,8 @@ pub fn random_input(dtype: DType, dims: &[usize], seed: u64) -> TensorData {
 }
 
 fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileFlags) -> Res {
-    if threads != 1 {
-        return Err("--threads other than 1 is not implemented yet (the host-speed issue adds a thread pool)".into());
+    if threads == 0 {
+        return Err("--threads must be at least 1".into());
     }
     if iters == 0 {
         return Err("--iters must be at least 1".into());
@@ -454,22 +454,35 @@ fn bench(path: &Path, threads: usize, iters: usize, json: bool, flags: &CompileF
     } else {
         load_blob(path)?
     };
-    let mut runner = Runner::new(blob).map_err(|e| e.to_string())?;
-    let model = runner.model().map_err(|e| e.to_string())?;
+    // What an application does: validate the blob once, bind one session (arena and
+    // buffers allocated up front), then time `Session::run` alone.
+    let model = Model::from_bytes(blob.as_bytes()).map_err(|e| e.to_string())?;
     let ins: Vec<TensorData> = (0..model.input_count())
         .filter_map(|i| model.input(i))
         .enumerate()
         .map(|(i, io)| random_input(io.dtype, io.shape.dims(), 42 + i as u64))
         .collect();
-    let device = profile::device(&flags.device)?;
-    let (_, rep) = runner
-        .run(&ins, device.clone())
+    let mut device = profile::device(&flags.device)?;
+    if threads > 1 {
+        device.host = ge_sim::threads::Host::on(ge_sim::threads::ThreadPool::shared(threads));
+    }
+    let mut arena = vec![0u8; model.arena_bytes_unaligned()];
+    let mut session =
+        ge_runtime::Session::new(&model, &mut arena, device).map_err(|e| e.to_string())?;
+    let in_bufs: Vec<&[u8]> = ins.iter().map(|t| t.bytes.as_slice()).collect();
+    let mut outs: Vec<Vec<u8>> = (0..model.output_count())
+        .filter_map(|i| model.output(i))
+        .map(|o| vec![0u8; o.bytes()])
+        .collect();
+    let mut out_bufs: Vec<&mut [u8]> = outs.iter_mut().map(|b| b.as_mut_slice()).collect();
+    let rep = session
+        .run(&in_bufs, &mut out_bufs)
         .map_err(|e| e.to_string())?;
     let mut times = Vec::with_capacity(iters);
     for _ in 0..iters {
         let t = Instant::now();
-        runner
-            .run(&ins, device.clone())
+        session
+            .run(&in_bufs, &mut out_bufs)
             .map_err(|e| e.to_string())?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }

@@ -72,6 +72,8 @@ pub struct SimDevice<O: Observer = NoObserver> {
     /// Most cores a task may use (the `--cores` option); 0 = all.
     pub max_cores: u32,
     pub observer: O,
+    /// Host threads the kernels run on (results are the same whatever this is).
+    pub host: crate::threads::Host,
 }
 
 impl SimDevice<NoObserver> {
@@ -82,6 +84,7 @@ impl SimDevice<NoObserver> {
             mode: LaunchMode::Sink,
             max_cores: 0,
             observer: NoObserver,
+            host: crate::threads::Host::SERIAL,
         }
     }
 }
@@ -100,6 +103,7 @@ impl<O: Observer> SimDevice<O> {
             mode: self.mode,
             max_cores: self.max_cores,
             observer,
+            host: self.host,
         }
     }
 
@@ -170,8 +174,9 @@ impl<O: Observer> Device for SimDevice<O> {
         for (i, task) in model.tasks().iter().enumerate() {
             let op = model.task_op(task);
             let params = model.task_params(task);
+            let par = self.host.get();
             mem.with_task(model, task, |ins, outs, ws| {
-                kernels::execute(op, params, ins, outs, ws)
+                kernels::execute_on(op, params, ins, outs, ws, par)
             })
             .map_err(|reason| Error::Task {
                 task: i as u32,

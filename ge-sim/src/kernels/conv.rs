@@ -11,8 +11,12 @@
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef};
 
 use super::copy::{f32_in, f32_out};
-use super::gemm::{sgemm, sgemm_ws_len, ws_f32};
+use super::gemm::{
+    Epilogue, MatB, NR, PackB, gemm_packed, gemm_packed_ws_len, sgemm, sgemm_ws_len, tile_act,
+    ws_f32,
+};
 use super::{KernelError, KernelResult, Work, input, output};
+use crate::threads::{Parallel, Serial};
 
 /// Target size of the column buffer, in f32.
 const COL_CAP: usize = 1 << 19;
@@ -45,7 +49,9 @@ enum Path {
     Depthwise,
     /// 1×1, stride 1, unpadded conv: GEMM on the input.
     Pointwise,
-    /// im2col (Conv) or col2im (ConvTranspose) over column chunks of `cols`.
+    /// Conv: GEMM on the implicit im2col matrix, packed straight from the input.
+    Implicit,
+    /// ConvTranspose: GEMM then col2im over column chunks of `cols`.
     Columns { cols: usize },
 }
 
@@ -214,23 +220,22 @@ fn plan(
             gemm_len: 0,
         });
     }
+    let gemm_len = gemm_packed_ws_len(geo.small_plane, rows);
     if geo.kprod == 1 && geo.s == [1; 3] && geo.pb == [0; 3] && geo.big == geo.small {
         return Ok(Plan {
             geo,
             path: Path::Pointwise,
             rows,
             col_len: 0,
-            gemm_len: sgemm_ws_len(geo.mg, geo.small_plane, geo.cg),
+            gemm_len,
         });
     }
-    let cols = chunk_cols(rows, geo.small_plane);
-    let col_len = rows.checked_mul(cols).ok_or_else(ovf)?;
     Ok(Plan {
         geo,
-        path: Path::Columns { cols },
+        path: Path::Implicit,
         rows,
-        col_len,
-        gemm_len: sgemm_ws_len(geo.mg, cols, rows),
+        col_len: 0,
+        gemm_len,
     })
 }
 
@@ -341,29 +346,156 @@ fn walk_columns(
     }
 }
 
-/// Gathers columns `[p0, p0 + cols)` of the im2col matrix of `x` (cg big planes).
-fn im2col(geo: &Geo, x: &[f32], p0: usize, cols: usize, col: &mut [f32]) {
-    let st = geo.s[2];
-    walk_columns(geo, geo.cg, p0, cols, |r, t, len, row, lo, hi, off| {
-        let dst = &mut col[r * cols + t..r * cols + t + len];
-        match row {
-            None => dst.fill(0.0),
-            Some(base) => {
-                dst[..lo].fill(0.0);
-                dst[hi..].fill(0.0);
-                if hi > lo {
-                    let start = base + (off + (lo * st) as i64) as usize;
-                    if st == 1 {
-                        dst[lo..hi].copy_from_slice(&x[start..start + hi - lo]);
-                    } else {
-                        for (j, d) in dst[lo..hi].iter_mut().enumerate() {
-                            *d = x[start + j * st];
+/// Taps whose valid-output ranges are tabulated per pack call (larger kernels compute them).
+const TAP_TABLE: usize = 16;
+
+/// The implicit im2col matrix of one group's input (`cg·Πk` rows × output-plane columns),
+/// packed for the GEMM straight from the input: row `r` = (channel, t0, t1, t2), column
+/// `j` = output position (o0, o1, o2); out-of-input taps are zero.
+struct Im2col<'a> {
+    geo: &'a Geo,
+    x: &'a [f32],
+}
+
+impl Im2col<'_> {
+    /// Output indices on axis `a` whose input index at tap `t` lies inside the input.
+    fn tap_range(&self, a: usize, t: usize) -> (usize, usize) {
+        let g = self.geo;
+        valid_range(
+            0,
+            g.small[a],
+            g.s[a],
+            (t * g.d[a]) as i64 - g.pb[a] as i64,
+            g.big[a],
+        )
+    }
+}
+
+/// Zeroes columns `col..col + len` of row `p` of NR-wide panels.
+#[inline(always)]
+fn zero(out: &mut [f32], kc: usize, p: usize, mut col: usize, mut len: usize) {
+    while len > 0 {
+        let lane = col % NR;
+        let take = (NR - lane).min(len);
+        let at = (col / NR) * kc * NR + p * NR + lane;
+        out[at..at + take].fill(0.0);
+        len -= take;
+        col += take;
+    }
+}
+
+impl PackB for Im2col<'_> {
+    fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
+        let g = self.geo;
+        let [k0, k1, k2] = g.k;
+        let [s0, s1, s2] = g.small;
+        let plane2 = s1 * s2;
+        let (st2, d2, pb2, big2) = (g.s[2], g.d[2], g.pb[2] as i64, g.big[2]);
+        let mut r1 = [(0usize, 0usize); TAP_TABLE];
+        let mut r2 = [(0usize, 0usize); TAP_TABLE];
+        for (t, r) in r1.iter_mut().enumerate().take(k1) {
+            *r = self.tap_range(1, t);
+        }
+        for (t, r) in r2.iter_mut().enumerate().take(k2) {
+            *r = self.tap_range(2, t);
+        }
+        let range1 = |t: usize| {
+            if t < TAP_TABLE {
+                r1[t]
+            } else {
+                self.tap_range(1, t)
+            }
+        };
+        let range2 = |t: usize| {
+            if t < TAP_TABLE {
+                r2[t]
+            } else {
+                self.tap_range(2, t)
+            }
+        };
+        // Pieces: columns of one output row inside one panel (so each piece's destination
+        // in a packed row is contiguous).
+        let (big0, big1) = (g.big[0], g.big[1]);
+        // Start of input row (ch, o0·s0 + t0·d0 − p0, o1·s1 + t1·d1 − p1), if inside.
+        let row_base = |ch: usize, o0: usize, o1: usize, t0: usize, t1: usize| {
+            let b0 = big_index(g, 0, o0, t0)?;
+            let (lo, hi) = range1(t1);
+            if o0 >= s0 || o1 < lo || o1 >= hi {
+                return None;
+            }
+            let b1 = o1 * g.s[1] + t1 * g.d[1] - g.pb[1];
+            Some(((ch * big0 + b0) * big1 + b1) * big2)
+        };
+        let mut j = jc;
+        while j < jc + nc {
+            let (o0, o1, o2) = (j / plane2, (j / s2) % s1, j % s2);
+            let col = j - jc;
+            let len = (s2 - o2).min(jc + nc - j).min(NR - col % NR);
+            let at0 = (col / NR) * kc * NR + col % NR;
+            // Decode row pc into (channel, t0, t1, t2) and walk the rows incrementally.
+            let (mut ch, rem) = (pc / g.kprod, pc % g.kprod);
+            let (mut t0, mut t1, mut t2) = (rem / (k1 * k2), (rem / k2) % k1, rem % k2);
+            let mut base = row_base(ch, o0, o1, t0, t1);
+            for p in 0..kc {
+                let dst = &mut out[at0 + p * NR..at0 + p * NR + len];
+                match base {
+                    Some(row) => {
+                        let (lo2, hi2) = range2(t2);
+                        let lo = lo2.clamp(o2, o2 + len) - o2;
+                        let hi = hi2.clamp(o2 + lo, o2 + len) - o2;
+                        dst[..lo].fill(0.0);
+                        dst[hi..].fill(0.0);
+                        if hi > lo {
+                            let start = row + (((o2 + lo) * st2 + t2 * d2) as i64 - pb2) as usize;
+                            if st2 == 1 {
+                                if hi - lo == NR {
+                                    let d: &mut [f32; NR] =
+                                        dst.try_into().unwrap_or_else(|_| unreachable!());
+                                    let s: &[f32; NR] = self.x[start..start + NR]
+                                        .try_into()
+                                        .unwrap_or_else(|_| unreachable!());
+                                    *d = *s;
+                                } else {
+                                    dst[lo..hi].copy_from_slice(&self.x[start..start + hi - lo]);
+                                }
+                            } else {
+                                let src = &self.x[start..];
+                                for (i, d) in dst[lo..hi].iter_mut().enumerate() {
+                                    *d = src[i * st2];
+                                }
+                            }
                         }
+                    }
+                    None => dst.fill(0.0),
+                }
+                // next row
+                t2 += 1;
+                if t2 == k2 {
+                    t2 = 0;
+                    t1 += 1;
+                    if t1 == k1 {
+                        t1 = 0;
+                        t0 += 1;
+                        if t0 == k0 {
+                            t0 = 0;
+                            ch += 1;
+                        }
+                    }
+                    if p + 1 < kc {
+                        base = row_base(ch, o0, o1, t0, t1);
                     }
                 }
             }
+            j += len;
         }
-    });
+        // Zero the columns of the last panel past `nc`.
+        let tail = nc.next_multiple_of(NR) - nc;
+        if tail > 0 {
+            for p in 0..kc {
+                zero(out, kc, p, nc, tail);
+            }
+        }
+    }
 }
 
 /// Scatter-adds columns `[p0, p0 + cols)` into `y` (mg big planes).
@@ -471,6 +603,17 @@ pub fn run_conv(
     outs: &mut [TensorMut<'_>],
     ws: &mut [u8],
 ) -> KernelResult {
+    run_conv_on(p, ins, outs, ws, &Serial)
+}
+
+/// [`run_conv`] with its GEMMs split between the slots of `par`.
+pub fn run_conv_on(
+    p: &ConvParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn Parallel,
+) -> KernelResult {
     let (xs, wsh, ysh) = shapes(ins, outs)?;
     let pl = plan(p, false, &xs, &wsh, &ysh)?;
     let geo = pl.geo;
@@ -479,11 +622,11 @@ pub fn run_conv(
     if y.is_empty() {
         return Ok(Work::default());
     }
-    let scratch = ws_f32(ws, pl.col_len + pl.gemm_len)?;
-    let (col, gws) = scratch.split_at_mut(pl.col_len);
+    let gws = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (xp, yp) = (geo.big_plane, geo.small_plane);
     let krows = pl.rows;
     let mut vector_ops = 0u64;
+    let act = tile_act(&p.act);
     for b in 0..geo.n {
         let xb = &ops.x[b * geo.c * xp..(b + 1) * geo.c * xp];
         let yb = &mut y[b * geo.m * yp..(b + 1) * geo.m * yp];
@@ -500,52 +643,33 @@ pub fn run_conv(
                     );
                 }
             }
-            Path::Pointwise => {
+            Path::Pointwise | Path::Implicit => {
                 for g in 0..geo.g {
                     let xg = &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp];
                     let wg = &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows];
                     let yg = &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp];
-                    sgemm(
-                        geo.mg, yp, geo.cg, 1.0, wg, krows, false, xg, xp, false, false, yg, yp,
-                        gws,
-                    )?;
+                    let ep = Epilogue {
+                        alpha: 1.0,
+                        accumulate: false,
+                        row_bias: ops.bias.map(|bv| &bv[g * geo.mg..(g + 1) * geo.mg]),
+                        act: act.unwrap_or(super::gemm::TileAct::None),
+                    };
+                    let pointwise = MatB {
+                        b: xg,
+                        ld: xp,
+                        trans: false,
+                    };
+                    let implicit = Im2col { geo: &geo, x: xg };
+                    let src: &dyn PackB = if pl.path == Path::Pointwise {
+                        &pointwise
+                    } else {
+                        vector_ops += (krows * yp) as u64;
+                        &implicit
+                    };
+                    gemm_packed(geo.mg, yp, krows, wg, krows, 1, src, yg, yp, &ep, gws, par)?;
                 }
             }
-            Path::Columns { cols } => {
-                for g in 0..geo.g {
-                    let xg = &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp];
-                    let wg = &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows];
-                    let yg = &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp];
-                    for p0 in (0..yp).step_by(cols) {
-                        let pc = cols.min(yp - p0);
-                        let col = &mut col[..krows * pc];
-                        im2col(&geo, xg, p0, pc, col);
-                        vector_ops += col.len() as u64;
-                        sgemm(
-                            geo.mg,
-                            pc,
-                            krows,
-                            1.0,
-                            wg,
-                            krows,
-                            false,
-                            col,
-                            pc,
-                            false,
-                            false,
-                            &mut yg[p0..],
-                            yp,
-                            gws,
-                        )?;
-                    }
-                }
-            }
-        }
-        if let (Some(bias), false) = (ops.bias, pl.path == Path::Depthwise) {
-            for (ch, yc) in yb.chunks_exact_mut(yp).enumerate() {
-                let bv = bias[ch];
-                yc.iter_mut().for_each(|v| *v += bv);
-            }
+            Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
         }
     }
     if ops.bias.is_some() {
@@ -564,6 +688,14 @@ pub fn run_conv(
             vector_ops,
         }
     };
+    if pl.path != Path::Depthwise && act.is_some() {
+        // applied in the GEMM's epilogue
+        let mut work = work;
+        if p.act.op != 0 {
+            work.vector_ops += y.len() as u64;
+        }
+        return Ok(work);
+    }
     finish(p, y, work)
 }
 
@@ -962,7 +1094,7 @@ mod tests {
             &[2, 3],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Columns { .. }));
+        assert!(matches!(check(&c, false), Path::Implicit));
         let c = case(
             &[1, 3, 7, 7],
             &[5, 3, 3, 3],
@@ -1033,7 +1165,7 @@ mod tests {
             &[1, 1],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Columns { .. }));
+        assert!(matches!(check(&c, false), Path::Implicit));
     }
 
     #[test]
@@ -1144,10 +1276,7 @@ mod tests {
             &[1, 1],
             true,
         );
-        match check(&c, false) {
-            Path::Columns { cols } => assert!(cols < 1600),
-            p => panic!("{p:?}"),
-        }
+        assert_eq!(check(&c, false), Path::Implicit);
     }
 
     #[test]
@@ -1518,5 +1647,115 @@ mod tests {
                 2.0 * macs / dt / 1e9
             );
         }
+    }
+
+    /// ResNet-50's convolutions (shape, count), timed:
+    /// `cargo test -p ge-sim --features std --release --lib resnet50_conv_speed -- --ignored --nocapture`
+    /// (`GE_THREADS=2` to split them between two threads).
+    #[test]
+    #[ignore]
+    fn resnet50_conv_speed() {
+        #[cfg(feature = "std")]
+        let pool = crate::threads::ThreadPool::new(
+            std::env::var("GE_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1),
+        );
+        #[cfg(feature = "std")]
+        let par: &dyn Parallel = &pool;
+        #[cfg(not(feature = "std"))]
+        let par: &dyn Parallel = &Serial;
+        // (C, H, M, k, stride, count)
+        let shapes: [(usize, usize, usize, usize, usize, usize); 23] = [
+            (3, 224, 64, 7, 2, 1),
+            (64, 56, 64, 1, 1, 1),
+            (64, 56, 64, 3, 1, 3),
+            (64, 56, 256, 1, 1, 4),
+            (128, 28, 128, 3, 1, 3),
+            (128, 28, 512, 1, 1, 4),
+            (128, 56, 128, 3, 2, 1),
+            (256, 14, 256, 3, 1, 5),
+            (256, 14, 1024, 1, 1, 6),
+            (256, 28, 256, 3, 2, 1),
+            (256, 56, 64, 1, 1, 2),
+            (256, 56, 128, 1, 1, 1),
+            (256, 56, 512, 1, 2, 1),
+            (512, 7, 512, 3, 1, 2),
+            (512, 7, 2048, 1, 1, 3),
+            (512, 14, 512, 3, 2, 1),
+            (512, 28, 128, 1, 1, 3),
+            (512, 28, 256, 1, 1, 1),
+            (512, 28, 1024, 1, 2, 1),
+            (1024, 14, 256, 1, 1, 5),
+            (1024, 14, 512, 1, 1, 1),
+            (1024, 14, 2048, 1, 2, 1),
+            (2048, 7, 512, 1, 1, 2),
+        ];
+        let (mut total_ms, mut total_macs) = (0.0, 0.0);
+        let mut seed = 5;
+        for (ci, h, co, k, s, count) in shapes {
+            let pad = k / 2;
+            let c = case(
+                &[1, ci, h, h],
+                &[co, ci, k, k],
+                1,
+                &[s, s],
+                &[1, 1],
+                &[pad, pad],
+                &[pad, pad],
+                true,
+            );
+            let yd = out_dims(&c, false);
+            let mut p = params(&c);
+            p.act.op = 1;
+            let (xs, wsh, ys) = (
+                Shape::new(&c.x).unwrap(),
+                Shape::new(&c.w).unwrap(),
+                Shape::new(&yd).unwrap(),
+            );
+            let bs = Shape::new(&[co]).unwrap();
+            let x: Vec<f32> = (0..xs.numel()).map(|_| lcg(&mut seed)).collect();
+            let w: Vec<f32> = (0..wsh.numel()).map(|_| lcg(&mut seed)).collect();
+            let b: Vec<f32> = (0..co).map(|_| lcg(&mut seed)).collect();
+            let mut y = std::vec![0.0f32; ys.numel()];
+            let mut ws = std::vec![0u32; conv_workspace_bytes(&p, false, &[Some(xs), Some(wsh), Some(bs)], &[ys]) / 4];
+            fn t(d: &[f32], s: Shape) -> Option<TensorRef<'_>> {
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape: s,
+                    data: bytemuck::cast_slice(d),
+                })
+            }
+            let ins = [t(&x, xs), t(&w, wsh), t(&b, bs)];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            let mut run = || {
+                run_conv_on(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws), par).unwrap()
+            };
+            let work = run();
+            let reps = 10;
+            let mut best = f64::MAX;
+            for _ in 0..reps {
+                let t = std::time::Instant::now();
+                run();
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            let macs = work.cube_macs as f64;
+            std::println!(
+                "{ci:>4}x{h:<3} -> {co:>4} k{k} s{s} x{count}: {:.3} ms, {:.1} GFLOP/s",
+                best * 1e3,
+                2.0 * macs / best / 1e9
+            );
+            total_ms += best * 1e3 * count as f64;
+            total_macs += macs * count as f64;
+        }
+        std::println!(
+            "total {total_ms:.1} ms, {:.1} GFLOP/s",
+            2.0 * total_macs / (total_ms / 1e3) / 1e9
+        );
     }
 }

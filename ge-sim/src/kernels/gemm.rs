@@ -1,27 +1,56 @@
 //! Gemm and batched MatMul on a shared f32 GEMM core.
 //!
-//! [`sgemm`] is a BLIS-style cache-blocked GEMM: op(B) is packed in `KC × NC` blocks into
-//! `NR`-column panels, op(A) (times alpha) in `MC × KC` blocks into `MR`-row panels, both in the
-//! caller's workspace, and a `MR × NR` register tile is accumulated over `k` in plain Rust that
-//! LLVM vectorizes (12 SSE registers on the baseline target, 12 ymm with AVX).
+//! [`gemm_packed`] is a cache-blocked GEMM: op(B) is packed in `KC × NC` blocks into
+//! `NR`-column panels (by a [`PackB`] source: a matrix, or a convolution's implicit im2col),
+//! in the caller's workspace (one packing slot per host thread, planned in the arena);
+//! op(A) is read in place (row-major or transposed, any leading dimension), a `MR`-row
+//! micro-panel staying in L1 while B panels stream from L2; the `MR × NR` register tile
+//! ([`micro`]: AVX2+FMA chosen at run time, or the portable build) applies the epilogue
+//! (alpha, accumulate, per-row bias, Relu/Clip/LeakyRelu) while the tile is in registers.
+//! Work is split between host threads by output tiles, so every element is computed by the
+//! same instructions whatever the thread count.
 
-use ge_runtime::format::{DType, GemmParams, MAX_RANK, Shape, TensorMut, TensorRef};
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+pub mod micro;
+
+use ge_runtime::format::{
+    Activation, DType, GemmParams, MAX_RANK, Shape, TensorMut, TensorRef, UnaryOp,
+};
+
+pub use micro::{MR, NR, TileAct, TileEp};
 
 use super::broadcast::{broadcast_strides, for_each_row};
 use super::copy::{checked_len, f32_in, f32_out};
 use super::{KernelError, KernelResult, Work, input, output};
+use crate::threads::{Parallel, Serial};
 
-/// Rows of the register tile.
-pub const MR: usize = 6;
-/// Columns of the register tile.
-#[cfg(target_feature = "avx")]
-pub const NR: usize = 16;
-/// Columns of the register tile.
-#[cfg(not(target_feature = "avx"))]
-pub const NR: usize = 8;
+/// Largest K block (rows of a packed B block).
 const KC: usize = 256;
-const MC: usize = 96;
-const NC: usize = 2048;
+/// Largest N block (columns of a packed B block).
+const NC: usize = 512;
+/// Packing slots planned in a GEMM's workspace: the most host threads one GEMM uses.
+pub const WS_SLOTS: usize = 4;
+/// Below this many multiply-adds a GEMM runs on one thread.
+const PAR_MIN_MACS: usize = 1 << 18;
+
+/// The K block size for `k`: at most [`KC`], blocks of (nearly) equal size.
+fn k_block(k: usize) -> usize {
+    if k == 0 {
+        return 0;
+    }
+    k.div_ceil(k.div_ceil(KC))
+}
+
+/// f32 elements of one packing slot for `n × k` op(B).
+pub fn pack_slot_len(n: usize, k: usize) -> usize {
+    k_block(k) * n.next_multiple_of(NR).min(NC)
+}
+
+/// f32 scratch elements [`gemm_packed`] needs for an `n × k` op(B) (all slots).
+pub fn gemm_packed_ws_len(n: usize, k: usize) -> usize {
+    WS_SLOTS * pack_slot_len(n, k)
+}
 
 /// f32 scratch elements [`sgemm`] needs for an `m × n × k` product (0 when `m ≤ 1`, which
 /// takes an unpacked matrix-vector path). Monotone in each argument.
@@ -29,8 +58,7 @@ pub fn sgemm_ws_len(m: usize, n: usize, k: usize) -> usize {
     if m <= 1 || n == 0 || k == 0 {
         return 0;
     }
-    let kc = k.min(KC);
-    m.min(MC).next_multiple_of(MR) * kc + kc * n.min(NC).next_multiple_of(NR)
+    gemm_packed_ws_len(n, k)
 }
 
 /// The first `len` f32 of a byte workspace (64-byte aligned by the planner).
@@ -55,6 +83,312 @@ fn check_operand(len: usize, rows: usize, cols: usize, ld: usize) -> Result<(), 
     }
 }
 
+/// A source of op(B) (`k × n`) that packs blocks of itself for [`gemm_packed`].
+pub trait PackB: Sync {
+    /// Packs rows `pc..pc+kc`, columns `jc..jc+nc` (inside the `k × n` extent the caller
+    /// gave [`gemm_packed`]) into `NR`-column panels: panel `q` at `out[q·kc·NR..]`, row `p`
+    /// of a panel at `p·NR`, columns past `nc` zero. `out` holds
+    /// `kc · nc.next_multiple_of(NR)` values.
+    fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]);
+}
+
+/// A row-major matrix as op(B): `B[p][j] = b[p·ld + j]`, or `b[j·ld + p]` when `trans`.
+#[derive(Clone, Copy, Debug)]
+pub struct MatB<'a> {
+    pub b: &'a [f32],
+    pub ld: usize,
+    pub trans: bool,
+}
+
+impl PackB for MatB<'_> {
+    fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
+        let panels = nc.div_ceil(NR);
+        if self.trans {
+            for q in 0..panels {
+                let panel = &mut out[q * kc * NR..(q + 1) * kc * NR];
+                let nr = (nc - q * NR).min(NR);
+                if nr < NR {
+                    panel.fill(0.0);
+                }
+                for j in 0..nr {
+                    let col = jc + q * NR + j;
+                    let src = &self.b[col * self.ld + pc..col * self.ld + pc + kc];
+                    for (p, v) in src.iter().enumerate() {
+                        panel[p * NR + j] = *v;
+                    }
+                }
+            }
+        } else {
+            for p in 0..kc {
+                let row = &self.b[(pc + p) * self.ld + jc..(pc + p) * self.ld + jc + nc];
+                let (full, rest) = row.as_chunks::<NR>();
+                for (q, src) in full.iter().enumerate() {
+                    let dst: &mut [f32; NR] = (&mut out[q * kc * NR + p * NR..][..NR])
+                        .try_into()
+                        .unwrap_or_else(|_| unreachable!());
+                    *dst = *src;
+                }
+                if !rest.is_empty() {
+                    let dst = &mut out[full.len() * kc * NR + p * NR..][..NR];
+                    dst[..rest.len()].copy_from_slice(rest);
+                    dst[rest.len()..].fill(0.0);
+                }
+            }
+        }
+    }
+}
+
+/// The epilogue of a [`gemm_packed`]: `C = act(alpha · op(A)·op(B) (+ C) (+ bias[row]))`.
+#[derive(Clone, Copy, Debug)]
+pub struct Epilogue<'a> {
+    pub alpha: f32,
+    pub accumulate: bool,
+    /// One value per row of C.
+    pub row_bias: Option<&'a [f32]>,
+    pub act: TileAct,
+}
+
+impl Epilogue<'_> {
+    /// `C = op(A)·op(B)`.
+    pub const PLAIN: Epilogue<'static> = Epilogue {
+        alpha: 1.0,
+        accumulate: false,
+        row_bias: None,
+        act: TileAct::None,
+    };
+}
+
+/// The in-register form of a fused activation, if it has one.
+pub fn tile_act(act: &Activation) -> Option<TileAct> {
+    match UnaryOp::from_u32(act.op) {
+        _ if act.op == 0 => Some(TileAct::None),
+        Some(UnaryOp::Relu) => Some(TileAct::Clamp {
+            lo: 0.0,
+            hi: f32::INFINITY,
+        }),
+        Some(UnaryOp::Clip) if !act.alpha.is_nan() && !act.beta.is_nan() => Some(TileAct::Clamp {
+            lo: act.alpha,
+            hi: act.beta,
+        }),
+        Some(UnaryOp::LeakyRelu) => Some(TileAct::Leaky { alpha: act.alpha }),
+        Some(UnaryOp::Identity) => Some(TileAct::None),
+        _ => None,
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+// SAFETY: slots write disjoint tiles of C (see `gemm_packed`).
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    /// The pointer (a method, so closures capture the `Sync` wrapper, not the field).
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// How a GEMM's output is split between slots: by column panels or by row tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Split {
+    Cols,
+    Rows,
+}
+
+fn choose_split(m: usize, n: usize, k: usize, threads: usize) -> (Split, usize) {
+    let t = threads.clamp(1, WS_SLOTS);
+    if t == 1 || m.saturating_mul(n).saturating_mul(k) < PAR_MIN_MACS {
+        return (Split::Cols, 1);
+    }
+    let (panels, tiles) = (n.div_ceil(NR), m.div_ceil(MR));
+    // Estimated slot time in multiply-adds: the largest share of tiles, plus packing
+    // (about 16 multiply-adds per packed value) — each row slot packs all of B.
+    let pack = 16 * k * n;
+    let cols_t = t.min(panels);
+    let cols = panels.div_ceil(cols_t) * NR * tiles * MR * k + pack / cols_t;
+    let rows_t = t.min(tiles);
+    let rows = tiles.div_ceil(rows_t) * MR * panels * NR * k + pack;
+    if cols <= rows {
+        (Split::Cols, cols_t)
+    } else {
+        (Split::Rows, rows_t)
+    }
+}
+
+/// `C[m × n] = epilogue(op(A) · op(B))` with op(A)`[i][p] = a[i·rs + p·cs]` (row-major A:
+/// `rs = lda, cs = 1`; transposed: `rs = 1, cs = lda`), op(B) from `b`, C row-major with
+/// leading dimension `ldc`. `ws` needs [`gemm_packed_ws_len`]`(n, k)` values. Extents are
+/// validated; the work is split between up to `par.threads()` slots by output tiles.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_packed(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    rs: usize,
+    cs: usize,
+    b: &dyn PackB,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue<'_>,
+    ws: &mut [f32],
+    par: &dyn Parallel,
+) -> Result<(), KernelError> {
+    check_operand(c.len(), m, n, ldc)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k > 0 {
+        let last = (m - 1)
+            .checked_mul(rs)
+            .and_then(|x| (k - 1).checked_mul(cs).and_then(|y| x.checked_add(y)));
+        if last.is_none_or(|l| l >= a.len()) {
+            return Err(KernelError::Shape(
+                "gemm operand smaller than its dimensions",
+            ));
+        }
+    }
+    if ep.row_bias.is_some_and(|bias| bias.len() < m) {
+        return Err(KernelError::Shape("gemm bias shorter than the rows"));
+    }
+    let slot = pack_slot_len(n, k);
+    let (split, slots) = choose_split(m, n, k, par.threads());
+    let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
+    let isa = micro::isa();
+    let cp = SendPtr(c.as_mut_ptr());
+    let wp = SendPtr(ws.as_mut_ptr());
+    let (panels, tiles) = (n.div_ceil(NR), m.div_ceil(MR));
+    let body = |s: usize| {
+        let (r0, r1, c0, c1) = match split {
+            Split::Cols => (
+                0,
+                m,
+                (s * panels / slots) * NR,
+                ((s + 1) * panels / slots * NR).min(n),
+            ),
+            Split::Rows => (
+                (s * tiles / slots) * MR,
+                ((s + 1) * tiles / slots * MR).min(m),
+                0,
+                n,
+            ),
+        };
+        // SAFETY: slot `s` owns `ws[s·slot..(s+1)·slot]` exclusively.
+        let bpack = unsafe { core::slice::from_raw_parts_mut(wp.get().add(s * slot), slot) };
+        // SAFETY: slots write disjoint rectangles of C, all inside the validated extent.
+        unsafe {
+            gemm_block(
+                isa,
+                r0,
+                r1,
+                c0,
+                c1,
+                k,
+                a,
+                rs,
+                cs,
+                b,
+                cp.get(),
+                ldc,
+                ep,
+                bpack,
+            )
+        };
+    };
+    if slots == 1 {
+        body(0);
+    } else {
+        par.run(slots, &body);
+    }
+    Ok(())
+}
+
+/// Rows `r0..r1`, columns `c0..c1` of C.
+///
+/// # Safety
+/// A, C and bias extents validated by [`gemm_packed`]; nothing else touches this rectangle
+/// of C meanwhile; `bpack` holds [`pack_slot_len`] values.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_block(
+    isa: micro::Isa,
+    r0: usize,
+    r1: usize,
+    c0: usize,
+    c1: usize,
+    k: usize,
+    a: &[f32],
+    rs: usize,
+    cs: usize,
+    b: &dyn PackB,
+    c: *mut f32,
+    ldc: usize,
+    ep: &Epilogue<'_>,
+    bpack: &mut [f32],
+) {
+    if r0 >= r1 || c0 >= c1 {
+        return;
+    }
+    let kb = k_block(k);
+    let ncols = {
+        let panels = (c1 - c0).div_ceil(NR);
+        panels.div_ceil((panels * NR).div_ceil(NC)) * NR
+    };
+    let mut jc = c0;
+    while jc < c1 {
+        let nc = ncols.min(c1 - jc);
+        let mut pc = 0;
+        loop {
+            let kc = kb.min(k - pc);
+            let last = pc + kc >= k;
+            b.pack(pc, kc, jc, nc, &mut bpack[..kc * nc.next_multiple_of(NR)]);
+            for ir in (r0..r1).step_by(MR) {
+                let mr = (r1 - ir).min(MR);
+                let tep = TileEp {
+                    alpha: ep.alpha,
+                    add: ep.accumulate || pc > 0,
+                    bias: match (last, ep.row_bias) {
+                        (true, Some(bias)) => bias[ir..].as_ptr(),
+                        _ => core::ptr::null(),
+                    },
+                    act: if last { ep.act } else { TileAct::None },
+                };
+                // With k = 0 nothing of A is read; point at a valid element anyway.
+                let ap = if k == 0 {
+                    a.as_ptr()
+                } else {
+                    a[ir * rs + pc * cs..].as_ptr()
+                };
+                for jr in (0..nc).step_by(NR) {
+                    let nr = (nc - jr).min(NR);
+                    // SAFETY: per this function's contract and the packing layout.
+                    unsafe {
+                        micro::tile(
+                            isa,
+                            kc,
+                            ap,
+                            rs,
+                            cs,
+                            bpack[jr * kc..].as_ptr(),
+                            c.add(ir * ldc + jc + jr),
+                            ldc,
+                            mr,
+                            nr,
+                            &tep,
+                        );
+                    }
+                }
+            }
+            pc += kc;
+            if last {
+                break;
+            }
+        }
+        jc += nc;
+    }
+}
+
 /// `C = alpha · op(A) · op(B) (+ C if accumulate)`, row-major with leading dimensions.
 /// `op(A)` is `m × k` (A stored `k × m` when `trans_a`), `op(B)` is `k × n`.
 /// `ws` needs [`sgemm_ws_len`]`(m, n, k)` elements. Operand extents are validated.
@@ -74,6 +408,30 @@ pub fn sgemm(
     c: &mut [f32],
     ldc: usize,
     ws: &mut [f32],
+) -> Result<(), KernelError> {
+    sgemm_on(
+        m, n, k, alpha, a, lda, trans_a, b, ldb, trans_b, accumulate, c, ldc, ws, &Serial,
+    )
+}
+
+/// [`sgemm`] split between the slots of `par`.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_on(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    lda: usize,
+    trans_a: bool,
+    b: &[f32],
+    ldb: usize,
+    trans_b: bool,
+    accumulate: bool,
+    c: &mut [f32],
+    ldc: usize,
+    ws: &mut [f32],
+    par: &dyn Parallel,
 ) -> Result<(), KernelError> {
     if trans_a {
         check_operand(a.len(), k, m, lda)?
@@ -113,148 +471,19 @@ pub fn sgemm(
         );
         return Ok(());
     }
-    let need = sgemm_ws_len(m, n, k);
-    if ws.len() < need {
-        return Err(KernelError::Workspace);
-    }
-    let kc_max = k.min(KC);
-    let (apack, rest) = ws.split_at_mut(m.min(MC).next_multiple_of(MR) * kc_max);
-    let bpack = &mut rest[..kc_max * n.min(NC).next_multiple_of(NR)];
-    for jc in (0..n).step_by(NC) {
-        let nc = (n - jc).min(NC);
-        for pc in (0..k).step_by(KC) {
-            let kc = (k - pc).min(KC);
-            let add = accumulate || pc > 0;
-            pack_b(kc, nc, b, ldb, trans_b, pc, jc, bpack);
-            for ic in (0..m).step_by(MC) {
-                let mc = (m - ic).min(MC);
-                pack_a(mc, kc, alpha, a, lda, trans_a, ic, pc, apack);
-                for jr in (0..nc).step_by(NR) {
-                    let nr = (nc - jr).min(NR);
-                    let bp = &bpack[jr * kc..(jr + NR) * kc];
-                    for ir in (0..mc).step_by(MR) {
-                        let mr = (mc - ir).min(MR);
-                        let acc = micro(&apack[ir * kc..(ir + MR) * kc], bp);
-                        let c0 = (ic + ir) * ldc + jc + jr;
-                        for (i, row) in acc.iter().enumerate().take(mr) {
-                            let dst = &mut c[c0 + i * ldc..c0 + i * ldc + nr];
-                            if add {
-                                for (d, s) in dst.iter_mut().zip(row) {
-                                    *d += *s;
-                                }
-                            } else {
-                                dst.copy_from_slice(&row[..nr]);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The register tile: `acc[i][j] = Σ_p ap[p][i] · bp[p][j]` over packed panels. Kept out of line
-/// and written with one named accumulator row per tile row so LLVM keeps the tile in registers
-/// and vectorizes along `j` (an inlined, indexed version gets vectorized along `i` with
-/// gathers on AVX-512 targets).
-#[inline(never)]
-fn micro(ap: &[f32], bp: &[f32]) -> [[f32; NR]; MR] {
-    let (ac, _) = ap.as_chunks::<MR>();
-    let (bc, _) = bp.as_chunks::<NR>();
-    let z = [0.0f32; NR];
-    let (mut c0, mut c1, mut c2, mut c3, mut c4, mut c5) = (z, z, z, z, z, z);
-    for (a, b) in ac.iter().zip(bc) {
-        let b: [f32; NR] = *b;
-        c0 = madd(c0, a[0], b);
-        c1 = madd(c1, a[1], b);
-        c2 = madd(c2, a[2], b);
-        c3 = madd(c3, a[3], b);
-        c4 = madd(c4, a[4], b);
-        c5 = madd(c5, a[5], b);
-    }
-    [c0, c1, c2, c3, c4, c5]
-}
-
-#[inline(always)]
-fn madd(acc: [f32; NR], a: f32, b: [f32; NR]) -> [f32; NR] {
-    core::array::from_fn(|j| acc[j] + a * b[j])
-}
-
-/// Packs rows `ic..ic+mc`, columns `pc..pc+kc` of op(A), times alpha, into MR-row panels
-/// (zero rows past `mc`).
-#[allow(clippy::too_many_arguments)]
-fn pack_a(
-    mc: usize,
-    kc: usize,
-    alpha: f32,
-    a: &[f32],
-    lda: usize,
-    trans: bool,
-    ic: usize,
-    pc: usize,
-    out: &mut [f32],
-) {
-    for ir in (0..mc).step_by(MR) {
-        let mr = (mc - ir).min(MR);
-        let (panel, _) = out[ir * kc..(ir + MR) * kc].as_chunks_mut::<MR>();
-        if trans {
-            for (p, dst) in panel.iter_mut().enumerate() {
-                let src = &a[(pc + p) * lda + ic + ir..][..mr];
-                for i in 0..MR {
-                    dst[i] = if i < mr { alpha * src[i] } else { 0.0 };
-                }
-            }
-        } else {
-            if mr < MR {
-                panel.fill([0.0; MR]);
-            }
-            for i in 0..mr {
-                let row = ic + ir + i;
-                let src = &a[row * lda + pc..row * lda + pc + kc];
-                for (dst, v) in panel.iter_mut().zip(src) {
-                    dst[i] = alpha * *v;
-                }
-            }
-        }
-    }
-}
-
-/// Packs rows `pc..pc+kc`, columns `jc..jc+nc` of op(B) into NR-column panels (zero columns
-/// past `nc`).
-#[allow(clippy::too_many_arguments)]
-fn pack_b(
-    kc: usize,
-    nc: usize,
-    b: &[f32],
-    ldb: usize,
-    trans: bool,
-    pc: usize,
-    jc: usize,
-    out: &mut [f32],
-) {
-    for jr in (0..nc).step_by(NR) {
-        let nr = (nc - jr).min(NR);
-        let (panel, _) = out[jr * kc..(jr + NR) * kc].as_chunks_mut::<NR>();
-        if trans {
-            if nr < NR {
-                panel.fill([0.0; NR]);
-            }
-            for j in 0..nr {
-                let col = jc + jr + j;
-                let src = &b[col * ldb + pc..col * ldb + pc + kc];
-                for (dst, v) in panel.iter_mut().zip(src) {
-                    dst[j] = *v;
-                }
-            }
-        } else {
-            for (p, dst) in panel.iter_mut().enumerate() {
-                let row = (pc + p) * ldb + jc + jr;
-                dst[..nr].copy_from_slice(&b[row..row + nr]);
-                dst[nr..].fill(0.0);
-            }
-        }
-    }
+    let (rs, cs) = if trans_a { (1, lda) } else { (lda, 1) };
+    let ep = Epilogue {
+        alpha,
+        accumulate,
+        row_bias: None,
+        act: TileAct::None,
+    };
+    let src = MatB {
+        b,
+        ld: ldb,
+        trans: trans_b,
+    };
+    gemm_packed(m, n, k, a, rs, cs, &src, c, ldc, &ep, ws, par)
 }
 
 /// `c (+)= alpha · a · op(B)` for a single row `a` with element stride `inc_a`.
@@ -324,6 +553,7 @@ pub fn run_gemm(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
     ws: &mut [u8],
+    par: &dyn Parallel,
 ) -> KernelResult {
     let at = input(ins, 0, "gemm A")?;
     let bt = input(ins, 1, "gemm B")?;
@@ -363,11 +593,42 @@ pub fn run_gemm(
         _ => false,
     };
     let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
-    sgemm(
-        m, n, k, p.alpha, a, ad[1], ta, b, bd[1], tb, accumulate, y, n, wsf,
-    )?;
+    let fused = if m > 1 { tile_act(&p.act) } else { None };
+    if let Some(act) = fused {
+        check_operand(
+            a.len(),
+            if ta { k } else { m },
+            if ta { m } else { k },
+            ad[1],
+        )?;
+        check_operand(
+            b.len(),
+            if tb { n } else { k },
+            if tb { k } else { n },
+            bd[1],
+        )?;
+        let (rs, cs) = if ta { (1, ad[1]) } else { (ad[1], 1) };
+        let ep = Epilogue {
+            alpha: p.alpha,
+            accumulate,
+            row_bias: None,
+            act,
+        };
+        let src = MatB {
+            b,
+            ld: bd[1],
+            trans: tb,
+        };
+        gemm_packed(m, n, k, a, rs, cs, &src, y, n, &ep, wsf, par)?;
+    } else {
+        sgemm_on(
+            m, n, k, p.alpha, a, ad[1], ta, b, bd[1], tb, accumulate, y, n, wsf, par,
+        )?;
+    }
     if p.act.op != 0 {
-        super::unary::apply_activation(&p.act, y)?;
+        if fused.is_none() {
+            super::unary::apply_activation(&p.act, y)?;
+        }
         vector_ops += (m * n) as u64;
     }
     Ok(Work {
@@ -483,6 +744,7 @@ pub fn run_matmul(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
     ws: &mut [u8],
+    par: &dyn Parallel,
 ) -> KernelResult {
     let at = input(ins, 0, "matmul A")?;
     let bt = input(ins, 1, "matmul B")?;
@@ -514,7 +776,9 @@ pub fn run_matmul(
                 // B shared by every batch and A's batches contiguous: one tall GEMM.
                 let mm = batches * m;
                 let wsf = ws_f32(ws, sgemm_ws_len(mm, n, k))?;
-                sgemm(mm, n, k, 1.0, a, k, false, b, n, false, false, y, n, wsf)?;
+                sgemm_on(
+                    mm, n, k, 1.0, a, k, false, b, n, false, false, y, n, wsf, par,
+                )?;
                 return Ok(work);
             }
             let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
@@ -523,7 +787,9 @@ pub fn run_matmul(
                 let a = &a[oa * amat..(oa + 1) * amat];
                 let b = &b[ob * bmat..(ob + 1) * bmat];
                 let y = &mut y[i * ymat..(i + 1) * ymat];
-                sgemm(m, n, k, 1.0, a, k, false, b, n, false, false, y, n, wsf)?;
+                sgemm_on(
+                    m, n, k, 1.0, a, k, false, b, n, false, false, y, n, wsf, par,
+                )?;
             }
         }
         DType::F64 => naive_batches::<f64>(&d, &sa, &sb, at, bt, yt, |x, y| x * y, |x, y| x + y)?,
@@ -797,7 +1063,7 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        let w = run_gemm(&p, &ins, &mut outs, &mut ws).unwrap();
+        let w = run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).unwrap();
         // A·B = [[4,5],[10,11]] -> 2x + [5,10]
         assert_eq!(y, [13., 20., 25., 32.]);
         assert_eq!(w.cube_macs, 12);
@@ -809,7 +1075,7 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        run_gemm(&p, &ins, &mut outs, &mut ws).unwrap();
+        run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).unwrap();
         assert_eq!(y, [8.5, 10.5, 21., 23.]);
         let ins = [tref(&[3, 2], &a_t), tref(&[3, 2], &b), None];
         let mut outs = [TensorMut {
@@ -817,7 +1083,7 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        run_gemm(&p, &ins, &mut outs, &mut ws).unwrap();
+        run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).unwrap();
         assert_eq!(y, [8., 10., 20., 22.]);
         // bad C
         let c3 = [1.0f32, 2.0, 3.0];
@@ -827,7 +1093,7 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        assert!(run_gemm(&p, &ins, &mut outs, &mut ws).is_err());
+        assert!(run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).is_err());
         // shape mismatch
         let ins = [tref(&[2, 3], &a_t), tref(&[3, 2], &b), None];
         let mut outs = [TensorMut {
@@ -835,7 +1101,7 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        assert!(run_gemm(&p, &ins, &mut outs, &mut ws).is_err());
+        assert!(run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).is_err());
     }
 
     fn matmul(
@@ -854,7 +1120,7 @@ mod tests {
             shape: ys,
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        run_matmul(&ins, &mut outs, &mut ws)?;
+        run_matmul(&ins, &mut outs, &mut ws, &Serial)?;
         Ok(y)
     }
 
@@ -963,7 +1229,7 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        run_matmul(&ins, &mut outs, &mut []).unwrap();
+        run_matmul(&ins, &mut outs, &mut [], &Serial).unwrap();
         assert_eq!(y, [19, 22, 43, 50]);
     }
 
@@ -1037,7 +1303,13 @@ mod tests {
                 shape: sy,
                 data: bytemuck::cast_slice_mut(&mut y),
             }];
-            let ok = run_matmul(&ins[..2], &mut outs, bytemuck::cast_slice_mut(&mut ws)).is_ok();
+            let ok = run_matmul(
+                &ins[..2],
+                &mut outs,
+                bytemuck::cast_slice_mut(&mut ws),
+                &Serial,
+            )
+            .is_ok();
             oks += usize::from(ok);
             let p = GemmParams {
                 trans_a: r(2) as u32,
@@ -1046,7 +1318,13 @@ mod tests {
                 beta: 1.0,
                 act: Activation::default(),
             };
-            let _ = run_gemm(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws));
+            let _ = run_gemm(
+                &p,
+                &ins,
+                &mut outs,
+                bytemuck::cast_slice_mut(&mut ws),
+                &Serial,
+            );
         }
         assert!(oks > 1000, "only {oks} well-formed cases ran");
     }

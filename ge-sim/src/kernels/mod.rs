@@ -71,7 +71,7 @@ pub fn output<'a, 'b>(
     outs.get_mut(i).ok_or(KernelError::MissingTensor(what))
 }
 
-/// Runs one task's kernel.
+/// Runs one task's kernel on the calling thread.
 pub fn execute(
     kind: OpKind,
     params: &[u8],
@@ -79,16 +79,29 @@ pub fn execute(
     outs: &mut [TensorMut<'_>],
     ws: &mut [u8],
 ) -> KernelResult {
+    execute_on(kind, params, ins, outs, ws, &crate::threads::Serial)
+}
+
+/// Runs one task's kernel, splitting the kernels that can be split between the slots of
+/// `par` (results are bitwise the same whatever `par`).
+pub fn execute_on(
+    kind: OpKind,
+    params: &[u8],
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn crate::threads::Parallel,
+) -> KernelResult {
     let p = params;
     match kind {
         OpKind::Unary => unary::run_unary(&read_params(p)?, ins, outs),
         OpKind::Binary => binary::run_binary(&read_params(p)?, ins, outs),
         OpKind::Variadic => binary::run_variadic(&read_params(p)?, ins, outs),
         OpKind::Where => binary::run_where(ins, outs),
-        OpKind::Conv => conv::run_conv(&read_params(p)?, ins, outs, ws),
+        OpKind::Conv => conv::run_conv_on(&read_params(p)?, ins, outs, ws, par),
         OpKind::ConvTranspose => conv::run_conv_transpose(&read_params(p)?, ins, outs, ws),
-        OpKind::Gemm => gemm::run_gemm(&read_params(p)?, ins, outs, ws),
-        OpKind::MatMul => gemm::run_matmul(ins, outs, ws),
+        OpKind::Gemm => gemm::run_gemm(&read_params(p)?, ins, outs, ws, par),
+        OpKind::MatMul => gemm::run_matmul(ins, outs, ws, par),
         OpKind::Pool => pool::run_pool(&read_params(p)?, ins, outs),
         OpKind::GlobalPool => pool::run_global_pool(&read_params(p)?, ins, outs),
         OpKind::Lrn => norm::run_lrn(&read_params(p)?, ins, outs),

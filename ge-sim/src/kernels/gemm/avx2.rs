@@ -1,0 +1,183 @@
+//! The AVX2+FMA register tile: 6 rows × 16 columns in 12 ymm accumulators.
+
+use core::arch::x86_64::*;
+
+use super::micro::{MR, NR, TileAct, TileEp, row_offsets};
+
+/// AVX2+FMA build of [`super::micro::tile`].
+///
+/// # Safety
+/// As [`super::micro::tile`]; the CPU must support AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn tile(
+    kc: usize,
+    a: *const f32,
+    rs: usize,
+    cs: usize,
+    bp: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    if nr <= 8 {
+        // SAFETY: forwarded contract (the narrow tile reads the first 8 columns of B).
+        unsafe { tile8(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) };
+        return;
+    }
+    let off = row_offsets(rs, mr);
+    let z = _mm256_setzero_ps();
+    let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
+    let (mut c30, mut c31, mut c40, mut c41, mut c50, mut c51) = (z, z, z, z, z, z);
+    let (r1, r2, r3, r4, r5) = (off[1], off[2], off[3], off[4], off[5]);
+    let mut ap = a;
+    let mut b = bp;
+    // SAFETY (whole loop): reads stay inside `a`'s rows / `bp`'s panel per the contract.
+    unsafe {
+        for _ in 0..kc {
+            let b0 = _mm256_loadu_ps(b);
+            let b1 = _mm256_loadu_ps(b.add(8));
+            let a0 = _mm256_broadcast_ss(&*ap);
+            c00 = _mm256_fmadd_ps(a0, b0, c00);
+            c01 = _mm256_fmadd_ps(a0, b1, c01);
+            let a1 = _mm256_broadcast_ss(&*ap.add(r1));
+            c10 = _mm256_fmadd_ps(a1, b0, c10);
+            c11 = _mm256_fmadd_ps(a1, b1, c11);
+            let a2 = _mm256_broadcast_ss(&*ap.add(r2));
+            c20 = _mm256_fmadd_ps(a2, b0, c20);
+            c21 = _mm256_fmadd_ps(a2, b1, c21);
+            let a3 = _mm256_broadcast_ss(&*ap.add(r3));
+            c30 = _mm256_fmadd_ps(a3, b0, c30);
+            c31 = _mm256_fmadd_ps(a3, b1, c31);
+            let a4 = _mm256_broadcast_ss(&*ap.add(r4));
+            c40 = _mm256_fmadd_ps(a4, b0, c40);
+            c41 = _mm256_fmadd_ps(a4, b1, c41);
+            let a5 = _mm256_broadcast_ss(&*ap.add(r5));
+            c50 = _mm256_fmadd_ps(a5, b0, c50);
+            c51 = _mm256_fmadd_ps(a5, b1, c51);
+            ap = ap.add(cs);
+            b = b.add(NR);
+        }
+    }
+    let acc = [
+        [c00, c01],
+        [c10, c11],
+        [c20, c21],
+        [c30, c31],
+        [c40, c41],
+        [c50, c51],
+    ];
+    // SAFETY: forwarded contract.
+    unsafe { store(&acc, c, ldc, mr, nr, ep) };
+}
+
+/// The 6 × 8 tile for the last ≤ 8 columns: per element the same operations as [`tile`].
+///
+/// # Safety
+/// As [`tile`], with `nr ≤ 8`.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile8(
+    kc: usize,
+    a: *const f32,
+    rs: usize,
+    cs: usize,
+    bp: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    let off = row_offsets(rs, mr);
+    let z = _mm256_setzero_ps();
+    let (mut c0, mut c1, mut c2, mut c3, mut c4, mut c5) = (z, z, z, z, z, z);
+    let (r1, r2, r3, r4, r5) = (off[1], off[2], off[3], off[4], off[5]);
+    let mut ap = a;
+    let mut b = bp;
+    // SAFETY (whole loop): as in `tile`.
+    unsafe {
+        for _ in 0..kc {
+            let b0 = _mm256_loadu_ps(b);
+            c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap), b0, c0);
+            c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(r1)), b0, c1);
+            c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(r2)), b0, c2);
+            c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(r3)), b0, c3);
+            c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(r4)), b0, c4);
+            c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(r5)), b0, c5);
+            ap = ap.add(cs);
+            b = b.add(NR);
+        }
+    }
+    let acc = [[c0, z], [c1, z], [c2, z], [c3, z], [c4, z], [c5, z]];
+    // SAFETY: forwarded contract.
+    unsafe { store(&acc, c, ldc, mr, nr, ep) };
+}
+
+/// The epilogue and store of a tile's accumulators (rows `< mr`, columns `< nr`).
+///
+/// # Safety
+/// As [`tile`].
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn store(
+    acc: &[[__m256; 2]; MR],
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    let alpha = _mm256_set1_ps(ep.alpha);
+    let scale = ep.alpha != 1.0;
+    for (i, &[v0, v1]) in acc.iter().enumerate().take(mr.min(MR)) {
+        // SAFETY: row `i < mr` of C and bias per the contract; partial rows go through a
+        // stack buffer so only `nr` values are touched.
+        unsafe {
+            let crow = c.add(i * ldc);
+            let mut tmp = [0.0f32; NR];
+            let full = nr == NR;
+            let dst: *mut f32 = if full { crow } else { tmp.as_mut_ptr() };
+            if !full && ep.add {
+                core::ptr::copy_nonoverlapping(crow, dst, nr);
+            }
+            let (mut v0, mut v1) = (v0, v1);
+            if scale {
+                v0 = _mm256_mul_ps(v0, alpha);
+                v1 = _mm256_mul_ps(v1, alpha);
+            }
+            if ep.add {
+                v0 = _mm256_add_ps(_mm256_loadu_ps(dst), v0);
+                v1 = _mm256_add_ps(_mm256_loadu_ps(dst.add(8)), v1);
+            }
+            if !ep.bias.is_null() {
+                let bv = _mm256_broadcast_ss(&*ep.bias.add(i));
+                v0 = _mm256_add_ps(v0, bv);
+                v1 = _mm256_add_ps(v1, bv);
+            }
+            match ep.act {
+                TileAct::None => {}
+                TileAct::Clamp { lo, hi } => {
+                    // max(lo, v) returns v when v is NaN, as `v < lo ? lo : v` does.
+                    let (l, h) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
+                    v0 = _mm256_min_ps(h, _mm256_max_ps(l, v0));
+                    v1 = _mm256_min_ps(h, _mm256_max_ps(l, v1));
+                }
+                TileAct::Leaky { alpha } => {
+                    let (al, zero) = (_mm256_set1_ps(alpha), _mm256_setzero_ps());
+                    let m0 = _mm256_cmp_ps::<_CMP_LT_OQ>(v0, zero);
+                    let m1 = _mm256_cmp_ps::<_CMP_LT_OQ>(v1, zero);
+                    v0 = _mm256_blendv_ps(v0, _mm256_mul_ps(v0, al), m0);
+                    v1 = _mm256_blendv_ps(v1, _mm256_mul_ps(v1, al), m1);
+                }
+            }
+            _mm256_storeu_ps(dst, v0);
+            _mm256_storeu_ps(dst.add(8), v1);
+            if !full {
+                core::ptr::copy_nonoverlapping(dst, crow, nr);
+            }
+        }
+    }
+}
