@@ -18,5 +18,6 @@ pub mod device;
 pub mod kernels;
 #[cfg(feature = "std")]
 pub mod race;
+pub mod threads;
 
 pub use device::{LaunchMode, NoObserver, Observer, Profile, RunReport, SimDevice, TaskRecord};
