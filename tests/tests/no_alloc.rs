@@ -1,4 +1,5 @@
-//! `Session::run` allocates nothing (std build, serial and on a thread pool): a counting
+//! `Session::run` allocates nothing (std build, serial and on a thread pool), and its
+//! results are bitwise the same at 1 and 2 threads: a counting
 //! global allocator wraps the system one; after the session is bound (arena, buffers and
 //! the pool are created up front), runs of corpus models must not allocate, free or
 //! reallocate. One test function only, so no other test thread allocates meanwhile.
@@ -59,6 +60,7 @@ fn runs_allocate_nothing(part: &str, case: &str) {
         .map(|i| vec![0u8; model.output(i).expect("output").bytes()])
         .collect();
     let mut arena = vec![0u8; model.arena_bytes_unaligned()];
+    let mut first: Option<Vec<Vec<u8>>> = None;
     for threads in [1usize, 2] {
         let mut device = SimDevice::default();
         if threads > 1 {
@@ -77,6 +79,12 @@ fn runs_allocate_nothing(part: &str, case: &str) {
             calls, 0,
             "{case}: {calls} allocator calls in 3 runs at {threads} thread(s)"
         );
+        drop(session);
+        // Results are bitwise the same whatever the thread count.
+        match &first {
+            None => first = Some(outs.clone()),
+            Some(f) => assert!(*f == outs, "{case}: outputs differ at {threads} threads"),
+        }
     }
 }
 
