@@ -248,14 +248,23 @@ fn loads_and_runs() {
     let blob = write(&tables());
     let b = aligned(&blob);
     let m = Model::from_bytes(&b.0[..blob.len()]).expect("loads");
-    assert_eq!((m.name(), m.input_count(), m.output_count()), ("tiny", 1, 1));
+    assert_eq!(
+        (m.name(), m.input_count(), m.output_count()),
+        ("tiny", 1, 1)
+    );
     assert_eq!(m.input(0).map(|i| (i.name, i.bytes())), Some(("x", 16)));
     assert_eq!(m.output(0).map(|o| o.name), Some("y"));
     let mut arena = aligned(&[]);
-    assert_eq!(run(&m, &mut arena.0).expect("runs"), [11.0, 22.0, 33.0, 44.0]);
+    assert_eq!(
+        run(&m, &mut arena.0).expect("runs"),
+        [11.0, 22.0, 33.0, 44.0]
+    );
     // An arena at an odd address works when it has the slack.
     let n = m.arena_bytes_unaligned();
-    assert_eq!(run(&m, &mut arena.0[1..1 + n]).expect("runs"), [11.0, 22.0, 33.0, 44.0]);
+    assert_eq!(
+        run(&m, &mut arena.0[1..1 + n]).expect("runs"),
+        [11.0, 22.0, 33.0, 44.0]
+    );
     assert_eq!(
         run(&m, &mut arena.0[1..n]).err(),
         Some(Error::ArenaTooSmall {
@@ -312,13 +321,19 @@ fn every_truncation_and_byte_flip_is_an_error() {
     let step = if cfg!(miri) { 13 } else { 1 };
     for cut in (0..blob.len()).step_by(step) {
         let b = aligned(&blob[..cut]);
-        assert!(Model::from_bytes(&b.0[..cut]).is_err(), "cut at {cut} loaded");
+        assert!(
+            Model::from_bytes(&b.0[..cut]).is_err(),
+            "cut at {cut} loaded"
+        );
     }
     for i in (0..blob.len()).step_by(step) {
         let mut m = blob.clone();
         m[i] ^= 0x40;
         let b = aligned(&m);
-        assert!(Model::from_bytes(&b.0[..m.len()]).is_err(), "flip at {i} loaded");
+        assert!(
+            Model::from_bytes(&b.0[..m.len()]).is_err(),
+            "flip at {i} loaded"
+        );
     }
 }
 

@@ -8,6 +8,7 @@ use ge_build::run::Runner;
 use ge_build::{CompileOptions, Compiled, OptLevel, compile_bytes};
 use ge_runtime::format::DType;
 
+pub mod fuzz;
 pub mod onnx_builder;
 
 /// The workspace root.

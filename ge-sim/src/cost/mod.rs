@@ -42,11 +42,16 @@ pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores
     let cube_rate =
         (u64::from(p.cube_macs_per_cycle) / u64::from(p.fp32_cube_divisor.max(1))).max(1) * c;
     let vec_rate = u64::from(p.vector_ops_per_cycle).max(1) * c;
-    let compute = work.cube_macs.div_ceil(cube_rate) + work.vector_ops.div_ceil(vec_rate);
+    let compute = work
+        .cube_macs
+        .div_ceil(cube_rate)
+        .saturating_add(work.vector_ops.div_ceil(vec_rate));
     // bandwidth × cores / total_cores, kept in integers: bytes × total / (bw × cores).
-    let memory = (gm_bytes * total).div_ceil(share);
+    let memory = gm_bytes.saturating_mul(total).div_ceil(share);
     TaskCost {
-        cycles: compute.max(memory) + u64::from(p.task_overhead_cycles),
+        cycles: compute
+            .max(memory)
+            .saturating_add(u64::from(p.task_overhead_cycles)),
         compute_cycles: compute,
         memory_cycles: memory,
         gm_bytes,
@@ -61,7 +66,10 @@ pub fn cycles_to_ns(p: &Profile, cycles: u64) -> u64 {
 /// The work a task does, from its kind, parameters and shapes alone, so the compiler can
 /// predict a run and the device charges exactly the same. O(rank).
 pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
-    let out: u64 = outs.iter().map(|s| s.numel() as u64).sum();
+    // Saturating throughout: shapes of a crafted (validated) blob may be absurd.
+    let out: u64 = outs
+        .iter()
+        .fold(0u64, |a, s| a.saturating_add(s.numel() as u64));
     let first_in = ins
         .first()
         .copied()
@@ -76,15 +84,14 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
                 .kernel
                 .iter()
                 .take(p.spatial as usize)
-                .map(|&k| u64::from(k))
-                .product();
+                .fold(1u64, |a, &k| a.saturating_mul(u64::from(k)));
             let w = ins.get(1);
             // Conv: each output element sums C/g × k inputs; ConvTranspose: each input element
             // scatters into M/g × k outputs.
             let macs = if kind == OpKind::Conv {
-                out * dim(w, 1) * k
+                out.saturating_mul(dim(w, 1)).saturating_mul(k)
             } else {
-                first_in * dim(w, 1) * k
+                first_in.saturating_mul(dim(w, 1)).saturating_mul(k)
             };
             Work {
                 cube_macs: macs,
@@ -101,7 +108,7 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
                 a.dim(a.rank().saturating_sub(1))
             } as u64;
             Work {
-                cube_macs: out * k,
+                cube_macs: out.saturating_mul(k),
                 vector_ops: out,
             }
         }
@@ -111,11 +118,10 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
                 .kernel
                 .iter()
                 .take(p.spatial as usize)
-                .map(|&k| u64::from(k))
-                .product();
+                .fold(1u64, |a, &k| a.saturating_mul(u64::from(k)));
             Work {
                 cube_macs: 0,
-                vector_ops: out * k,
+                vector_ops: out.saturating_mul(k),
             }
         }
         OpKind::GlobalPool | OpKind::Reduce | OpKind::ArgReduce => Work {
@@ -124,19 +130,19 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
         },
         OpKind::Softmax | OpKind::Lrn | OpKind::InstanceNorm => Work {
             cube_macs: 0,
-            vector_ops: 4 * first_in,
+            vector_ops: first_in.saturating_mul(4),
         },
         OpKind::Fused => {
             let p: ge_runtime::format::FusedParams =
                 read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
             Work {
                 cube_macs: 0,
-                vector_ops: out * u64::from(p.instr_count.max(1)),
+                vector_ops: out.saturating_mul(u64::from(p.instr_count.max(1))),
             }
         }
         OpKind::LayerNorm => Work {
             cube_macs: 0,
-            vector_ops: 6 * first_in,
+            vector_ops: first_in.saturating_mul(6),
         },
         OpKind::Attention => {
             // Q [.., S, D] · Kt [.., D, T] then · V [.., T, E]
@@ -149,8 +155,8 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
                 .max(1);
             let rows = out / e;
             Work {
-                cube_macs: rows * t * (d + e),
-                vector_ops: 4 * rows * t,
+                cube_macs: rows.saturating_mul(t).saturating_mul(d.saturating_add(e)),
+                vector_ops: rows.saturating_mul(t).saturating_mul(4),
             }
         }
         OpKind::TopK => {
@@ -158,16 +164,16 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
                 read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
             Work {
                 cube_macs: 0,
-                vector_ops: first_in * u64::from(p.k.max(1)),
+                vector_ops: first_in.saturating_mul(u64::from(p.k.max(1))),
             }
         }
         OpKind::Cumulative | OpKind::ScatterElements | OpKind::ScatterNd => Work {
             cube_macs: 0,
-            vector_ops: first_in + out,
+            vector_ops: first_in.saturating_add(out),
         },
         OpKind::Variadic => Work {
             cube_macs: 0,
-            vector_ops: out * ins.len() as u64,
+            vector_ops: out.saturating_mul(ins.len() as u64),
         },
         _ => Work {
             cube_macs: 0,

@@ -125,8 +125,7 @@ pub(crate) fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
         .iter()
         .chain(model.task_outputs(task));
     ids.filter_map(|&id| tensors.get(id as usize))
-        .map(|t| t.bytes)
-        .sum()
+        .fold(0u64, |a, t| a.saturating_add(t.bytes))
 }
 
 /// The work of a task per the cost model, from the shapes in the tensor table.

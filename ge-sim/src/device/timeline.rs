@@ -71,8 +71,8 @@ impl<'m> Timeline<'m> {
         work: Work,
     ) -> TaskRecord {
         if dev.mode == LaunchMode::HostDispatched {
-            self.rep.launches += 1;
-            self.host_clock += self.launch_cycles;
+            self.rep.launches = self.rep.launches.saturating_add(1);
+            self.host_clock = self.host_clock.saturating_add(self.launch_cycles);
         }
         let s = (task.stream as usize).min(MAX_STREAMS - 1);
         let mut ready = self.stream_ready[s].max(self.host_clock);
@@ -101,8 +101,7 @@ impl<'m> Timeline<'m> {
             .task_outputs(task)
             .iter()
             .filter_map(|&id| model.tensors().get(id as usize))
-            .map(|t| t.bytes)
-            .sum();
+            .fold(0u64, |a, t| a.saturating_add(t.bytes));
         let k = useful_cores(&dev.profile, out_bytes).clamp(1, self.cores as u32) as usize;
         // The k cores that free up first.
         let mut picked = [0usize; MAX_CORES];
@@ -117,7 +116,7 @@ impl<'m> Timeline<'m> {
             .max(ready);
         let traffic = super::task_traffic(model, task);
         let cost = task_cost(&dev.profile, work, traffic, k as u32, self.cores as u32);
-        let end = start + cost.cycles;
+        let end = start.saturating_add(cost.cycles);
         for &c in &picked[..k] {
             self.core_free[c] = end;
         }
@@ -125,9 +124,9 @@ impl<'m> Timeline<'m> {
         self.ends[i % END_RING] = end;
         self.end = self.end.max(end);
         self.rep.tasks += 1;
-        self.rep.gm_bytes += traffic;
-        self.rep.cube_macs += work.cube_macs;
-        self.rep.vector_ops += work.vector_ops;
+        self.rep.gm_bytes = self.rep.gm_bytes.saturating_add(traffic);
+        self.rep.cube_macs = self.rep.cube_macs.saturating_add(work.cube_macs);
+        self.rep.vector_ops = self.rep.vector_ops.saturating_add(work.vector_ops);
         TaskRecord {
             index: i as u32,
             stream: task.stream,
