@@ -6,6 +6,12 @@
 //! session.run(inputs, outputs)     execute the task list on the device
 //! ```
 #![no_std]
+// Panics policy: library code returns errors; `unwrap`/`expect`/`panic!` are denied outside
+// tests. Exceptions carry an `#[allow(..., reason = "...")]` naming the invariant.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 #[cfg(feature = "std")]
 extern crate std;

@@ -111,6 +111,8 @@ mod pool {
     /// A persistent pool of `threads − 1` worker threads plus the calling thread.
     pub struct ThreadPool {
         shared: Arc<Shared>,
+        /// Threads asked for (the key of [`ThreadPool::shared`]) and actually running.
+        requested: usize,
         threads: usize,
         /// Serializes submitters (the pool runs one job at a time).
         submit: Mutex<()>,
@@ -144,18 +146,20 @@ mod pool {
                 generation: AtomicU64::new(0),
                 hot: AtomicBool::new(false),
             });
-            let workers = (1..threads)
-                .map(|i| {
+            // If the OS refuses a thread, the pool runs with the workers it got (no panic).
+            let workers: Vec<std::thread::JoinHandle<()>> = (1..threads)
+                .map_while(|i| {
                     let s = Arc::clone(&shared);
                     std::thread::Builder::new()
                         .name(std::format!("ge-sim-{i}"))
                         .spawn(move || worker(&s))
-                        .expect("spawning a ge-sim worker thread")
+                        .ok()
                 })
                 .collect();
             ThreadPool {
                 shared,
-                threads,
+                requested: threads,
+                threads: workers.len() + 1,
                 submit: Mutex::new(()),
                 workers,
             }
@@ -167,7 +171,7 @@ mod pool {
             static POOLS: Mutex<Vec<&'static ThreadPool>> = Mutex::new(Vec::new());
             let threads = threads.max(1);
             let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(p) = pools.iter().find(|p| p.threads == threads) {
+            if let Some(p) = pools.iter().find(|p| p.requested == threads) {
                 return p;
             }
             let p: &'static ThreadPool = Box::leak(Box::new(ThreadPool::new(threads)));
