@@ -23,7 +23,7 @@ fn main() -> TractResult<()> {
         }
     }
     let dir = dir.ok_or_else(|| {
-        format_err!("usage: ge-bench-tract CASE_DIR [--iters K] [--warmup W] [--json]")
+        TractError::msg("usage: ge-bench-tract CASE_DIR [--iters K] [--warmup W] [--json]")
     })?;
     let iters = iters.max(1);
     let mut inputs = TVec::new();
