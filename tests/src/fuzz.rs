@@ -14,6 +14,8 @@ use ge_runtime::{AlignedBlob, Limits, MAX_SECTIONS, Model, Session, header_check
 use ge_sim::{LaunchMode, Profile, SimDevice};
 use prost::Message;
 
+use crate::onnx_builder::{Attr, ModelBuilder};
+
 /// Largest input a body looks at.
 pub const MAX_INPUT: usize = 1 << 20;
 /// Largest arena a fuzzed model may ask for (and the arena runs get).
@@ -273,4 +275,57 @@ pub fn mutate(data: &mut Vec<u8>, other: &[u8], rng: &mut Rng) {
             _ => data.push(rng.next_u64() as u8),
         }
     }
+}
+
+/// Two conv branches (two streams, so there are events), pooling, concat, reshape, gemm and
+/// softmax: most table fields and several parameter records are in play (the corruption
+/// sweep's model); two source nodes, so schedulers see ties.
+pub fn branchy_model() -> Vec<u8> {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 3, 8, 8])
+        .weight("w1", &[4, 3, 3, 3], -0.5, 0.5)
+        .weight("b1", &[4], -0.1, 0.1)
+        .weight("w2", &[4, 3, 1, 1], -0.5, 0.5)
+        .weight("wg", &[10, 128], -0.1, 0.1)
+        .weight("bg", &[10], -0.1, 0.1)
+        .ints("shape", &[1, 128])
+        .node(
+            "Conv",
+            &["x", "w1", "b1"],
+            &["c1"],
+            &[("pads", Attr::Is(vec![1, 1, 1, 1]))],
+        )
+        .node("Relu", &["c1"], &["r1"], &[])
+        .node(
+            "MaxPool",
+            &["r1"],
+            &["p1"],
+            &[
+                ("kernel_shape", Attr::Is(vec![2, 2])),
+                ("strides", Attr::Is(vec![2, 2])),
+            ],
+        )
+        .node("Conv", &["x", "w2"], &["c2"], &[])
+        .node(
+            "AveragePool",
+            &["c2"],
+            &["p2"],
+            &[
+                ("kernel_shape", Attr::Is(vec![2, 2])),
+                ("strides", Attr::Is(vec![2, 2])),
+            ],
+        )
+        .node("Concat", &["p1", "p2"], &["cat"], &[("axis", Attr::I(1))])
+        .node("Reshape", &["cat", "shape"], &["flat"], &[])
+        .node(
+            "Gemm",
+            &["flat", "wg", "bg"],
+            &["g"],
+            &[("transB", Attr::I(1))],
+        )
+        .node("Softmax", &["g"], &["y"], &[("axis", Attr::I(1))])
+        .node("Sigmoid", &["p2"], &["z"], &[])
+        .output("y", &[1, 10])
+        .output("z", &[1, 4, 4, 4]);
+    m.build()
 }

@@ -16,59 +16,10 @@ use std::time::{Duration, Instant};
 use ge_build::{CompileOptions, compile_bytes};
 use ge_runtime::format::{Header, SectionEntry, SectionKind};
 use ge_runtime::{AlignedBlob, Model, header_len};
-use ge_tests::fuzz::{OmOutcome, Rng, fix_checksums, load_and_run};
-use ge_tests::onnx_builder::{Attr, ModelBuilder};
+use ge_tests::fuzz::{OmOutcome, Rng, branchy_model, fix_checksums, load_and_run};
 
-/// Two conv branches (two streams, so there are events), pooling, concat, reshape, gemm and
-/// softmax: most table fields and several parameter records are in play.
 fn model() -> Vec<u8> {
-    let mut m = ModelBuilder::new(13);
-    m.input("x", &[1, 3, 8, 8])
-        .weight("w1", &[4, 3, 3, 3], -0.5, 0.5)
-        .weight("b1", &[4], -0.1, 0.1)
-        .weight("w2", &[4, 3, 1, 1], -0.5, 0.5)
-        .weight("wg", &[10, 128], -0.1, 0.1)
-        .weight("bg", &[10], -0.1, 0.1)
-        .ints("shape", &[1, 128])
-        .node(
-            "Conv",
-            &["x", "w1", "b1"],
-            &["c1"],
-            &[("pads", Attr::Is(vec![1, 1, 1, 1]))],
-        )
-        .node("Relu", &["c1"], &["r1"], &[])
-        .node(
-            "MaxPool",
-            &["r1"],
-            &["p1"],
-            &[
-                ("kernel_shape", Attr::Is(vec![2, 2])),
-                ("strides", Attr::Is(vec![2, 2])),
-            ],
-        )
-        .node("Conv", &["x", "w2"], &["c2"], &[])
-        .node(
-            "AveragePool",
-            &["c2"],
-            &["p2"],
-            &[
-                ("kernel_shape", Attr::Is(vec![2, 2])),
-                ("strides", Attr::Is(vec![2, 2])),
-            ],
-        )
-        .node("Concat", &["p1", "p2"], &["cat"], &[("axis", Attr::I(1))])
-        .node("Reshape", &["cat", "shape"], &["flat"], &[])
-        .node(
-            "Gemm",
-            &["flat", "wg", "bg"],
-            &["g"],
-            &[("transB", Attr::I(1))],
-        )
-        .node("Softmax", &["g"], &["y"], &[("axis", Attr::I(1))])
-        .node("Sigmoid", &["p2"], &["z"], &[])
-        .output("y", &[1, 10])
-        .output("z", &[1, 4, 4, 4]);
-    compile_bytes(&m.build(), None, &CompileOptions::default())
+    compile_bytes(&branchy_model(), None, &CompileOptions::default())
         .expect("compiles")
         .blob
 }
