@@ -79,7 +79,6 @@ fn runs_allocate_nothing(part: &str, case: &str) {
             calls, 0,
             "{case}: {calls} allocator calls in 3 runs at {threads} thread(s)"
         );
-        drop(session);
         // Results are bitwise the same whatever the thread count.
         match &first {
             None => first = Some(outs.clone()),
