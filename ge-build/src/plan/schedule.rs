@@ -96,7 +96,11 @@ fn greedy(g: &Graph) -> Vec<NodeIndex> {
     let mut ready: BTreeSet<(i64, std::cmp::Reverse<u64>, NodeIndex)> = BTreeSet::new();
     // Seed in node order, not hash-map order: `seq` breaks ties, so the order must not
     // depend on the map's per-process random state (reproducible builds).
-    let mut sources: Vec<NodeIndex> = indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| *n).collect();
+    let mut sources: Vec<NodeIndex> = indeg
+        .iter()
+        .filter(|(_, d)| **d == 0)
+        .map(|(n, _)| *n)
+        .collect();
     sources.sort_unstable();
     for n in sources {
         ready.insert((score(n, &remaining), std::cmp::Reverse(seq), n));
