@@ -719,7 +719,13 @@ enum PyValue {
 struct PyParser<'a> {
     s: &'a [u8],
     pos: usize,
+    /// Nesting depth of the value being parsed (bounded: a crafted header must not
+    /// overflow the stack).
+    depth: usize,
 }
+
+/// Deepest nesting of tuples, lists and dicts a `.npy` header may use (numpy writes 2).
+const MAX_PY_DEPTH: usize = 16;
 
 impl PyParser<'_> {
     fn skip_ws(&mut self) {
@@ -778,6 +784,18 @@ impl PyParser<'_> {
     }
 
     fn value(&mut self) -> Result<PyValue, String> {
+        if self.depth >= MAX_PY_DEPTH {
+            return Err(format!(
+                "the header nests deeper than {MAX_PY_DEPTH} levels"
+            ));
+        }
+        self.depth += 1;
+        let v = self.value_inner();
+        self.depth -= 1;
+        v
+    }
+
+    fn value_inner(&mut self) -> Result<PyValue, String> {
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => {
                 self.pos += 1;
@@ -866,7 +884,11 @@ struct NpyHeader {
 }
 
 fn parse_npy_header(text: &[u8]) -> Result<NpyHeader, String> {
-    let mut p = PyParser { s: text, pos: 0 };
+    let mut p = PyParser {
+        s: text,
+        pos: 0,
+        depth: 0,
+    };
     let dict = match p.value()? {
         PyValue::Dict(d) => d,
         _ => return Err("the header is not a Python dict".into()),

@@ -232,9 +232,22 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
         None => vec![0; n],
     };
     let input = &x.shape[2..];
+    if kernel.len() != n || kernel.contains(&0) || input.contains(&0) {
+        return Err(ctx.err(format!(
+            "kernel shape {kernel:?} and input {:?} must be {n} non-zero spatial dims",
+            x.shape
+        )));
+    }
     let full: Vec<usize> = (0..n)
-        .map(|i| stride[i] * (input[i] - 1) + opad[i] + (kernel[i] - 1) * dilation[i] + 1)
-        .collect();
+        .map(|i| {
+            stride[i]
+                .checked_mul(input[i] - 1)?
+                .checked_add(opad[i])?
+                .checked_add((kernel[i] - 1).checked_mul(dilation[i])?)?
+                .checked_add(1)
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| ctx.err("the output size overflows"))?;
     let auto_pad = ctx.attr_s_or("auto_pad", "NOTSET");
     let target: Option<Vec<usize>> = match ctx.attr_ints("output_shape") {
         Some(s) => {
@@ -242,7 +255,7 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
             Some(if s.len() == n + 2 { s[2..].to_vec() } else { s })
         }
         None if auto_pad.starts_with("SAME") => {
-            Some((0..n).map(|i| input[i] * stride[i]).collect())
+            Some((0..n).map(|i| input[i].saturating_mul(stride[i])).collect())
         }
         None => None,
     };
@@ -281,7 +294,7 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
     for i in 0..n {
         out.push(
             full[i]
-                .checked_sub(pb[i] + pe[i])
+                .checked_sub(pb[i].saturating_add(pe[i]))
                 .filter(|&o| o > 0)
                 .ok_or_else(|| ctx.err("pads remove the whole output"))?,
         );

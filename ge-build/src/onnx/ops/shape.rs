@@ -40,7 +40,8 @@ pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
 
 fn reshaped(ctx: &NodeCtx<'_>, shape: Vec<usize>) -> Result<Imported> {
     let x = ctx.input(0)?;
-    if shape.iter().product::<usize>() != x.shape.iter().product::<usize>() {
+    let numel = |s: &[usize]| s.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if numel(&shape).is_none() || numel(&shape) != numel(x.shape) {
         return Err(ctx.err(format!("cannot reshape {:?} to {shape:?}", x.shape)));
     }
     Ok(Imported::one(Op::Reshape, vec![0], x.dtype, shape))
@@ -93,7 +94,10 @@ fn reshape(ctx: &NodeCtx<'_>) -> Result<Imported> {
         }
     }
     if let Some(i) = infer {
-        let known: usize = out.iter().product();
+        let known = out
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .unwrap_or(0);
         if known == 0 || !total.is_multiple_of(known) {
             return Err(ctx.err(format!("cannot reshape {:?} to {spec:?}", x.shape)));
         }
