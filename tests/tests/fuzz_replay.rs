@@ -177,7 +177,8 @@ fn generate_seeds() {
         std::fs::write(out.join("onnx_import").join(&case), seed).unwrap();
         n_onnx += 1;
         if c.blob.len() <= 6000 && n_om < 48 {
-            let mut seed = vec![0x01];
+            // Flags 0x11: recompute the checksums and `file_len`.
+            let mut seed = vec![0x11];
             seed.extend_from_slice(&c.blob);
             std::fs::write(out.join("om_loader").join(format!("{case}.om")), seed).unwrap();
             n_om += 1;
