@@ -347,3 +347,68 @@ fn nonzero_pad_stays() {
     let o = optimized(&pad_conv(1.0));
     assert!(o.contains(&"Pad".to_string()), "{o:?}");
 }
+
+/// `Relu(Add(Conv(x), x))` with `c` channels (`group` groups), or a near-miss variant.
+fn residual(c: usize, group: usize, sum: bool, near_miss: &str) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    let rshape: Vec<usize> = if near_miss == "broadcast" {
+        vec![1, c, 1, 1]
+    } else {
+        vec![1, c, 8, 8]
+    };
+    m.input("x", &[1, c, 8, 8])
+        .input("r", &rshape)
+        .weight("w", &[c, c / group, 3, 3], -0.3, 0.3)
+        .weight("b", &[c], -0.1, 0.1)
+        .node(
+            "Conv",
+            &["x", "w", "b"],
+            &["c"],
+            &[
+                ("pads", Attr::Is(vec![1, 1, 1, 1])),
+                ("group", Attr::I(group as i64)),
+            ],
+        );
+    let conv_out = if near_miss == "activated" {
+        m.node("Relu", &["c"], &["ca"], &[]);
+        "ca"
+    } else {
+        "c"
+    };
+    m.node(
+        if sum { "Sum" } else { "Add" },
+        &[conv_out, "r"],
+        &["s"],
+        &[],
+    )
+    .node("Relu", &["s"], &["y"], &[])
+    .output("y", &[1, c, 8, 8]);
+    if near_miss == "output" {
+        m.output("c", &[1, c, 8, 8]);
+    }
+    m
+}
+
+#[test]
+fn residual_add_fuses_into_the_conv_epilogue() {
+    assert_eq!(optimized(&residual(4, 1, false, "")), ["Conv+Add+Relu"]);
+    // A two-input Sum, as older exporters write residuals.
+    assert_eq!(optimized(&residual(4, 1, true, "")), ["Conv+Sum+Relu"]);
+    // K = 48·9 spans several K blocks: the residual is added once, on the last.
+    assert_eq!(optimized(&residual(48, 1, false, "")), ["Conv+Add+Relu"]);
+    // Depthwise convs add it after their direct loops.
+    assert_eq!(optimized(&residual(8, 8, false, "")), ["Conv+Add+Relu"]);
+}
+
+#[test]
+fn residual_add_stays_where_fusing_would_be_wrong() {
+    // The conv output is also a graph output.
+    let o = optimized(&residual(4, 1, false, "output"));
+    assert_eq!(o, ["Add+Relu", "Conv"]);
+    // The residual broadcasts: not the conv output's shape.
+    let o = optimized(&residual(4, 1, false, "broadcast"));
+    assert_eq!(o, ["Add+Relu", "Conv"]);
+    // The conv already applies an activation before the Add.
+    let o = optimized(&residual(4, 1, false, "activated"));
+    assert_eq!(o, ["Add+Relu", "Conv+Relu"]);
+}

@@ -20,6 +20,7 @@ mod layer_norm;
 mod matmul_add;
 mod pad_fold;
 mod pattern;
+mod residual;
 
 use std::time::Instant;
 
@@ -66,6 +67,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(layer_norm::FuseLayerNorm),
         Box::new(attention::FuseAttention),
         Box::new(epilogue::FuseEpilogue),
+        Box::new(residual::FuseResidual),
         Box::new(autofusion::AutoFusion),
         Box::new(dead_code::DeadCode),
     ]

@@ -565,6 +565,8 @@ struct Operands<'a> {
     x: &'a [f32],
     w: &'a [f32],
     bias: Option<&'a [f32]>,
+    /// Conv only: a skip connection shaped like the output, added before the activation.
+    residual: Option<&'a [f32]>,
 }
 
 fn operands<'a>(ins: &[Option<TensorRef<'a>>], m: usize) -> Result<Operands<'a>, KernelError> {
@@ -580,7 +582,16 @@ fn operands<'a>(ins: &[Option<TensorRef<'a>>], m: usize) -> Result<Operands<'a>,
         }
         None => None,
     };
-    Ok(Operands { x, w, bias })
+    let residual = match ins.get(3).and_then(|t| t.as_ref()) {
+        Some(r) => Some(f32_in(r)?),
+        None => None,
+    };
+    Ok(Operands {
+        x,
+        w,
+        bias,
+        residual,
+    })
 }
 
 fn shapes(
@@ -596,7 +607,7 @@ fn shapes(
     Ok((x, w, y))
 }
 
-/// Conv: `Y = W ⋆ X + B`, then the fused activation.
+/// Conv: `Y = W ⋆ X + B (+ R)`, then the fused activation.
 pub fn run_conv(
     p: &ConvParams,
     ins: &[Option<TensorRef<'_>>],
@@ -622,6 +633,9 @@ pub fn run_conv_on(
     if y.is_empty() {
         return Ok(Work::default());
     }
+    if ops.residual.is_some_and(|r| r.len() != y.len()) {
+        return Err(bad("conv residual differs from the output in size"));
+    }
     let gws = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (xp, yp) = (geo.big_plane, geo.small_plane);
     let krows = pl.rows;
@@ -642,6 +656,10 @@ pub fn run_conv_on(
                         yc,
                     );
                 }
+                if let Some(r) = ops.residual {
+                    let rb = &r[b * geo.m * yp..(b + 1) * geo.m * yp];
+                    yb.iter_mut().zip(rb).for_each(|(v, r)| *v += r);
+                }
             }
             Path::Pointwise | Path::Implicit => {
                 for g in 0..geo.g {
@@ -652,6 +670,10 @@ pub fn run_conv_on(
                         alpha: 1.0,
                         accumulate: false,
                         row_bias: ops.bias.map(|bv| &bv[g * geo.mg..(g + 1) * geo.mg]),
+                        residual: ops.residual.map(|r| {
+                            let at = b * geo.m * yp + g * geo.mg * yp;
+                            (&r[at..at + geo.mg * yp], yp)
+                        }),
                         act: act.unwrap_or(super::gemm::TileAct::None),
                     };
                     let pointwise = MatB {
@@ -673,6 +695,9 @@ pub fn run_conv_on(
         }
     }
     if ops.bias.is_some() {
+        vector_ops += y.len() as u64;
+    }
+    if ops.residual.is_some() {
         vector_ops += y.len() as u64;
     }
     let macs = (geo.n * geo.m * yp) as u64 * (geo.cg * geo.kprod) as u64;
@@ -718,6 +743,9 @@ pub fn run_conv_transpose(
     let pl = plan(p, true, &xs, &wsh, &ysh)?;
     let geo = pl.geo;
     let ops = operands(ins, geo.m)?;
+    if ops.residual.is_some() {
+        return Err(bad("conv_transpose takes no residual input"));
+    }
     let y = f32_out(output(outs, 0, "conv_transpose output")?)?;
     if y.is_empty() {
         return Ok(Work::default());

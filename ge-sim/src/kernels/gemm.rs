@@ -138,13 +138,17 @@ impl PackB for MatB<'_> {
     }
 }
 
-/// The epilogue of a [`gemm_packed`]: `C = act(alpha · op(A)·op(B) (+ C) (+ bias[row]))`.
+/// The epilogue of a [`gemm_packed`]:
+/// `C = act(alpha · op(A)·op(B) (+ C) (+ bias[row]) (+ R))`.
 #[derive(Clone, Copy, Debug)]
 pub struct Epilogue<'a> {
     pub alpha: f32,
     pub accumulate: bool,
     /// One value per row of C.
     pub row_bias: Option<&'a [f32]>,
+    /// A residual `R` laid out like C (values, leading dimension): a skip connection added
+    /// while the tile is in registers, so the separate Add and its memory round trip vanish.
+    pub residual: Option<(&'a [f32], usize)>,
     pub act: TileAct,
 }
 
@@ -154,6 +158,7 @@ impl Epilogue<'_> {
         alpha: 1.0,
         accumulate: false,
         row_bias: None,
+        residual: None,
         act: TileAct::None,
     };
 }
@@ -253,6 +258,9 @@ pub fn gemm_packed(
     if ep.row_bias.is_some_and(|bias| bias.len() < m) {
         return Err(KernelError::Shape("gemm bias shorter than the rows"));
     }
+    if let Some((r, ldr)) = ep.residual {
+        check_operand(r.len(), m, n, ldr)?;
+    }
     let slot = pack_slot_len(n, k);
     let (split, slots) = choose_split(m, n, k, par.threads());
     let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
@@ -345,13 +353,15 @@ unsafe fn gemm_block(
             b.pack(pc, kc, jc, nc, &mut bpack[..kc * nc.next_multiple_of(NR)]);
             for ir in (r0..r1).step_by(MR) {
                 let mr = (r1 - ir).min(MR);
-                let tep = TileEp {
+                let mut tep = TileEp {
                     alpha: ep.alpha,
                     add: ep.accumulate || pc > 0,
                     bias: match (last, ep.row_bias) {
                         (true, Some(bias)) => bias[ir..].as_ptr(),
                         _ => core::ptr::null(),
                     },
+                    res: core::ptr::null(),
+                    ldr: 0,
                     act: if last { ep.act } else { TileAct::None },
                 };
                 // With k = 0 nothing of A is read; point at a valid element anyway.
@@ -362,6 +372,10 @@ unsafe fn gemm_block(
                 };
                 for jr in (0..nc).step_by(NR) {
                     let nr = (nc - jr).min(NR);
+                    if let (true, Some((r, ldr))) = (last, ep.residual) {
+                        tep.res = r[ir * ldr + jc + jr..].as_ptr();
+                        tep.ldr = ldr;
+                    }
                     // SAFETY: per this function's contract and the packing layout.
                     unsafe {
                         micro::tile(
@@ -474,6 +488,7 @@ pub fn sgemm_on(
     let (rs, cs) = if trans_a { (1, lda) } else { (lda, 1) };
     let ep = Epilogue {
         alpha,
+        residual: None,
         accumulate,
         row_bias: None,
         act: TileAct::None,
@@ -609,6 +624,7 @@ pub fn run_gemm(
         )?;
         let (rs, cs) = if ta { (1, ad[1]) } else { (ad[1], 1) };
         let ep = Epilogue {
+            residual: None,
             alpha: p.alpha,
             accumulate,
             row_bias: None,
@@ -965,6 +981,52 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn residual_epilogue_matches_naive() {
+        let mut seed = 11;
+        for &(m, n, k) in &[(7, 13, 9), (37, 41, 300), (6, 16, 600), (13, 35, 1)] {
+            let ldr = n + 3;
+            let a = rand_vec(m * k, &mut seed);
+            let b = rand_vec(k * n, &mut seed);
+            let bias = rand_vec(m, &mut seed);
+            let r = rand_vec(m * ldr, &mut seed);
+            let mut want = std::vec![0.0; m * n];
+            naive(m, n, k, 1.0, &a, false, &b, false, &mut want);
+            for i in 0..m {
+                for j in 0..n {
+                    let v = want[i * n + j] + bias[i] + r[i * ldr + j];
+                    want[i * n + j] = v.max(0.0);
+                }
+            }
+            let ep = Epilogue {
+                row_bias: Some(&bias),
+                residual: Some((&r, ldr)),
+                act: TileAct::Clamp {
+                    lo: 0.0,
+                    hi: f32::INFINITY,
+                },
+                ..Epilogue::PLAIN
+            };
+            let mut c = std::vec![f32::NAN; m * n];
+            let mut ws = std::vec![0.0; gemm_packed_ws_len(n, k)];
+            let mb = MatB {
+                b: &b,
+                ld: n,
+                trans: false,
+            };
+            gemm_packed(m, n, k, &a, k, 1, &mb, &mut c, n, &ep, &mut ws, &Serial).unwrap();
+            let e = max_err(&c, &want);
+            assert!(e < 1e-3, "m{m} n{n} k{k}: err {e}");
+            // A residual shorter than C is refused.
+            let short = Epilogue {
+                residual: Some((&r[..r.len() - 4], ldr)),
+                ..ep
+            };
+            let err = gemm_packed(m, n, k, &a, k, 1, &mb, &mut c, n, &short, &mut ws, &Serial);
+            assert!(err.is_err());
         }
     }
 

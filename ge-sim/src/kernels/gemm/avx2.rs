@@ -157,6 +157,21 @@ unsafe fn store(
                 v0 = _mm256_add_ps(v0, bv);
                 v1 = _mm256_add_ps(v1, bv);
             }
+            if !ep.res.is_null() {
+                let rrow = ep.res.add(i * ep.ldr);
+                let (r0, r1) = if full {
+                    (_mm256_loadu_ps(rrow), _mm256_loadu_ps(rrow.add(8)))
+                } else {
+                    let mut rt = [0.0f32; NR];
+                    core::ptr::copy_nonoverlapping(rrow, rt.as_mut_ptr(), nr);
+                    (
+                        _mm256_loadu_ps(rt.as_ptr()),
+                        _mm256_loadu_ps(rt.as_ptr().add(8)),
+                    )
+                };
+                v0 = _mm256_add_ps(v0, r0);
+                v1 = _mm256_add_ps(v1, r1);
+            }
             match ep.act {
                 TileAct::None => {}
                 TileAct::Clamp { lo, hi } => {

@@ -26,14 +26,19 @@ pub enum TileAct {
 }
 
 /// What a tile does with its accumulator `acc` before storing to C:
-/// `v = alpha·acc; if add { v = c + v }; if bias { v = v + bias[row] }; v = act(v)`.
-/// `bias` and `act` are only applied on the last K block.
+/// `v = alpha·acc; if add { v = c + v }; if bias { v = v + bias[row] };
+/// if res { v = v + res[row·ldr + col] }; v = act(v)`.
+/// `bias`, `res` and `act` are only applied on the last K block.
 #[derive(Clone, Copy, Debug)]
 pub struct TileEp {
     pub alpha: f32,
     pub add: bool,
     /// Per-row bias of the tile's first row (`MR` readable values, or fewer when `mr` is), or null.
     pub bias: *const f32,
+    /// The residual's element at the tile's first row and column (`mr` rows of `nr` values,
+    /// `ldr` apart), or null.
+    pub res: *const f32,
+    pub ldr: usize,
     pub act: TileAct,
 }
 
@@ -91,6 +96,7 @@ pub fn isa() -> Isa {
 /// `a[i·rs + p·cs]` must be readable for `i < mr`, `p < kc`; `bp` must hold `kc·NR` values;
 /// `c[i·ldc + j]` must be writable (and readable) for `i < mr`, `j < nr`, and not aliased by
 /// anything else for the duration; `ep.bias`, if not null, readable for `mr` values;
+/// `ep.res`, if not null, readable at `i·ldr + j` for `i < mr`, `j < nr`;
 /// `1 ≤ mr ≤ MR`, `1 ≤ nr ≤ NR`; `isa` must be supported by the CPU.
 #[allow(clippy::too_many_arguments)]
 #[inline]
@@ -179,6 +185,9 @@ unsafe fn tile_portable(
                 }
                 if !ep.bias.is_null() {
                     v += *ep.bias.add(i);
+                }
+                if !ep.res.is_null() {
+                    v += *ep.res.add(i * ep.ldr + j);
                 }
                 *d = act_scalar(ep.act, v);
             }
