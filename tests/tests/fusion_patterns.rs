@@ -412,3 +412,73 @@ fn residual_add_stays_where_fusing_would_be_wrong() {
     let o = optimized(&residual(4, 1, false, "activated"));
     assert_eq!(o, ["Add+Relu", "Conv+Relu"]);
 }
+
+/// GPT-2's `gelu_new`: `0.5·x·(1 + tanh(√(2/π)·(x + c·x³)))`, x³ as Pow or as products.
+fn tanh_gelu(c: f32, pow: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[2, 16])
+        .constant("three", &[], &[3.0])
+        .constant("c", &[], &[c])
+        .constant("k", &[], &[0.797_884_6])
+        .constant("one", &[], &[1.0])
+        .constant("half", &[], &[0.5]);
+    if pow {
+        m.node("Pow", &["x", "three"], &["x3"], &[]);
+    } else {
+        m.node("Mul", &["x", "x"], &["x2"], &[])
+            .node("Mul", &["x2", "x"], &["x3"], &[]);
+    }
+    m.node("Mul", &["x", "half"], &["h"], &[])
+        .node("Mul", &["x3", "c"], &["m1"], &[])
+        .node("Add", &["x", "m1"], &["a1"], &[])
+        .node("Mul", &["a1", "k"], &["m2"], &[])
+        .node("Tanh", &["m2"], &["t"], &[])
+        .node("Add", &["t", "one"], &["a2"], &[])
+        .node("Mul", &["h", "a2"], &["y"], &[])
+        .output("y", &[2, 16]);
+    m
+}
+
+#[test]
+fn tanh_gelu_becomes_one_gelu() {
+    assert_eq!(optimized(&tanh_gelu(0.044_715, true)), ["Gelu"]);
+    assert_eq!(optimized(&tanh_gelu(0.044_715, false)), ["Gelu"]);
+}
+
+#[test]
+fn tanh_gelu_is_not_recognized_with_a_wrong_cubic_coefficient() {
+    let o = optimized(&tanh_gelu(0.05, true));
+    assert!(!o.contains(&"Gelu".to_string()), "{o:?}");
+}
+
+/// `Relu(x·W + b) + r` on `[2, 5, 6]` activations (a transformer's dense layer).
+fn dense_3d(bias_shape: &[usize], residual: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[2, 5, 6])
+        .input("r", &[2, 5, 4])
+        .weight("w", &[6, 4], -0.5, 0.5)
+        .weight("b", bias_shape, -0.5, 0.5)
+        .node("MatMul", &["x", "w"], &["p"], &[])
+        .node("Add", &["p", "b"], &["q"], &[]);
+    if residual {
+        m.node("Add", &["q", "r"], &["y"], &[]);
+    } else {
+        m.node("Relu", &["q"], &["y"], &[]);
+    }
+    m.output("y", &[2, 5, 4]);
+    m
+}
+
+#[test]
+fn matmul_add_on_batched_activations_becomes_gemm() {
+    assert_eq!(optimized(&dense_3d(&[4], false)), ["Gemm+Relu"]);
+    assert_eq!(optimized(&dense_3d(&[1, 1, 4], false)), ["Gemm+Relu"]);
+    // The residual Add joins the Gemm too.
+    assert_eq!(optimized(&dense_3d(&[4], true)), ["Gemm+Add"]);
+}
+
+#[test]
+fn matmul_add_on_batched_activations_stays_when_the_bias_varies_by_row() {
+    let o = optimized(&dense_3d(&[5, 1], false));
+    assert!(o.contains(&"MatMul".to_string()), "{o:?}");
+}

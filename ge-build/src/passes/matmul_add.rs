@@ -1,5 +1,6 @@
-//! MatMul (2-D A, 2-D constant B) followed by Add of a bias that broadcasts along rows
-//! becomes one Gemm with C = bias. O(V + E).
+//! MatMul (A `[…, M, K]`, 2-D B) followed by Add of a per-column bias becomes one Gemm with
+//! C = bias (the device's Gemm folds A's leading axes into M), so the bias — and through
+//! `fuse_epilogue` the activation — are applied in the GEMM's register tile. O(V + E).
 
 use ge_runtime::format::{Activation, BinaryOp, GemmParams};
 
@@ -35,10 +36,8 @@ impl Pass for MatMulAddToGemm {
             ) else {
                 continue;
             };
-            if g.value(a).shape.len() != 2
-                || g.value(b).shape.len() != 2
-                || g.value(y).shape.len() != 2
-            {
+            let rank = g.value(a).shape.len();
+            if rank < 2 || g.value(b).shape.len() != 2 || g.value(y).shape.len() != rank {
                 continue;
             }
             let Some(add) = g.single_use(y, &users) else {
@@ -55,10 +54,14 @@ impl Pass for MatMulAddToGemm {
                 [Some(p), Some(q)] if q == y => p,
                 _ => continue,
             };
-            let n = g.value(y).shape[1];
-            let bshape = g.value(bias).shape.clone();
+            let n = g.value(y).shape[rank - 1];
+            let bshape = &g.value(bias).shape;
+            // One value per column: [n], [1, n], [1, 1, n]…
+            let per_column = bshape.len() <= rank
+                && bshape.last() == Some(&n)
+                && bshape.iter().rev().skip(1).all(|&d| d == 1);
             let out = g.g[add].outputs[0];
-            if g.value(out).shape != g.value(y).shape || !(bshape == [n] || bshape == [1, n]) {
+            if g.value(out).shape != g.value(y).shape || !per_column {
                 continue;
             }
             let p = GemmParams {

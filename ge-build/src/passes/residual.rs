@@ -1,6 +1,8 @@
-//! Residual fusion: `Add(Conv(x), r)` or a two-input `Sum` (and its fused activation, `Add+Relu`) becomes one Conv
-//! task that adds the skip connection `r` while each output tile is still in registers —
-//! the ResNet block tail. The Add task, and a read and a write of the whole tensor, vanish.
+//! Residual fusion: `Add(Conv(x), r)` or a two-input `Sum` (and its fused activation,
+//! `Add+Relu`) becomes one Conv task that adds the skip connection `r` while each output tile
+//! is still in registers — the ResNet block tail; `Add(Gemm(x), r)` likewise (the
+//! transformer's `dense + bias + residual`: Gemm starts its accumulator from `bias + r`).
+//! The Add task, and a read and a write of the whole tensor, vanish.
 //! Runs after `fuse_epilogue`, so an `Add → Relu` pair arrives as one Add carrying the
 //! activation. O(V + E).
 
@@ -13,7 +15,7 @@ use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
 use crate::options::OptLevel;
 
-/// Conv + residual Add (+ activation).
+/// Conv/Gemm + residual Add (+ activation).
 pub struct FuseResidual;
 
 impl Pass for FuseResidual {
@@ -39,17 +41,26 @@ impl Pass for FuseResidual {
             let Some((conv, residual)) = find(g, &users, &position, add) else {
                 continue;
             };
-            let (Op::Binary(bp) | Op::Variadic(bp), Op::Conv(mut cp)) = (g.g[add].op, g.g[conv].op)
-            else {
+            let (Op::Binary(bp) | Op::Variadic(bp)) = g.g[add].op else {
                 continue;
             };
-            cp.act = bp.act;
+            let fused = match g.g[conv].op {
+                Op::Conv(mut cp) => {
+                    cp.act = bp.act;
+                    Op::Conv(cp)
+                }
+                Op::Gemm(mut gp) => {
+                    gp.act = bp.act;
+                    Op::Gemm(gp)
+                }
+                _ => continue,
+            };
             let mut inputs = g.g[conv].inputs.clone();
             inputs.resize(3, None);
             inputs.push(Some(residual));
             let label = format!("{}+{}", g.g[conv].op_type, g.g[add].op_type);
             g.remove_node(conv);
-            g.g[add].op = Op::Conv(cp);
+            g.g[add].op = fused;
             g.g[add].op_type = label;
             g.set_inputs(add, inputs);
             changed = true;
@@ -59,8 +70,8 @@ impl Pass for FuseResidual {
 }
 
 /// If `add` is an f32 `Add` of two same-shaped tensors, one of them the only use of a plain
-/// Conv's output: that Conv and the other operand (the residual). When both operands
-/// qualify, the Conv that runs later is chosen, so the residual is already computed.
+/// Conv's or Gemm's output: that node and the other operand (the residual). When both
+/// operands qualify, the one that runs later is chosen, so the residual is already computed.
 fn find(
     g: &Graph,
     users: &Users,
@@ -84,10 +95,12 @@ fn find(
     }
     let conv_of = |v: ValueId| {
         let p = g.value(v).producer?;
-        let Op::Conv(cp) = g.g[p].op else {
-            return None;
+        let act = match g.g[p].op {
+            Op::Conv(cp) => cp.act,
+            Op::Gemm(gp) => gp.act,
+            _ => return None,
         };
-        let plain = cp.act.op == 0 && g.g[p].outputs.len() == 1 && g.g[p].inputs.len() <= 3;
+        let plain = act.op == 0 && g.g[p].outputs.len() == 1 && g.g[p].inputs.len() <= 3;
         (plain && g.single_use(v, users) == Some(add)).then_some(p)
     };
     let later = |n: NodeIndex| position.get(&n).copied().unwrap_or(0);

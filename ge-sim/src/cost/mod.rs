@@ -103,7 +103,11 @@ pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &
             let k = if kind == OpKind::Gemm {
                 let p: ge_runtime::format::GemmParams =
                     read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-                if p.trans_a != 0 { a.dim(0) } else { a.dim(1) }
+                if p.trans_a != 0 {
+                    a.dim(0)
+                } else {
+                    a.dim(a.rank().saturating_sub(1))
+                }
             } else {
                 a.dim(a.rank().saturating_sub(1))
             } as u64;

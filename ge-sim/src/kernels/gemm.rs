@@ -561,8 +561,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
-/// Gemm: `Y = alpha · op(A) · op(B) + beta · C`, C unidirectionally broadcast to `[M, N]`,
-/// then the fused activation.
+/// Gemm: `Y = alpha · op(A) · op(B) + beta · C (+ R)`, C unidirectionally broadcast to
+/// `[M, N]`, R (a fused residual) shaped like Y, then the fused activation.
 pub fn run_gemm(
     p: &GemmParams,
     ins: &[Option<TensorRef<'_>>],
@@ -575,20 +575,35 @@ pub fn run_gemm(
     let ct = ins.get(2).and_then(|t| t.as_ref());
     let yt = output(outs, 0, "gemm output")?;
     let (a, b) = (f32_in(at)?, f32_in(bt)?);
-    if at.shape.rank() != 2 || bt.shape.rank() != 2 || yt.shape.rank() != 2 {
-        return Err(KernelError::Shape("gemm operands must be 2-D"));
-    }
     let (ta, tb) = (p.trans_a != 0, p.trans_b != 0);
-    let (ad, bd) = (at.shape.dims(), bt.shape.dims());
-    let (m, k) = if ta { (ad[1], ad[0]) } else { (ad[0], ad[1]) };
+    let ra = at.shape.rank();
+    // ONNX Gemm is 2-D; the compiler also emits `[…, M, K] · [K, N]` (MatMul + bias on
+    // activations with batch axes), which is the same GEMM with the leading axes folded into M.
+    if ra < 2 || (ta && ra != 2) || bt.shape.rank() != 2 || yt.shape.rank() != ra {
+        return Err(KernelError::Shape(
+            "gemm operands must be 2-D (A may have leading axes when not transposed)",
+        ));
+    }
+    let (ad, bd, yd) = (at.shape.dims(), bt.shape.dims(), yt.shape.dims());
+    let lda = ad[ra - 1];
+    let (m, k) = if ta {
+        (ad[1], ad[0])
+    } else {
+        (ad[..ra - 1].iter().product(), lda)
+    };
     let (k2, n) = if tb { (bd[1], bd[0]) } else { (bd[0], bd[1]) };
-    if k != k2 || yt.shape.dims() != [m, n] {
+    let rows_agree = if ta {
+        yd[0] == m
+    } else {
+        yd[..ra - 1] == ad[..ra - 1]
+    };
+    if k != k2 || !rows_agree || yd[ra - 1] != n {
         return Err(KernelError::Shape("gemm operand shapes do not agree"));
     }
     let yshape = yt.shape;
     let y = f32_out(yt)?;
     let mut vector_ops = 0u64;
-    let accumulate = match ct {
+    let mut accumulate = match ct {
         Some(ct) if p.beta != 0.0 => {
             let c = f32_in(ct)?;
             let beta = p.beta;
@@ -607,22 +622,33 @@ pub fn run_gemm(
         }
         _ => false,
     };
+    // Input 3 (compiler-fused): a residual shaped like Y, added before the activation.
+    if let Some(rt) = ins.get(3).and_then(|t| t.as_ref()) {
+        let r = f32_in(rt)?;
+        if r.len() != y.len() {
+            return Err(KernelError::Shape(
+                "gemm residual differs from the output in size",
+            ));
+        }
+        if accumulate {
+            y.iter_mut().zip(r).for_each(|(d, r)| *d += r);
+        } else {
+            y.copy_from_slice(r);
+        }
+        vector_ops += (m * n) as u64;
+        accumulate = true;
+    }
     let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
     let fused = if m > 1 { tile_act(&p.act) } else { None };
     if let Some(act) = fused {
-        check_operand(
-            a.len(),
-            if ta { k } else { m },
-            if ta { m } else { k },
-            ad[1],
-        )?;
+        check_operand(a.len(), if ta { k } else { m }, if ta { m } else { k }, lda)?;
         check_operand(
             b.len(),
             if tb { n } else { k },
             if tb { k } else { n },
             bd[1],
         )?;
-        let (rs, cs) = if ta { (1, ad[1]) } else { (ad[1], 1) };
+        let (rs, cs) = if ta { (1, lda) } else { (lda, 1) };
         let ep = Epilogue {
             residual: None,
             alpha: p.alpha,
@@ -638,7 +664,7 @@ pub fn run_gemm(
         gemm_packed(m, n, k, a, rs, cs, &src, y, n, &ep, wsf, par)?;
     } else {
         sgemm_on(
-            m, n, k, p.alpha, a, ad[1], ta, b, bd[1], tb, accumulate, y, n, wsf, par,
+            m, n, k, p.alpha, a, lda, ta, b, bd[1], tb, accumulate, y, n, wsf, par,
         )?;
     }
     if p.act.op != 0 {
