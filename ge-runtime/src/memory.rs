@@ -80,8 +80,9 @@ impl<'a> Memory<'a> {
         }
     }
 
-    /// Runs `f` with views of `task`'s inputs (`None` for absent optional inputs), outputs
-    /// and workspace (empty when the task has none).
+    /// Runs `f` with views of `task`'s inputs (`None` for absent optional inputs and for
+    /// the input an in-place task updates through output 0), outputs and workspace (empty
+    /// when the task has none).
     pub fn with_task<R>(
         &mut self,
         model: &Model<'_>,
@@ -104,8 +105,10 @@ impl<'a> Memory<'a> {
             return Err(KernelError::BadParams("too many task inputs or outputs"));
         }
         let mut ins: [Option<TensorRef<'_>>; MAX_TASK_IO] = [None; MAX_TASK_IO];
-        for (slot, &id) in ins.iter_mut().zip(in_ids) {
-            if id != NO_TENSOR {
+        // An in-place input is output 0's bytes: no shared view of it is made.
+        let in_place = (task.in_place as usize).checked_sub(1);
+        for (i, (slot, &id)) in ins.iter_mut().zip(in_ids).enumerate() {
+            if id != NO_TENSOR && in_place != Some(i) {
                 let t = get(id)?;
                 *slot = Some(TensorRef {
                     dtype: tensor_dtype(t),

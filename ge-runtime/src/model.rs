@@ -342,6 +342,29 @@ impl<'a> Model<'a> {
                 return Err(bad("task input names no tensor", idx));
             }
         }
+        // An in-place task's input `k` is exactly its output 0 (the memory views then hand out
+        // only the `&mut` one).
+        let in_place = match t.in_place {
+            0 => None,
+            k if !op.runs_in_place() || no != 1 || k as usize > ni => {
+                return Err(bad("task marked in-place is not an in-place kind", idx));
+            }
+            k => {
+                let (i, o) = (ids[k as usize - 1], ids[ni]);
+                let same = match (self.tensors.get(i as usize), self.tensors.get(o as usize)) {
+                    (Some(a), Some(b)) => {
+                        i != NO_TENSOR
+                            && a.location == Location::Arena as u8
+                            && (a.offset, a.bytes) == (b.offset, b.bytes)
+                    }
+                    _ => false,
+                };
+                if !same {
+                    return Err(bad("in-place task's input and output differ", idx));
+                }
+                Some(k as usize - 1)
+            }
+        };
         // Outputs and workspace are written: they must be arena tensors that overlap nothing
         // else the task touches, which makes handing out `&mut` views sound.
         let ws = (t.workspace != NO_TENSOR).then_some(t.workspace);
@@ -356,7 +379,7 @@ impl<'a> Model<'a> {
             // Extents of validated tensors cannot overflow (checked in `validate_tensor`).
             let a = (d.offset, d.offset.saturating_add(d.bytes));
             for (j, &other) in ids.iter().chain(ws.iter()).enumerate() {
-                if j == ni + k || other == NO_TENSOR {
+                if j == ni + k || other == NO_TENSOR || (k == 0 && in_place == Some(j)) {
                     continue;
                 }
                 let o = self

@@ -117,7 +117,7 @@ pub fn emit(g: &Graph, order: &[NodeIndex], opts: &EmitOptions<'_>) -> Result<Em
             input_count: node.inputs.len() as u8,
             output_count: node.outputs.len() as u8,
             stream: streams.stream_of[step],
-            reserved: 0,
+            in_place: aliases.in_place.get(&n).map_or(0, |&k| k as u16 + 1),
             io_start,
             params_offset,
             params_len,

@@ -8,11 +8,18 @@
 //!   is computed (not a constant, graph input or reshape), not a graph output, and not already
 //!   placed inside another value.
 //!
-//! One pass over the execution order: O(V + E).
+//! - In-place elementwise: a Unary or Binary task (f32) whose input dies there — its only
+//!   reader, not a graph input, output or constant, and holding nothing else's bytes — writes
+//!   its output over that input (`TaskDesc::in_place`), so the two never coexist.
+//!
+//! Two passes over the execution order (concat slices first, so in-place never takes a value
+//! that a concat would have placed): O(V + E).
 
 use std::collections::{HashMap, HashSet};
 
 use petgraph::stable_graph::NodeIndex;
+
+use ge_runtime::format::{BinaryOp, DType};
 
 use crate::ir::{Graph, Op, ValueId};
 
@@ -21,6 +28,8 @@ use crate::ir::{Graph, Op, ValueId};
 pub struct Aliases {
     parent: HashMap<ValueId, (ValueId, usize)>,
     pub elided: HashSet<NodeIndex>,
+    /// Tasks that update input `k` in place (their output 0 aliases it).
+    pub in_place: HashMap<NodeIndex, usize>,
 }
 
 impl Aliases {
@@ -87,5 +96,67 @@ pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
             _ => {}
         }
     }
+    in_place(g, order, &mut a);
     a
+}
+
+/// Binary ops the device runs in place (`ge_sim::kernels::in_place`).
+const IN_PLACE_BINARY: &[BinaryOp] = &[
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Pow,
+    BinaryOp::Max,
+    BinaryOp::Min,
+];
+
+/// Marks the elementwise tasks that can overwrite a dying input.
+fn in_place(g: &Graph, order: &[NodeIndex], a: &mut Aliases) {
+    let users = g.users();
+    // Values whose bytes hold other values (concat slices, reshapes, earlier in-place outputs).
+    let mut holders: HashSet<ValueId> = a.parent.values().map(|&(p, _)| p).collect();
+    let mut from_in_place: HashSet<ValueId> = HashSet::new();
+    for &n in order {
+        let node = &g.g[n];
+        let [y] = node.outputs[..] else { continue };
+        let f32 = |v: ValueId| g.value(v).dtype == DType::F32;
+        let candidates: &[usize] = match node.op {
+            Op::Unary(_) if node.inputs.len() == 1 => &[0],
+            Op::Binary(p)
+                if node.inputs.len() == 2
+                    && IN_PLACE_BINARY.iter().any(|&op| op as u32 == p.op) =>
+            {
+                &[0, 1]
+            }
+            _ => continue,
+        };
+        if !f32(y)
+            || a.parent.contains_key(&y)
+            || node.inputs.iter().any(|i| i.is_none_or(|v| !f32(v)))
+        {
+            continue;
+        }
+        let dies_here = |x: ValueId| {
+            g.value(x).data.is_none()
+                && g.value(x).producer.is_some()
+                && !g.is_output(x)
+                && g.value(x).shape == g.value(y).shape
+                && users.get(&x).is_some_and(|u| u.as_slice() == [n])
+                && node.inputs.iter().flatten().filter(|&&v| v == x).count() == 1
+                && !holders.contains(&x)
+                && (!a.parent.contains_key(&x) || from_in_place.contains(&x))
+        };
+        let Some(&k) = candidates
+            .iter()
+            .find(|&&k| node.inputs[k].is_some_and(dies_here))
+        else {
+            continue;
+        };
+        let Some(x) = node.inputs[k] else { continue };
+        a.parent.insert(y, (x, 0));
+        a.in_place.insert(n, k);
+        holders.insert(x);
+        from_in_place.insert(y);
+    }
 }

@@ -26,6 +26,11 @@ macro_rules! op_kinds {
             pub const fn name(self) -> &'static str {
                 match self { $(OpKind::$name => stringify!($name),)* }
             }
+            /// True for the kinds whose kernels can update an input in place (elementwise:
+            /// each output element depends only on the input elements at its own index).
+            pub const fn runs_in_place(self) -> bool {
+                matches!(self, OpKind::Unary | OpKind::Binary)
+            }
         }
     };
 }

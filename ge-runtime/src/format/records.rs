@@ -160,7 +160,10 @@ pub struct TaskDesc {
     pub input_count: u8,
     pub output_count: u8,
     pub stream: u16,
-    pub reserved: u16,
+    /// `k + 1` when input `k` and output 0 are the same bytes (the kernel updates them in
+    /// place: the input dies here, so the planner gave the output its buffer); 0 otherwise.
+    /// Only kinds for which [`crate::format::OpKind::runs_in_place`] holds may set it.
+    pub in_place: u16,
     /// First entry in the task-I/O section: inputs, then outputs.
     pub io_start: u32,
     /// Byte offset and length of the op's parameter record in the params section.

@@ -174,8 +174,10 @@ impl<O: Observer> Device for SimDevice<O> {
             let op = model.task_op(task);
             let params = model.task_params(task);
             let par = self.host.get();
-            mem.with_task(model, task, |ins, outs, ws| {
-                kernels::execute_on(op, params, ins, outs, ws, par)
+            let in_place = (task.in_place as usize).checked_sub(1);
+            mem.with_task(model, task, |ins, outs, ws| match in_place {
+                Some(k) => kernels::in_place::run_in_place(op, params, k, ins, outs),
+                None => kernels::execute_on(op, params, ins, outs, ws, par),
             })
             .map_err(|reason| Error::Task {
                 task: i as u32,

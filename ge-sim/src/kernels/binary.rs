@@ -156,7 +156,7 @@ pub fn accumulate<T: Copy>(
 }
 
 /// Arithmetic with ONNX semantics per element type.
-trait Arith: Scalar {
+pub(super) trait Arith: Scalar {
     fn plus(self, b: Self) -> Self;
     fn minus(self, b: Self) -> Self;
     fn times(self, b: Self) -> Self;

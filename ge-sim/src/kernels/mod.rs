@@ -12,6 +12,7 @@ pub mod copy;
 pub mod fused;
 pub mod gather;
 pub mod gemm;
+pub mod in_place;
 pub mod indexing;
 pub mod layer_norm;
 pub mod norm;
