@@ -2,6 +2,7 @@
 //! node's attributes for its opset, inferring output dtypes and shapes, and returning the
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
+mod attention;
 mod conv;
 mod decomp;
 mod elementwise;
@@ -144,6 +145,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = decomp::import(t, ctx) {
         return r;
     }
+    if let Some(r) = attention::import(t, ctx) {
+        return r;
+    }
     if let Some(r) = index::import(t, ctx) {
         return r;
     }
@@ -176,11 +180,17 @@ pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
     index::computes_in_f32(op)
 }
 
+/// True for op types imported as decompositions into other ops.
+pub fn is_decomposed(op: &str) -> bool {
+    decomp::OPS.iter().chain(attention::OPS).any(|&o| o == op)
+}
+
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = SUPPORTED
         .iter()
         .chain(decomp::OPS)
+        .chain(attention::OPS)
         .chain(index::OPS)
         .copied()
         .collect();
