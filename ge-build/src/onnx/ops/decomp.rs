@@ -73,6 +73,21 @@ pub fn unsqueeze(s: &mut Sub, opset: i64, x: &str, axes: &[i64]) -> String {
     }
 }
 
+/// `Slice(x)` of `start..end` along `axis`, in the form the opset wants.
+pub fn slice(s: &mut Sub, opset: i64, x: &str, axis: i64, start: i64, end: i64) -> String {
+    if opset >= 10 {
+        let (st, en, ax) = (s.ints(&[start]), s.ints(&[end]), s.ints(&[axis]));
+        s.op("Slice", &[x, &st, &en, &ax], vec![])
+    } else {
+        let attrs = vec![
+            A::Is("starts", vec![start]),
+            A::Is("ends", vec![end]),
+            A::Is("axes", vec![axis]),
+        ];
+        s.op("Slice", &[x], attrs)
+    }
+}
+
 /// `Reshape(x, shape)` to a static shape.
 pub fn reshape(s: &mut Sub, x: &str, shape: &[usize]) -> String {
     let v: Vec<i64> = shape.iter().map(|&d| d as i64).collect();

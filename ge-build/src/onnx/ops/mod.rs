@@ -9,6 +9,7 @@ mod elementwise;
 mod index;
 mod math;
 mod norm;
+mod recurrent;
 mod resize;
 mod shape;
 mod sub;
@@ -148,6 +149,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = attention::import(t, ctx) {
         return r;
     }
+    if let Some(r) = recurrent::import(t, ctx) {
+        return r;
+    }
     if let Some(r) = index::import(t, ctx) {
         return r;
     }
@@ -182,7 +186,11 @@ pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
 
 /// True for op types imported as decompositions into other ops.
 pub fn is_decomposed(op: &str) -> bool {
-    decomp::OPS.iter().chain(attention::OPS).any(|&o| o == op)
+    decomp::OPS
+        .iter()
+        .chain(attention::OPS)
+        .chain(recurrent::OPS)
+        .any(|&o| o == op)
 }
 
 /// Every supported op type: the direct importers' and the decomposed ones.
@@ -191,6 +199,7 @@ pub fn supported() -> Vec<&'static str> {
         .iter()
         .chain(decomp::OPS)
         .chain(attention::OPS)
+        .chain(recurrent::OPS)
         .chain(index::OPS)
         .copied()
         .collect();
