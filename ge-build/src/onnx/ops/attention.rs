@@ -94,7 +94,7 @@ fn dims(ctx: &NodeCtx<'_>) -> Result<Dims> {
         return Err(ctx.err(format!("Q head size {dq} differs from K head size {dk}")));
     }
     if hkv == 0 || hq % hkv != 0 {
-        return Err(ctx.unsupported(format!(
+        return Err(ctx.err(format!(
             "{hq} query heads are not a multiple of {hkv} key/value heads"
         )));
     }
@@ -257,7 +257,10 @@ fn attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let q = ctx.input(0)?;
     let dt = q.dtype;
     if !is_float(dt) {
-        return Err(ctx.unsupported(format!("{} inputs (float only)", dt.name())));
+        return Err(ctx.unsupported(format!(
+            "{} inputs (float only: cast Q, K and V to a float type)",
+            dt.name()
+        )));
     }
     if [1, 2]
         .iter()
