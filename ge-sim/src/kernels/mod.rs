@@ -12,6 +12,7 @@ pub mod copy;
 pub mod fused;
 pub mod gather;
 pub mod gemm;
+pub mod grid_sample;
 pub mod indexing;
 pub mod layer_norm;
 pub mod norm;
@@ -130,6 +131,7 @@ pub fn execute_on(
         OpKind::GatherNd => indexing::run_gather_nd(&read_params(p)?, ins, outs),
         OpKind::TopK => ordered::run_top_k(&read_params(p)?, ins, outs),
         OpKind::Cumulative => ordered::run_cumulative(&read_params(p)?, ins, outs),
+        OpKind::GridSample => grid_sample::run_grid_sample(&read_params(p)?, ins, outs),
     }
 }
 

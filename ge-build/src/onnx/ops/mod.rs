@@ -6,6 +6,7 @@ mod attention;
 mod conv;
 mod decomp;
 mod elementwise;
+mod grid;
 mod index;
 mod math;
 mod norm;
@@ -152,6 +153,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = recurrent::import(t, ctx) {
         return r;
     }
+    if let Some(r) = grid::import(t, ctx) {
+        return r;
+    }
     if let Some(r) = index::import(t, ctx) {
         return r;
     }
@@ -181,7 +185,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
 /// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
 /// operands are cast up at import).
 pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
-    index::computes_in_f32(op)
+    index::computes_in_f32(op) || grid::computes_in_f32(op)
 }
 
 /// True for op types imported as decompositions into other ops.
@@ -190,6 +194,7 @@ pub fn is_decomposed(op: &str) -> bool {
         .iter()
         .chain(attention::OPS)
         .chain(recurrent::OPS)
+        .chain(&["AffineGrid"])
         .any(|&o| o == op)
 }
 
@@ -200,6 +205,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(decomp::OPS)
         .chain(attention::OPS)
         .chain(recurrent::OPS)
+        .chain(grid::OPS)
         .chain(index::OPS)
         .copied()
         .collect();

@@ -69,10 +69,11 @@ fn since(op: &str) -> i64 {
         | "NegativeLogLikelihoodLoss"
         | "SoftmaxCrossEntropyLoss" => 12,
         "HardSwish" | "Trilu" => 14,
+        "GridSample" => 16,
         "CastLike" => 15,
         "LayerNormalization" => 17,
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
-        "Gelu" => 20,
+        "AffineGrid" | "Gelu" => 20,
         "Attention" | "RMSNormalization" => 23,
         "Swish" => 24,
         "CumProd" => 26,
