@@ -56,6 +56,7 @@ pub enum Op {
     GatherNd(AxisParams),
     TopK(ge_runtime::format::TopKParams),
     Cumulative(ge_runtime::format::CumulativeParams),
+    GridSample(ge_runtime::format::GridSampleParams),
 }
 
 impl Op {
@@ -121,6 +122,7 @@ impl Op {
             Op::GatherNd(p) => (OpKind::GatherNd, b(p)),
             Op::TopK(p) => (OpKind::TopK, b(p)),
             Op::Cumulative(p) => (OpKind::Cumulative, b(p)),
+            Op::GridSample(p) => (OpKind::GridSample, b(p)),
         }
     }
 

@@ -138,6 +138,16 @@ impl<'a> NodeCtx<'a> {
             .map(|s| String::from_utf8_lossy(s).into_owned())
     }
 
+    /// A string-list attribute.
+    pub fn attr_strs(&self, name: &str) -> Option<Vec<String>> {
+        self.attr(name).map(|a| {
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+    }
+
     /// A string attribute with a default.
     pub fn attr_s_or(&self, name: &str, default: &str) -> String {
         self.attr_s(name).unwrap_or_else(|| default.to_string())

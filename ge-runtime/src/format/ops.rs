@@ -110,6 +110,9 @@ op_kinds! {
     TopK = 44 => TopKParams,
     /// Cumulative sum or product along an axis.
     Cumulative = 45 => CumulativeParams,
+    /// Samples X [N, C, d…] at the normalized coordinates of grid [N, o…, rank − 2]
+    /// (innermost axis first): nearest, linear or cubic with a padding mode.
+    GridSample = 46 => GridSampleParams,
 }
 
 /// For kinds without parameters.
@@ -387,6 +390,24 @@ pub struct ResizeParams {
     pub scales: [f32; MAX_RANK],
     /// TfCropAndResize region of interest: starts then ends per axis.
     pub roi: [f32; 2 * MAX_RANK],
+}
+
+numbered! {
+    /// Where GridSample reads outside the input.
+    GridPadding { Zeros = 1, Border = 2, Reflection = 3, }
+}
+
+/// Parameters of `GridSample`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct GridSampleParams {
+    /// A [`ResizeMode`].
+    pub mode: u32,
+    /// A [`GridPadding`].
+    pub padding: u32,
+    /// 1: -1 and 1 are the centres of the corner elements; 0: their outer edges.
+    pub align_corners: u32,
+    pub reserved: u32,
 }
 
 /// Most instructions in one fused vector program.

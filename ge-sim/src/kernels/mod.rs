@@ -12,6 +12,7 @@ pub mod copy;
 pub mod fused;
 pub mod gather;
 pub mod gemm;
+pub mod grid_sample;
 pub mod in_place;
 pub mod indexing;
 pub mod layer_norm;
@@ -131,6 +132,7 @@ pub fn execute_on(
         OpKind::GatherNd => indexing::run_gather_nd(&read_params(p)?, ins, outs),
         OpKind::TopK => ordered::run_top_k(&read_params(p)?, ins, outs),
         OpKind::Cumulative => ordered::run_cumulative(&read_params(p)?, ins, outs),
+        OpKind::GridSample => grid_sample::run_grid_sample(&read_params(p)?, ins, outs),
     }
 }
 

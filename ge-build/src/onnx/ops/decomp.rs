@@ -73,6 +73,21 @@ pub fn unsqueeze(s: &mut Sub, opset: i64, x: &str, axes: &[i64]) -> String {
     }
 }
 
+/// `Slice(x)` of `start..end` along `axis`, in the form the opset wants.
+pub fn slice(s: &mut Sub, opset: i64, x: &str, axis: i64, start: i64, end: i64) -> String {
+    if opset >= 10 {
+        let (st, en, ax) = (s.ints(&[start]), s.ints(&[end]), s.ints(&[axis]));
+        s.op("Slice", &[x, &st, &en, &ax], vec![])
+    } else {
+        let attrs = vec![
+            A::Is("starts", vec![start]),
+            A::Is("ends", vec![end]),
+            A::Is("axes", vec![axis]),
+        ];
+        s.op("Slice", &[x], attrs)
+    }
+}
+
 /// `Reshape(x, shape)` to a static shape.
 pub fn reshape(s: &mut Sub, x: &str, shape: &[usize]) -> String {
     let v: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
@@ -80,15 +95,18 @@ pub fn reshape(s: &mut Sub, x: &str, shape: &[usize]) -> String {
     s.op("Reshape", &[x, &sh], vec![])
 }
 
-fn out(ctx: &NodeCtx<'_>, i: usize) -> Option<String> {
+/// Output `i`'s name when the node produces it.
+pub fn out(ctx: &NodeCtx<'_>, i: usize) -> Option<String> {
     ctx.node.output.get(i).filter(|o| !o.is_empty()).cloned()
 }
 
-fn out0(ctx: &NodeCtx<'_>) -> Result<String> {
+/// Output 0's name (required).
+pub fn out0(ctx: &NodeCtx<'_>) -> Result<String> {
     out(ctx, 0).ok_or_else(|| ctx.err("output 0 is required"))
 }
 
-fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
+/// Input `i`'s name (empty when absent).
+pub fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
     ctx.node.input.get(i).cloned().unwrap_or_default()
 }
 

@@ -2,12 +2,15 @@
 //! node's attributes for its opset, inferring output dtypes and shapes, and returning the
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
+mod attention;
 mod conv;
 mod decomp;
 mod elementwise;
+mod grid;
 mod index;
 mod math;
 mod norm;
+mod recurrent;
 mod resize;
 mod shape;
 mod sub;
@@ -144,6 +147,15 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = decomp::import(t, ctx) {
         return r;
     }
+    if let Some(r) = attention::import(t, ctx) {
+        return r;
+    }
+    if let Some(r) = recurrent::import(t, ctx) {
+        return r;
+    }
+    if let Some(r) = grid::import(t, ctx) {
+        return r;
+    }
     if let Some(r) = index::import(t, ctx) {
         return r;
     }
@@ -173,7 +185,17 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
 /// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
 /// operands are cast up at import).
 pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
-    index::computes_in_f32(op)
+    index::computes_in_f32(op) || grid::computes_in_f32(op)
+}
+
+/// True for op types imported as decompositions into other ops.
+pub fn is_decomposed(op: &str) -> bool {
+    decomp::OPS
+        .iter()
+        .chain(attention::OPS)
+        .chain(recurrent::OPS)
+        .chain(&["AffineGrid"])
+        .any(|&o| o == op)
 }
 
 /// Every supported op type: the direct importers' and the decomposed ones.
@@ -181,6 +203,9 @@ pub fn supported() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = SUPPORTED
         .iter()
         .chain(decomp::OPS)
+        .chain(attention::OPS)
+        .chain(recurrent::OPS)
+        .chain(grid::OPS)
         .chain(index::OPS)
         .copied()
         .collect();

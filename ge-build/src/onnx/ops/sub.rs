@@ -12,6 +12,7 @@ use super::super::tensor::TensorData;
 pub enum A<'s> {
     I(&'s str, i64),
     Is(&'s str, Vec<i64>),
+    F(&'s str, f32),
 }
 
 impl A<'_> {
@@ -27,6 +28,11 @@ impl A<'_> {
                 a.name = Some(n.into());
                 a.r#type = Some(7);
                 a.ints = v;
+            }
+            A::F(n, v) => {
+                a.name = Some(n.into());
+                a.r#type = Some(1);
+                a.f = Some(v);
             }
         }
         a

@@ -69,11 +69,12 @@ fn since(op: &str) -> i64 {
         | "NegativeLogLikelihoodLoss"
         | "SoftmaxCrossEntropyLoss" => 12,
         "HardSwish" | "Trilu" => 14,
+        "GridSample" => 16,
         "CastLike" => 15,
         "LayerNormalization" => 17,
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
-        "Gelu" => 20,
-        "RMSNormalization" => 23,
+        "AffineGrid" | "Gelu" => 20,
+        "Attention" | "RMSNormalization" => 23,
         "Swish" => 24,
         "CumProd" => 26,
         "SwiGLU" => 28,
@@ -136,7 +137,7 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Kernel,
             "run-time min/max or integer inputs are decomposed into Max/Min",
         ),
-        _ if super::decomp::OPS.contains(&op) => (Lowering::Decomposed, ""),
+        _ if super::is_decomposed(op) => (Lowering::Decomposed, ""),
         _ => (Lowering::Kernel, ""),
     }
 }
