@@ -125,6 +125,7 @@ pub fn compile_bytes(
             naive_bytes: emitted.memory.naive_bytes as u64,
             topo_order_peak_bytes: sched.topo_peak_bytes as u64,
             chosen_order_peak_bytes: sched.chosen_peak_bytes as u64,
+            order_peak_lower_bound_bytes: sched.peak_lower_bound_bytes as u64,
             weight_bytes: emitted.weight_bytes as u64,
         },
         compile_millis: crate::report::CompileMillis {

@@ -20,6 +20,8 @@ pub struct MemoryStat {
     /// under the order the scheduler chose.
     pub topo_order_peak_bytes: u64,
     pub chosen_order_peak_bytes: u64,
+    /// No execution order peaks below this (the largest single-node footprint).
+    pub order_peak_lower_bound_bytes: u64,
     pub weight_bytes: u64,
 }
 

@@ -23,6 +23,37 @@ pub struct Schedule {
     pub topo_peak_bytes: usize,
     /// Peak under the chosen order.
     pub chosen_peak_bytes: usize,
+    /// No order can peak lower: the largest single-node footprint (its produced inputs and
+    /// its outputs are all live while it runs). A chosen peak equal to it is optimal.
+    pub peak_lower_bound_bytes: usize,
+}
+
+/// The largest bytes any one node needs live at once: its computed inputs (each once) plus
+/// its outputs. O(V + E).
+pub fn footprint_bound(g: &Graph) -> usize {
+    g.g.node_indices()
+        .map(|n| {
+            let node = &g.g[n];
+            let mut seen: Vec<ValueId> = Vec::new();
+            let ins: usize = node
+                .inputs
+                .iter()
+                .flatten()
+                .filter(|&&v| {
+                    let fresh = !seen.contains(&v);
+                    seen.push(v);
+                    fresh && g.value(v).producer.is_some()
+                })
+                .map(|&v| g.value(v).bytes())
+                .sum();
+            ins + node
+                .outputs
+                .iter()
+                .map(|&v| g.value(v).bytes())
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Peak bytes of live activations (node outputs, from producer to last reader; graph outputs
@@ -140,17 +171,20 @@ pub fn schedule(g: &Graph) -> Schedule {
     } else {
         usize::MAX
     };
+    let peak_lower_bound_bytes = footprint_bound(g);
     if greedy_peak < topo_peak {
         Schedule {
             order: greedy,
             topo_peak_bytes: topo_peak,
             chosen_peak_bytes: greedy_peak,
+            peak_lower_bound_bytes,
         }
     } else {
         Schedule {
             order: topo,
             topo_peak_bytes: topo_peak,
             chosen_peak_bytes: topo_peak,
+            peak_lower_bound_bytes,
         }
     }
 }
