@@ -482,3 +482,47 @@ fn matmul_add_on_batched_activations_stays_when_the_bias_varies_by_row() {
     let o = optimized(&dense_3d(&[5, 1], false));
     assert!(o.contains(&"MatMul".to_string()), "{o:?}");
 }
+
+/// `Relu((Conv(x) or BN(x)) · m + a)` with `m` shaped `m_shape`.
+fn affine_tail(after_bn: bool, m_shape: &[usize]) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 4, 8, 8])
+        .weight("w", &[4, 4, 1, 1], -0.5, 0.5)
+        .weight("gamma", &[4], 0.5, 1.5)
+        .weight("beta", &[4], -0.2, 0.2)
+        .weight("mean", &[4], -0.2, 0.2)
+        .weight("var", &[4], 0.5, 1.5)
+        .weight("m", m_shape, 0.5, 1.5)
+        .weight("a", &[4, 1, 1], -0.5, 0.5);
+    if after_bn {
+        m.node(
+            "BatchNormalization",
+            &["x", "gamma", "beta", "mean", "var"],
+            &["p"],
+            &[],
+        );
+    } else {
+        m.node("Conv", &["x", "w"], &["p"], &[]);
+    }
+    m.node("Mul", &["m", "p"], &["q"], &[])
+        .node("Add", &["q", "a"], &["r"], &[])
+        .node("Relu", &["r"], &["y"], &[])
+        .output("y", &[1, 4, 8, 8]);
+    m
+}
+
+#[test]
+fn per_channel_affine_folds_into_conv_and_batch_norm() {
+    assert_eq!(optimized(&affine_tail(false, &[1, 4, 1, 1])), ["Conv+Relu"]);
+    assert_eq!(optimized(&affine_tail(false, &[])), ["Conv+Relu"]);
+    assert_eq!(
+        optimized(&affine_tail(true, &[4, 1, 1])),
+        ["BatchNormalization+Relu"]
+    );
+}
+
+#[test]
+fn affine_that_varies_along_space_stays() {
+    let o = optimized(&affine_tail(false, &[1, 1, 8, 1]));
+    assert!(o.iter().any(|op| op.contains("Mul")), "{o:?}");
+}

@@ -2,33 +2,14 @@
 //! feeds only the BatchNorm: `w' = w·s`, `b' = (b − mean)·s + beta`, `s = gamma/√(var+ε)`.
 //! O(V + E + folded weight bytes).
 
-use ge_runtime::format::DType;
-
+use super::pattern::{f32_tensor as data, f32_values as f32s};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::onnx::tensor::TensorData;
 use crate::options::OptLevel;
 
 /// BatchNorm folding into Conv.
 pub struct FoldBatchNorm;
-
-fn f32s(d: &TensorData) -> Option<Vec<f32>> {
-    (d.dtype == DType::F32).then(|| {
-        d.bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    })
-}
-
-fn data(dims: Vec<usize>, v: &[f32]) -> TensorData {
-    TensorData {
-        dtype: DType::F32,
-        dims,
-        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-    }
-}
 
 impl Pass for FoldBatchNorm {
     fn name(&self) -> &'static str {

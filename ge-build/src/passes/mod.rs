@@ -6,6 +6,7 @@
 //! records whether each changed the graph and how long it took. Every pass is near-linear in
 //! graph size (stated per pass).
 
+mod affine_fold;
 mod algebraic;
 mod attention;
 mod autofusion;
@@ -61,6 +62,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(cse::CommonSubexpressions),
         Box::new(dead_code::DeadCode),
         Box::new(bn_fold::FoldBatchNorm),
+        Box::new(affine_fold::FoldAffine),
         Box::new(pad_fold::FoldPad),
         Box::new(matmul_add::MatMulAddToGemm),
         Box::new(gelu::FuseGelu),
