@@ -526,3 +526,57 @@ fn affine_that_varies_along_space_stays() {
     let o = optimized(&affine_tail(false, &[1, 1, 8, 1]));
     assert!(o.iter().any(|op| op.contains("Mul")), "{o:?}");
 }
+
+/// `Conv(Relu(BN(x)))` with a `k×k` kernel and padding `pad`; optionally BN's output is also
+/// a graph output.
+fn pre_activation(k: usize, pad: i64, bn_is_output: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    let out = 8 - k + 1 + 2 * pad as usize;
+    m.input("x", &[1, 6, 8, 8])
+        .weight("gamma", &[6], 0.5, 1.5)
+        .weight("beta", &[6], -0.5, 0.5)
+        .weight("mean", &[6], -0.2, 0.2)
+        .weight("var", &[6], 0.5, 1.5)
+        .weight("w", &[5, 6, k, k], -0.5, 0.5)
+        .node(
+            "BatchNormalization",
+            &["x", "gamma", "beta", "mean", "var"],
+            &["b"],
+            &[],
+        )
+        .node("Relu", &["b"], &["r"], &[])
+        .node(
+            "Conv",
+            &["r", "w"],
+            &["y"],
+            &[("pads", Attr::Is(vec![pad; 4]))],
+        )
+        .output("y", &[1, 5, out, out]);
+    if bn_is_output {
+        m.output("r", &[1, 6, 8, 8]);
+    }
+    m
+}
+
+#[test]
+fn batch_norm_before_an_unpadded_conv_becomes_its_prologue() {
+    // 1×1 (the GEMM reads the input directly) and 3×3 (implicit im2col).
+    assert_eq!(
+        optimized(&pre_activation(1, 0, false)),
+        ["BatchNormalization+Relu+Conv"]
+    );
+    assert_eq!(
+        optimized(&pre_activation(3, 0, false)),
+        ["BatchNormalization+Relu+Conv"]
+    );
+}
+
+#[test]
+fn batch_norm_prologue_stays_out_where_it_would_be_wrong() {
+    // Padding must read as zero, not as relu(shift).
+    let o = optimized(&pre_activation(3, 1, false));
+    assert_eq!(o, ["BatchNormalization+Relu", "Conv"]);
+    // The activated value is needed on its own.
+    let o = optimized(&pre_activation(1, 0, true));
+    assert_eq!(o, ["BatchNormalization+Relu", "Conv"]);
+}

@@ -21,6 +21,7 @@ mod layer_norm;
 mod matmul_add;
 mod pad_fold;
 mod pattern;
+mod prologue;
 mod residual;
 
 use std::time::Instant;
@@ -70,6 +71,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(attention::FuseAttention),
         Box::new(epilogue::FuseEpilogue),
         Box::new(residual::FuseResidual),
+        Box::new(prologue::FusePrologue),
         Box::new(autofusion::AutoFusion),
         Box::new(dead_code::DeadCode),
     ]

@@ -219,6 +219,10 @@ pub struct ConvParams {
     /// ConvTranspose only.
     pub output_padding: [u32; 3],
     pub act: Activation,
+    /// Conv only, with inputs 4 and 5 (per-input-channel scale and shift): the input is read
+    /// as `prologue(x·scale[c] + shift[c])` — a preceding BatchNorm(+activation) applied
+    /// while packing, so its output tensor never exists. Unpadded, ungrouped convs only.
+    pub prologue: Activation,
 }
 
 /// Parameters of `Gemm`.

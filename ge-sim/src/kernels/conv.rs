@@ -561,12 +561,47 @@ fn depthwise_plane(geo: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
     }
 }
 
+/// Packs op(B) through `inner`, then maps every packed value of input channel `c` to
+/// `act(v·scale[c] + shift[c])` — a preceding BatchNorm(+activation) applied in the cache
+/// instead of as its own task. Only valid without padding (padding must stay zero). Lanes
+/// past the last column are transformed too; the tile never stores them.
+struct Prologue<'a> {
+    inner: &'a dyn PackB,
+    scale: &'a [f32],
+    shift: &'a [f32],
+    /// Packed rows per input channel (the kernel taps).
+    rows_per_channel: usize,
+    act: super::gemm::TileAct,
+}
+
+impl PackB for Prologue<'_> {
+    fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
+        self.inner.pack(pc, kc, jc, nc, out);
+        if kc == 0 {
+            return;
+        }
+        let per = self.rows_per_channel.max(1);
+        for panel in out[..kc * nc.next_multiple_of(NR)].chunks_exact_mut(kc * NR) {
+            for (p, row) in panel.chunks_exact_mut(NR).enumerate() {
+                let ch = (pc + p) / per;
+                let (s, t) = (self.scale[ch], self.shift[ch]);
+                for v in row {
+                    *v = super::gemm::micro::act_scalar(self.act, *v * s + t);
+                }
+            }
+        }
+    }
+}
+
 struct Operands<'a> {
     x: &'a [f32],
     w: &'a [f32],
     bias: Option<&'a [f32]>,
     /// Conv only: a skip connection shaped like the output, added before the activation.
     residual: Option<&'a [f32]>,
+    /// Conv only: per-input-channel scale and shift applied (with `ConvParams::prologue`)
+    /// to the input while it is packed.
+    prologue: Option<(&'a [f32], &'a [f32])>,
 }
 
 fn operands<'a>(ins: &[Option<TensorRef<'a>>], m: usize) -> Result<Operands<'a>, KernelError> {
@@ -586,11 +621,20 @@ fn operands<'a>(ins: &[Option<TensorRef<'a>>], m: usize) -> Result<Operands<'a>,
         Some(r) => Some(f32_in(r)?),
         None => None,
     };
+    let prologue = match (
+        ins.get(4).and_then(|t| t.as_ref()),
+        ins.get(5).and_then(|t| t.as_ref()),
+    ) {
+        (Some(s), Some(t)) => Some((f32_in(s)?, f32_in(t)?)),
+        (None, None) => None,
+        _ => return Err(bad("conv prologue needs both scale and shift")),
+    };
     Ok(Operands {
         x,
         w,
         bias,
         residual,
+        prologue,
     })
 }
 
@@ -636,6 +680,20 @@ pub fn run_conv_on(
     if ops.residual.is_some_and(|r| r.len() != y.len()) {
         return Err(bad("conv residual differs from the output in size"));
     }
+    let prologue = match ops.prologue {
+        Some((scale, shift)) => {
+            let padded = p.pad_begin.iter().chain(&p.pad_end).any(|&v| v != 0);
+            let act = tile_act(&p.prologue).ok_or(bad("conv prologue activation"))?;
+            if padded || geo.g != 1 || pl.path == Path::Depthwise {
+                return Err(bad("conv prologue needs an unpadded, ungrouped conv"));
+            }
+            if scale.len() != geo.c || shift.len() != geo.c {
+                return Err(bad("conv prologue length differs from the input channels"));
+            }
+            Some((scale, shift, act))
+        }
+        None => None,
+    };
     let gws = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (xp, yp) = (geo.big_plane, geo.small_plane);
     let krows = pl.rows;
@@ -682,12 +740,23 @@ pub fn run_conv_on(
                         trans: false,
                     };
                     let implicit = Im2col { geo: &geo, x: xg };
-                    let src: &dyn PackB = if pl.path == Path::Pointwise {
+                    let mut src: &dyn PackB = if pl.path == Path::Pointwise {
                         &pointwise
                     } else {
                         vector_ops += (krows * yp) as u64;
                         &implicit
                     };
+                    let with_prologue;
+                    if let Some((scale, shift, act)) = prologue {
+                        with_prologue = Prologue {
+                            inner: src,
+                            scale,
+                            shift,
+                            rows_per_channel: geo.kprod,
+                            act,
+                        };
+                        src = &with_prologue;
+                    }
                     gemm_packed(geo.mg, yp, krows, wg, krows, 1, src, yg, yp, &ep, gws, par)?;
                 }
             }
@@ -840,6 +909,7 @@ mod tests {
             pad_end: [0; 3],
             output_padding: [0; 3],
             act: Activation::default(),
+            prologue: Activation::default(),
         };
         for i in 0..sp {
             p.kernel[i] = c.w[2 + i] as u32;
@@ -1443,6 +1513,7 @@ mod tests {
                 pad_end: [0; 3],
                 output_padding: [0; 3],
                 act: Activation::default(),
+                prologue: Activation::default(),
             };
             for i in 0..3 {
                 p.kernel[i] = if r(8) != 0 {

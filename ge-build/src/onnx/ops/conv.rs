@@ -191,6 +191,7 @@ fn conv_params(n: usize, group: u32, w: &Window, output_padding: &[usize]) -> Co
         pad_end: arr3(&w.pad_end),
         output_padding: arr3(output_padding),
         act: Activation::default(),
+        prologue: Activation::default(),
     }
 }
 

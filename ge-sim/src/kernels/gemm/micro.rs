@@ -129,7 +129,7 @@ pub(super) fn row_offsets(rs: usize, mr: usize) -> [usize; MR] {
 }
 
 #[inline(always)]
-pub(super) fn act_scalar(act: TileAct, v: f32) -> f32 {
+pub(crate) fn act_scalar(act: TileAct, v: f32) -> f32 {
     match act {
         TileAct::None => v,
         TileAct::Clamp { lo, hi } => {
