@@ -80,15 +80,18 @@ pub fn reshape(s: &mut Sub, x: &str, shape: &[usize]) -> String {
     s.op("Reshape", &[x, &sh], vec![])
 }
 
-fn out(ctx: &NodeCtx<'_>, i: usize) -> Option<String> {
+/// The name of output `i`, when present.
+pub fn out(ctx: &NodeCtx<'_>, i: usize) -> Option<String> {
     ctx.node.output.get(i).filter(|o| !o.is_empty()).cloned()
 }
 
-fn out0(ctx: &NodeCtx<'_>) -> Result<String> {
+/// The name of output 0, which must be present.
+pub fn out0(ctx: &NodeCtx<'_>) -> Result<String> {
     out(ctx, 0).ok_or_else(|| ctx.err("output 0 is required"))
 }
 
-fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
+/// The name of input `i` (empty when absent).
+pub fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
     ctx.node.input.get(i).cloned().unwrap_or_default()
 }
 

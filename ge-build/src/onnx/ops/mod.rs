@@ -8,6 +8,8 @@ mod elementwise;
 mod index;
 mod math;
 mod norm;
+mod qlinear;
+mod quant;
 mod resize;
 mod shape;
 mod sub;
@@ -150,6 +152,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = elementwise::import(t, ctx) {
         return r;
     }
+    if let Some(r) = quant::import(t, ctx).or_else(|| qlinear::import(t, ctx)) {
+        return r;
+    }
     match t {
         "Conv" => conv::conv(ctx),
         "ConvTranspose" => conv::conv_transpose(ctx),
@@ -176,12 +181,16 @@ pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
     index::computes_in_f32(op)
 }
 
+/// The op lists of the decomposing importers beyond `decomp` (lowered as decompositions).
+pub const DECOMPOSED: &[&[&str]] = &[quant::OPS, qlinear::OPS];
+
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = SUPPORTED
         .iter()
         .chain(decomp::OPS)
         .chain(index::OPS)
+        .chain(DECOMPOSED.iter().flat_map(|l| l.iter()))
         .copied()
         .collect();
     v.sort_unstable();

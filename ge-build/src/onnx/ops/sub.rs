@@ -12,6 +12,9 @@ use super::super::tensor::TensorData;
 pub enum A<'s> {
     I(&'s str, i64),
     Is(&'s str, Vec<i64>),
+    F(&'s str, f32),
+    /// An attribute copied as-is (e.g. a convolution's geometry passed through).
+    Raw(&'s AttributeProto),
 }
 
 impl A<'_> {
@@ -28,6 +31,12 @@ impl A<'_> {
                 a.r#type = Some(7);
                 a.ints = v;
             }
+            A::F(n, v) => {
+                a.name = Some(n.into());
+                a.r#type = Some(1);
+                a.f = Some(v);
+            }
+            A::Raw(r) => return r.clone(),
         }
         a
     }

@@ -21,6 +21,9 @@ const INT: &[DType] = &[
     DType::U64,
 ];
 
+/// The integer types (de)quantization handles (int32 only dequantized).
+const QUANT: &[DType] = &[DType::U8, DType::I8, DType::U16, DType::I16, DType::I32];
+
 /// How an op is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lowering {
@@ -60,9 +63,17 @@ fn since(op: &str) -> i64 {
         | "Sign"
         | "Sinh"
         | "Where" => 9,
-        "IsInf" | "Mod" | "Resize" | "ThresholdedRelu" => 10,
-        "BitShift" | "CumSum" | "GatherElements" | "GatherND" | "Range" | "Round"
-        | "ScatterElements" | "ScatterND" => 11,
+        "ConvInteger" | "DequantizeLinear" | "IsInf" | "MatMulInteger" | "Mod" | "QLinearConv"
+        | "QLinearMatMul" | "QuantizeLinear" | "Resize" | "ThresholdedRelu" => 10,
+        "BitShift"
+        | "CumSum"
+        | "DynamicQuantizeLinear"
+        | "GatherElements"
+        | "GatherND"
+        | "Range"
+        | "Round"
+        | "ScatterElements"
+        | "ScatterND" => 11,
         "Celu"
         | "GreaterOrEqual"
         | "LessOrEqual"
@@ -111,6 +122,12 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "ReduceLogSumExp" | "ArgMax" | "ArgMin" | "TopK" | "CumSum" | "CumProd" | "Clip"
         | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => num(),
         "Range" => cat(&[&[DType::F32, DType::F64], INT]),
+        "QuantizeLinear" => cat(&[FLOAT, &QUANT[..4]]),
+        "DequantizeLinear" => cat(&[FLOAT, QUANT]),
+        "DynamicQuantizeLinear" => vec![DType::F32, DType::U8],
+        "MatMulInteger" | "ConvInteger" | "QLinearMatMul" | "QLinearConv" => {
+            vec![DType::U8, DType::I8]
+        }
         "Equal" | "Cast" | "CastLike" | "Concat" | "Constant" | "ConstantOfShape" | "Dropout"
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
@@ -136,7 +153,19 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Kernel,
             "run-time min/max or integer inputs are decomposed into Max/Min",
         ),
-        _ if super::decomp::OPS.contains(&op) => (Lowering::Decomposed, ""),
+        "QuantizeLinear" | "DequantizeLinear" => (
+            Lowering::Decomposed,
+            "per tensor, per axis, blocked; no float8/int4/int2/float4 element types",
+        ),
+        "ConvInteger" | "QLinearConv" => (
+            Lowering::Decomposed,
+            "f32 conv, exact while sums stay below 2^24 (checked at compile time)",
+        ),
+        _ if super::decomp::OPS.contains(&op)
+            || super::DECOMPOSED.iter().any(|l| l.contains(&op)) =>
+        {
+            (Lowering::Decomposed, "")
+        }
         _ => (Lowering::Kernel, ""),
     }
 }
