@@ -323,30 +323,47 @@ fn swiglu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(s.done())
 }
 
-/// Trilu: `Where(mask, x, 0)` with the band mask built at compile time.
+/// Trilu: `Where(mask, x, 0)` with the band mask built at compile time, or, for a run-time
+/// `k` (it changes values, not shapes), compared at run time against the constant `j - i`.
 fn trilu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
     let r = x.shape.len();
     if r < 2 {
         return Err(ctx.err("input rank must be at least 2"));
     }
-    let k = match ctx.const_ints(1, "k")? {
-        Some(v) if v.len() == 1 => v[0],
-        Some(_) => return Err(ctx.err("k must be a scalar")),
-        None => 0,
-    };
     let upper = ctx.attr_i_or("upper", 1) != 0;
     let (n, m) = (x.shape[r - 2], x.shape[r - 1]);
-    let mask: Vec<f64> = (0..n)
-        .flat_map(|i| {
-            (0..m).map(move |j| {
-                let d = j as i64 - i as i64;
-                (if upper { d >= k } else { d <= k }) as u8 as f64
-            })
-        })
-        .collect();
+    let diag = |f: &dyn Fn(i64) -> f64| -> Vec<f64> {
+        (0..n)
+            .flat_map(|i| (0..m).map(move |j| j as i64 - i as i64))
+            .map(f)
+            .collect()
+    };
     let mut s = Sub::new(ctx);
-    let mk = s.constant(tensor_data(DType::Bool, vec![n, m], &mask));
+    let mk = match ctx.input_opt(1) {
+        Some(k) if k.data.is_none() => {
+            if k.shape.iter().product::<usize>() != 1 || !matches!(k.dtype, DType::I64) {
+                return Err(ctx.err("k must be an int64 scalar"));
+            }
+            let d = s.constant(tensor_data(DType::I64, vec![n, m], &diag(&|d| d as f64)));
+            let kk = reshape(&mut s, &in_name(ctx, 1), &[]);
+            let cmp = if upper {
+                "GreaterOrEqual"
+            } else {
+                "LessOrEqual"
+            };
+            s.op(cmp, &[&d, &kk], vec![])
+        }
+        _ => {
+            let k = match ctx.const_ints(1, "k")? {
+                Some(v) if v.len() == 1 => v[0],
+                Some(_) => return Err(ctx.err("k must be a scalar")),
+                None => 0,
+            };
+            let band = diag(&|d| (if upper { d >= k } else { d <= k }) as u8 as f64);
+            s.constant(tensor_data(DType::Bool, vec![n, m], &band))
+        }
+    };
     let zero = s.scalar(x.dtype, 0.0);
     s.to(
         "Where",
