@@ -75,6 +75,7 @@ fn since(op: &str) -> i64 {
         | "ScatterElements"
         | "ScatterND" => 11,
         "Celu"
+        | "Einsum"
         | "GreaterOrEqual"
         | "LessOrEqual"
         | "NegativeLogLikelihoodLoss"
