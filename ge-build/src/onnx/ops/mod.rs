@@ -4,6 +4,7 @@
 
 mod conv;
 mod decomp;
+mod det;
 mod einsum;
 mod elementwise;
 mod index;
@@ -156,6 +157,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = quant::import(t, ctx)
         .or_else(|| qlinear::import(t, ctx))
         .or_else(|| einsum::import(t, ctx))
+        .or_else(|| det::import(t, ctx))
     {
         return r;
     }
@@ -186,7 +188,7 @@ pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
 }
 
 /// The op lists of the decomposing importers beyond `decomp` (lowered as decompositions).
-pub const DECOMPOSED: &[&[&str]] = &[quant::OPS, qlinear::OPS, einsum::OPS];
+pub const DECOMPOSED: &[&[&str]] = &[quant::OPS, qlinear::OPS, einsum::OPS, det::OPS];
 
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {

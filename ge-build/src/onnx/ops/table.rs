@@ -158,6 +158,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Decomposed,
             "per tensor, per axis, blocked; no float8/int4/int2/float4 element types",
         ),
+        "Det" => (
+            Lowering::Decomposed,
+            "Leibniz formula (Gather, ReduceProd, ReduceSum), matrices up to 6x6",
+        ),
         "ConvInteger" | "QLinearConv" => (
             Lowering::Decomposed,
             "f32 conv, exact while sums stay below 2^24 (checked at compile time)",
