@@ -33,7 +33,7 @@ fn permutations(n: usize) -> Vec<(Vec<usize>, f64)> {
             let mut q = p.clone();
             q.insert(pos, n - 1);
             let flips = n - 1 - pos;
-            out.push((q, if flips % 2 == 0 { sign } else { -sign }));
+            out.push((q, if flips.is_multiple_of(2) { sign } else { -sign }));
         }
     }
     out
@@ -92,7 +92,7 @@ mod tests {
                 .flat_map(|i| (i + 1..3).map(move |j| (i, j)))
                 .filter(|&(i, j)| q[i] > q[j])
                 .count();
-            assert_eq!(s, if inversions % 2 == 0 { 1.0 } else { -1.0 }, "{q:?}");
+            assert_eq!(s, if inversions.is_multiple_of(2) { 1.0 } else { -1.0 }, "{q:?}");
         }
     }
 }
