@@ -10,12 +10,14 @@ mod elementwise;
 mod index;
 mod math;
 mod norm;
+mod onehot;
 mod qlinear;
 mod quant;
 mod resize;
 mod shape;
 mod sub;
 pub mod table;
+mod window;
 
 use ge_runtime::format::DType;
 
@@ -158,6 +160,8 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| qlinear::import(t, ctx))
         .or_else(|| einsum::import(t, ctx))
         .or_else(|| det::import(t, ctx))
+        .or_else(|| onehot::import(t, ctx))
+        .or_else(|| window::import(t, ctx))
     {
         return r;
     }
@@ -188,7 +192,7 @@ pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
 }
 
 /// The op lists of the decomposing importers beyond `decomp` (lowered as decompositions).
-pub const DECOMPOSED: &[&[&str]] = &[quant::OPS, qlinear::OPS, einsum::OPS, det::OPS];
+pub const DECOMPOSED: &[&[&str]] = &[quant::OPS, qlinear::OPS, einsum::OPS, det::OPS, onehot::OPS];
 
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {
@@ -196,6 +200,7 @@ pub fn supported() -> Vec<&'static str> {
         .iter()
         .chain(decomp::OPS)
         .chain(index::OPS)
+        .chain(window::OPS)
         .chain(DECOMPOSED.iter().flat_map(|l| l.iter()))
         .copied()
         .collect();

@@ -49,6 +49,7 @@ pub struct OpSupport {
 fn since(op: &str) -> i64 {
     match op {
         "Expand" => 8,
+        "MaxUnpool" | "NonZero" | "OneHot" => 9,
         "Acosh"
         | "Asinh"
         | "Atanh"
@@ -82,7 +83,7 @@ fn since(op: &str) -> i64 {
         | "SoftmaxCrossEntropyLoss" => 12,
         "HardSwish" | "Trilu" => 14,
         "CastLike" => 15,
-        "LayerNormalization" => 17,
+        "BlackmanWindow" | "HammingWindow" | "HannWindow" | "LayerNormalization" => 17,
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
         "Gelu" => 20,
         "RMSNormalization" => 23,
@@ -122,7 +123,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "ReduceProd" | "ReduceSumSquare" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" | "ArgMax" | "ArgMin" | "TopK" | "CumSum" | "CumProd" | "Clip"
         | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => num(),
-        "Range" => cat(&[&[DType::F32, DType::F64], INT]),
+        "Range" => cat(&[FLOAT, INT]),
         "QuantizeLinear" => cat(&[FLOAT, &QUANT[..4]]),
         "DequantizeLinear" => cat(&[FLOAT, QUANT]),
         "DynamicQuantizeLinear" => vec![DType::F32, DType::U8],
@@ -133,7 +134,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" => any(),
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "OneHot" => any(),
         _ => float(),
     }
 }
@@ -141,6 +142,10 @@ fn dtypes(op: &str) -> Vec<DType> {
 fn lowering(op: &str) -> (Lowering, &'static str) {
     match op {
         "Constant" | "ConstantOfShape" | "Shape" | "Size" | "EyeLike" => (Lowering::Constant, ""),
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            (Lowering::Constant, "size known at compile time")
+        }
+        "OneHot" => (Lowering::Decomposed, "depth known at compile time"),
         "If" => (
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
