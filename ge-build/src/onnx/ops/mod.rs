@@ -17,6 +17,7 @@ mod resize;
 mod shape;
 mod sub;
 pub mod table;
+mod unpool;
 mod window;
 
 use ge_runtime::format::DType;
@@ -162,6 +163,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| det::import(t, ctx))
         .or_else(|| onehot::import(t, ctx))
         .or_else(|| window::import(t, ctx))
+        .or_else(|| unpool::import(t, ctx))
     {
         return r;
     }
@@ -192,7 +194,14 @@ pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
 }
 
 /// The op lists of the decomposing importers beyond `decomp` (lowered as decompositions).
-pub const DECOMPOSED: &[&[&str]] = &[quant::OPS, qlinear::OPS, einsum::OPS, det::OPS, onehot::OPS];
+pub const DECOMPOSED: &[&[&str]] = &[
+    quant::OPS,
+    qlinear::OPS,
+    einsum::OPS,
+    det::OPS,
+    onehot::OPS,
+    unpool::OPS,
+];
 
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {

@@ -146,6 +146,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             (Lowering::Constant, "size known at compile time")
         }
         "OneHot" => (Lowering::Decomposed, "depth known at compile time"),
+        "MaxUnpool" => (
+            Lowering::Decomposed,
+            "ScatterElements into zeros; output_shape known at compile time",
+        ),
         "If" => (
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
