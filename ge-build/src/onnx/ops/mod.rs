@@ -11,6 +11,7 @@ mod index;
 mod math;
 mod norm;
 mod onehot;
+mod pool_indices;
 mod qlinear;
 mod quant;
 mod resize;
@@ -170,6 +171,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     match t {
         "Conv" => conv::conv(ctx),
         "ConvTranspose" => conv::conv_transpose(ctx),
+        "MaxPool" if pool_indices::wants_indices(ctx) => pool_indices::max_pool_with_indices(ctx),
         "MaxPool" | "AveragePool" | "LpPool" => conv::pool(ctx),
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => conv::global_pool(ctx),
         "BatchNormalization" => norm::batch_norm(ctx),

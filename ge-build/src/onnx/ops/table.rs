@@ -146,6 +146,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             (Lowering::Constant, "size known at compile time")
         }
         "OneHot" => (Lowering::Decomposed, "depth known at compile time"),
+        "MaxPool" => (
+            Lowering::Kernel,
+            "with the Indices output: decomposed (Gather of windows, ReduceMax, ArgMax)",
+        ),
         "MaxUnpool" => (
             Lowering::Decomposed,
             "ScatterElements into zeros; output_shape known at compile time",
