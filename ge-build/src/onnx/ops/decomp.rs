@@ -25,6 +25,7 @@ pub const OPS: &[&str] = &[
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
     "If",
+    "BitwiseNot",
 ];
 
 /// Imports `t` if it is decomposed here; `None` otherwise. Some ops are decomposed only in
@@ -45,6 +46,7 @@ pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
         "NegativeLogLikelihoodLoss" => nll_loss(ctx),
         "SoftmaxCrossEntropyLoss" => sce_loss(ctx),
         "If" => if_const(ctx),
+        "BitwiseNot" => bitwise_not(ctx),
         "Clip" if clip_needs_decomp(ctx) => clip(ctx),
         "Dropout" if ctx.node.output.get(1).is_some_and(|o| !o.is_empty()) => dropout(ctx),
         _ => return None,
@@ -707,5 +709,34 @@ fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
         let mask = tensor_data(dt, x.shape.to_vec(), &vec![1.0; n]);
         s.constant_named(&m, mask);
     }
+    Ok(s.done())
+}
+
+/// BitwiseNot: `x ^ all-ones`.
+fn bitwise_not(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let x = ctx.input(0)?;
+    let ones: Vec<u8> = match x.dtype {
+        DType::I8
+        | DType::I16
+        | DType::I32
+        | DType::I64
+        | DType::U8
+        | DType::U16
+        | DType::U32
+        | DType::U64 => vec![0xff; x.dtype.size()],
+        d => return Err(ctx.err(format!("{} is not an integer type", d.name()))),
+    };
+    let mut s = Sub::new(ctx);
+    let m = s.constant(crate::onnx::tensor::TensorData {
+        dtype: x.dtype,
+        dims: Vec::new(),
+        bytes: ones,
+    });
+    s.to(
+        "BitwiseXor",
+        &[&in_name(ctx, 0), &m],
+        &[&out0(ctx)?],
+        vec![],
+    );
     Ok(s.done())
 }

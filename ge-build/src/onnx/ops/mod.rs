@@ -15,6 +15,8 @@ mod pool_indices;
 mod qlinear;
 mod quant;
 mod resize;
+mod reverse;
+mod select;
 mod shape;
 mod sub;
 pub mod table;
@@ -165,6 +167,8 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| onehot::import(t, ctx))
         .or_else(|| window::import(t, ctx))
         .or_else(|| unpool::import(t, ctx))
+        .or_else(|| select::import(t, ctx))
+        .or_else(|| reverse::import(t, ctx))
     {
         return r;
     }
@@ -203,6 +207,8 @@ pub const DECOMPOSED: &[&[&str]] = &[
     det::OPS,
     onehot::OPS,
     unpool::OPS,
+    select::OPS,
+    reverse::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.

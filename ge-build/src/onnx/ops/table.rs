@@ -49,7 +49,7 @@ pub struct OpSupport {
 fn since(op: &str) -> i64 {
     match op {
         "Expand" => 8,
-        "MaxUnpool" | "NonZero" | "OneHot" => 9,
+        "Compress" | "MaxUnpool" | "NonZero" | "OneHot" => 9,
         "Acosh"
         | "Asinh"
         | "Atanh"
@@ -65,7 +65,9 @@ fn since(op: &str) -> i64 {
         | "Sinh"
         | "Where" => 9,
         "ConvInteger" | "DequantizeLinear" | "IsInf" | "MatMulInteger" | "Mod" | "QLinearConv"
-        | "QLinearMatMul" | "QuantizeLinear" | "Resize" | "ThresholdedRelu" => 10,
+        | "QLinearMatMul" | "QuantizeLinear" | "Resize" | "ReverseSequence" | "ThresholdedRelu" => {
+            10
+        }
         "BitShift"
         | "CumSum"
         | "DynamicQuantizeLinear"
@@ -84,7 +86,8 @@ fn since(op: &str) -> i64 {
         "HardSwish" | "Trilu" => 14,
         "CastLike" => 15,
         "BlackmanWindow" | "HammingWindow" | "HannWindow" | "LayerNormalization" => 17,
-        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
+        "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization"
+        | "Mish" => 18,
         "Gelu" => 20,
         "RMSNormalization" => 23,
         "Swish" => 24,
@@ -118,6 +121,7 @@ fn dtypes(op: &str) -> Vec<DType> {
             .filter(|d| matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64))
             .collect(),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" => cat(&[INT, &[DType::Bool]]),
+        "BitwiseNot" => INT.to_vec(),
         "Abs" | "Neg" | "Sign" | "Relu" | "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min"
         | "Mean" | "Sum" | "Mod" | "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin"
         | "ReduceProd" | "ReduceSumSquare" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
@@ -134,7 +138,8 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "OneHot" => any(),
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "OneHot" | "Compress"
+        | "NonZero" | "ReverseSequence" => any(),
         _ => float(),
     }
 }
@@ -146,6 +151,11 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             (Lowering::Constant, "size known at compile time")
         }
         "OneHot" => (Lowering::Decomposed, "depth known at compile time"),
+        "NonZero" => (Lowering::Constant, "input known at compile time"),
+        "Compress" => (
+            Lowering::Decomposed,
+            "condition known at compile time (a Gather)",
+        ),
         "MaxPool" => (
             Lowering::Kernel,
             "with the Indices output: decomposed (Gather of windows, ReduceMax, ArgMax)",
