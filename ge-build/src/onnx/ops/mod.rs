@@ -2,6 +2,7 @@
 //! node's attributes for its opset, inferring output dtypes and shapes, and returning the
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
+mod causal_conv;
 mod conv;
 mod decomp;
 mod det;
@@ -169,6 +170,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| unpool::import(t, ctx))
         .or_else(|| select::import(t, ctx))
         .or_else(|| reverse::import(t, ctx))
+        .or_else(|| causal_conv::import(t, ctx))
     {
         return r;
     }
@@ -209,6 +211,7 @@ pub const DECOMPOSED: &[&[&str]] = &[
     unpool::OPS,
     select::OPS,
     reverse::OPS,
+    causal_conv::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.

@@ -92,6 +92,7 @@ fn since(op: &str) -> i64 {
         "RMSNormalization" => 23,
         "Swish" => 24,
         "CumProd" => 26,
+        "CausalConvWithState" => 27,
         "SwiGLU" => 28,
         _ => MIN_OPSET,
     }
