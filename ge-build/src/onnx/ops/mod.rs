@@ -6,6 +6,7 @@ mod causal_conv;
 mod conv;
 mod decomp;
 mod det;
+mod dft;
 mod einsum;
 mod elementwise;
 mod index;
@@ -171,6 +172,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| select::import(t, ctx))
         .or_else(|| reverse::import(t, ctx))
         .or_else(|| causal_conv::import(t, ctx))
+        .or_else(|| dft::import(t, ctx))
     {
         return r;
     }
@@ -212,6 +214,7 @@ pub const DECOMPOSED: &[&[&str]] = &[
     select::OPS,
     reverse::OPS,
     causal_conv::OPS,
+    dft::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.

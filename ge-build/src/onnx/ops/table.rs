@@ -85,7 +85,7 @@ fn since(op: &str) -> i64 {
         | "SoftmaxCrossEntropyLoss" => 12,
         "HardSwish" | "Trilu" => 14,
         "CastLike" => 15,
-        "BlackmanWindow" | "HammingWindow" | "HannWindow" | "LayerNormalization" => 17,
+        "BlackmanWindow" | "DFT" | "HammingWindow" | "HannWindow" | "LayerNormalization" => 17,
         "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization"
         | "Mish" => 18,
         "Gelu" => 20,
