@@ -18,6 +18,7 @@ mod qlinear;
 mod quant;
 mod resize;
 mod reverse;
+mod rotary;
 mod select;
 mod shape;
 mod sub;
@@ -173,6 +174,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| reverse::import(t, ctx))
         .or_else(|| causal_conv::import(t, ctx))
         .or_else(|| dft::import(t, ctx))
+        .or_else(|| rotary::import(t, ctx))
     {
         return r;
     }
@@ -215,6 +217,7 @@ pub const DECOMPOSED: &[&[&str]] = &[
     reverse::OPS,
     causal_conv::OPS,
     dft::OPS,
+    rotary::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.

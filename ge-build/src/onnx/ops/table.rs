@@ -89,7 +89,7 @@ fn since(op: &str) -> i64 {
         "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization"
         | "Mish" => 18,
         "Gelu" => 20,
-        "RMSNormalization" => 23,
+        "RMSNormalization" | "RotaryEmbedding" => 23,
         "Swish" => 24,
         "CumProd" => 26,
         "CausalConvWithState" => 27,
