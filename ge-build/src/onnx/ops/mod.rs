@@ -23,6 +23,7 @@ mod select;
 mod shape;
 mod sub;
 pub mod table;
+mod tensor_scatter;
 mod unpool;
 mod window;
 
@@ -175,6 +176,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| causal_conv::import(t, ctx))
         .or_else(|| dft::import(t, ctx))
         .or_else(|| rotary::import(t, ctx))
+        .or_else(|| tensor_scatter::import(t, ctx))
     {
         return r;
     }
@@ -218,6 +220,7 @@ pub const DECOMPOSED: &[&[&str]] = &[
     causal_conv::OPS,
     dft::OPS,
     rotary::OPS,
+    tensor_scatter::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.

@@ -90,7 +90,7 @@ fn since(op: &str) -> i64 {
         | "Mish" => 18,
         "Gelu" => 20,
         "RMSNormalization" | "RotaryEmbedding" => 23,
-        "Swish" => 24,
+        "Swish" | "TensorScatter" => 24,
         "CumProd" => 26,
         "CausalConvWithState" => 27,
         "SwiGLU" => 28,
