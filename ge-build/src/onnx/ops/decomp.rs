@@ -82,6 +82,15 @@ pub fn reshape(s: &mut Sub, x: &str, shape: &[usize]) -> String {
     s.op("Reshape", &[x, &sh], vec![])
 }
 
+/// Integer-list attribute `name` of exactly `n` entries (`n` copies of `default` when absent).
+pub fn attr_ints_n(ctx: &NodeCtx<'_>, name: &str, default: i64, n: usize) -> Result<Vec<i64>> {
+    let v = ctx.attr_ints(name).unwrap_or_else(|| vec![default; n]);
+    if v.len() != n {
+        return Err(ctx.err(format!("{name} must have {n} entries")));
+    }
+    Ok(v)
+}
+
 /// The name of output `i`, when present.
 pub fn out(ctx: &NodeCtx<'_>, i: usize) -> Option<String> {
     ctx.node.output.get(i).filter(|o| !o.is_empty()).cloned()

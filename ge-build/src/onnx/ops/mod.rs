@@ -2,8 +2,11 @@
 //! node's attributes for its opset, inferring output dtypes and shapes, and returning the
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
+mod affine_grid;
 mod causal_conv;
+mod col2im;
 mod conv;
+mod crop_pad;
 mod decomp;
 mod det;
 mod dft;
@@ -177,6 +180,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| dft::import(t, ctx))
         .or_else(|| rotary::import(t, ctx))
         .or_else(|| tensor_scatter::import(t, ctx))
+        .or_else(|| col2im::import(t, ctx))
+        .or_else(|| crop_pad::import(t, ctx))
+        .or_else(|| affine_grid::import(t, ctx))
     {
         return r;
     }
@@ -221,6 +227,9 @@ pub const DECOMPOSED: &[&[&str]] = &[
     dft::OPS,
     rotary::OPS,
     tensor_scatter::OPS,
+    col2im::OPS,
+    crop_pad::OPS,
+    affine_grid::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.

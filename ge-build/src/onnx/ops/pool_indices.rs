@@ -6,7 +6,7 @@
 use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
-use super::decomp::{in_name, out, out0, reduce, reshape};
+use super::decomp::{attr_ints_n, in_name, out, out0, reduce, reshape};
 use super::is_float;
 use super::shape::MAX_CONST_ELEMS;
 use super::sub::{A, Sub, tensor_data};
@@ -68,13 +68,7 @@ pub fn max_pool_with_indices(ctx: &NodeCtx<'_>) -> Result<Imported> {
         return Err(ctx.err("X must be a float tensor of rank >= 3"));
     }
     let sp = x.shape.len() - 2;
-    let ints = |name: &str, default: i64, n: usize| -> Result<Vec<i64>> {
-        let v = ctx.attr_ints(name).unwrap_or_else(|| vec![default; n]);
-        if v.len() != n {
-            return Err(ctx.err(format!("{name} must have {n} entries")));
-        }
-        Ok(v)
-    };
+    let ints = |name: &str, default: i64, n: usize| attr_ints_n(ctx, name, default, n);
     let k = ints("kernel_shape", 1, sp)?;
     let strides = ints("strides", 1, sp)?;
     let dil = ints("dilations", 1, sp)?;

@@ -86,9 +86,9 @@ fn since(op: &str) -> i64 {
         "HardSwish" | "Trilu" => 14,
         "CastLike" => 15,
         "BlackmanWindow" | "DFT" | "HammingWindow" | "HannWindow" | "LayerNormalization" => 17,
-        "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization"
-        | "Mish" => 18,
-        "Gelu" => 20,
+        "BitwiseAnd" | "BitwiseNot" | "CenterCropPad" | "Col2Im" | "BitwiseOr" | "BitwiseXor"
+        | "GroupNormalization" | "Mish" => 18,
+        "AffineGrid" | "Gelu" => 20,
         "RMSNormalization" | "RotaryEmbedding" => 23,
         "Swish" | "TensorScatter" => 24,
         "CumProd" => 26,
@@ -153,6 +153,12 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
         }
         "OneHot" => (Lowering::Decomposed, "depth known at compile time"),
         "NonZero" => (Lowering::Constant, "input known at compile time"),
+        "CenterCropPad" => (Lowering::Decomposed, "shape known at compile time"),
+        "Col2Im" => (
+            Lowering::Decomposed,
+            "image_shape and block_shape known at compile time",
+        ),
+        "AffineGrid" => (Lowering::Decomposed, "size known at compile time"),
         "Compress" => (
             Lowering::Decomposed,
             "condition known at compile time (a Gather)",
