@@ -1,9 +1,11 @@
-//! `DFT` as one MatMul with a constant real matrix: the transform is linear over the reals,
+//! `DFT` and `STFT` as one MatMul with a constant real matrix: the transform is linear over the reals,
 //! so (re, im) pairs along `axis` map to (re, im) pairs (or reals, for the one-sided inverse)
 //! through a `[m * c_in, k * c_out]` table of cosines and sines, including the zero padding or
 //! truncation to `dft_length` and the 1/N of the inverse.
 
 use std::f64::consts::TAU;
+
+use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
@@ -13,11 +15,15 @@ use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
 /// Op types handled here.
-pub const OPS: &[&str] = &["DFT"];
+pub const OPS: &[&str] = &["DFT", "STFT"];
 
 /// Imports `t` if it is handled here; `None` otherwise.
 pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "DFT").then(|| dft(ctx))
+    Some(match t {
+        "DFT" => dft(ctx),
+        "STFT" => stft(ctx),
+        _ => return None,
+    })
 }
 
 /// The matrix taking `m` inputs of `cin` components to `k` outputs of `cout` components
@@ -137,5 +143,68 @@ fn dft(ctx: &NodeCtx<'_>) -> Result<Imported> {
         inv[p as usize] = i as i64;
     }
     s.to("Transpose", &[&y], &[&out0(ctx)?], vec![A::Is("perm", inv)]);
+    Ok(s.done())
+}
+
+/// STFT(signal [B, L, 1 or 2], frame_step, window?, frame_length?): frames cut by a constant
+/// Gather, weighted by the window, then each frame's DFT by the constant matrix. Frame step
+/// and length decide shapes, so they must be known while compiling.
+fn stft(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let x = ctx.input(0)?;
+    let [b, l, cin] = *x.shape else {
+        return Err(ctx.err("signal must be rank 3 [batch, length, 1 or 2]"));
+    };
+    if !is_float(x.dtype) || !(cin == 1 || cin == 2) {
+        return Err(ctx.err("signal must be float with a last dim of 1 or 2"));
+    }
+    let scalar = |i: usize, what: &str| -> Result<Option<usize>> {
+        match ctx.const_ints(i, what)?.as_deref() {
+            None => Ok(None),
+            Some([v]) if *v > 0 => Ok(Some(*v as usize)),
+            Some(_) => Err(ctx.err(format!("{what} must be a positive scalar"))),
+        }
+    };
+    let step = scalar(1, "frame_step")?.ok_or_else(|| ctx.err("frame_step is required"))?;
+    let window = ctx.input_opt(2);
+    let w = match (scalar(3, "frame_length")?, window) {
+        (Some(f), _) => f,
+        (None, Some(win)) => win.shape.iter().product(),
+        (None, None) => l,
+    };
+    if let Some(win) = window
+        && win.shape != [w]
+    {
+        return Err(ctx.err(format!("window must have shape [{w}]")));
+    }
+    if w == 0 || w > l {
+        return Err(ctx.err(format!(
+            "frame length {w} does not fit the signal length {l}"
+        )));
+    }
+    let frames = 1 + (l - w) / step;
+    let onesided = ctx.attr_i_or("onesided", 1) != 0;
+    let k = if onesided { w / 2 + 1 } else { w };
+    if (frames * w).max(w * cin * k * 2) > MAX_CONST_ELEMS {
+        return Err(ctx.unsupported("an STFT this large"));
+    }
+    let idx: Vec<f64> = (0..frames)
+        .flat_map(|f| (0..w).map(move |i| (f * step + i) as f64))
+        .collect();
+    let mut s = Sub::new(ctx);
+    let ix = s.constant(tensor_data(DType::I64, vec![frames, w], &idx));
+    let mut fr = s.op("Gather", &[&in_name(ctx, 0), &ix], vec![A::I("axis", 1)]);
+    if window.is_some() {
+        let wr = reshape(&mut s, &in_name(ctx, 2), &[w, 1]);
+        fr = s.op("Mul", &[&fr, &wr], vec![]);
+    }
+    let flat = reshape(&mut s, &fr, &[b, frames, w * cin]);
+    let wm = s.constant(tensor_data(
+        x.dtype,
+        vec![w * cin, k * 2],
+        &table(w, cin, k, 2, w, false),
+    ));
+    let y = s.op("MatMul", &[&flat, &wm], vec![]);
+    let y = reshape(&mut s, &y, &[b, frames, k, 2]);
+    s.to("Identity", &[&y], &[&out0(ctx)?], vec![]);
     Ok(s.done())
 }

@@ -85,7 +85,8 @@ fn since(op: &str) -> i64 {
         | "SoftmaxCrossEntropyLoss" => 12,
         "HardSwish" | "Trilu" => 14,
         "CastLike" => 15,
-        "BlackmanWindow" | "DFT" | "HammingWindow" | "HannWindow" | "LayerNormalization" => 17,
+        "BlackmanWindow" | "DFT" | "HammingWindow" | "STFT" | "HannWindow"
+        | "LayerNormalization" => 17,
         "BitwiseAnd" | "BitwiseNot" | "CenterCropPad" | "Col2Im" | "BitwiseOr" | "BitwiseXor"
         | "GroupNormalization" | "Mish" => 18,
         "AffineGrid" | "Gelu" => 20,
