@@ -696,16 +696,33 @@ fn clip(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(s.done())
 }
 
+/// Dropout is the identity unless it trains with a non-zero ratio (a random mask, which is
+/// not reproducible): that case is rejected.
+pub fn check_deterministic_dropout(ctx: &NodeCtx<'_>) -> Result<()> {
+    let training = ctx.opset >= 12
+        && ctx
+            .const_ints(2, "training_mode")?
+            .is_some_and(|v| v.first().is_some_and(|&t| t != 0));
+    if !training {
+        return Ok(());
+    }
+    let ratio = match ctx.const_floats(1, "ratio")?.as_deref() {
+        None => 0.5,
+        Some([r]) => *r,
+        Some(_) => return Err(ctx.err("ratio must be a scalar")),
+    };
+    if ratio != 0.0 {
+        return Err(ctx.unsupported(format!(
+            "training_mode=true with ratio {ratio} (a random mask; ge compiles inference graphs)"
+        )));
+    }
+    Ok(())
+}
+
 /// Dropout (inference) with its mask output: identity and an all-true mask.
 fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
-    if ctx.opset >= 12
-        && ctx
-            .const_ints(2, "training_mode")?
-            .is_some_and(|v| v.first() == Some(&1))
-    {
-        return Err(ctx.unsupported("training_mode=true"));
-    }
+    check_deterministic_dropout(ctx)?;
     let mut s = Sub::new(ctx);
     s.to("Identity", &[&in_name(ctx, 0)], &[&out0(ctx)?], vec![]);
     if let Some(m) = out(ctx, 1) {

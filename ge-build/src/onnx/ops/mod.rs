@@ -3,6 +3,7 @@
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
 mod affine_grid;
+mod batch_norm_train;
 mod causal_conv;
 mod col2im;
 mod conv;
@@ -192,6 +193,9 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         "MaxPool" if pool_indices::wants_indices(ctx) => pool_indices::max_pool_with_indices(ctx),
         "MaxPool" | "AveragePool" | "LpPool" => conv::pool(ctx),
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => conv::global_pool(ctx),
+        "BatchNormalization" if batch_norm_train::is_training(ctx) => {
+            batch_norm_train::batch_norm_train(ctx)
+        }
         "BatchNormalization" => norm::batch_norm(ctx),
         "InstanceNormalization" => norm::instance_norm(ctx),
         "LRN" => norm::lrn(ctx),

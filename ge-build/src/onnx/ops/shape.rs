@@ -55,13 +55,7 @@ fn same(ctx: &NodeCtx<'_>) -> Result<Imported> {
 fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
     // The mask output (all ones in inference) is not produced: a consumer of it fails to
     // import with "produced by no node".
-    if ctx.opset >= 12
-        && ctx
-            .const_ints(2, "training_mode")?
-            .is_some_and(|v| v.first() == Some(&1))
-    {
-        return Err(ctx.unsupported("training_mode=true"));
-    }
+    super::decomp::check_deterministic_dropout(ctx)?;
     same(ctx)
 }
 

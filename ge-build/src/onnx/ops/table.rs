@@ -164,6 +164,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Decomposed,
             "condition known at compile time (a Gather)",
         ),
+        "BatchNormalization" => (
+            Lowering::Kernel,
+            "training_mode = 1 (opset 14+): decomposed, batch statistics",
+        ),
         "MaxPool" => (
             Lowering::Kernel,
             "with the Indices output: decomposed (Gather of windows, ReduceMax, ArgMax)",
@@ -176,7 +180,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
         ),
-        "Dropout" => (Lowering::Kernel, "inference only (training_mode = 0)"),
+        "Dropout" => (
+            Lowering::Kernel,
+            "inference only (training_mode = 0, or ratio 0)",
+        ),
         "Range" => (
             Lowering::Constant,
             "start, limit and delta known at compile time",
