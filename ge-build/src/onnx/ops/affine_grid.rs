@@ -50,7 +50,7 @@ fn affine_grid(ctx: &NodeCtx<'_>) -> Result<Imported> {
         )));
     }
     let spatial: Vec<usize> = size[2..].iter().map(|&v| v as usize).collect();
-    let p: usize = spatial.iter().product();
+    let p = spatial.iter().fold(1usize, |a, &b| a.saturating_mul(b));
     if p.saturating_mul(d + 1) > MAX_CONST_ELEMS {
         return Err(ctx.unsupported("an AffineGrid this large"));
     }

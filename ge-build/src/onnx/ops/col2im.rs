@@ -43,17 +43,19 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let [n, ck, l] = *x.shape else {
         return Err(ctx.err("input must be rank 3 [N, C * prod(block_shape), L]"));
     };
-    let padded: Vec<i64> = (0..d).map(|i| img[i] + pads[i] + pads[d + i]).collect();
+    let padded: Vec<i64> = (0..d)
+        .map(|i| img[i].saturating_add(pads[i]).saturating_add(pads[d + i]))
+        .collect();
     let mut blocks = Vec::with_capacity(d);
     for i in 0..d {
-        let span = dil[i] * (blk[i] - 1) + 1;
+        let span = dil[i].saturating_mul(blk[i] - 1).saturating_add(1);
         if padded[i] < span {
             return Err(ctx.err("a block is larger than the padded image"));
         }
         blocks.push((padded[i] - span) / strides[i] + 1);
     }
-    let k: i64 = blk.iter().product();
-    let nb: i64 = blocks.iter().product();
+    let prod = |v: &[i64]| v.iter().fold(1i64, |a, &b| a.saturating_mul(b));
+    let (k, nb) = (prod(&blk), prod(&blocks));
     if k <= 0 || ck as i64 % k != 0 || nb != l as i64 {
         return Err(ctx.err(format!(
             "input {:?} does not hold {k}-element blocks at {nb} positions",
@@ -61,8 +63,9 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {
         )));
     }
     let c = ck / k as usize;
-    let plane: i64 = padded.iter().product();
-    if (c * ck * l).max(n * c * plane as usize) > MAX_CONST_ELEMS {
+    let plane = prod(&padded);
+    let sat = |a: usize, b: usize, c: usize| a.saturating_mul(b).saturating_mul(c);
+    if sat(n, ck, l).max(sat(n, c, plane as usize)) > MAX_CONST_ELEMS {
         return Err(ctx.unsupported("a Col2Im this large"));
     }
     // Flat padded-image position of column entry (kernel offset kk, block position bb).

@@ -114,7 +114,7 @@ fn dft(ctx: &NodeCtx<'_>) -> Result<Imported> {
     } else {
         m
     };
-    if (m * cin).saturating_mul(k * cout) > MAX_CONST_ELEMS {
+    if (m * cin).saturating_mul(k.saturating_mul(cout)) > MAX_CONST_ELEMS {
         return Err(ctx.unsupported("a DFT this long (its matrix would be too large)"));
     }
     let mut w = table(m_used, cin, k, cout, n_fft, inverse);

@@ -26,7 +26,7 @@ fn geometry(
     pads: &[i64],
 ) -> Result<(usize, i64)> {
     let sp = pads.len() / 2;
-    let span = (k - 1) * dil + 1;
+    let span = (k - 1).saturating_mul(dil).saturating_add(1);
     let ceil = ctx.attr_i_or("ceil_mode", 0) != 0;
     let auto = ctx.attr_s_or("auto_pad", "NOTSET");
     let (inp, s) = (input as i64, s as i64);
@@ -86,8 +86,8 @@ pub fn max_pool_with_indices(ctx: &NodeCtx<'_>) -> Result<Imported> {
         let g = (k[d] as usize, strides[d] as usize, dil[d] as usize);
         outs.push(geometry(ctx, d, inp[d], g, &pads)?);
     }
-    let npos: usize = outs.iter().map(|o| o.0).product();
-    let nk: usize = k.iter().map(|&a| a as usize).product();
+    let npos = outs.iter().fold(1usize, |a, o| a.saturating_mul(o.0));
+    let nk = k.iter().fold(1usize, |a, &v| a.saturating_mul(v as usize));
     if npos.saturating_mul(nk) > MAX_CONST_ELEMS {
         return Err(ctx.unsupported("a MaxPool with Indices this large"));
     }

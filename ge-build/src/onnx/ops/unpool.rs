@@ -40,7 +40,7 @@ fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Imported> {
         let v = (x.shape[d + 2] as i64 - 1)
             .checked_mul(strides[d])
             .and_then(|v| v.checked_add(k[d]))
-            .and_then(|v| v.checked_sub(pads[d] + pads[sp + d]))
+            .and_then(|v| v.checked_sub(pads[d].saturating_add(pads[sp + d])))
             .filter(|&v| v > 0)
             .ok_or_else(|| ctx.err("the unpooled shape is empty or overflows"))?;
         shape.push(v as usize);
