@@ -322,3 +322,41 @@ fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x_dt = ctx.input(0)?.dtype;
     requantize(ctx, s, &acc, [sx, sw, sy], (7, x_dt))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{CompileError, CompileOptions, compile_bytes};
+
+    /// Compiles `tests/fixtures/<name>` and returns the unsupported reason.
+    fn unsupported_reason(name: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        let bytes = std::fs::read(&p).expect("fixture");
+        match compile_bytes(&bytes, None, &CompileOptions::default()) {
+            Err(CompileError::Unsupported { reason, .. }) => reason,
+            Err(e) => panic!("expected an unsupported error, got {e}"),
+            Ok(_) => panic!("{name} compiled"),
+        }
+    }
+
+    /// `convinteger_wide.onnx`: ConvInteger on run-time uint8 x and w of shape
+    /// [1, 300, 3, 3] (onnx 1.23 `helper.make_node("ConvInteger", ["x", "w"], ["y"])`, opset 10):
+    /// 255 * 255 * 2700 exceeds 2^24, so f32 accumulation could round.
+    #[test]
+    fn conv_integer_beyond_the_f32_bound_is_rejected() {
+        let r = unsupported_reason("convinteger_wide.onnx");
+        assert!(r.contains("2^24") && r.contains("175567500"), "{r}");
+    }
+
+    /// `quantize_float8.onnx`: QuantizeLinear(x f32 [4], s) with `output_dtype = 17`
+    /// (FLOAT8E4M3FN), opset 21.
+    #[test]
+    fn quantizing_to_float8_names_the_type() {
+        let r = unsupported_reason("quantize_float8.onnx");
+        assert!(
+            r.contains("output_dtype = 17") && r.contains("float8"),
+            "{r}"
+        );
+    }
+}
