@@ -28,6 +28,7 @@ mod shape;
 mod sub;
 pub mod table;
 mod tensor_scatter;
+mod training;
 mod unpool;
 mod window;
 
@@ -184,6 +185,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| col2im::import(t, ctx))
         .or_else(|| crop_pad::import(t, ctx))
         .or_else(|| affine_grid::import(t, ctx))
+        .or_else(|| training::import(t, ctx))
     {
         return r;
     }
@@ -210,6 +212,26 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         }),
     }
 }
+
+/// True when ge imports `op_type` of `domain`: the default domain's ops, and the training
+/// optimizers of `ai.onnx.preview.training`.
+pub fn domain_supported(domain: &str, op_type: &str) -> bool {
+    matches!(domain, "" | "ai.onnx")
+        || (domain == training::DOMAIN && training::OPS.contains(&op_type))
+}
+
+/// The default-domain opset a node of `domain` is imported at: the model's, except for the
+/// training domain, whose models import none (its decompositions use the newest opset).
+pub fn opset_for(domain: &str, opset: i64) -> i64 {
+    if domain == training::DOMAIN {
+        table::MAX_OPSET
+    } else {
+        opset
+    }
+}
+
+/// The training-domain ops (not in the default-domain table).
+pub const TRAINING_OPS: &[&str] = training::OPS;
 
 /// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
 /// operands are cast up at import).

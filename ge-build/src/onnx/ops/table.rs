@@ -267,6 +267,10 @@ pub fn markdown() -> String {
     );
     s.push_str("Anything else fails at compile time naming the node, op type, opset and reason.\n");
     s.push_str("f16/bf16 are computed in f32 and rounded per op.\n\n");
+    s.push_str(&format!(
+        "Also imported from `ai.onnx.preview.training` (decomposed, float32): {}.\n\n",
+        super::TRAINING_OPS.join(", ")
+    ));
     s.push_str("| op | opsets | dtypes | lowering | notes |\n|---|---|---|---|---|\n");
     for r in rows {
         let dts: Vec<&str> = r.dtypes.iter().map(|&d| short(d)).collect();
