@@ -92,7 +92,15 @@ mod tests {
                 .flat_map(|i| (i + 1..3).map(move |j| (i, j)))
                 .filter(|&(i, j)| q[i] > q[j])
                 .count();
-            assert_eq!(s, if inversions.is_multiple_of(2) { 1.0 } else { -1.0 }, "{q:?}");
+            assert_eq!(
+                s,
+                if inversions.is_multiple_of(2) {
+                    1.0
+                } else {
+                    -1.0
+                },
+                "{q:?}"
+            );
         }
     }
 }
