@@ -305,6 +305,7 @@ fn import_node(
     limit: Option<u64>,
 ) -> Result<()> {
     let domain = node.domain();
+    let opset = ops::opset_for(domain, opset);
     let mut input_ids = Vec::with_capacity(node.input.len());
     for name in &node.input {
         if name.is_empty() {
@@ -341,7 +342,7 @@ fn import_node(
             })
             .collect(),
     };
-    if !matches!(domain, "" | "ai.onnx") {
+    if !ops::domain_supported(domain, node.op_type()) {
         return Err(ctx.unsupported(format!(
             "operator domain '{domain}' is not supported (only the default ONNX domain is)"
         )));

@@ -25,6 +25,7 @@ pub const OPS: &[&str] = &[
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
     "If",
+    "BitwiseNot",
 ];
 
 /// Imports `t` if it is decomposed here; `None` otherwise. Some ops are decomposed only in
@@ -45,6 +46,7 @@ pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
         "NegativeLogLikelihoodLoss" => nll_loss(ctx),
         "SoftmaxCrossEntropyLoss" => sce_loss(ctx),
         "If" => if_const(ctx),
+        "BitwiseNot" => bitwise_not(ctx),
         "Clip" if clip_needs_decomp(ctx) => clip(ctx),
         "Dropout" if ctx.node.output.get(1).is_some_and(|o| !o.is_empty()) => dropout(ctx),
         _ => return None,
@@ -95,17 +97,26 @@ pub fn reshape(s: &mut Sub, x: &str, shape: &[usize]) -> String {
     s.op("Reshape", &[x, &sh], vec![])
 }
 
-/// Output `i`'s name when the node produces it.
+/// Integer-list attribute `name` of exactly `n` entries (`n` copies of `default` when absent).
+pub fn attr_ints_n(ctx: &NodeCtx<'_>, name: &str, default: i64, n: usize) -> Result<Vec<i64>> {
+    let v = ctx.attr_ints(name).unwrap_or_else(|| vec![default; n]);
+    if v.len() != n {
+        return Err(ctx.err(format!("{name} must have {n} entries")));
+    }
+    Ok(v)
+}
+
+/// The name of output `i`, when present.
 pub fn out(ctx: &NodeCtx<'_>, i: usize) -> Option<String> {
     ctx.node.output.get(i).filter(|o| !o.is_empty()).cloned()
 }
 
-/// Output 0's name (required).
+/// The name of output 0, which must be present.
 pub fn out0(ctx: &NodeCtx<'_>) -> Result<String> {
     out(ctx, 0).ok_or_else(|| ctx.err("output 0 is required"))
 }
 
-/// Input `i`'s name (empty when absent).
+/// The name of input `i` (empty when absent).
 pub fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
     ctx.node.input.get(i).cloned().unwrap_or_default()
 }
@@ -338,30 +349,47 @@ fn swiglu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(s.done())
 }
 
-/// Trilu: `Where(mask, x, 0)` with the band mask built at compile time.
+/// Trilu: `Where(mask, x, 0)` with the band mask built at compile time, or, for a run-time
+/// `k` (it changes values, not shapes), compared at run time against the constant `j - i`.
 fn trilu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
     let r = x.shape.len();
     if r < 2 {
         return Err(ctx.err("input rank must be at least 2"));
     }
-    let k = match ctx.const_ints(1, "k")? {
-        Some(v) if v.len() == 1 => v[0],
-        Some(_) => return Err(ctx.err("k must be a scalar")),
-        None => 0,
-    };
     let upper = ctx.attr_i_or("upper", 1) != 0;
     let (n, m) = (x.shape[r - 2], x.shape[r - 1]);
-    let mask: Vec<f64> = (0..n)
-        .flat_map(|i| {
-            (0..m).map(move |j| {
-                let d = j as i64 - i as i64;
-                (if upper { d >= k } else { d <= k }) as u8 as f64
-            })
-        })
-        .collect();
+    let diag = |f: &dyn Fn(i64) -> f64| -> Vec<f64> {
+        (0..n)
+            .flat_map(|i| (0..m).map(move |j| j as i64 - i as i64))
+            .map(f)
+            .collect()
+    };
     let mut s = Sub::new(ctx);
-    let mk = s.constant(tensor_data(DType::Bool, vec![n, m], &mask));
+    let mk = match ctx.input_opt(1) {
+        Some(k) if k.data.is_none() => {
+            if k.shape.iter().product::<usize>() != 1 || !matches!(k.dtype, DType::I64) {
+                return Err(ctx.err("k must be an int64 scalar"));
+            }
+            let d = s.constant(tensor_data(DType::I64, vec![n, m], &diag(&|d| d as f64)));
+            let kk = reshape(&mut s, &in_name(ctx, 1), &[]);
+            let cmp = if upper {
+                "GreaterOrEqual"
+            } else {
+                "LessOrEqual"
+            };
+            s.op(cmp, &[&d, &kk], vec![])
+        }
+        _ => {
+            let k = match ctx.const_ints(1, "k")? {
+                Some(v) if v.len() == 1 => v[0],
+                Some(_) => return Err(ctx.err("k must be a scalar")),
+                None => 0,
+            };
+            let band = diag(&|d| (if upper { d >= k } else { d <= k }) as u8 as f64);
+            s.constant(tensor_data(DType::Bool, vec![n, m], &band))
+        }
+    };
     let zero = s.scalar(x.dtype, 0.0);
     s.to(
         "Where",
@@ -683,16 +711,33 @@ fn clip(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(s.done())
 }
 
+/// Dropout is the identity unless it trains with a non-zero ratio (a random mask, which is
+/// not reproducible): that case is rejected.
+pub fn check_deterministic_dropout(ctx: &NodeCtx<'_>) -> Result<()> {
+    let training = ctx.opset >= 12
+        && ctx
+            .const_ints(2, "training_mode")?
+            .is_some_and(|v| v.first().is_some_and(|&t| t != 0));
+    if !training {
+        return Ok(());
+    }
+    let ratio = match ctx.const_floats(1, "ratio")?.as_deref() {
+        None => 0.5,
+        Some([r]) => *r,
+        Some(_) => return Err(ctx.err("ratio must be a scalar")),
+    };
+    if ratio != 0.0 {
+        return Err(ctx.unsupported(format!(
+            "training_mode=true with ratio {ratio} (a random mask; ge compiles inference graphs)"
+        )));
+    }
+    Ok(())
+}
+
 /// Dropout (inference) with its mask output: identity and an all-true mask.
 fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
-    if ctx.opset >= 12
-        && ctx
-            .const_ints(2, "training_mode")?
-            .is_some_and(|v| v.first() == Some(&1))
-    {
-        return Err(ctx.unsupported("training_mode=true"));
-    }
+    check_deterministic_dropout(ctx)?;
     let mut s = Sub::new(ctx);
     s.to("Identity", &[&in_name(ctx, 0)], &[&out0(ctx)?], vec![]);
     if let Some(m) = out(ctx, 1) {
@@ -705,5 +750,34 @@ fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
         let mask = tensor_data(dt, x.shape.to_vec(), &vec![1.0; n]);
         s.constant_named(&m, mask);
     }
+    Ok(s.done())
+}
+
+/// BitwiseNot: `x ^ all-ones`.
+fn bitwise_not(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let x = ctx.input(0)?;
+    let ones: Vec<u8> = match x.dtype {
+        DType::I8
+        | DType::I16
+        | DType::I32
+        | DType::I64
+        | DType::U8
+        | DType::U16
+        | DType::U32
+        | DType::U64 => vec![0xff; x.dtype.size()],
+        d => return Err(ctx.err(format!("{} is not an integer type", d.name()))),
+    };
+    let mut s = Sub::new(ctx);
+    let m = s.constant(crate::onnx::tensor::TensorData {
+        dtype: x.dtype,
+        dims: Vec::new(),
+        bytes: ones,
+    });
+    s.to(
+        "BitwiseXor",
+        &[&in_name(ctx, 0), &m],
+        &[&out0(ctx)?],
+        vec![],
+    );
     Ok(s.done())
 }

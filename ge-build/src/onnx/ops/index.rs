@@ -186,11 +186,17 @@ fn top_k(ctx: &NodeCtx<'_>) -> Result<Imported> {
     })
 }
 
+/// CumSum / CumProd along a constant axis. On a 1-D input every valid axis (0 or -1) is axis
+/// 0, so a run-time axis needs no value there (an out-of-range one is not diagnosed).
 fn cumulative(ctx: &NodeCtx<'_>, product: bool) -> Result<Imported> {
     let x = ctx.input(0)?;
-    let axis = match ctx.const_ints(1, "axis")?.as_deref() {
-        Some([a]) => ctx.axis(*a, x.shape.len())?,
-        _ => return Err(ctx.err("axis must be a scalar")),
+    let runtime_axis = ctx.input(1)?.data.is_none();
+    let axis = match ctx.const_ints(1, "axis") {
+        _ if runtime_axis && x.shape.len() == 1 => 0,
+        r => match r?.as_deref() {
+            Some([a]) => ctx.axis(*a, x.shape.len())?,
+            _ => return Err(ctx.err("axis must be a scalar")),
+        },
     };
     Ok(Imported::one(
         Op::Cumulative(CumulativeParams {

@@ -3,18 +3,36 @@
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
 mod attention;
+mod batch_norm_train;
+mod causal_conv;
+mod col2im;
 mod conv;
+mod crop_pad;
 mod decomp;
+mod det;
+mod dft;
+mod einsum;
 mod elementwise;
 mod grid;
 mod index;
 mod math;
 mod norm;
+mod onehot;
+mod pool_indices;
+mod qlinear;
+mod quant;
 mod recurrent;
 mod resize;
+mod reverse;
+mod rotary;
+mod select;
 mod shape;
 mod sub;
 pub mod table;
+mod tensor_scatter;
+mod training;
+mod unpool;
+mod window;
 
 use ge_runtime::format::DType;
 
@@ -147,26 +165,43 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = decomp::import(t, ctx) {
         return r;
     }
-    if let Some(r) = attention::import(t, ctx) {
-        return r;
-    }
-    if let Some(r) = recurrent::import(t, ctx) {
-        return r;
-    }
-    if let Some(r) = grid::import(t, ctx) {
-        return r;
-    }
     if let Some(r) = index::import(t, ctx) {
         return r;
     }
     if let Some(r) = elementwise::import(t, ctx) {
         return r;
     }
+    if let Some(r) = attention::import(t, ctx)
+        .or_else(|| recurrent::import(t, ctx))
+        .or_else(|| grid::import(t, ctx))
+        .or_else(|| quant::import(t, ctx))
+        .or_else(|| qlinear::import(t, ctx))
+        .or_else(|| einsum::import(t, ctx))
+        .or_else(|| det::import(t, ctx))
+        .or_else(|| onehot::import(t, ctx))
+        .or_else(|| window::import(t, ctx))
+        .or_else(|| unpool::import(t, ctx))
+        .or_else(|| select::import(t, ctx))
+        .or_else(|| reverse::import(t, ctx))
+        .or_else(|| causal_conv::import(t, ctx))
+        .or_else(|| dft::import(t, ctx))
+        .or_else(|| rotary::import(t, ctx))
+        .or_else(|| tensor_scatter::import(t, ctx))
+        .or_else(|| col2im::import(t, ctx))
+        .or_else(|| crop_pad::import(t, ctx))
+        .or_else(|| training::import(t, ctx))
+    {
+        return r;
+    }
     match t {
         "Conv" => conv::conv(ctx),
         "ConvTranspose" => conv::conv_transpose(ctx),
+        "MaxPool" if pool_indices::wants_indices(ctx) => pool_indices::max_pool_with_indices(ctx),
         "MaxPool" | "AveragePool" | "LpPool" => conv::pool(ctx),
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => conv::global_pool(ctx),
+        "BatchNormalization" if batch_norm_train::is_training(ctx) => {
+            batch_norm_train::batch_norm_train(ctx)
+        }
         "BatchNormalization" => norm::batch_norm(ctx),
         "InstanceNormalization" => norm::instance_norm(ctx),
         "LRN" => norm::lrn(ctx),
@@ -182,31 +217,61 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
 }
 
+/// True when ge imports `op_type` of `domain`: the default domain's ops, and the training
+/// optimizers of `ai.onnx.preview.training`.
+pub fn domain_supported(domain: &str, op_type: &str) -> bool {
+    matches!(domain, "" | "ai.onnx")
+        || (domain == training::DOMAIN && training::OPS.contains(&op_type))
+}
+
+/// The default-domain opset a node of `domain` is imported at: the model's, except for the
+/// training domain, whose models import none (its decompositions use the newest opset).
+pub fn opset_for(domain: &str, opset: i64) -> i64 {
+    if domain == training::DOMAIN {
+        table::MAX_OPSET
+    } else {
+        opset
+    }
+}
+
+/// The training-domain ops (not in the default-domain table).
+pub const TRAINING_OPS: &[&str] = training::OPS;
+
 /// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
 /// operands are cast up at import).
 pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
     index::computes_in_f32(op) || grid::computes_in_f32(op)
 }
 
-/// True for op types imported as decompositions into other ops.
-pub fn is_decomposed(op: &str) -> bool {
-    decomp::OPS
-        .iter()
-        .chain(attention::OPS)
-        .chain(recurrent::OPS)
-        .chain(&["AffineGrid"])
-        .any(|&o| o == op)
-}
+/// The op lists of the decomposing importers beyond `decomp` (lowered as decompositions).
+pub const DECOMPOSED: &[&[&str]] = &[
+    quant::OPS,
+    qlinear::OPS,
+    einsum::OPS,
+    det::OPS,
+    onehot::OPS,
+    unpool::OPS,
+    select::OPS,
+    reverse::OPS,
+    causal_conv::OPS,
+    dft::OPS,
+    rotary::OPS,
+    tensor_scatter::OPS,
+    col2im::OPS,
+    crop_pad::OPS,
+    attention::OPS,
+    recurrent::OPS,
+];
 
 /// Every supported op type: the direct importers' and the decomposed ones.
 pub fn supported() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = SUPPORTED
         .iter()
         .chain(decomp::OPS)
-        .chain(attention::OPS)
-        .chain(recurrent::OPS)
-        .chain(grid::OPS)
         .chain(index::OPS)
+        .chain(window::OPS)
+        .chain(grid::OPS)
+        .chain(DECOMPOSED.iter().flat_map(|l| l.iter()))
         .copied()
         .collect();
     v.sort_unstable();

@@ -20,11 +20,18 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if ctx.attr_i_or("antialias", 0) != 0 {
         return Err(ctx.unsupported("antialias=1"));
     }
-    if ctx.has_attr("axes") {
-        return Err(ctx.unsupported("the axes attribute"));
+    let policy = ctx.attr_s_or("keep_aspect_ratio_policy", "stretch");
+    if !matches!(policy.as_str(), "stretch" | "not_larger" | "not_smaller") {
+        return Err(ctx.err(format!(
+            "keep_aspect_ratio_policy '{policy}' is not supported"
+        )));
     }
-    if ctx.attr_s_or("keep_aspect_ratio_policy", "stretch") != "stretch" {
-        return Err(ctx.unsupported("keep_aspect_ratio_policy other than stretch"));
+    let axes: Vec<usize> = match ctx.attr_ints("axes") {
+        Some(a) => a.iter().map(|&a| ctx.axis(a, r)).collect::<Result<_>>()?,
+        None => (0..r).collect(),
+    };
+    if (1..axes.len()).any(|i| axes[..i].contains(&axes[i])) {
+        return Err(ctx.err(format!("axes {axes:?} repeat an axis")));
     }
     let (scales, sizes, roi) = if upsample {
         let s = if ctx.opset < 9 {
@@ -42,6 +49,35 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
             ctx.const_ints(3, "sizes")?.filter(|v| !v.is_empty()),
             ctx.const_floats(1, "roi")?,
         )
+    };
+    let n = axes.len();
+    // Scales, sizes and roi given for `axes` only: the other axes keep their size.
+    let full = |v: Vec<f64>, fill: &dyn Fn(usize) -> f64| -> Result<Vec<f64>> {
+        if v.len() != n {
+            return Err(ctx.err(format!("{v:?} must have one entry per axis ({n})")));
+        }
+        let mut f: Vec<f64> = (0..r).map(fill).collect();
+        for (&a, &x) in axes.iter().zip(&v) {
+            f[a] = x;
+        }
+        Ok(f)
+    };
+    let scales = scales.map(|v| full(v, &|_| 1.0)).transpose()?;
+    let sizes = sizes
+        .map(|v| {
+            full(v.iter().map(|&d| d as f64).collect(), &|i| {
+                x.shape[i] as f64
+            })
+        })
+        .transpose()?
+        .map(|v| v.iter().map(|&d| d as i64).collect::<Vec<i64>>());
+    let roi = match roi {
+        Some(v) if v.len() == 2 * n && n != r => {
+            let start = full(v[..n].to_vec(), &|_| 0.0)?;
+            let end = full(v[n..].to_vec(), &|_| 1.0)?;
+            Some([start, end].concat())
+        }
+        v => v,
     };
     let mut p = ResizeParams {
         mode: mode as u32,
@@ -62,6 +98,20 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
             for i in 0..r {
                 out[i] = sz[i].max(0) as usize;
                 p.scales[i] = out[i] as f32 / x.shape[i].max(1) as f32;
+            }
+            if policy != "stretch" {
+                // One scale for all `axes` (the smallest or largest), sizes rounded half up.
+                let ratio = |&a: &usize| sz[a] as f64 / x.shape[a].max(1) as f64;
+                let it = axes.iter().map(ratio);
+                let scale = if policy == "not_larger" {
+                    it.fold(f64::INFINITY, f64::min)
+                } else {
+                    it.fold(0.0, f64::max)
+                };
+                for &a in &axes {
+                    out[a] = (scale * x.shape[a] as f64 + 0.5) as usize;
+                    p.scales[a] = scale as f32;
+                }
             }
         }
         (None, Some(sc)) => {

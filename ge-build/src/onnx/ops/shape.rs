@@ -55,13 +55,7 @@ fn same(ctx: &NodeCtx<'_>) -> Result<Imported> {
 fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
     // The mask output (all ones in inference) is not produced: a consumer of it fails to
     // import with "produced by no node".
-    if ctx.opset >= 12
-        && ctx
-            .const_ints(2, "training_mode")?
-            .is_some_and(|v| v.first() == Some(&1))
-    {
-        return Err(ctx.unsupported("training_mode=true"));
-    }
+    super::decomp::check_deterministic_dropout(ctx)?;
     same(ctx)
 }
 
@@ -571,6 +565,9 @@ fn cast(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(Imported::one(Op::Cast, vec![0], to, x.shape.to_vec()))
 }
 
+/// The most elements an importer computes into one compile-time constant (1 GiB of f32).
+pub const MAX_CONST_ELEMS: usize = 1 << 28;
+
 fn range(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let dtype = ctx.input(0)?.dtype;
     let get = |i: usize, what: &str| -> Result<f64> {
@@ -583,6 +580,11 @@ fn range(ctx: &NodeCtx<'_>) -> Result<Imported> {
         return Err(ctx.err("delta is zero"));
     }
     let n = ((limit - start) / delta).ceil().max(0.0) as usize;
+    if n > MAX_CONST_ELEMS {
+        return Err(ctx.unsupported(format!(
+            "Range of {n} elements (compile-time constants hold at most {MAX_CONST_ELEMS})"
+        )));
+    }
     let bytes: Vec<u8> = match dtype {
         DType::F32 => (0..n)
             .flat_map(|i| (start as f32 + i as f32 * delta as f32).to_le_bytes())
@@ -599,6 +601,23 @@ fn range(ctx: &NodeCtx<'_>) -> Result<Imported> {
         DType::I16 => (0..n)
             .flat_map(|i| (start as i16 + i as i16 * delta as i16).to_le_bytes())
             .collect(),
+        DType::F16 | DType::Bf16 => {
+            // The op's function body adds delta in the element type: rounded every step.
+            let round = |v: f64| {
+                if dtype == DType::F16 {
+                    half::f16::from_f64(v).to_f64()
+                } else {
+                    half::bf16::from_f64(v).to_f64()
+                }
+            };
+            let (d, mut acc) = (round(delta), round(start));
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(acc);
+                acc = round(acc + d);
+            }
+            super::sub::tensor_data(dtype, vec![n], &v).bytes
+        }
         d => return Err(ctx.unsupported(format!("Range of {}", d.name()))),
     };
     Ok(Imported::Constants(vec![TensorData {

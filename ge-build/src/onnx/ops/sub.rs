@@ -13,6 +13,9 @@ pub enum A<'s> {
     I(&'s str, i64),
     Is(&'s str, Vec<i64>),
     F(&'s str, f32),
+    S(&'s str, &'s str),
+    /// An attribute copied as-is (e.g. a convolution's geometry passed through).
+    Raw(&'s AttributeProto),
 }
 
 impl A<'_> {
@@ -34,6 +37,12 @@ impl A<'_> {
                 a.r#type = Some(1);
                 a.f = Some(v);
             }
+            A::S(n, v) => {
+                a.name = Some(n.into());
+                a.r#type = Some(3);
+                a.s = Some(v.as_bytes().to_vec());
+            }
+            A::Raw(r) => return r.clone(),
         }
         a
     }

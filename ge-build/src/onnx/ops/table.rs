@@ -21,6 +21,9 @@ const INT: &[DType] = &[
     DType::U64,
 ];
 
+/// The integer types (de)quantization handles (int32 only dequantized).
+const QUANT: &[DType] = &[DType::U8, DType::I8, DType::U16, DType::I16, DType::I32];
+
 /// How an op is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lowering {
@@ -46,6 +49,7 @@ pub struct OpSupport {
 fn since(op: &str) -> i64 {
     match op {
         "Expand" => 8,
+        "Compress" | "MaxUnpool" | "NonZero" | "OneHot" => 9,
         "Acosh"
         | "Asinh"
         | "Atanh"
@@ -60,10 +64,21 @@ fn since(op: &str) -> i64 {
         | "Sign"
         | "Sinh"
         | "Where" => 9,
-        "IsInf" | "Mod" | "Resize" | "ThresholdedRelu" => 10,
-        "BitShift" | "CumSum" | "GatherElements" | "GatherND" | "Range" | "Round"
-        | "ScatterElements" | "ScatterND" => 11,
+        "ConvInteger" | "DequantizeLinear" | "IsInf" | "MatMulInteger" | "Mod" | "QLinearConv"
+        | "QLinearMatMul" | "QuantizeLinear" | "Resize" | "ReverseSequence" | "ThresholdedRelu" => {
+            10
+        }
+        "BitShift"
+        | "CumSum"
+        | "DynamicQuantizeLinear"
+        | "GatherElements"
+        | "GatherND"
+        | "Range"
+        | "Round"
+        | "ScatterElements"
+        | "ScatterND" => 11,
         "Celu"
+        | "Einsum"
         | "GreaterOrEqual"
         | "LessOrEqual"
         | "NegativeLogLikelihoodLoss"
@@ -71,12 +86,15 @@ fn since(op: &str) -> i64 {
         "HardSwish" | "Trilu" => 14,
         "GridSample" => 16,
         "CastLike" => 15,
-        "LayerNormalization" => 17,
-        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
+        "BlackmanWindow" | "DFT" | "HammingWindow" | "STFT" | "HannWindow"
+        | "LayerNormalization" => 17,
+        "BitwiseAnd" | "BitwiseNot" | "CenterCropPad" | "Col2Im" | "BitwiseOr" | "BitwiseXor"
+        | "GroupNormalization" | "Mish" => 18,
         "AffineGrid" | "Gelu" => 20,
-        "Attention" | "RMSNormalization" => 23,
-        "Swish" => 24,
+        "Attention" | "RMSNormalization" | "RotaryEmbedding" => 23,
+        "Swish" | "TensorScatter" => 24,
         "CumProd" => 26,
+        "CausalConvWithState" => 27,
         "SwiGLU" => 28,
         _ => MIN_OPSET,
     }
@@ -106,17 +124,25 @@ fn dtypes(op: &str) -> Vec<DType> {
             .filter(|d| matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64))
             .collect(),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" => cat(&[INT, &[DType::Bool]]),
+        "BitwiseNot" => INT.to_vec(),
         "Abs" | "Neg" | "Sign" | "Relu" | "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min"
         | "Mean" | "Sum" | "Mod" | "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin"
         | "ReduceProd" | "ReduceSumSquare" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" | "ArgMax" | "ArgMin" | "TopK" | "CumSum" | "CumProd" | "Clip"
         | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => num(),
-        "Range" => cat(&[&[DType::F32, DType::F64], INT]),
+        "Range" => cat(&[FLOAT, INT]),
+        "QuantizeLinear" => cat(&[FLOAT, &QUANT[..4]]),
+        "DequantizeLinear" => cat(&[FLOAT, QUANT]),
+        "DynamicQuantizeLinear" => vec![DType::F32, DType::U8],
+        "MatMulInteger" | "ConvInteger" | "QLinearMatMul" | "QLinearConv" => {
+            vec![DType::U8, DType::I8]
+        }
         "Equal" | "Cast" | "CastLike" | "Concat" | "Constant" | "ConstantOfShape" | "Dropout"
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" => any(),
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "OneHot" | "Compress"
+        | "NonZero" | "ReverseSequence" => any(),
         _ => float(),
     }
 }
@@ -124,11 +150,41 @@ fn dtypes(op: &str) -> Vec<DType> {
 fn lowering(op: &str) -> (Lowering, &'static str) {
     match op {
         "Constant" | "ConstantOfShape" | "Shape" | "Size" | "EyeLike" => (Lowering::Constant, ""),
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            (Lowering::Constant, "size known at compile time")
+        }
+        "OneHot" => (Lowering::Decomposed, "depth known at compile time"),
+        "NonZero" => (Lowering::Constant, "input known at compile time"),
+        "CenterCropPad" => (Lowering::Decomposed, "shape known at compile time"),
+        "Col2Im" => (
+            Lowering::Decomposed,
+            "image_shape and block_shape known at compile time",
+        ),
+        "AffineGrid" => (Lowering::Decomposed, "size known at compile time"),
+        "Compress" => (
+            Lowering::Decomposed,
+            "condition known at compile time (a Gather)",
+        ),
+        "BatchNormalization" => (
+            Lowering::Kernel,
+            "training_mode = 1 (opset 14+): decomposed, batch statistics",
+        ),
+        "MaxPool" => (
+            Lowering::Kernel,
+            "with the Indices output: decomposed (Gather of windows, ReduceMax, ArgMax)",
+        ),
+        "MaxUnpool" => (
+            Lowering::Decomposed,
+            "ScatterElements into zeros; output_shape known at compile time",
+        ),
         "If" => (
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
         ),
-        "Dropout" => (Lowering::Kernel, "inference only (training_mode = 0)"),
+        "Dropout" => (
+            Lowering::Kernel,
+            "inference only (training_mode = 0, or ratio 0)",
+        ),
         "Range" => (
             Lowering::Constant,
             "start, limit and delta known at compile time",
@@ -137,7 +193,24 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Kernel,
             "run-time min/max or integer inputs are decomposed into Max/Min",
         ),
-        _ if super::is_decomposed(op) => (Lowering::Decomposed, ""),
+        "QuantizeLinear" | "DequantizeLinear" => (
+            Lowering::Decomposed,
+            "per tensor, per axis, blocked; no float8/int4/int2/float4 element types",
+        ),
+        "Det" => (
+            Lowering::Decomposed,
+            "Leibniz formula (Gather, ReduceProd, ReduceSum), matrices up to 6x6",
+        ),
+        "ConvInteger" | "QLinearConv" => (
+            Lowering::Decomposed,
+            "f32 conv, exact while sums stay below 2^24 (checked at compile time)",
+        ),
+        _ if op == "AffineGrid"
+            || super::decomp::OPS.contains(&op)
+            || super::DECOMPOSED.iter().any(|l| l.contains(&op)) =>
+        {
+            (Lowering::Decomposed, "")
+        }
         _ => (Lowering::Kernel, ""),
     }
 }
@@ -196,6 +269,10 @@ pub fn markdown() -> String {
     );
     s.push_str("Anything else fails at compile time naming the node, op type, opset and reason.\n");
     s.push_str("f16/bf16 are computed in f32 and rounded per op.\n\n");
+    s.push_str(&format!(
+        "Also imported from `ai.onnx.preview.training` (decomposed, float32): {}.\n\n",
+        super::TRAINING_OPS.join(", ")
+    ));
     s.push_str("| op | opsets | dtypes | lowering | notes |\n|---|---|---|---|---|\n");
     for r in rows {
         let dts: Vec<&str> = r.dtypes.iter().map(|&d| short(d)).collect();
