@@ -46,3 +46,11 @@ pub use ge_runtime::{Error, Model, Session};
 pub use ge_sim as sim;
 pub use ge_sim::{LaunchMode, Profile, RunReport, SimDevice};
 pub use include_bytes_aligned::include_bytes_aligned;
+
+/// A host executor of `threads` persistent threads for a model's kernels (pass it to the
+/// generated `with_host`). The pool is created on first use and shared by every model asking
+/// for the same count; runs allocate nothing.
+#[cfg(feature = "std")]
+pub fn host_threads(threads: usize) -> ge_sim::threads::Host {
+    ge_sim::threads::Host::on(ge_sim::threads::ThreadPool::shared(threads))
+}

@@ -712,6 +712,14 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
                 pub fn device_mut(&mut self) -> &mut #krate::SimDevice<O> {
                     &mut self.device
                 }
+
+                /// Runs the kernels on `host` — e.g. `ge::host_threads(2)` (the `std`
+                /// feature's persistent thread pool); outputs are bitwise the same whatever
+                /// the thread count.
+                pub fn with_host(mut self, host: #krate::sim::threads::Host) -> Self {
+                    self.device.host = host;
+                    self
+                }
             }
         }
     })
