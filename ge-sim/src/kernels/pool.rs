@@ -378,7 +378,7 @@ pub fn run_global_pool(
                     |a, &b| if b > a || b.is_nan() { b } else { a },
                 )
             }
-            PoolKind::Average => sum(xpl) / plane as f32,
+            PoolKind::Average => vmath::sum_by(xpl, |v| v) / plane as f32,
             PoolKind::Lp => lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p),
         };
     }
@@ -386,18 +386,6 @@ pub fn run_global_pool(
         cube_macs: 0,
         vector_ops: x.len() as u64,
     })
-}
-
-/// Sum with independent partial sums (vectorizes).
-fn sum(v: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (c, r) = v.as_chunks::<8>();
-    for ch in c {
-        for l in 0..8 {
-            acc[l] += ch[l];
-        }
-    }
-    acc.iter().sum::<f32>() + r.iter().sum::<f32>()
 }
 
 #[cfg(test)]

@@ -251,7 +251,7 @@ trait Map<T> {
 struct InPlace<'a, T>(&'a mut [T]);
 
 impl<T: Copy> Map<T> for InPlace<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn map<F: Fn(T) -> T>(self, f: F) {
         for v in self.0.iter_mut() {
             *v = f(*v);
@@ -262,7 +262,7 @@ impl<T: Copy> Map<T> for InPlace<'_, T> {
 struct OutOfPlace<'a, T>(&'a [T], &'a mut [T]);
 
 impl<T: Copy> Map<T> for OutOfPlace<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn map<F: Fn(T) -> T>(self, f: F) {
         for (o, &x) in self.1.iter_mut().zip(self.0) {
             *o = f(x);

@@ -12,17 +12,14 @@
 #[cfg(target_arch = "x86_64")]
 use super::gemm::micro::{Isa, isa};
 
-/// Rounds to the nearest integer (ties to even) for `|v| < 2^22`, without `libm`.
-#[inline(always)]
-fn round_small(v: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23
-    (v + MAGIC) - MAGIC
-}
+/// 1.5 · 2^23: adding it rounds a float of magnitude below 2^22 to an integer (ties to even)
+/// that then sits in the low mantissa bits.
+const MAGIC: f32 = 12_582_912.0;
 
-/// `2^n` for an integral `n` in `[-126, 127]`.
+/// `2^i` for an integer `i` in `[-126, 127]`.
 #[inline(always)]
-fn pow2i(n: f32) -> f32 {
-    f32::from_bits(((n as i32 + 127) as u32) << 23)
+fn pow2i(i: i32) -> f32 {
+    f32::from_bits((i.wrapping_add(127) as u32) << 23)
 }
 
 /// `e^x`: 1 ulp on the normal range; 0 below it (no subnormals), +∞ above, NaN kept.
@@ -31,7 +28,10 @@ pub fn exp(x: f32) -> f32 {
     const HI: f32 = 88.722_83;
     const LO: f32 = -87.336_55;
     let xc = x.clamp(LO, HI);
-    let n = round_small(xc * core::f32::consts::LOG2_E);
+    // n = round(x / ln 2), as a float and (from the same bits, no saturating cast) an integer.
+    let t = xc * core::f32::consts::LOG2_E + MAGIC;
+    let n = t - MAGIC;
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
     // Cody–Waite: ln 2 = C1 + C2 with C1 exact in few bits.
     let r = xc - n * 0.693_359_4 - n * -2.121_944_4e-4;
     let z = r * r;
@@ -41,8 +41,8 @@ pub fn exp(x: f32) -> f32 {
         + 5.000_000_1e-1;
     let y = p * z + r + 1.0;
     // 2^n as two factors: n reaches 128 at the top of the range.
-    let h = round_small(n * 0.5 - 0.25);
-    let v = y * pow2i(h) * pow2i(n - h);
+    let h = ni >> 1;
+    let v = y * pow2i(h) * pow2i(ni.wrapping_sub(h));
     if x > HI {
         f32::INFINITY
     } else if x < LO {
@@ -84,6 +84,24 @@ pub fn erf(x: f32) -> f32 {
     q = x2 * q + -7.373_329_3e-3;
     q = x2 * q + -1.426_473_9e-2;
     p / q
+}
+
+/// `Σ f(v)` in 8 interleaved partial sums, so the loop vectorizes (a fixed order: the result
+/// does not depend on the thread count).
+#[inline(always)]
+pub fn sum_by<T: Copy + Default + core::ops::Add<Output = T>>(
+    v: &[f32],
+    f: impl Fn(f32) -> T,
+) -> T {
+    let mut acc = [T::default(); 8];
+    let (c, r) = v.as_chunks::<8>();
+    for ch in c {
+        for l in 0..8 {
+            acc[l] = acc[l] + f(ch[l]);
+        }
+    }
+    let add = |a: T, b: T| a + b;
+    acc.into_iter().fold(T::default(), add) + r.iter().map(|&x| f(x)).fold(T::default(), add)
 }
 
 /// Runs `f`, compiled for AVX2+FMA when the CPU has it (detected once with `std`), so the
