@@ -251,10 +251,16 @@ trait Map<T> {
 struct InPlace<'a, T>(&'a mut [T]);
 
 impl<T: Copy> Map<T> for InPlace<'_, T> {
+    /// Through a stack buffer: written straight back, ops that keep some elements (Relu)
+    /// became masked stores, which are microcoded and slow on AMD.
     #[inline(always)]
     fn map<F: Fn(T) -> T>(self, f: F) {
-        for v in self.0.iter_mut() {
-            *v = f(*v);
+        for c in self.0.chunks_mut(64) {
+            let mut buf = [c[0]; 64];
+            for (b, &v) in buf.iter_mut().zip(c.iter()) {
+                *b = f(v);
+            }
+            c.copy_from_slice(&buf[..c.len()]);
         }
     }
 }
