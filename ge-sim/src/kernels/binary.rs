@@ -602,15 +602,12 @@ pub fn run_binary(
 
 /// `out = f(…f(f(x0, x1), x2)…)` over broadcast inputs; the first two in one pass (a
 /// residual Sum reads each once).
-fn fold_inputs<T: Copy>(
+fn fold_inputs<T: ge_runtime::format::Element>(
     ins: &[Option<TensorRef<'_>>],
     out: &mut [T],
     so: &Shape,
     f: impl Fn(T, T) -> T + Copy,
-) -> Result<(), KernelError>
-where
-    T: ge_runtime::format::Element,
-{
+) -> Result<(), KernelError> {
     let mut first: Option<(&[T], Shape)> = None;
     for (k, t) in ins.iter().enumerate() {
         let t = t
