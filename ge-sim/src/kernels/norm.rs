@@ -240,30 +240,36 @@ fn lrn_t<T: Real + ge_runtime::format::Element>(
         return Err(LAYOUT_ERR);
     }
     let blk = |ni: usize, ci: usize| (ni * c + ci) * s..(ni * c + ci + 1) * s;
-    for ni in 0..n {
-        for ci in 0..c {
-            let yb = ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
-            yb.fill(T::ZERO);
-            let hi = (ci + after).min(c - 1);
-            for cj in ci.saturating_sub(before)..=hi {
-                let xb = xs.get(blk(ni, cj)).ok_or(LAYOUT_ERR)?;
-                for (o, &v) in yb.iter_mut().zip(xb) {
-                    *o = *o + v * v;
+    vmath::with_simd(
+        #[inline(always)]
+        || -> Result<(), KernelError> {
+            for ni in 0..n {
+                for ci in 0..c {
+                    let yb = ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
+                    yb.fill(T::ZERO);
+                    let hi = (ci + after).min(c - 1);
+                    for cj in ci.saturating_sub(before)..=hi {
+                        let xb = xs.get(blk(ni, cj)).ok_or(LAYOUT_ERR)?;
+                        for (o, &v) in yb.iter_mut().zip(xb) {
+                            *o = *o + v * v;
+                        }
+                    }
+                    let xb = xs.get(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
+                    let it = yb.iter_mut().zip(xb);
+                    // The usual β = 0.75 as square roots: `powf` dominated Inception v1.
+                    if p.beta == 0.75 {
+                        it.for_each(|(o, &v)| {
+                            let r = (bias + coef * *o).sqrt();
+                            *o = v / (r * r.sqrt());
+                        });
+                    } else {
+                        it.for_each(|(o, &v)| *o = v / (bias + coef * *o).powf(beta));
+                    }
                 }
             }
-            let xb = xs.get(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
-            let it = yb.iter_mut().zip(xb);
-            // The usual β = 0.75 as square roots: `powf` dominated Inception v1.
-            if p.beta == 0.75 {
-                it.for_each(|(o, &v)| {
-                    let r = (bias + coef * *o).sqrt();
-                    *o = v / (r * r.sqrt());
-                });
-            } else {
-                it.for_each(|(o, &v)| *o = v / (bias + coef * *o).powf(beta));
-            }
-        }
-    }
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 

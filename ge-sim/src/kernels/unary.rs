@@ -14,7 +14,7 @@ use super::vmath;
 use super::{KernelError, KernelResult, Work, input, output};
 
 /// Float math shared by the kernels (f32 and f64), backed by `libm` since the crate is
-/// `no_std` (f32 `exp`, `tanh`, `erf`: the vectorizable [`vmath`] ones). Method names
+/// `no_std` (f32 `exp`, `tanh`, `erf`, `sqrt`: the vectorizable [`vmath`] ones). Method names
 /// mirror `std`'s.
 pub trait Real:
     Copy
@@ -65,7 +65,7 @@ pub trait Real:
 }
 
 macro_rules! real_impl {
-    ($t:ty, $exp:path, $expm1:ident, $log:ident, $log1p:ident, $sqrt:ident, $tanh:path,
+    ($t:ty, $exp:path, $expm1:ident, $log:ident, $log1p:ident, $sqrt:path, $tanh:path,
      $erf:path, $floor:ident, $ceil:ident, $re:ident, $sin:ident, $cos:ident, $tan:ident,
      $asin:ident, $acos:ident, $atan:ident, $sinh:ident, $cosh:ident, $asinh:ident,
      $acosh:ident, $atanh:ident, $pow:ident, $fmod:ident, $fabs:ident) => {
@@ -101,7 +101,7 @@ macro_rules! real_impl {
             }
             #[inline]
             fn sqrt(self) -> Self {
-                libm::$sqrt(self)
+                $sqrt(self)
             }
             #[inline]
             fn tanh(self) -> Self {
@@ -193,7 +193,7 @@ real_impl!(
     expm1f,
     logf,
     log1pf,
-    sqrtf,
+    vmath::sqrt,
     vmath::tanh,
     vmath::erf,
     floorf,
@@ -220,7 +220,7 @@ real_impl!(
     expm1,
     log,
     log1p,
-    sqrt,
+    libm::sqrt,
     libm::tanh,
     libm::erf,
     floor,

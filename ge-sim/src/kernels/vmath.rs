@@ -52,6 +52,20 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
+/// `√x`, correctly rounded either way; with `std` it is LLVM's intrinsic, which vectorizes
+/// (libm's is inline assembly on x86, one `sqrtss` at a time).
+#[inline(always)]
+pub fn sqrt(x: f32) -> f32 {
+    #[cfg(feature = "std")]
+    {
+        x.sqrt()
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        libm::sqrtf(x)
+    }
+}
+
 /// `tanh x`: an odd polynomial below |x| = 0.625, `1 − 2 / (e^{2|x|} + 1)` above.
 #[inline(always)]
 pub fn tanh(x: f32) -> f32 {
