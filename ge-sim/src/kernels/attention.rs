@@ -5,7 +5,7 @@
 use ge_runtime::format::{AttentionParams, MAX_RANK, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, Work, input, output, vmath};
 
 /// Scratch bytes: one score row of T floats.
 pub fn attention_workspace_bytes(in_shapes: &[Option<Shape>]) -> usize {
@@ -68,53 +68,58 @@ pub fn run_attention(
     let row: &mut [f32] = bytemuck::try_cast_slice_mut(ws).map_err(|_| KernelError::Workspace)?;
     let row = row.get_mut(..t).ok_or(KernelError::Workspace)?;
     let sd = scores.dims();
-    for b in 0..batch {
-        // Mask offset of (b, i, j): decompose b over the batch dims.
-        let mut mbase = 0usize;
-        if let Some((_, st)) = &mask {
-            let mut rem = b;
-            for a in (0..r - 2).rev() {
-                mbase += (rem % sd[a]) * st[a];
-                rem /= sd[a];
-            }
-        }
-        let (qb, kb, vb) = (
-            &qv[b * s * d..(b + 1) * s * d],
-            &kv[b * d * t..(b + 1) * d * t],
-            &vv[b * t * e..(b + 1) * t * e],
-        );
-        for i in 0..s {
-            row.fill(0.0);
-            for (c, &qc) in qb[i * d..(i + 1) * d].iter().enumerate() {
-                for (rj, &kj) in row.iter_mut().zip(&kb[c * t..(c + 1) * t]) {
-                    *rj += qc * kj;
+    vmath::with_simd(
+        #[inline(always)]
+        || -> Result<(), KernelError> {
+            for b in 0..batch {
+                // Mask offset of (b, i, j): decompose b over the batch dims.
+                let mut mbase = 0usize;
+                if let Some((_, st)) = &mask {
+                    let mut rem = b;
+                    for a in (0..r - 2).rev() {
+                        mbase += (rem % sd[a]) * st[a];
+                        rem /= sd[a];
+                    }
+                }
+                let (qb, kb, vb) = (
+                    &qv[b * s * d..(b + 1) * s * d],
+                    &kv[b * d * t..(b + 1) * d * t],
+                    &vv[b * t * e..(b + 1) * t * e],
+                );
+                for i in 0..s {
+                    row.fill(0.0);
+                    for (c, &qc) in qb[i * d..(i + 1) * d].iter().enumerate() {
+                        for (rj, &kj) in row.iter_mut().zip(&kb[c * t..(c + 1) * t]) {
+                            *rj += qc * kj;
+                        }
+                    }
+                    let mut max = f32::NEG_INFINITY;
+                    for (j, rj) in row.iter_mut().enumerate() {
+                        *rj *= p.scale;
+                        if let Some((m, st)) = &mask {
+                            *rj += *m
+                                .get(mbase + i * st[r - 2] + j * st[r - 1])
+                                .ok_or(KernelError::Shape("mask index"))?;
+                        }
+                        max = max.max(*rj);
+                    }
+                    for rj in row.iter_mut() {
+                        *rj = vmath::exp(*rj - max);
+                    }
+                    let sum = vmath::sum_by(row, |v| v);
+                    let out = &mut yv[(b * s + i) * e..(b * s + i + 1) * e];
+                    out.fill(0.0);
+                    for (j, &pj) in row.iter().enumerate() {
+                        let w = pj / sum;
+                        for (o, &vj) in out.iter_mut().zip(&vb[j * e..(j + 1) * e]) {
+                            *o += w * vj;
+                        }
+                    }
                 }
             }
-            let mut max = f32::NEG_INFINITY;
-            for (j, rj) in row.iter_mut().enumerate() {
-                *rj *= p.scale;
-                if let Some((m, st)) = &mask {
-                    *rj += *m
-                        .get(mbase + i * st[r - 2] + j * st[r - 1])
-                        .ok_or(KernelError::Shape("mask index"))?;
-                }
-                max = max.max(*rj);
-            }
-            let mut sum = 0.0f32;
-            for rj in row.iter_mut() {
-                *rj = libm::expf(*rj - max);
-                sum += *rj;
-            }
-            let out = &mut yv[(b * s + i) * e..(b * s + i + 1) * e];
-            out.fill(0.0);
-            for (j, &pj) in row.iter().enumerate() {
-                let w = pj / sum;
-                for (o, &vj) in out.iter_mut().zip(&vb[j * e..(j + 1) * e]) {
-                    *o += w * vj;
-                }
-            }
-        }
-    }
+            Ok(())
+        },
+    )?;
     let macs = (batch * s * t * (d + e)) as u64;
     Ok(Work {
         cube_macs: macs,

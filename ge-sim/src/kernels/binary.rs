@@ -600,6 +600,30 @@ pub fn run_binary(
     })
 }
 
+/// `out = f(…f(f(x0, x1), x2)…)` over broadcast inputs; the first two in one pass (a
+/// residual Sum reads each once).
+fn fold_inputs<T: ge_runtime::format::Element>(
+    ins: &[Option<TensorRef<'_>>],
+    out: &mut [T],
+    so: &Shape,
+    f: impl Fn(T, T) -> T + Copy,
+) -> Result<(), KernelError> {
+    let mut first: Option<(&[T], Shape)> = None;
+    for (k, t) in ins.iter().enumerate() {
+        let t = t
+            .as_ref()
+            .ok_or(KernelError::MissingTensor("variadic input"))?;
+        let x = t.as_slice::<T>()?;
+        match (k, first) {
+            (0, _) if ins.len() > 1 => first = Some((x, t.shape)),
+            (0, _) => accumulate(out, so, x, &t.shape, |_, v| v)?,
+            (1, Some((a, sa))) => broadcast2(out, so, a, &sa, x, &t.shape, f)?,
+            _ => accumulate(out, so, x, &t.shape, f)?,
+        }
+    }
+    Ok(())
+}
+
 fn variadic_t<T: Arith>(
     op: BinaryOp,
     ins: &[Option<TensorRef<'_>>],
@@ -608,24 +632,14 @@ fn variadic_t<T: Arith>(
     use BinaryOp::*;
     let so = y.shape;
     let out = y.as_slice_mut::<T>()?;
-    for (k, t) in ins.iter().enumerate() {
-        let t = t
-            .as_ref()
-            .ok_or(KernelError::MissingTensor("variadic input"))?;
-        let x = t.as_slice::<T>()?;
-        if k == 0 {
-            accumulate(out, &so, x, &t.shape, |_, v| v)?;
-            continue;
-        }
-        match op {
-            Add | Mean => accumulate(out, &so, x, &t.shape, T::plus)?,
-            Max => accumulate(out, &so, x, &t.shape, T::maxp)?,
-            Min => accumulate(out, &so, x, &t.shape, T::minp)?,
-            _ => {
-                return Err(KernelError::BadParams(
-                    "variadic op must be Add (Sum), Max, Min or Mean",
-                ));
-            }
+    match op {
+        Add | Mean => fold_inputs(ins, out, &so, T::plus)?,
+        Max => fold_inputs(ins, out, &so, T::maxp)?,
+        Min => fold_inputs(ins, out, &so, T::minp)?,
+        _ => {
+            return Err(KernelError::BadParams(
+                "variadic op must be Add (Sum), Max, Min or Mean",
+            ));
         }
     }
     if op == Mean {

@@ -41,13 +41,29 @@ pub struct Odometer<const N: usize> {
 
 impl<const N: usize> Odometer<N> {
     /// Starts at element 0 of `out` with per-input `strides` (from [`broadcast_strides`]).
+    /// Size-1 axes are dropped and neighbours every input walks as one are merged, so the
+    /// inner rows are as long as possible (`[N, C, H, W] · [C, 1, 1]` has rows of `H·W`).
     pub fn new(out: &Shape, strides: [[usize; MAX_RANK]; N]) -> Self {
         let mut dims = [1usize; MAX_RANK];
-        dims[..out.rank()].copy_from_slice(out.dims());
+        let mut merged = [[0usize; MAX_RANK]; N];
+        let mut rank = 0;
+        for (axis, &d) in out.dims().iter().enumerate() {
+            if d == 1 {
+                continue;
+            }
+            let joins = rank > 0 && (0..N).all(|k| merged[k][rank - 1] == strides[k][axis] * d);
+            if !joins {
+                rank += 1;
+            }
+            dims[rank - 1] = if joins { dims[rank - 1] * d } else { d };
+            for k in 0..N {
+                merged[k][rank - 1] = strides[k][axis];
+            }
+        }
         Odometer {
             dims,
-            rank: out.rank(),
-            strides,
+            rank,
+            strides: merged,
             index: [0; MAX_RANK],
             offsets: [0; N],
         }

@@ -6,7 +6,7 @@ use ge_runtime::format::{LayerNormParams, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
 use super::unary::apply_activation;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, Work, input, output, vmath};
 
 /// A scale or bias: its values and strides broadcast to the normalized shape.
 type Param<'a> = Option<(&'a [f32], [usize; 8])>;
@@ -63,38 +63,45 @@ pub fn run_layer_norm(
     let contiguous =
         |s: &Option<(&[f32], [usize; 8])>| s.as_ref().is_none_or(|(v, _)| v.len() == n);
     let fast = contiguous(&scale) && contiguous(&bias);
-    for (xr, yr) in xv.chunks_exact(n).zip(yv.chunks_exact_mut(n)) {
-        let mean = xr.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
-        let var = xr
-            .iter()
-            .map(|&v| {
-                let d = f64::from(v) - mean;
-                d * d
-            })
-            .sum::<f64>()
-            / n as f64;
-        let inv = 1.0 / libm::sqrt(var + f64::from(p.epsilon));
-        for (i, (yo, &xi)) in yr.iter_mut().zip(xr).enumerate() {
-            let mut v = ((f64::from(xi) - mean) * inv) as f32;
-            if let Some((s, st)) = &scale {
-                v *= if fast {
-                    s[i]
-                } else {
-                    *s.get(gather(st, i))
-                        .ok_or(KernelError::Shape("scale index"))?
-                };
+    vmath::with_simd(
+        #[inline(always)]
+        || -> Result<(), KernelError> {
+            for (xr, yr) in xv.chunks_exact(n).zip(yv.chunks_exact_mut(n)) {
+                let mean = vmath::sum_by(xr, f64::from) / n as f64;
+                let var = vmath::sum_by(xr, |v| {
+                    let d = f64::from(v) - mean;
+                    d * d
+                }) / n as f64;
+                let inv = 1.0 / libm::sqrt(var + f64::from(p.epsilon));
+                for (yo, &xi) in yr.iter_mut().zip(xr) {
+                    *yo = ((f64::from(xi) - mean) * inv) as f32;
+                }
+                if fast {
+                    // Same operations as below, one vectorizable pass each.
+                    if let Some((s, _)) = &scale {
+                        yr.iter_mut().zip(*s).for_each(|(y, &s)| *y *= s);
+                    }
+                    if let Some((b, _)) = &bias {
+                        yr.iter_mut().zip(*b).for_each(|(y, &b)| *y += b);
+                    }
+                    continue;
+                }
+                for (i, yo) in yr.iter_mut().enumerate() {
+                    if let Some((s, st)) = &scale {
+                        *yo *= *s
+                            .get(gather(st, i))
+                            .ok_or(KernelError::Shape("scale index"))?;
+                    }
+                    if let Some((b, st)) = &bias {
+                        *yo += *b
+                            .get(gather(st, i))
+                            .ok_or(KernelError::Shape("bias index"))?;
+                    }
+                }
             }
-            if let Some((b, st)) = &bias {
-                v += if fast {
-                    b[i]
-                } else {
-                    *b.get(gather(st, i))
-                        .ok_or(KernelError::Shape("bias index"))?
-                };
-            }
-            *yo = v;
-        }
-    }
+            Ok(())
+        },
+    )?;
     if p.act.op != 0 {
         apply_activation(&p.act, yv)?;
     }

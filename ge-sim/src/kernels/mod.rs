@@ -26,6 +26,7 @@ pub mod slice;
 pub mod softmax;
 pub mod transpose;
 pub mod unary;
+pub mod vmath;
 
 use ge_runtime::format::{ConvParams, OpKind, Shape, TensorMut, TensorRef};
 

@@ -4,7 +4,8 @@ use ge_runtime::format::{
     Activation, DType, LrnParams, NormParams, Shape, TensorMut, TensorRef, UnaryOp, ViewError,
 };
 
-use super::unary::{Real, activation_cost, apply_activation, apply_unary_in_place};
+use super::unary::{Real, activation_cost, apply_unary_in_place};
+use super::vmath;
 use super::{KernelError, KernelResult, Work, input, output};
 
 const LAYOUT_ERR: KernelError = KernelError::Shape("norm data does not match its shape");
@@ -58,26 +59,13 @@ fn per_channel<'a, T: Real + ge_runtime::format::Element>(
     Ok(v)
 }
 
-fn epilogue(act: &Activation, y: &mut TensorMut<'_>) -> Result<u64, KernelError> {
-    if act.op == 0 {
-        return Ok(0);
-    }
-    match y.dtype {
-        DType::F32 => apply_activation(act, y.as_slice_mut::<f32>()?)?,
-        _ => {
-            let op =
-                UnaryOp::from_u32(act.op).ok_or(KernelError::BadParams("unknown activation op"))?;
-            apply_unary_in_place(op, act.alpha, act.beta, y.as_slice_mut::<f64>()?);
-        }
-    }
-    Ok(activation_cost(act))
-}
-
-/// Calls `f(channel, x_block, y_block)` for each per-(n, c) block of `s` elements.
-fn for_blocks<T>(
+/// Calls `f(channel, x_block, y_block)` for each per-(n, c) block of `s` elements, then
+/// applies the fused activation to the block while it is still in cache.
+fn for_blocks<T: Real>(
     x: &[T],
     y: &mut [T],
     (n, c, s): (usize, usize, usize),
+    act: &Activation,
     mut f: impl FnMut(usize, &[T], &mut [T]) -> Result<(), KernelError>,
 ) -> Result<(), KernelError> {
     let total = n
@@ -90,10 +78,22 @@ fn for_blocks<T>(
     if total == 0 {
         return Ok(());
     }
-    for (i, (xb, yb)) in x.chunks_exact(s).zip(y.chunks_exact_mut(s)).enumerate() {
-        f(i % c, xb, yb)?;
-    }
-    Ok(())
+    let op = match act.op {
+        0 => None,
+        op => Some(UnaryOp::from_u32(op).ok_or(KernelError::BadParams("unknown activation op"))?),
+    };
+    vmath::with_simd(
+        #[inline(always)]
+        || {
+            for (i, (xb, yb)) in x.chunks_exact(s).zip(y.chunks_exact_mut(s)).enumerate() {
+                f(i % c, xb, yb)?;
+                if let Some(op) = op {
+                    apply_unary_in_place(op, act.alpha, act.beta, yb);
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 fn bn_t<T: Real + ge_runtime::format::Element>(
@@ -101,6 +101,7 @@ fn bn_t<T: Real + ge_runtime::format::Element>(
     x: &TensorRef<'_>,
     y: &mut TensorMut<'_>,
     eps: f32,
+    act: &Activation,
 ) -> Result<(), KernelError> {
     let l = ncs(&x.shape)?;
     let c = l.1;
@@ -113,6 +114,7 @@ fn bn_t<T: Real + ge_runtime::format::Element>(
         x.as_slice::<T>()?,
         y.as_slice_mut::<T>()?,
         l,
+        act,
         |ch, xb, yb| {
             let (Some(&sc), Some(&b), Some(&m), Some(&v)) =
                 (scale.get(ch), bias.get(ch), mean.get(ch), var.get(ch))
@@ -139,11 +141,11 @@ pub fn run_batch_norm(
     let y = output(outs, 0, "BatchNorm output")?;
     same_shape(x, y)?;
     match x.dtype {
-        DType::F32 => bn_t::<f32>(ins, x, y, p.epsilon)?,
-        DType::F64 => bn_t::<f64>(ins, x, y, p.epsilon)?,
+        DType::F32 => bn_t::<f32>(ins, x, y, p.epsilon, &p.act)?,
+        DType::F64 => bn_t::<f64>(ins, x, y, p.epsilon, &p.act)?,
         _ => return Err(KernelError::UnsupportedDType("BatchNorm needs f32 or f64")),
     }
-    let act = epilogue(&p.act, y)?;
+    let act = activation_cost(&p.act);
     Ok(Work {
         cube_macs: 0,
         vector_ops: x.shape.numel() as u64 * (3 + act),
@@ -155,6 +157,7 @@ fn in_t<T: Real + ge_runtime::format::Element>(
     x: &TensorRef<'_>,
     y: &mut TensorMut<'_>,
     eps: f32,
+    act: &Activation,
 ) -> Result<(), KernelError> {
     let l = ncs(&x.shape)?;
     if x.shape.rank() < 2 {
@@ -169,6 +172,7 @@ fn in_t<T: Real + ge_runtime::format::Element>(
         x.as_slice::<T>()?,
         y.as_slice_mut::<T>()?,
         l,
+        act,
         |ch, xb, yb| {
             let (Some(&sc), Some(&b)) = (scale.get(ch), bias.get(ch)) else {
                 return Err(LAYOUT_ERR);
@@ -200,15 +204,15 @@ pub fn run_instance_norm(
     let y = output(outs, 0, "InstanceNorm output")?;
     same_shape(x, y)?;
     match x.dtype {
-        DType::F32 => in_t::<f32>(ins, x, y, p.epsilon)?,
-        DType::F64 => in_t::<f64>(ins, x, y, p.epsilon)?,
+        DType::F32 => in_t::<f32>(ins, x, y, p.epsilon, &p.act)?,
+        DType::F64 => in_t::<f64>(ins, x, y, p.epsilon, &p.act)?,
         _ => {
             return Err(KernelError::UnsupportedDType(
                 "InstanceNorm needs f32 or f64",
             ));
         }
     }
-    let act = epilogue(&p.act, y)?;
+    let act = activation_cost(&p.act);
     Ok(Work {
         cube_macs: 0,
         vector_ops: x.shape.numel() as u64 * (5 + act),
@@ -236,23 +240,36 @@ fn lrn_t<T: Real + ge_runtime::format::Element>(
         return Err(LAYOUT_ERR);
     }
     let blk = |ni: usize, ci: usize| (ni * c + ci) * s..(ni * c + ci + 1) * s;
-    for ni in 0..n {
-        for ci in 0..c {
-            let yb = ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
-            yb.fill(T::ZERO);
-            let hi = (ci + after).min(c - 1);
-            for cj in ci.saturating_sub(before)..=hi {
-                let xb = xs.get(blk(ni, cj)).ok_or(LAYOUT_ERR)?;
-                for (o, &v) in yb.iter_mut().zip(xb) {
-                    *o = *o + v * v;
+    vmath::with_simd(
+        #[inline(always)]
+        || -> Result<(), KernelError> {
+            for ni in 0..n {
+                for ci in 0..c {
+                    let yb = ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
+                    yb.fill(T::ZERO);
+                    let hi = (ci + after).min(c - 1);
+                    for cj in ci.saturating_sub(before)..=hi {
+                        let xb = xs.get(blk(ni, cj)).ok_or(LAYOUT_ERR)?;
+                        for (o, &v) in yb.iter_mut().zip(xb) {
+                            *o = *o + v * v;
+                        }
+                    }
+                    let xb = xs.get(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
+                    let it = yb.iter_mut().zip(xb);
+                    // The usual β = 0.75 as square roots: `powf` dominated Inception v1.
+                    if p.beta == 0.75 {
+                        it.for_each(|(o, &v)| {
+                            let r = (bias + coef * *o).sqrt();
+                            *o = v / (r * r.sqrt());
+                        });
+                    } else {
+                        it.for_each(|(o, &v)| *o = v / (bias + coef * *o).powf(beta));
+                    }
                 }
             }
-            let xb = xs.get(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
-            for (o, &v) in yb.iter_mut().zip(xb) {
-                *o = v / (bias + coef * *o).powf(beta);
-            }
-        }
-    }
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 

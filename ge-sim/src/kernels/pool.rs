@@ -10,7 +10,7 @@
 use ge_runtime::format::{DType, Element, PoolKind, PoolParams, Shape, TensorMut, TensorRef};
 
 use super::copy::{checked_len, f32_in, f32_out};
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, Work, input, output, vmath};
 
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
@@ -142,8 +142,16 @@ fn geometry(p: &PoolParams, xs: &Shape, ys: &Shape) -> Result<[Axis; 3], KernelE
     Ok(ax)
 }
 
+/// Neighbouring outputs folded together in the interior loop (one AVX2 register of f32).
+const LANES: usize = 8;
+
 /// Folds every window: `step` over its in-input taps from `init`, then
 /// `fin(acc, valid_taps, taps_in_padded_extent)`. Returns the number of taps read.
+///
+/// Along the innermost axis, the windows that lie wholly inside the input (all but a few at
+/// the borders) are folded a tap at a time across [`LANES`] outputs, so the loop runs
+/// over neighbouring outputs and vectorizes; the border windows take the general path.
+#[inline(always)]
 fn fold_windows<T: Copy, A: Copy>(
     x: &[T],
     y: &mut [T],
@@ -157,6 +165,16 @@ fn fold_windows<T: Copy, A: Copy>(
     if xp == 0 || yp == 0 {
         return 0;
     }
+    let a2 = &ax[2];
+    // Interior columns: first tap at or after 0, last tap before `inp`.
+    let span = (a2.k - 1) * a2.d;
+    let c_lo = a2.pb.div_ceil(a2.s).min(a2.out);
+    let c_hi = if a2.inp + a2.pb > span {
+        ((a2.inp + a2.pb - span - 1) / a2.s + 1).min(a2.out)
+    } else {
+        0
+    }
+    .max(c_lo);
     let mut taps = 0u64;
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let mut yi = 0;
@@ -164,28 +182,82 @@ fn fold_windows<T: Copy, A: Copy>(
             let (l0, h0, p0) = ax[0].taps(o0);
             for o1 in 0..ax[1].out {
                 let (l1, h1, p1) = ax[1].taps(o1);
-                for o2 in 0..ax[2].out {
-                    let (l2, h2, p2) = ax[2].taps(o2);
+                let rows = (h0 - l0) * (h1 - l1);
+                let row_at = |t0: usize, t1: usize| {
+                    let i0 = ax[0].index(o0, t0);
+                    (i0 * ax[1].inp + ax[1].index(o1, t1)) * a2.inp
+                };
+                let yrow = &mut ypl[yi..yi + a2.out];
+                let mut o2 = 0;
+                while o2 < a2.out {
+                    if o2 >= c_lo && o2 < c_hi && c_hi - c_lo >= LANES {
+                        // The last block overlaps the one before rather than leave a tail.
+                        let at = o2.min(c_hi - LANES);
+                        let fresh = (at + LANES - o2) as u64;
+                        let mut acc = [init; LANES];
+                        for t0 in l0..h0 {
+                            for t1 in l1..h1 {
+                                let r = row_at(t0, t1);
+                                let row = &xpl[r..r + a2.inp];
+                                for t2 in 0..a2.k {
+                                    let from = at * a2.s + t2 * a2.d - a2.pb;
+                                    fold_lanes(&mut acc, &row[from..], a2.s, &step);
+                                }
+                            }
+                        }
+                        let valid = rows * a2.k;
+                        taps += valid as u64 * fresh;
+                        for (o, &a) in yrow[at..at + LANES].iter_mut().zip(acc.iter()) {
+                            *o = fin(a, valid, p0 * p1 * a2.k);
+                        }
+                        o2 = at + LANES;
+                        continue;
+                    }
+                    let (l2, h2, p2) = a2.taps(o2);
                     let mut acc = init;
                     for t0 in l0..h0 {
-                        let i0 = ax[0].index(o0, t0);
                         for t1 in l1..h1 {
-                            let r = (i0 * ax[1].inp + ax[1].index(o1, t1)) * ax[2].inp;
-                            let row = &xpl[r..r + ax[2].inp];
+                            let r = row_at(t0, t1);
+                            let row = &xpl[r..r + a2.inp];
                             for t2 in l2..h2 {
-                                acc = step(acc, row[ax[2].index(o2, t2)]);
+                                acc = step(acc, row[a2.index(o2, t2)]);
                             }
                         }
                     }
-                    let valid = (h0 - l0) * (h1 - l1) * (h2 - l2);
+                    let valid = rows * (h2 - l2);
                     taps += valid as u64;
-                    ypl[yi] = fin(acc, valid, p0 * p1 * p2);
-                    yi += 1;
+                    yrow[o2] = fin(acc, valid, p0 * p1 * p2);
+                    o2 += 1;
                 }
+                yi += a2.out;
             }
         }
     }
     taps
+}
+
+/// `acc[j] = step(acc[j], src[j·s])`. Strides 1 and 2 read one fixed-size array (no bounds
+/// checks), so the accumulators stay in one vector register.
+#[inline(always)]
+fn fold_lanes<T: Copy, A: Copy>(
+    acc: &mut [A; LANES],
+    src: &[T],
+    s: usize,
+    step: &impl Fn(A, T) -> A,
+) {
+    if let (1, Some(w)) = (s, src.first_chunk::<LANES>()) {
+        for (a, &v) in acc.iter_mut().zip(w) {
+            *a = step(*a, v);
+        }
+    } else if let (2, Some(w)) = (s, src.first_chunk::<{ 2 * LANES - 1 }>()) {
+        for (l, a) in acc.iter_mut().enumerate() {
+            *a = step(*a, w[2 * l]);
+        }
+    } else {
+        for (a, &v) in acc.iter_mut().zip(src.iter().step_by(s)) {
+            *a = step(*a, v);
+        }
+    }
 }
 
 /// Max pooling of an integer tensor (ONNX allows int8 / uint8).
@@ -224,33 +296,36 @@ pub fn run_pool(
         (DType::F32, _) => {
             let x = f32_in(xt)?;
             let y = f32_out(yt)?;
-            match kind {
-                PoolKind::Max => {
-                    let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
-                    fold_windows(x, y, &ax, f32::NEG_INFINITY, step, |a, n, _| {
-                        if n == 0 { 0.0 } else { a }
-                    })
-                }
-                PoolKind::Average => {
-                    let include_pad = p.count_include_pad != 0;
-                    let fin = |a: f32, n: usize, padded: usize| {
-                        let n = if include_pad { padded } else { n };
-                        if n == 0 { 0.0 } else { a / n as f32 }
-                    };
-                    fold_windows(x, y, &ax, 0.0, |a, v| a + v, fin)
-                }
-                PoolKind::Lp => {
-                    let e = p.p;
-                    fold_windows(
-                        x,
-                        y,
-                        &ax,
-                        0.0,
-                        |a, v| a + lp_term(v, e),
-                        |a, _, _| lp_root(a, e),
-                    )
-                }
-            }
+            vmath::with_simd(
+                #[inline(always)]
+                || match kind {
+                    PoolKind::Max => {
+                        let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
+                        fold_windows(x, y, &ax, f32::NEG_INFINITY, step, |a, n, _| {
+                            if n == 0 { 0.0 } else { a }
+                        })
+                    }
+                    PoolKind::Average => {
+                        let include_pad = p.count_include_pad != 0;
+                        let fin = |a: f32, n: usize, padded: usize| {
+                            let n = if include_pad { padded } else { n };
+                            if n == 0 { 0.0 } else { a / n as f32 }
+                        };
+                        fold_windows(x, y, &ax, 0.0, |a, v| a + v, fin)
+                    }
+                    PoolKind::Lp => {
+                        let e = p.p;
+                        fold_windows(
+                            x,
+                            y,
+                            &ax,
+                            0.0,
+                            |a, v| a + lp_term(v, e),
+                            |a, _, _| lp_root(a, e),
+                        )
+                    }
+                },
+            )
         }
         _ => {
             return Err(KernelError::UnsupportedDType(
@@ -303,7 +378,7 @@ pub fn run_global_pool(
                     |a, &b| if b > a || b.is_nan() { b } else { a },
                 )
             }
-            PoolKind::Average => sum(xpl) / plane as f32,
+            PoolKind::Average => vmath::sum_by(xpl, |v| v) / plane as f32,
             PoolKind::Lp => lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p),
         };
     }
@@ -311,18 +386,6 @@ pub fn run_global_pool(
         cube_macs: 0,
         vector_ops: x.len() as u64,
     })
-}
-
-/// Sum with independent partial sums (vectorizes).
-fn sum(v: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (c, r) = v.as_chunks::<8>();
-    for ch in c {
-        for l in 0..8 {
-            acc[l] += ch[l];
-        }
-    }
-    acc.iter().sum::<f32>() + r.iter().sum::<f32>()
 }
 
 #[cfg(test)]
@@ -386,6 +449,91 @@ mod tests {
 
     fn arange(n: usize) -> Vec<f32> {
         (0..n).map(|v| v as f32).collect()
+    }
+
+    /// Direct per-output evaluation, for the vectorized interior path.
+    #[allow(clippy::too_many_arguments)]
+    fn reference(
+        max: bool,
+        x: &[f32],
+        (h, w): (usize, usize),
+        (oh, ow): (usize, usize),
+        k: [usize; 2],
+        s: [usize; 2],
+        d: [usize; 2],
+        pb: [usize; 2],
+        include_pad: bool,
+        pe: [usize; 2],
+    ) -> Vec<f32> {
+        let mut y = Vec::new();
+        for plane in x.chunks(h * w) {
+            for i in 0..oh {
+                for j in 0..ow {
+                    let (mut acc, mut n, mut padded) = (if max { f32::MIN } else { 0.0 }, 0, 0);
+                    for a in 0..k[0] {
+                        for b in 0..k[1] {
+                            let r = (i * s[0] + a * d[0]) as i64 - pb[0] as i64;
+                            let c = (j * s[1] + b * d[1]) as i64 - pb[1] as i64;
+                            let inside = |v: i64, lim: usize, e: usize| v < (lim + e) as i64;
+                            if inside(r, h, pe[0]) && inside(c, w, pe[1]) {
+                                padded += 1;
+                            }
+                            if r < 0 || c < 0 || r >= h as i64 || c >= w as i64 {
+                                continue;
+                            }
+                            let v = plane[r as usize * w + c as usize];
+                            acc = if max { acc.max(v) } else { acc + v };
+                            n += 1;
+                        }
+                    }
+                    let n = if include_pad { padded } else { n };
+                    y.push(if max { acc } else { acc / n as f32 });
+                }
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn wide_rows_match_direct_evaluation() {
+        let (h, w) = (9, 37);
+        let x: Vec<f32> = (0..2 * h * w)
+            .map(|i| ((i * 7919) % 211) as f32 - 100.0)
+            .collect();
+        for (k, s, d, pb, pe) in [
+            ([3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
+            ([3, 3], [2, 2], [1, 1], [0, 0], [1, 1]),
+            ([3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
+            ([2, 2], [2, 2], [1, 1], [0, 0], [0, 0]),
+            ([1, 5], [1, 3], [1, 2], [0, 3], [0, 2]),
+            ([3, 4], [1, 1], [2, 1], [2, 0], [0, 3]),
+        ] {
+            let out = |i: usize| (([h, w][i] + pb[i] + pe[i] - (k[i] - 1) * d[i] - 1) / s[i]) + 1;
+            let (oh, ow) = (out(0), out(1));
+            let u = |a: [usize; 2]| a.map(|v| v as u32);
+            for (kind, max, cip) in [
+                (PoolKind::Max, true, 0),
+                (PoolKind::Average, false, 0),
+                (PoolKind::Average, false, 1),
+            ] {
+                let got = pool(
+                    kind,
+                    &x,
+                    &[1, 2, h, w],
+                    &[1, 2, oh, ow],
+                    &u(k),
+                    &u(s),
+                    &u(d),
+                    &u(pb),
+                    &u(pe),
+                    cip,
+                    0.0,
+                )
+                .unwrap();
+                let want = reference(max, &x, (h, w), (oh, ow), k, s, d, pb, cip == 1, pe);
+                close(&got, &want);
+            }
+        }
     }
 
     #[test]

@@ -10,10 +10,12 @@ use ge_runtime::format::{
 };
 
 use super::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use super::vmath;
 use super::{KernelError, KernelResult, Work, input, output};
 
 /// Float math shared by the kernels (f32 and f64), backed by `libm` since the crate is
-/// `no_std`. Method names mirror `std`'s.
+/// `no_std` (f32 `exp`, `tanh`, `erf`, `sqrt`: the vectorizable [`vmath`] ones). Method names
+/// mirror `std`'s.
 pub trait Real:
     Copy
     + PartialOrd
@@ -63,8 +65,8 @@ pub trait Real:
 }
 
 macro_rules! real_impl {
-    ($t:ty, $exp:ident, $expm1:ident, $log:ident, $log1p:ident, $sqrt:ident, $tanh:ident,
-     $erf:ident, $floor:ident, $ceil:ident, $re:ident, $sin:ident, $cos:ident, $tan:ident,
+    ($t:ty, $exp:path, $expm1:ident, $log:ident, $log1p:ident, $sqrt:path, $tanh:path,
+     $erf:path, $floor:ident, $ceil:ident, $re:ident, $sin:ident, $cos:ident, $tan:ident,
      $asin:ident, $acos:ident, $atan:ident, $sinh:ident, $cosh:ident, $asinh:ident,
      $acosh:ident, $atanh:ident, $pow:ident, $fmod:ident, $fabs:ident) => {
         impl Real for $t {
@@ -83,7 +85,7 @@ macro_rules! real_impl {
             }
             #[inline]
             fn exp(self) -> Self {
-                libm::$exp(self)
+                $exp(self)
             }
             #[inline]
             fn exp_m1(self) -> Self {
@@ -99,15 +101,15 @@ macro_rules! real_impl {
             }
             #[inline]
             fn sqrt(self) -> Self {
-                libm::$sqrt(self)
+                $sqrt(self)
             }
             #[inline]
             fn tanh(self) -> Self {
-                libm::$tanh(self)
+                $tanh(self)
             }
             #[inline]
             fn erf(self) -> Self {
-                libm::$erf(self)
+                $erf(self)
             }
             #[inline]
             fn floor(self) -> Self {
@@ -186,12 +188,58 @@ macro_rules! real_impl {
 }
 
 real_impl!(
-    f32, expf, expm1f, logf, log1pf, sqrtf, tanhf, erff, floorf, ceilf, roundevenf, sinf, cosf,
-    tanf, asinf, acosf, atanf, sinhf, coshf, asinhf, acoshf, atanhf, powf, fmodf, fabsf
+    f32,
+    vmath::exp,
+    expm1f,
+    logf,
+    log1pf,
+    vmath::sqrt,
+    vmath::tanh,
+    vmath::erf,
+    floorf,
+    ceilf,
+    roundevenf,
+    sinf,
+    cosf,
+    tanf,
+    asinf,
+    acosf,
+    atanf,
+    sinhf,
+    coshf,
+    asinhf,
+    acoshf,
+    atanhf,
+    powf,
+    fmodf,
+    fabsf
 );
 real_impl!(
-    f64, exp, expm1, log, log1p, sqrt, tanh, erf, floor, ceil, roundeven, sin, cos, tan, asin,
-    acos, atan, sinh, cosh, asinh, acosh, atanh, pow, fmod, fabs
+    f64,
+    libm::exp,
+    expm1,
+    log,
+    log1p,
+    libm::sqrt,
+    libm::tanh,
+    libm::erf,
+    floor,
+    ceil,
+    roundeven,
+    sin,
+    cos,
+    tan,
+    asin,
+    acos,
+    atan,
+    sinh,
+    cosh,
+    asinh,
+    acosh,
+    atanh,
+    pow,
+    fmod,
+    fabs
 );
 
 /// Runs one element function over some storage; lets one op table serve in-place and
@@ -203,10 +251,16 @@ trait Map<T> {
 struct InPlace<'a, T>(&'a mut [T]);
 
 impl<T: Copy> Map<T> for InPlace<'_, T> {
-    #[inline]
+    /// Through a stack buffer: written straight back, ops that keep some elements (Relu)
+    /// became masked stores, which are microcoded and slow on AMD.
+    #[inline(always)]
     fn map<F: Fn(T) -> T>(self, f: F) {
-        for v in self.0.iter_mut() {
-            *v = f(*v);
+        for c in self.0.chunks_mut(64) {
+            let mut buf = [c[0]; 64];
+            for (b, &v) in buf.iter_mut().zip(c.iter()) {
+                *b = f(v);
+            }
+            c.copy_from_slice(&buf[..c.len()]);
         }
     }
 }
@@ -214,7 +268,7 @@ impl<T: Copy> Map<T> for InPlace<'_, T> {
 struct OutOfPlace<'a, T>(&'a [T], &'a mut [T]);
 
 impl<T: Copy> Map<T> for OutOfPlace<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn map<F: Fn(T) -> T>(self, f: F) {
         for (o, &x) in self.1.iter_mut().zip(self.0) {
             *o = f(x);
@@ -233,14 +287,12 @@ fn clamp01<T: Real>(v: T) -> T {
     }
 }
 
+/// One `exp` and a select (no branch), accurate on both sides.
 #[inline]
 fn sigmoid<T: Real>(x: T) -> T {
-    if x >= T::ZERO {
-        T::ONE / (T::ONE + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (T::ONE + e)
-    }
+    let e = (-x.abs()).exp();
+    let r = T::ONE / (T::ONE + e);
+    if x >= T::ZERO { r } else { e * r }
 }
 
 /// `log(1 + exp(x))` without overflow.
@@ -250,8 +302,17 @@ fn softplus<T: Real>(x: T) -> T {
     pos + (-x.abs()).exp().ln_1p()
 }
 
+/// [`float_op`] on f32, built for AVX2+FMA when the CPU has it.
+fn f32_op<M: Map<f32>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
+    vmath::with_simd(
+        #[inline(always)]
+        || float_op(op, alpha, beta, m),
+    )
+}
+
 /// The op table: applies `op` (with ONNX `alpha`/`beta`) through `m`.
 /// Bool-valued ops (Not, IsNaN, IsInf) yield 1.0 / 0.0 here.
+#[inline(always)]
 fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
     use UnaryOp::*;
     let (a, b) = (T::of(alpha as f64), T::of(beta as f64));
@@ -356,6 +417,12 @@ fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
 
 /// Applies `op` to `data` in place, for f32 or f64. Bool-valued ops yield 1.0 / 0.0.
 pub fn apply_unary_in_place<T: Real>(op: UnaryOp, alpha: f32, beta: f32, data: &mut [T]) {
+    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() {
+        if let Ok(v) = bytemuck::try_cast_slice_mut::<T, f32>(data) {
+            f32_op(op, alpha, beta, InPlace(v));
+        }
+        return;
+    }
     float_op(op, alpha, beta, InPlace(data));
 }
 
@@ -391,7 +458,7 @@ pub fn apply_activation(act: &Activation, data: &mut [f32]) -> Result<(), Kernel
         return Ok(());
     }
     let op = UnaryOp::from_u32(act.op).ok_or(KernelError::BadParams("unknown activation op"))?;
-    float_op(op, act.alpha, act.beta, InPlace(data));
+    f32_op(op, act.alpha, act.beta, InPlace(data));
     Ok(())
 }
 
@@ -508,7 +575,7 @@ fn half_op(op: UnaryOp, alpha: f32, beta: f32, x: &[u16], y: &mut [u16], bf16: b
                 *d = f16_to_f32(s);
             }
         }
-        float_op(op, alpha, beta, InPlace(&mut *b));
+        f32_op(op, alpha, beta, InPlace(&mut *b));
         if bf16 {
             for (d, &s) in ys.iter_mut().zip(b.iter()) {
                 *d = f32_to_bf16(s);
@@ -616,7 +683,7 @@ pub fn run_unary(
     match x.dtype {
         DType::F32 => {
             let (xs, ys) = typed::<f32>(x, y, n)?;
-            float_op(op, alpha, beta, OutOfPlace(xs, ys));
+            f32_op(op, alpha, beta, OutOfPlace(xs, ys));
         }
         DType::F64 => {
             let (xs, ys) = typed::<f64>(x, y, n)?;
