@@ -3,15 +3,18 @@
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
 mod attention;
+mod causal_conv;
 mod conv;
 mod decomp;
 mod elementwise;
 mod grid;
 mod index;
+mod linear_attn;
 mod math;
 mod norm;
 mod recurrent;
 mod resize;
+mod scan;
 mod shape;
 mod sub;
 pub mod table;
@@ -153,6 +156,12 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = recurrent::import(t, ctx) {
         return r;
     }
+    if let Some(r) = scan::import(t, ctx)
+        .or_else(|| linear_attn::import(t, ctx))
+        .or_else(|| causal_conv::import(t, ctx))
+    {
+        return r;
+    }
     if let Some(r) = grid::import(t, ctx) {
         return r;
     }
@@ -194,6 +203,9 @@ pub fn is_decomposed(op: &str) -> bool {
         .iter()
         .chain(attention::OPS)
         .chain(recurrent::OPS)
+        .chain(scan::OPS)
+        .chain(linear_attn::OPS)
+        .chain(causal_conv::OPS)
         .chain(&["AffineGrid"])
         .any(|&o| o == op)
 }
@@ -205,6 +217,9 @@ pub fn supported() -> Vec<&'static str> {
         .chain(decomp::OPS)
         .chain(attention::OPS)
         .chain(recurrent::OPS)
+        .chain(scan::OPS)
+        .chain(linear_attn::OPS)
+        .chain(causal_conv::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

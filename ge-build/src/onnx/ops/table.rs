@@ -45,7 +45,7 @@ pub struct OpSupport {
 
 fn since(op: &str) -> i64 {
     match op {
-        "Expand" => 8,
+        "Expand" | "Scan" => 8,
         "Acosh"
         | "Asinh"
         | "Atanh"
@@ -77,6 +77,7 @@ fn since(op: &str) -> i64 {
         "Attention" | "RMSNormalization" => 23,
         "Swish" => 24,
         "CumProd" => 26,
+        "CausalConvWithState" | "LinearAttention" => 27,
         "SwiGLU" => 28,
         _ => MIN_OPSET,
     }
@@ -116,7 +117,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" => any(),
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Scan" => any(),
         _ => float(),
     }
 }
@@ -127,6 +128,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
         "If" => (
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
+        ),
+        "Scan" => (
+            Lowering::Decomposed,
+            "unrolled over the static sequence axis; opset 8 sequence_lens must be full",
         ),
         "Dropout" => (Lowering::Kernel, "inference only (training_mode = 0)"),
         "Range" => (
