@@ -14,6 +14,7 @@ mod math;
 mod norm;
 mod recurrent;
 mod resize;
+mod rotary;
 mod scan;
 mod shape;
 mod sub;
@@ -159,6 +160,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = scan::import(t, ctx)
         .or_else(|| linear_attn::import(t, ctx))
         .or_else(|| causal_conv::import(t, ctx))
+        .or_else(|| rotary::import(t, ctx))
     {
         return r;
     }
@@ -206,6 +208,7 @@ pub fn is_decomposed(op: &str) -> bool {
         .chain(scan::OPS)
         .chain(linear_attn::OPS)
         .chain(causal_conv::OPS)
+        .chain(rotary::OPS)
         .chain(&["AffineGrid"])
         .any(|&o| o == op)
 }
@@ -220,6 +223,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(scan::OPS)
         .chain(linear_attn::OPS)
         .chain(causal_conv::OPS)
+        .chain(rotary::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

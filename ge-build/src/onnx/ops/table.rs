@@ -74,7 +74,7 @@ fn since(op: &str) -> i64 {
         "LayerNormalization" => 17,
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
         "AffineGrid" | "Gelu" => 20,
-        "Attention" | "RMSNormalization" => 23,
+        "Attention" | "RMSNormalization" | "RotaryEmbedding" => 23,
         "Swish" => 24,
         "CumProd" => 26,
         "CausalConvWithState" | "LinearAttention" => 27,
