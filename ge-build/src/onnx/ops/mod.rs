@@ -3,6 +3,7 @@
 //! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
 
 mod attention;
+mod bits;
 mod causal_conv;
 mod conv;
 mod decomp;
@@ -161,6 +162,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| linear_attn::import(t, ctx))
         .or_else(|| causal_conv::import(t, ctx))
         .or_else(|| rotary::import(t, ctx))
+        .or_else(|| bits::import(t, ctx))
     {
         return r;
     }
@@ -209,7 +211,7 @@ pub fn is_decomposed(op: &str) -> bool {
         .chain(linear_attn::OPS)
         .chain(causal_conv::OPS)
         .chain(rotary::OPS)
-        .chain(&["AffineGrid"])
+        .chain(&["AffineGrid", "BitwiseNot"])
         .any(|&o| o == op)
 }
 
@@ -224,6 +226,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(linear_attn::OPS)
         .chain(causal_conv::OPS)
         .chain(rotary::OPS)
+        .chain(bits::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

@@ -72,11 +72,12 @@ fn since(op: &str) -> i64 {
         "GridSample" => 16,
         "CastLike" => 15,
         "LayerNormalization" => 17,
-        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization" | "Mish" => 18,
+        "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization"
+        | "Mish" => 18,
         "AffineGrid" | "Gelu" => 20,
         "Attention" | "RMSNormalization" | "RotaryEmbedding" => 23,
         "Swish" => 24,
-        "CumProd" => 26,
+        "BitCast" | "CumProd" => 26,
         "CausalConvWithState" | "LinearAttention" => 27,
         "SwiGLU" => 28,
         _ => MIN_OPSET,
@@ -89,6 +90,11 @@ fn until(op: &str) -> i64 {
         "Scatter" => 10,
         _ => MAX_OPSET,
     }
+}
+
+/// True for the integer dtypes (not bool).
+pub fn is_int(d: DType) -> bool {
+    INT.contains(&d)
 }
 
 fn cat(parts: &[&[DType]]) -> Vec<DType> {
@@ -107,6 +113,7 @@ fn dtypes(op: &str) -> Vec<DType> {
             .filter(|d| matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64))
             .collect(),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" => cat(&[INT, &[DType::Bool]]),
+        "BitwiseNot" => INT.to_vec(),
         "Abs" | "Neg" | "Sign" | "Relu" | "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min"
         | "Mean" | "Sum" | "Mod" | "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin"
         | "ReduceProd" | "ReduceSumSquare" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
@@ -117,7 +124,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Scan" => any(),
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Scan" | "BitCast" => any(),
         _ => float(),
     }
 }
@@ -129,6 +136,7 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
         ),
+        "BitCast" => (Lowering::Kernel, "a byte view (free unless copied)"),
         "Scan" => (
             Lowering::Decomposed,
             "unrolled over the static sequence axis; opset 8 sequence_lens must be full",
