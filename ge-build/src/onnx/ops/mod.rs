@@ -18,6 +18,7 @@ mod resize;
 mod rotary;
 mod scan;
 mod shape;
+mod spectral;
 mod sub;
 pub mod table;
 
@@ -163,6 +164,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| causal_conv::import(t, ctx))
         .or_else(|| rotary::import(t, ctx))
         .or_else(|| bits::import(t, ctx))
+        .or_else(|| spectral::import(t, ctx))
     {
         return r;
     }
@@ -211,6 +213,7 @@ pub fn is_decomposed(op: &str) -> bool {
         .chain(linear_attn::OPS)
         .chain(causal_conv::OPS)
         .chain(rotary::OPS)
+        .chain(spectral::OPS)
         .chain(&["AffineGrid", "BitwiseNot"])
         .any(|&o| o == op)
 }
@@ -227,6 +230,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(causal_conv::OPS)
         .chain(rotary::OPS)
         .chain(bits::OPS)
+        .chain(spectral::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

@@ -69,6 +69,7 @@ fn since(op: &str) -> i64 {
         | "NegativeLogLikelihoodLoss"
         | "SoftmaxCrossEntropyLoss" => 12,
         "HardSwish" | "Trilu" => 14,
+        "DFT" | "STFT" => 17,
         "GridSample" => 16,
         "CastLike" => 15,
         "LayerNormalization" => 17,
@@ -135,6 +136,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
         "If" => (
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
+        ),
+        "DFT" | "STFT" => (
+            Lowering::Decomposed,
+            "a MatMul by a constant DFT matrix; lengths, axis and frame step known at compile time",
         ),
         "BitCast" => (Lowering::Kernel, "a byte view (free unless copied)"),
         "Scan" => (
