@@ -5,7 +5,9 @@
 mod attention;
 mod bits;
 mod causal_conv;
+mod col2im;
 mod conv;
+mod crop_pad;
 mod decomp;
 mod elementwise;
 mod grid;
@@ -165,6 +167,8 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| rotary::import(t, ctx))
         .or_else(|| bits::import(t, ctx))
         .or_else(|| spectral::import(t, ctx))
+        .or_else(|| crop_pad::import(t, ctx))
+        .or_else(|| col2im::import(t, ctx))
     {
         return r;
     }
@@ -214,6 +218,8 @@ pub fn is_decomposed(op: &str) -> bool {
         .chain(causal_conv::OPS)
         .chain(rotary::OPS)
         .chain(spectral::OPS)
+        .chain(crop_pad::OPS)
+        .chain(col2im::OPS)
         .chain(&["AffineGrid", "BitwiseNot"])
         .any(|&o| o == op)
 }
@@ -231,6 +237,8 @@ pub fn supported() -> Vec<&'static str> {
         .chain(rotary::OPS)
         .chain(bits::OPS)
         .chain(spectral::OPS)
+        .chain(crop_pad::OPS)
+        .chain(col2im::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

@@ -73,8 +73,8 @@ fn since(op: &str) -> i64 {
         "GridSample" => 16,
         "CastLike" => 15,
         "LayerNormalization" => 17,
-        "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "GroupNormalization"
-        | "Mish" => 18,
+        "BitwiseAnd" | "BitwiseNot" | "BitwiseOr" | "BitwiseXor" | "CenterCropPad" | "Col2Im"
+        | "GroupNormalization" | "Mish" => 18,
         "AffineGrid" | "Gelu" => 20,
         "Attention" | "RMSNormalization" | "RotaryEmbedding" => 23,
         "Swish" => 24,
@@ -125,7 +125,8 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Scan" | "BitCast" => any(),
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Scan" | "BitCast"
+        | "CenterCropPad" => any(),
         _ => float(),
     }
 }
