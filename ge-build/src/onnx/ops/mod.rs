@@ -13,6 +13,7 @@ mod elementwise;
 mod grid;
 mod index;
 mod linear_attn;
+mod loops;
 mod math;
 mod norm;
 mod recurrent;
@@ -169,6 +170,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| spectral::import(t, ctx))
         .or_else(|| crop_pad::import(t, ctx))
         .or_else(|| col2im::import(t, ctx))
+        .or_else(|| loops::import(t, ctx))
     {
         return r;
     }
@@ -220,6 +222,7 @@ pub fn is_decomposed(op: &str) -> bool {
         .chain(spectral::OPS)
         .chain(crop_pad::OPS)
         .chain(col2im::OPS)
+        .chain(loops::OPS)
         .chain(&["AffineGrid", "BitwiseNot"])
         .any(|&o| o == op)
 }
@@ -239,6 +242,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(spectral::OPS)
         .chain(crop_pad::OPS)
         .chain(col2im::OPS)
+        .chain(loops::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

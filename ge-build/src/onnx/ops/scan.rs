@@ -217,40 +217,19 @@ fn unroll(
         )));
     }
     let n = states.len();
-    let mut defined = HashSet::new();
-    defined_names(body, &mut defined);
     let mut collected: Vec<Vec<String>> = vec![Vec::with_capacity(len); outs.len()];
     for t in 0..len {
-        let base = s.fresh();
-        let mut map: HashMap<String, String> = defined
-            .iter()
-            .map(|d| (d.clone(), format!("{base}/{d}")))
-            .collect();
-        for (i, st) in states.iter().enumerate() {
-            map.insert(body.input[i].name().to_string(), st.clone());
-        }
-        for (j, sc) in scans.iter().enumerate() {
+        let mut bound = states.clone();
+        for sc in scans {
             let pos = if sc.reverse { len - 1 - t } else { t };
             let idx = s.i64s(&[pos as i64], &[]);
-            let slice = s.op(
+            bound.push(s.op(
                 "Gather",
                 &[&sc.name, &idx],
                 vec![A::I("axis", sc.axis as i64)],
-            );
-            map.insert(body.input[n + j].name().to_string(), slice);
+            ));
         }
-        let rn = |name: &str| map.get(name).cloned().unwrap_or_else(|| name.to_string());
-        for init in &body.initializer {
-            let data = crate::onnx::tensor::decode_tensor(init, None)
-                .map_err(|e| ctx.err(format!("body initializer: {e}")))?;
-            s.constant_named(&rn(init.name()), data);
-        }
-        for node in &body.node {
-            let mut node = node.clone();
-            rename_node(&mut node, &map);
-            s.push(node);
-        }
-        let results: Vec<String> = body.output.iter().map(|o| rn(o.name())).collect();
+        let results = inline_body(ctx, s, body, &bound)?;
         states = results[..n].to_vec();
         for (c, r) in collected.iter_mut().zip(&results[n..]) {
             c.push(r.clone());
@@ -269,6 +248,48 @@ fn unroll(
         stacked.push(s.op("Concat", &refs, vec![A::I("axis", o.axis)]));
     }
     Ok((states, stacked))
+}
+
+/// Inlines one copy of `body` with its inputs bound to `bound` (in order); every name the
+/// body defines gets a fresh prefix, so copies never collide. Returns the copy's outputs.
+pub fn inline_body(
+    ctx: &NodeCtx<'_>,
+    s: &mut Sub,
+    body: &GraphProto,
+    bound: &[String],
+) -> Result<Vec<String>> {
+    if bound.len() != body.input.len() {
+        return Err(ctx.err(format!(
+            "the body takes {} inputs, {} are bound",
+            body.input.len(),
+            bound.len()
+        )));
+    }
+    let mut defined = HashSet::new();
+    defined_names(body, &mut defined);
+    let base = s.fresh();
+    let mut map: HashMap<String, String> = defined
+        .into_iter()
+        .map(|d| {
+            let r = format!("{base}/{d}");
+            (d, r)
+        })
+        .collect();
+    for (vi, b) in body.input.iter().zip(bound) {
+        map.insert(vi.name().to_string(), b.clone());
+    }
+    let rn = |name: &str| map.get(name).cloned().unwrap_or_else(|| name.to_string());
+    for init in &body.initializer {
+        let data = crate::onnx::tensor::decode_tensor(init, None)
+            .map_err(|e| ctx.err(format!("body initializer: {e}")))?;
+        s.constant_named(&rn(init.name()), data);
+    }
+    for node in &body.node {
+        let mut node = node.clone();
+        rename_node(&mut node, &map);
+        s.push(node);
+    }
+    Ok(body.output.iter().map(|o| rn(o.name())).collect())
 }
 
 /// Every name a graph defines (inputs, initializers, node outputs), nested graphs included.

@@ -125,7 +125,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Expand" | "Flatten" | "Gather" | "GatherElements" | "GatherND" | "Identity" | "Pad"
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
-        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Scan" | "BitCast"
+        | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Loop" | "Scan" | "BitCast"
         | "CenterCropPad" => any(),
         _ => float(),
     }
@@ -143,6 +143,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             "a MatMul by a constant DFT matrix; lengths, axis and frame step known at compile time",
         ),
         "BitCast" => (Lowering::Kernel, "a byte view (free unless copied)"),
+        "Loop" => (
+            Lowering::Decomposed,
+            "trip count and condition known at compile time, condition passed through; unrolled",
+        ),
         "Scan" => (
             Lowering::Decomposed,
             "unrolled over the static sequence axis; opset 8 sequence_lens must be full",
