@@ -71,8 +71,11 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let c = ck / k;
     let mut grid = Vec::with_capacity(d);
     for i in 0..d {
-        let span = image[i] as i64 + pads[i] + pads[d + i] - (dil[i] * (block[i] - 1)) as i64 - 1;
-        if span < 0 {
+        // i128: attribute values cannot overflow it.
+        let span = image[i] as i128 + pads[i] as i128 + pads[d + i] as i128
+            - dil[i] as i128 * (block[i] as i128 - 1)
+            - 1;
+        if span < 0 || span > isize::MAX as i128 {
             return Err(ctx.err(format!("block {i} does not fit the padded image")));
         }
         grid.push(span as usize / strides[i] + 1);

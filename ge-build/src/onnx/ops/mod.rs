@@ -6,6 +6,7 @@ mod attention;
 mod bits;
 mod causal_conv;
 mod col2im;
+mod const_index;
 mod conv;
 mod crop_pad;
 mod decomp;
@@ -171,6 +172,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .or_else(|| crop_pad::import(t, ctx))
         .or_else(|| col2im::import(t, ctx))
         .or_else(|| loops::import(t, ctx))
+        .or_else(|| const_index::import(t, ctx))
     {
         return r;
     }
@@ -223,6 +225,7 @@ pub fn is_decomposed(op: &str) -> bool {
         .chain(crop_pad::OPS)
         .chain(col2im::OPS)
         .chain(loops::OPS)
+        .chain(const_index::OPS)
         .chain(&["AffineGrid", "BitwiseNot"])
         .any(|&o| o == op)
 }
@@ -243,6 +246,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(crop_pad::OPS)
         .chain(col2im::OPS)
         .chain(loops::OPS)
+        .chain(const_index::OPS)
         .chain(grid::OPS)
         .chain(index::OPS)
         .copied()

@@ -46,6 +46,7 @@ pub struct OpSupport {
 fn since(op: &str) -> i64 {
     match op {
         "Expand" | "Scan" => 8,
+        "Compress" => 9,
         "Acosh"
         | "Asinh"
         | "Atanh"
@@ -60,7 +61,7 @@ fn since(op: &str) -> i64 {
         | "Sign"
         | "Sinh"
         | "Where" => 9,
-        "IsInf" | "Mod" | "Resize" | "ThresholdedRelu" => 10,
+        "IsInf" | "Mod" | "Resize" | "ReverseSequence" | "ThresholdedRelu" => 10,
         "BitShift" | "CumSum" | "GatherElements" | "GatherND" | "Range" | "Round"
         | "ScatterElements" | "ScatterND" => 11,
         "Celu"
@@ -126,7 +127,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
         | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "Loop" | "Scan" | "BitCast"
-        | "CenterCropPad" => any(),
+        | "Compress" | "ReverseSequence" | "CenterCropPad" => any(),
         _ => float(),
     }
 }
@@ -143,6 +144,8 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             "a MatMul by a constant DFT matrix; lengths, axis and frame step known at compile time",
         ),
         "BitCast" => (Lowering::Kernel, "a byte view (free unless copied)"),
+        "Compress" => (Lowering::Decomposed, "condition known at compile time"),
+        "ReverseSequence" => (Lowering::Decomposed, "sequence_lens known at compile time"),
         "Loop" => (
             Lowering::Decomposed,
             "trip count and condition known at compile time, condition passed through; unrolled",
