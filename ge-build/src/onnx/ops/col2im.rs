@@ -70,6 +70,9 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let c = ck / k;
     let mut grid = Vec::with_capacity(d);
+    // Rows past the last block (the padded span not a multiple of the stride) receive
+    // nothing: ConvTranspose's output_padding appends them.
+    let mut extra = Vec::with_capacity(d);
     for i in 0..d {
         // i128: attribute values cannot overflow it.
         let span = image[i] as i128 + pads[i] as i128 + pads[d + i] as i128
@@ -79,6 +82,7 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {
             return Err(ctx.err(format!("block {i} does not fit the padded image")));
         }
         grid.push(span as usize / strides[i] + 1);
+        extra.push(span as usize % strides[i]);
     }
     if grid.iter().product::<usize>() != l {
         return Err(ctx.err(format!(
@@ -105,6 +109,7 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {
             A::Is("strides", as_i64(&strides)),
             A::Is("dilations", as_i64(&dil)),
             A::Is("pads", pads),
+            A::Is("output_padding", as_i64(&extra)),
         ],
     );
     s.to("Identity", &[&y], &[&out0(ctx)?], vec![]);
