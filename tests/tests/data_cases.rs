@@ -1,7 +1,10 @@
 //! Checked-in cases for paths the node suite lacks, at every opt level: RNN/GRU/LSTM against
 //! onnxruntime (`tools/gen_recurrent_cases.py`: sequence_lens masking, linear_before_reset,
 //! clip, activation alpha/beta, input_forget) and GridSample against onnx.reference
-//! (`tools/gen_grid_sample_cases.py`: every mode × padding × align_corners, 3-D, f16, f64).
+//! (`tools/gen_grid_sample_cases.py`: every mode × padding × align_corners, 3-D, f16, f64);
+//! import decompositions (`tools/gen_decomposed_cases.py`: Scan axes/directions and a nested
+//! If, Loop scan outputs, DFT/STFT lengths, constant-input Col2Im, CenterCropPad, Compress,
+//! ReverseSequence, BitCast, RotaryEmbedding).
 
 use ge_build::check::{Tolerance, check_case_isolated, suite_cases};
 use ge_build::{CompileOptions, OptLevel};
@@ -33,4 +36,9 @@ fn recurrent_cases_match_onnxruntime() {
 #[test]
 fn grid_sample_cases_match_the_reference() {
     all_pass("grid_sample", 32);
+}
+
+#[test]
+fn decomposed_cases_match_the_reference() {
+    all_pass("decomposed", 12);
 }

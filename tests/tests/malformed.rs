@@ -93,3 +93,71 @@ fn garbage_om_is_an_error() {
     let a = AlignedBlob::from_bytes(&garbage);
     assert!(Model::from_bytes(a.as_bytes()).is_err());
 }
+
+/// A control-flow model from the checked-in cases, decoded for editing.
+fn control_flow_model(case: &str) -> ge_build::onnx::proto::ModelProto {
+    let p = ge_tests::workspace_root()
+        .join("tests/data/decomposed")
+        .join(case)
+        .join("model.onnx");
+    let bytes = std::fs::read(p).expect("checked-in model");
+    <ge_build::onnx::proto::ModelProto as prost::Message>::decode(bytes.as_slice())
+        .expect("decodes")
+}
+
+#[test]
+fn malformed_scan_and_loop_bodies_are_errors_naming_the_op() {
+    use prost::Message;
+    type Edit = fn(&mut ge_build::onnx::proto::NodeProto);
+    let edits: [(&str, &str, Edit); 5] = [
+        ("scan_nested_if", "Scan", |n| {
+            n.attribute.retain(|a| a.name() != "body")
+        }),
+        ("scan_nested_if", "Scan", |n| {
+            for a in &mut n.attribute {
+                if a.name() == "num_scan_inputs" {
+                    a.i = Some(7);
+                }
+            }
+        }),
+        ("scan_nested_if", "Scan", |n| {
+            for a in &mut n.attribute {
+                if let Some(g) = a.g.as_mut() {
+                    g.input.pop();
+                }
+            }
+        }),
+        ("loop_scan_output", "Loop", |n| {
+            for a in &mut n.attribute {
+                if let Some(g) = a.g.as_mut() {
+                    g.output.truncate(0);
+                }
+            }
+        }),
+        ("loop_scan_output", "Loop", |n| {
+            // The body now computes its condition: not unrollable.
+            for a in &mut n.attribute {
+                if let Some(g) = a.g.as_mut() {
+                    for x in &mut g.node {
+                        if x.op_type() == "Identity" {
+                            x.op_type = Some("Not".into());
+                        }
+                    }
+                }
+            }
+        }),
+    ];
+    for (i, (case, op, edit)) in edits.iter().enumerate() {
+        let mut m = control_flow_model(case);
+        let g = m.graph.as_mut().expect("graph");
+        edit(&mut g.node[0]);
+        let bytes = m.encode_to_vec();
+        let r =
+            std::panic::catch_unwind(|| compile_bytes(&bytes, None, &CompileOptions::default()));
+        match r {
+            Ok(Err(e)) => assert!(e.to_string().contains(op), "edit {i}: {e}"),
+            Ok(Ok(_)) => panic!("edit {i} of {case} compiled"),
+            Err(_) => panic!("edit {i} of {case} panicked"),
+        }
+    }
+}

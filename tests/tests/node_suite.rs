@@ -6,7 +6,7 @@ use ge_build::CompileOptions;
 use ge_build::check::{Outcome, Tolerance, check_case_isolated, suite_cases};
 
 /// Raise this when conformance improves; never lower it to make the test pass.
-const PASS_FLOOR: usize = 1528;
+const PASS_FLOOR: usize = 1575;
 
 #[test]
 fn node_suite_runs_to_its_summary() {

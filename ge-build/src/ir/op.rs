@@ -38,7 +38,8 @@ pub enum Op {
     Split(AxisParams),
     Gather(AxisParams),
     Pad(PadParams),
-    /// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: same bytes, new shape.
+    /// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: same bytes, new shape; BitCast:
+    /// same bytes, new dtype of the same width.
     Reshape,
     Expand,
     Tile,

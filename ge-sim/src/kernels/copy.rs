@@ -32,13 +32,14 @@ pub fn f32_out<'b>(t: &'b mut TensorMut<'_>) -> Result<&'b mut [f32], KernelErro
     Ok(t.as_slice_mut::<f32>()?)
 }
 
-/// Byte copy for Reshape / Flatten / Squeeze / Unsqueeze / Identity / Dropout: same dtype and
-/// element count; extra inputs (e.g. Reshape's shape) are ignored.
+/// Byte copy for Reshape / Flatten / Squeeze / Unsqueeze / Identity / Dropout / BitCast: same
+/// element count and width (BitCast reinterprets the bytes as another dtype); extra inputs
+/// (e.g. Reshape's shape) are ignored.
 pub fn run_copy(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
     let x = input(ins, 0, "copy input")?;
     let y = output(outs, 0, "copy output")?;
-    if x.dtype != y.dtype {
-        return Err(KernelError::Shape("copy changes the dtype"));
+    if x.dtype.size() != y.dtype.size() {
+        return Err(KernelError::Shape("copy changes the element width"));
     }
     let n = checked_len(&x.shape, x.dtype, x.data.len())?;
     let m = checked_len(&y.shape, y.dtype, y.data.len())?;

@@ -4,6 +4,7 @@
 
 mod attention;
 mod batch_norm_train;
+mod bits;
 mod causal_conv;
 mod col2im;
 mod conv;
@@ -15,6 +16,8 @@ mod einsum;
 mod elementwise;
 mod grid;
 mod index;
+mod linear_attn;
+mod loops;
 mod math;
 mod norm;
 mod onehot;
@@ -25,6 +28,7 @@ mod recurrent;
 mod resize;
 mod reverse;
 mod rotary;
+mod scan;
 mod select;
 mod shape;
 mod sub;
@@ -174,6 +178,10 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if let Some(r) = attention::import(t, ctx)
         .or_else(|| recurrent::import(t, ctx))
         .or_else(|| grid::import(t, ctx))
+        .or_else(|| scan::import(t, ctx))
+        .or_else(|| loops::import(t, ctx))
+        .or_else(|| linear_attn::import(t, ctx))
+        .or_else(|| bits::import(t, ctx))
         .or_else(|| quant::import(t, ctx))
         .or_else(|| qlinear::import(t, ctx))
         .or_else(|| einsum::import(t, ctx))
@@ -261,6 +269,9 @@ pub const DECOMPOSED: &[&[&str]] = &[
     crop_pad::OPS,
     attention::OPS,
     recurrent::OPS,
+    scan::OPS,
+    loops::OPS,
+    linear_attn::OPS,
 ];
 
 /// Every supported op type: the direct importers' and the decomposed ones.
@@ -271,6 +282,7 @@ pub fn supported() -> Vec<&'static str> {
         .chain(index::OPS)
         .chain(window::OPS)
         .chain(grid::OPS)
+        .chain(bits::OPS)
         .chain(DECOMPOSED.iter().flat_map(|l| l.iter()))
         .copied()
         .collect();

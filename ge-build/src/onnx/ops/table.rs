@@ -48,7 +48,7 @@ pub struct OpSupport {
 
 fn since(op: &str) -> i64 {
     match op {
-        "Expand" => 8,
+        "Expand" | "Scan" => 8,
         "Compress" | "MaxUnpool" | "NonZero" | "OneHot" => 9,
         "Acosh"
         | "Asinh"
@@ -93,8 +93,8 @@ fn since(op: &str) -> i64 {
         "AffineGrid" | "Gelu" => 20,
         "Attention" | "RMSNormalization" | "RotaryEmbedding" => 23,
         "Swish" | "TensorScatter" => 24,
-        "CumProd" => 26,
-        "CausalConvWithState" => 27,
+        "BitCast" | "CumProd" => 26,
+        "CausalConvWithState" | "LinearAttention" => 27,
         "SwiGLU" => 28,
         _ => MIN_OPSET,
     }
@@ -106,6 +106,11 @@ fn until(op: &str) -> i64 {
         "Scatter" => 10,
         _ => MAX_OPSET,
     }
+}
+
+/// True for the integer dtypes (not bool).
+pub fn is_int(d: DType) -> bool {
+    INT.contains(&d)
 }
 
 fn cat(parts: &[&[DType]]) -> Vec<DType> {
@@ -142,7 +147,7 @@ fn dtypes(op: &str) -> Vec<DType> {
         | "Reshape" | "Scatter" | "ScatterElements" | "ScatterND" | "Shape" | "Size" | "Slice"
         | "Split" | "Squeeze" | "Tile" | "Transpose" | "Unsqueeze" | "Where" | "Trilu"
         | "DepthToSpace" | "SpaceToDepth" | "EyeLike" | "If" | "OneHot" | "Compress"
-        | "NonZero" | "ReverseSequence" => any(),
+        | "NonZero" | "ReverseSequence" | "Loop" | "Scan" | "BitCast" => any(),
         _ => float(),
     }
 }
@@ -180,6 +185,15 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
         "If" => (
             Lowering::Decomposed,
             "condition known at compile time; the taken branch is inlined",
+        ),
+        "BitCast" => (Lowering::Kernel, "a byte view (free unless copied)"),
+        "Loop" => (
+            Lowering::Decomposed,
+            "trip count and condition known at compile time, condition passed through; unrolled",
+        ),
+        "Scan" => (
+            Lowering::Decomposed,
+            "unrolled over the static sequence axis; opset 8 sequence_lens must be full",
         ),
         "Dropout" => (
             Lowering::Kernel,
