@@ -13,7 +13,6 @@ use super::pattern::{Users, f32_tensor, f32_values};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
-use crate::options::OptLevel;
 
 /// Per-channel affine constants folded into Conv/BatchNorm.
 pub struct FoldAffine;
@@ -27,15 +26,7 @@ enum Affine {
 }
 
 impl Pass for FoldAffine {
-    fn name(&self) -> &'static str {
-        "fold_affine"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fold_affine", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut users = g.users();
         let mut changed = false;

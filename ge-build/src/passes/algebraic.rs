@@ -9,7 +9,6 @@ use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
 use crate::onnx::tensor::TensorData;
-use crate::options::OptLevel;
 
 /// Algebraic simplification.
 pub struct Algebraic;
@@ -20,12 +19,7 @@ fn all_equal(d: &TensorData, want: f64) -> bool {
 }
 
 impl Pass for Algebraic {
-    fn name(&self) -> &'static str {
-        "algebraic"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O1
-    }
+    pass_info!("algebraic", O1);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut users = g.users();
         let mut changed = false;

@@ -11,7 +11,6 @@ use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
 use crate::onnx::broadcast_shapes;
-use crate::options::OptLevel;
 
 /// MatMul-Softmax-MatMul → Attention.
 pub struct FuseAttention;
@@ -142,15 +141,7 @@ fn match_at(g: &Graph, users: &Users, mm2: NodeIndex) -> Option<Match> {
 }
 
 impl Pass for FuseAttention {
-    fn name(&self) -> &'static str {
-        "fuse_attention"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fuse_attention", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         Ok(rewrite_each(g, |g, users, n| {
             let m = match_at(g, users, n)?;

@@ -148,15 +148,7 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
 }
 
 impl Pass for AutoFusion {
-    fn name(&self) -> &'static str {
-        "autofusion"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("autofusion", O2, fusion);
     fn run(&self, g: &mut Graph, cx: &PassContext<'_>) -> Result<bool> {
         let users = g.users();
         let max_regs_for_ub =

@@ -6,21 +6,12 @@ use super::pattern::{f32_tensor as data, f32_values as f32s};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::options::OptLevel;
 
 /// BatchNorm folding into Conv.
 pub struct FoldBatchNorm;
 
 impl Pass for FoldBatchNorm {
-    fn name(&self) -> &'static str {
-        "fold_batch_norm"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fold_batch_norm", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut users = g.users();
         let mut changed = false;

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
-use crate::options::OptLevel;
 
 /// What makes two nodes compute the same: kind, params, inputs, output dtypes and shapes.
 type Key = (u16, Vec<u8>, Vec<Option<ValueId>>, Vec<(u8, Vec<usize>)>);
@@ -16,12 +15,7 @@ type Key = (u16, Vec<u8>, Vec<Option<ValueId>>, Vec<(u8, Vec<usize>)>);
 pub struct CommonSubexpressions;
 
 impl Pass for CommonSubexpressions {
-    fn name(&self) -> &'static str {
-        "cse"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O1
-    }
+    pass_info!("cse", O1);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut users = g.users();
         let mut seen: HashMap<Key, Vec<ValueId>> = HashMap::new();

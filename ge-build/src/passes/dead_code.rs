@@ -7,18 +7,12 @@ use petgraph::visit::EdgeRef;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::Graph;
-use crate::options::OptLevel;
 
 /// Dead-code elimination.
 pub struct DeadCode;
 
 impl Pass for DeadCode {
-    fn name(&self) -> &'static str {
-        "dead_code"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O1
-    }
+    pass_info!("dead_code", O1);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut live = std::collections::HashSet::new();
         let mut stack: Vec<_> = g

@@ -7,7 +7,6 @@ use ge_runtime::format::{DType, UnaryOp};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::options::OptLevel;
 
 /// Conv/Gemm/Binary/BatchNorm + activation.
 pub struct FuseEpilogue;
@@ -34,15 +33,7 @@ fn fusable(op: u32) -> bool {
 }
 
 impl Pass for FuseEpilogue {
-    fn name(&self) -> &'static str {
-        "fuse_epilogue"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fuse_epilogue", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut users = g.users();
         let mut changed = false;

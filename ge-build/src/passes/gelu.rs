@@ -10,7 +10,6 @@ use super::pattern::{Rewrite, Users, binary_operands, binary_with, near, rewrite
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
-use crate::options::OptLevel;
 
 /// Erf- and tanh-form GELU → Gelu.
 pub struct FuseGelu;
@@ -123,15 +122,7 @@ fn half_x_one_plus(
 }
 
 impl Pass for FuseGelu {
-    fn name(&self) -> &'static str {
-        "fuse_gelu"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fuse_gelu", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         Ok(rewrite_each(g, |g, users, n| {
             let Op::Unary(u) = g.g[n].op else {

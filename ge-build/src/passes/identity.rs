@@ -7,18 +7,12 @@ use ge_runtime::format::UnaryOp;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::options::OptLevel;
 
 /// Identity, Dropout, no-op Cast and Reshape-chain removal.
 pub struct RemoveIdentities;
 
 impl Pass for RemoveIdentities {
-    fn name(&self) -> &'static str {
-        "remove_identities"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O1
-    }
+    pass_info!("remove_identities", O1);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let mut users = g.users();
         let mut changed = false;

@@ -13,7 +13,6 @@ use super::pattern::{
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
-use crate::options::OptLevel;
 
 /// Decomposed LayerNorm → LayerNorm.
 pub struct FuseLayerNorm;
@@ -137,15 +136,7 @@ fn match_at(g: &Graph, users: &Users, div: NodeIndex) -> Option<Match> {
 }
 
 impl Pass for FuseLayerNorm {
-    fn name(&self) -> &'static str {
-        "fuse_layer_norm"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fuse_layer_norm", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         Ok(rewrite_each(g, |g, users, n| {
             let m = match_at(g, users, n)?;

@@ -7,21 +7,12 @@ use ge_runtime::format::{Activation, BinaryOp, GemmParams};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::options::OptLevel;
 
 /// MatMul + Add → Gemm.
 pub struct MatMulAddToGemm;
 
 impl Pass for MatMulAddToGemm {
-    fn name(&self) -> &'static str {
-        "matmul_add_to_gemm"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("matmul_add_to_gemm", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let users = g.users();
         let mut changed = false;

@@ -6,6 +6,26 @@
 //! records whether each changed the graph and how long it took. Every pass is near-linear in
 //! graph size (stated per pass).
 
+/// The `name`/`level`/`is_fusion` trio of a [`Pass`] impl:
+/// `pass_info!("fold_pad", O2, fusion);` (omit `fusion` for passes the switch file cannot
+/// turn off).
+macro_rules! pass_info {
+    ($name:literal, $level:ident) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn level(&self) -> $crate::options::OptLevel {
+            $crate::options::OptLevel::$level
+        }
+    };
+    ($name:literal, $level:ident, fusion) => {
+        pass_info!($name, $level);
+        fn is_fusion(&self) -> bool {
+            true
+        }
+    };
+}
+
 mod affine_fold;
 mod algebraic;
 mod attention;

@@ -7,21 +7,12 @@ use ge_runtime::format::{PadMode, PoolKind};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::options::OptLevel;
 
 /// Pad → Conv / AveragePool pads.
 pub struct FoldPad;
 
 impl Pass for FoldPad {
-    fn name(&self) -> &'static str {
-        "fold_pad"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fold_pad", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let users = g.users();
         let mut changed = false;

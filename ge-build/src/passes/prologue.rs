@@ -12,21 +12,12 @@ use super::pattern::{f32_tensor, f32_values};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::options::OptLevel;
 
 /// BatchNorm(+activation) → Conv input prologue.
 pub struct FusePrologue;
 
 impl Pass for FusePrologue {
-    fn name(&self) -> &'static str {
-        "fuse_prologue"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fuse_prologue", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let users = g.users();
         let mut changed = false;

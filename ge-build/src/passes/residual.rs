@@ -13,21 +13,12 @@ use super::pattern::Users;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
-use crate::options::OptLevel;
 
 /// Conv/Gemm + residual Add (+ activation).
 pub struct FuseResidual;
 
 impl Pass for FuseResidual {
-    fn name(&self) -> &'static str {
-        "fuse_residual"
-    }
-    fn level(&self) -> OptLevel {
-        OptLevel::O2
-    }
-    fn is_fusion(&self) -> bool {
-        true
-    }
+    pass_info!("fuse_residual", O2, fusion);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         let users = g.users();
         let order = g.topo_order();
