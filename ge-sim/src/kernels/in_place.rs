@@ -7,8 +7,7 @@ use ge_runtime::format::{
     BinaryOp, BinaryParams, OpKind, Shape, TensorMut, TensorRef, UnaryParams,
 };
 
-use super::binary::Arith;
-use super::broadcast::for_each_row;
+use super::binary::{Arith, accumulate};
 use super::unary::apply_activation;
 use super::{KernelError, KernelResult, Work, input, output, read_params};
 
@@ -76,30 +75,12 @@ fn binary(
         _ => return Err(KernelError::BadParams("in-place binary input out of range")),
     };
     let b = other.as_slice::<f32>()?;
-    if Some(b.len()) != other.shape.checked_numel() {
-        return Err(KernelError::Shape("tensor data does not match its shape"));
-    }
     let (shape, y) = f32_output(outs)?;
-    let mut bad = false;
-    for_each_row(&shape, [&other.shape], |start, [off], [inc], len| {
-        let (Some(dst), Some(last)) = (
-            y.get_mut(start..start + len),
-            (len > 0).then(|| off + (len - 1) * inc),
-        ) else {
-            bad |= len > 0;
-            return;
-        };
-        if last >= b.len() {
-            bad = true;
-            return;
-        }
-        for (i, v) in dst.iter_mut().enumerate() {
-            let o = b[off + i * inc];
-            *v = if k == 0 { f(*v, o) } else { f(o, *v) };
-        }
-    })?;
-    if bad {
-        return Err(KernelError::Shape("broadcast operand out of range"));
+    // `accumulate` passes `y`'s element first; updating input 1 in place swaps the operands.
+    if k == 0 {
+        accumulate(y, &shape, b, &other.shape, f)?;
+    } else {
+        accumulate(y, &shape, b, &other.shape, |v, o| f(o, v))?;
     }
     apply_activation(&p.act, y)?;
     Ok(Work {
