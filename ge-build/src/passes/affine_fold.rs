@@ -9,7 +9,7 @@
 use ge_runtime::format::{BinaryOp, DType};
 use petgraph::stable_graph::NodeIndex;
 
-use super::pattern::{Users, f32_tensor, f32_values};
+use super::pattern::{Users, bypass, f32_tensor, f32_values};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
@@ -41,10 +41,7 @@ impl Pass for FoldAffine {
                 continue;
             }
             let y = g.g[n].outputs[0];
-            let u = users.remove(&y).unwrap_or_default();
-            g.replace_uses(y, x, &u);
-            users.insert(x, u);
-            g.remove_node(n);
+            bypass(g, &mut users, n, y, x);
             changed = true;
         }
         Ok(changed)

@@ -2,7 +2,7 @@
 //! feeds only the BatchNorm: `w' = w·s`, `b' = (b − mean)·s + beta`, `s = gamma/√(var+ε)`.
 //! O(V + E + folded weight bytes).
 
-use super::pattern::{f32_tensor as data, f32_values as f32s};
+use super::pattern::{bypass, f32_tensor as data, f32_values as f32s};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
@@ -74,10 +74,7 @@ impl Pass for FoldBatchNorm {
             let w2 = g.add_constant(wname, data(g.value(w).shape.clone(), &new_w));
             let b2 = g.add_constant(format!("{}:b_bn", g.g[conv].name), data(vec![m], &new_b));
             g.set_inputs(conv, vec![cin[0], Some(w2), Some(b2)]);
-            let u = users.remove(&y).unwrap_or_default();
-            g.replace_uses(y, x, &u);
-            users.insert(x, u);
-            g.remove_node(bn);
+            bypass(g, &mut users, bn, y, x);
             changed = true;
         }
         Ok(changed)

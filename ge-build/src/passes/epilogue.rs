@@ -4,6 +4,7 @@
 
 use ge_runtime::format::{DType, UnaryOp};
 
+use super::pattern::bypass;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
@@ -65,10 +66,7 @@ impl Pass for FuseEpilogue {
             *act = up.act;
             let label = format!("{}+{}", g.g[p].op_type, g.g[n].op_type);
             g.g[p].op_type = label;
-            let u = users.remove(&y).unwrap_or_default();
-            g.replace_uses(y, x, &u);
-            users.insert(x, u);
-            g.remove_node(n);
+            bypass(g, &mut users, n, y, x);
             changed = true;
         }
         Ok(changed)

@@ -79,6 +79,15 @@ pub fn out(g: &Graph, n: NodeIndex) -> ValueId {
     g.g[n].outputs[0]
 }
 
+/// Removes `n`, a node whose output `y` now reads as `x` (its input, whose only reader was
+/// `n`), keeping `users` current. O(users of y).
+pub fn bypass(g: &mut Graph, users: &mut Users, n: NodeIndex, y: ValueId, x: ValueId) {
+    let u = users.remove(&y).unwrap_or_default();
+    g.replace_uses(y, x, &u);
+    users.insert(x, u);
+    g.remove_node(n);
+}
+
 /// A matched pattern: the nodes it removes, and the node that becomes the fused op.
 pub struct Rewrite {
     pub dead: Vec<NodeIndex>,
