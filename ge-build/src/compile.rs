@@ -75,25 +75,22 @@ pub fn compile_bytes(
     let passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch, &opts.device)?;
     let passes_ms = ms(t);
     let t = Instant::now();
-    let sched = crate::plan::schedule(&graph);
-    let order = sched.order;
-    let emitted = crate::om::emit(
+    let plan = crate::plan::plan(
         &graph,
-        &order,
-        &crate::om::EmitOptions {
+        &crate::plan::PlanOptions {
             reuse: opts.memory_reuse,
             max_streams: opts
                 .max_streams
                 .unwrap_or_else(|| (opts.device.cores as usize).clamp(1, 4)),
             ignore_stream_concurrency: opts.unsafe_linear_memory_plan,
-            producer: PRODUCER,
         },
-    )?;
+    );
+    let emitted = crate::om::emit(&graph, &plan, PRODUCER)?;
     let plan_ms = ms(t);
     for (what, needed, limit) in [
         (
             "arena",
-            emitted.memory.arena_bytes as u64,
+            plan.memory.arena_bytes as u64,
             opts.limits.max_arena_bytes,
         ),
         (
@@ -120,12 +117,12 @@ pub fn compile_bytes(
         events: emitted.events,
         passes,
         memory: MemoryStat {
-            arena_bytes: emitted.memory.arena_bytes as u64,
-            lower_bound_bytes: emitted.memory.lower_bound_bytes as u64,
-            naive_bytes: emitted.memory.naive_bytes as u64,
-            topo_order_peak_bytes: sched.topo_peak_bytes as u64,
-            chosen_order_peak_bytes: sched.chosen_peak_bytes as u64,
-            order_peak_lower_bound_bytes: sched.peak_lower_bound_bytes as u64,
+            arena_bytes: plan.memory.arena_bytes as u64,
+            lower_bound_bytes: plan.memory.lower_bound_bytes as u64,
+            naive_bytes: plan.memory.naive_bytes as u64,
+            topo_order_peak_bytes: plan.schedule.topo_peak_bytes as u64,
+            chosen_order_peak_bytes: plan.schedule.chosen_peak_bytes as u64,
+            order_peak_lower_bound_bytes: plan.schedule.peak_lower_bound_bytes as u64,
             weight_bytes: emitted.weight_bytes as u64,
         },
         compile_millis: crate::report::CompileMillis {

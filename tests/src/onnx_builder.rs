@@ -154,14 +154,38 @@ impl ModelBuilder {
         self
     }
 
+    /// Puts the last node added in `domain` (e.g. `com.microsoft`), imported at opset 1.
+    pub fn in_domain(&mut self, domain: &str) -> &mut Self {
+        if let Some(n) = self.graph.node.last_mut() {
+            n.domain = Some(domain.into());
+        }
+        self
+    }
+
     /// The encoded model.
     pub fn build(&self) -> Vec<u8> {
+        let mut opset_import = vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(self.opset),
+        }];
+        let mut domains: Vec<&str> = self
+            .graph
+            .node
+            .iter()
+            .map(|n| n.domain())
+            .filter(|d| !d.is_empty())
+            .collect();
+        domains.sort_unstable();
+        domains.dedup();
+        for d in domains {
+            opset_import.push(OperatorSetIdProto {
+                domain: Some(d.into()),
+                version: Some(1),
+            });
+        }
         let m = ModelProto {
             ir_version: Some(8),
-            opset_import: vec![OperatorSetIdProto {
-                domain: Some(String::new()),
-                version: Some(self.opset),
-            }],
+            opset_import,
             producer_name: Some("ge-tests".into()),
             graph: Some(self.graph.clone()),
             ..Default::default()

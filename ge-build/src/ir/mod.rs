@@ -3,6 +3,7 @@
 mod eval;
 mod graph;
 mod op;
+pub mod verify;
 
 pub use eval::eval;
 pub use graph::{Graph, Node, Value, ValueId};

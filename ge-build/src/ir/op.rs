@@ -127,6 +127,52 @@ impl Op {
         }
     }
 
+    /// True for ops whose kernels compute in f32 (and f64 / integers) but not on halves, so
+    /// f16/bf16 operands are cast up at import and results cast back. Exhaustive: a new op
+    /// must say.
+    pub fn computes_in_f32(&self) -> bool {
+        match self {
+            Op::Binary(_)
+            | Op::Variadic(_)
+            | Op::Conv(_)
+            | Op::ConvTranspose(_)
+            | Op::Gemm(_)
+            | Op::MatMul
+            | Op::Pool(_)
+            | Op::GlobalPool(_)
+            | Op::Lrn(_)
+            | Op::BatchNorm(_)
+            | Op::InstanceNorm(_)
+            | Op::Softmax(_)
+            | Op::Reduce(_)
+            | Op::ArgReduce(_)
+            | Op::Resize(_)
+            | Op::TopK(_)
+            | Op::Cumulative(_)
+            | Op::GridSample(_) => true,
+            Op::ScatterElements(p) | Op::ScatterNd(p) => {
+                p.reduction != ge_runtime::format::ScatterReduction::None as u32
+            }
+            Op::Unary(_)
+            | Op::Where
+            | Op::Transpose(_)
+            | Op::Slice(_)
+            | Op::Concat(_)
+            | Op::Split(_)
+            | Op::Gather(_)
+            | Op::Pad(_)
+            | Op::Reshape
+            | Op::Expand
+            | Op::Tile
+            | Op::Cast
+            | Op::Fused(_)
+            | Op::LayerNorm(_)
+            | Op::Attention(_)
+            | Op::GatherElements(_)
+            | Op::GatherNd(_) => false,
+        }
+    }
+
     /// True for ops whose output is the input's bytes under a new shape.
     pub fn is_reshape(&self) -> bool {
         matches!(self, Op::Reshape)

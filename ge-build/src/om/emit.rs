@@ -8,12 +8,11 @@ use std::collections::HashMap;
 use ge_runtime::format::{
     DType, EventDesc, IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, TaskDesc, TensorDesc,
 };
-use petgraph::stable_graph::NodeIndex;
 
 use super::OmBuilder;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, ValueId};
-use crate::plan::{Aliases, Lifetimes, MemoryPlan, analyze, assign, lifetimes, plan};
+use crate::plan::{Aliases, Lifetimes, MemoryPlan, Plan};
 
 /// What emission produced besides the blob.
 #[derive(Clone, Debug)]
@@ -21,49 +20,27 @@ pub struct Emitted {
     pub blob: Vec<u8>,
     pub streams: usize,
     pub events: usize,
-    pub memory: MemoryPlan,
     pub tasks: usize,
     pub weight_bytes: usize,
 }
 
-/// How to plan while emitting.
-#[derive(Clone, Copy, Debug)]
-pub struct EmitOptions<'a> {
-    /// Arena sharing by liveness and zero-copy aliases; without it every activation gets its
-    /// own bytes (the naive plan).
-    pub reuse: bool,
-    /// Most streams independent branches may use (1 = everything in order on one stream).
-    pub max_streams: usize,
-    /// Plan memory on the task order alone, ignoring stream concurrency. Wrong on purpose:
-    /// only for demonstrating the race checker.
-    pub ignore_stream_concurrency: bool,
-    pub producer: &'a str,
-}
-
-/// Emits `g` executed in `order`.
-pub fn emit(g: &Graph, order: &[NodeIndex], opts: &EmitOptions<'_>) -> Result<Emitted> {
-    let (reuse, producer_name) = (opts.reuse, opts.producer);
-    let steps = order.len().max(1);
-    let aliases = if reuse {
-        analyze(g, order)
-    } else {
-        Aliases::default()
-    };
-    let streams = assign(g, order, &aliases, opts.max_streams);
-    let ranges =
-        (!opts.ignore_stream_concurrency).then_some((streams.lo.as_slice(), streams.hi.as_slice()));
-    let lt = lifetimes(g, order, &aliases, ranges);
-    let mut memory = plan(&lt.buffers, steps, reuse);
-    memory.naive_bytes = lt.naive_bytes.next_multiple_of(64).max(memory.naive_bytes);
-
+/// Serializes `g` as planned by `plan` (see [`crate::plan::plan`]); decides nothing itself.
+pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
+    let (order, aliases, streams, lt, memory) = (
+        plan.order(),
+        &plan.aliases,
+        &plan.streams,
+        &plan.lifetimes,
+        &plan.memory,
+    );
     let mut t = Tables {
         om: OmBuilder::default(),
         tensor_of: HashMap::new(),
         weight_of: HashMap::new(),
         g,
-        memory: &memory,
-        lt: &lt,
-        aliases: &aliases,
+        memory,
+        lt,
+        aliases,
     };
     for (i, &v) in g.inputs.iter().enumerate() {
         t.add_tensor(v, Location::Input, i as u32, 0)?;
@@ -166,7 +143,6 @@ pub fn emit(g: &Graph, order: &[NodeIndex], opts: &EmitOptions<'_>) -> Result<Em
     let events = om.events.len();
     Ok(Emitted {
         blob: om.finish(meta),
-        memory,
         tasks,
         weight_bytes,
         streams: streams.stream_count,

@@ -14,10 +14,11 @@ use prost::Message;
 use super::ctx::{Imported, InputInfo, NodeCtx};
 use super::legalize;
 use super::ops;
+use super::ops::registry::{self, Importer};
 use super::proto::{
     ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
 };
-use super::sequence::{SEQUENCE_OPS, Sequences};
+use super::sequence::Sequences;
 use super::tensor::{TensorData, decode_tensor};
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Value, ValueId, eval};
@@ -224,10 +225,18 @@ pub fn import_model(
 
     let mut seqs = Sequences::default();
     for node in topo_sort(&gp.node, &by_name)? {
-        if SEQUENCE_OPS.contains(&node.op_type()) && matches!(node.domain(), "" | "ai.onnx") {
+        let entry = registry::lookup(node.domain(), node.op_type());
+        if entry.is_some_and(|e| matches!(e.import, Importer::Sequence)) {
             seqs.import(&mut g, &mut by_name, node, opset)?;
         } else {
-            import_node(&mut g, &mut by_name, node, opset, opts.max_tensor_bytes)?;
+            import_node(
+                &mut g,
+                &mut by_name,
+                node,
+                opset,
+                opts.max_tensor_bytes,
+                false,
+            )?;
         }
     }
 
@@ -303,6 +312,7 @@ fn import_node(
     node: &NodeProto,
     opset: i64,
     limit: Option<u64>,
+    generated: bool,
 ) -> Result<()> {
     let domain = node.domain();
     let opset = ops::opset_for(domain, opset);
@@ -342,12 +352,7 @@ fn import_node(
             })
             .collect(),
     };
-    if !ops::domain_supported(domain, node.op_type()) {
-        return Err(ctx.unsupported(format!(
-            "operator domain '{domain}' is not supported (only the default ONNX domain is)"
-        )));
-    }
-    let imported = ops::import(&ctx)?;
+    let imported = ops::import(&ctx, generated)?;
     let (op, kernel_inputs, outputs, overrides) = match imported {
         Imported::Constants(values) => {
             if values.len() < node.output.iter().filter(|o| !o.is_empty()).count() {
@@ -382,7 +387,7 @@ fn import_node(
                 by_name.insert(name, id);
             }
             for n in &nodes {
-                import_node(g, by_name, n, opset, limit)?;
+                import_node(g, by_name, n, opset, limit, true)?;
             }
             return Ok(());
         }
@@ -421,7 +426,7 @@ fn import_node(
     // Ops computed in f32 on f16/bf16 tensors: cast the inputs up and the outputs back.
     let mut outputs = outputs;
     let mut narrow: Vec<Option<DType>> = vec![None; outputs.len()];
-    if legalize::computes_in_f32(&op) {
+    if op.computes_in_f32() {
         let half = |d: DType| matches!(d, DType::F16 | DType::Bf16);
         let any_half = kernel_ids
             .iter()

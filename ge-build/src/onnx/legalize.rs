@@ -10,28 +10,6 @@ use super::tensor::TensorData;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId, eval};
 
-/// True for ops whose kernels compute in f32 (and f64 / integers) but not on halves.
-pub fn computes_in_f32(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Binary(_)
-            | Op::Variadic(_)
-            | Op::Conv(_)
-            | Op::ConvTranspose(_)
-            | Op::Gemm(_)
-            | Op::MatMul
-            | Op::Pool(_)
-            | Op::GlobalPool(_)
-            | Op::Lrn(_)
-            | Op::BatchNorm(_)
-            | Op::InstanceNorm(_)
-            | Op::Softmax(_)
-            | Op::Reduce(_)
-            | Op::ArgReduce(_)
-            | Op::Resize(_)
-    ) || crate::onnx::ops::computes_in_f32(op)
-}
-
 /// `data` converted to `to` by the device's Cast kernel.
 pub fn cast_data(data: &TensorData, to: DType) -> Result<TensorData, ge_runtime::KernelError> {
     let mut v = eval(&Op::Cast, &[Some(data)], &[(to, data.dims.clone())])?;

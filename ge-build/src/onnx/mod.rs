@@ -19,4 +19,4 @@ mod values;
 
 pub use ctx::{Imported, InputInfo, NodeCtx};
 pub use import::{ImportOptions, decode_model, default_opset, import_model};
-pub use ops::{SUPPORTED, broadcast_shapes, supported, table};
+pub use ops::{broadcast_shapes, registry, supported, table};

@@ -8,21 +8,22 @@ use std::sync::Arc;
 
 use ge_runtime::format::{AxisParams, DType};
 
+use super::ops::registry::OpEntry;
 use super::proto::NodeProto;
 use super::tensor::TensorData;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId};
 
-/// The sequence ops this module resolves.
-pub const SEQUENCE_OPS: &[&str] = &[
-    "SequenceConstruct",
-    "SequenceEmpty",
-    "SequenceInsert",
-    "SequenceErase",
-    "SequenceAt",
-    "SequenceLength",
-    "SplitToSequence",
-    "ConcatFromSequence",
+/// The sequence ops this module resolves (all since opset 11).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::sequence("SequenceConstruct", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("SequenceEmpty", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("SequenceInsert", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("SequenceErase", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("SequenceAt", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("SequenceLength", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("SplitToSequence", 11).note("lengths and positions known at compile time"),
+    OpEntry::sequence("ConcatFromSequence", 11).note("lengths and positions known at compile time"),
 ];
 
 /// Compile-time state: which names are sequences, and their elements.

@@ -48,7 +48,7 @@ use std::time::Instant;
 
 pub use fusion_switch::FusionSwitch;
 
-use crate::error::Result;
+use crate::error::{CompileError, Result};
 use crate::ir::Graph;
 use crate::options::OptLevel;
 use crate::report::PassStat;
@@ -106,7 +106,8 @@ pub fn fusion_pattern_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// Runs the pipeline at `level`. O(passes × (V + E)).
+/// Runs the pipeline at `level`, verifying the IR after each pass when
+/// [`verify_each_pass`](crate::ir::verify::verify_each_pass). O(passes × (V + E)).
 pub fn run_passes(
     g: &mut Graph,
     level: OptLevel,
@@ -119,12 +120,25 @@ pub fn run_passes(
         switch,
     };
     let mut stats = Vec::new();
+    let verify = crate::ir::verify::verify_each_pass();
+    if verify {
+        g.verify()
+            .map_err(|e| CompileError::Model(format!("after import: {e}")))?;
+    }
     for p in pipeline() {
         if level < p.level() || (p.is_fusion() && !switch.enabled(p.name())) {
             continue;
         }
         let t = Instant::now();
         let changed = p.run(g, &cx)?;
+        if verify {
+            g.verify().map_err(|e| {
+                CompileError::Model(format!(
+                    "internal error: pass '{}' broke the IR: {e}",
+                    p.name()
+                ))
+            })?;
+        }
         stats.push(PassStat {
             name: p.name().to_string(),
             changed,

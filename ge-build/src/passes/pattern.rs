@@ -97,13 +97,39 @@ pub struct Rewrite {
     pub inputs: Vec<Option<ValueId>>,
 }
 
-/// Runs `find` at every node in topological order and applies each match. O(V + E) plus the
-/// matcher's own cost per node.
+impl Rewrite {
+    /// True when every value the rewrite deletes is read only inside the pattern: no dead
+    /// node's output is a graph output or has a reader other than the pattern's own nodes.
+    /// A matcher that forgot a single-use check is refused here instead of leaving a dangling
+    /// reader. O(pattern size × readers).
+    fn is_closed(&self, g: &Graph, users: &Users) -> bool {
+        let inside = |u: &NodeIndex| *u == self.last || self.dead.contains(u);
+        self.dead.iter().all(|&d| {
+            g.g[d]
+                .outputs
+                .iter()
+                .all(|v| !g.is_output(*v) && users.get(v).is_none_or(|us| us.iter().all(inside)))
+        })
+    }
+}
+
+/// Removes `n` from the reader lists of its inputs.
+fn forget_reader(g: &Graph, users: &mut Users, n: NodeIndex) {
+    for v in g.g[n].inputs.iter().flatten() {
+        if let Some(us) = users.get_mut(v) {
+            us.retain(|&u| u != n);
+        }
+    }
+}
+
+/// Runs `find` at every node in topological order and applies each match whose deleted
+/// values are read only inside the pattern ([`Rewrite::is_closed`]), keeping the users map
+/// current for later matches. O(V + E) plus the matcher's own cost per node.
 pub fn rewrite_each(
     g: &mut Graph,
     find: impl Fn(&Graph, &Users, NodeIndex) -> Option<Rewrite>,
 ) -> bool {
-    let users = g.users();
+    let mut users = g.users();
     let mut changed = false;
     for n in g.topo_order() {
         if !g.g.contains_node(n) {
@@ -112,8 +138,23 @@ pub fn rewrite_each(
         let Some(r) = find(g, &users, n) else {
             continue;
         };
+        if !r.is_closed(g, &users) {
+            continue;
+        }
+        for &d in r.dead.iter().chain([&r.last]) {
+            forget_reader(g, &mut users, d);
+        }
         for d in r.dead {
+            for v in &g.g[d].outputs {
+                users.remove(v);
+            }
             g.remove_node(d);
+        }
+        for v in r.inputs.iter().flatten() {
+            let us = users.entry(*v).or_default();
+            if !us.contains(&r.last) {
+                us.push(r.last);
+            }
         }
         g.g[r.last].op = r.op;
         g.g[r.last].op_type = r.op_type.into();
@@ -121,4 +162,77 @@ pub fn rewrite_each(
         changed = true;
     }
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Node, Value};
+
+    fn value(g: &mut Graph, name: &str) -> ValueId {
+        g.add_value(Value {
+            name: name.into(),
+            dtype: ge_runtime::format::DType::F32,
+            shape: vec![4],
+            producer: None,
+            data: None,
+        })
+    }
+
+    fn unary(g: &mut Graph, name: &str, x: ValueId, y: ValueId) -> NodeIndex {
+        g.add_node(Node {
+            name: name.into(),
+            op_type: "Relu".into(),
+            opset: 13,
+            op: Op::unary(UnaryOp::Relu, 0.0, 0.0),
+            inputs: vec![Some(x)],
+            outputs: vec![y],
+        })
+    }
+
+    /// x → a → b, and `a`'s output is also read by c (outside the pattern {a, b}).
+    fn chain(extra_reader: bool) -> (Graph, NodeIndex, NodeIndex) {
+        let mut g = Graph::default();
+        let x = value(&mut g, "x");
+        g.inputs.push(x);
+        let (t, y) = (value(&mut g, "t"), value(&mut g, "y"));
+        let a = unary(&mut g, "a", x, t);
+        let b = unary(&mut g, "b", t, y);
+        g.outputs.push(y);
+        if extra_reader {
+            let z = value(&mut g, "z");
+            unary(&mut g, "c", t, z);
+            g.outputs.push(z);
+        }
+        (g, a, b)
+    }
+
+    fn fuse_pair(g: &mut Graph, a: NodeIndex, b: NodeIndex) -> bool {
+        let x = g.g[a].inputs[0];
+        rewrite_each(g, |_, _, n| {
+            (n == b).then(|| Rewrite {
+                dead: vec![a],
+                last: b,
+                op: Op::unary(UnaryOp::Sigmoid, 0.0, 0.0),
+                op_type: "Fused",
+                inputs: vec![x],
+            })
+        })
+    }
+
+    #[test]
+    fn a_closed_pattern_is_rewritten_and_verifies() {
+        let (mut g, a, b) = chain(false);
+        assert!(fuse_pair(&mut g, a, b));
+        assert_eq!(g.node_count(), 1);
+        g.verify().expect("valid after the rewrite");
+    }
+
+    #[test]
+    fn a_pattern_deleting_a_value_read_outside_it_is_refused() {
+        let (mut g, a, b) = chain(true);
+        assert!(!fuse_pair(&mut g, a, b), "must not delete t: c reads it");
+        assert_eq!(g.node_count(), 3);
+        g.verify().expect("untouched graph still valid");
+    }
 }

@@ -36,7 +36,7 @@ fn aligned(n: usize) -> usize {
 }
 
 /// Plans `buffers` over `steps` steps. With `reuse == false`, every buffer gets its own bytes.
-pub fn plan(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
+pub fn place_buffers(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPlan {
     let steps = steps.max(1);
     let sizes: Vec<usize> = buffers.iter().map(|b| aligned(b.bytes)).collect();
     let naive: usize = sizes.iter().sum();
@@ -207,7 +207,7 @@ mod tests {
                 last: i + 1,
             })
             .collect();
-        let p = plan(&bufs, 11, true);
+        let p = place_buffers(&bufs, 11, true);
         assert!(!overlaps(&p, &bufs));
         assert_eq!(p.arena_bytes, 2 * 1024);
         assert_eq!(p.lower_bound_bytes, 2 * 1024);
@@ -223,7 +223,7 @@ mod tests {
                 last: i,
             })
             .collect();
-        let p = plan(&bufs, 4, false);
+        let p = place_buffers(&bufs, 4, false);
         assert_eq!(p.arena_bytes, p.naive_bytes);
         assert!(!overlaps(&p, &bufs));
     }
@@ -248,7 +248,7 @@ mod tests {
                     }
                 })
                 .collect();
-            let p = plan(&bufs, 40, true);
+            let p = place_buffers(&bufs, 40, true);
             assert!(!overlaps(&p, &bufs));
             assert!(p.arena_bytes >= p.lower_bound_bytes);
         }

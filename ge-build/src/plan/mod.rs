@@ -4,11 +4,13 @@
 pub mod alias;
 pub mod liveness;
 pub mod memory;
+mod pipeline;
 pub mod schedule;
 pub mod streams;
 
 pub use alias::{Aliases, analyze};
 pub use liveness::{Lifetimes, lifetimes};
-pub use memory::{Buffer, MemoryPlan, plan};
+pub use memory::{Buffer, MemoryPlan, place_buffers};
+pub use pipeline::{Plan, PlanOptions, plan};
 pub use schedule::{Schedule, schedule};
 pub use streams::{StreamPlan, assign};

@@ -10,19 +10,13 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, out0, reduce, reshape};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["Attention"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    match t {
-        "Attention" => Some(attention(ctx)),
-        _ => None,
-    }
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("Attention", 23, FLOAT, attention)];
 
 /// Static sizes of one Attention node, heads split out.
 struct Dims {

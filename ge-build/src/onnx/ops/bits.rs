@@ -4,19 +4,14 @@
 use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
+use super::registry::OpEntry;
+use super::registry::dtypes::ANY;
 use crate::error::Result;
 use crate::ir::Op;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["BitCast"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    match t {
-        "BitCast" => Some(bitcast(ctx)),
-        _ => None,
-    }
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] =
+    &[OpEntry::kernel("BitCast", 26, ANY, bitcast).note("a byte view (free unless copied)")];
 
 /// BitCast: the input's bytes under the target dtype (same element width, same shape).
 fn bitcast(ctx: &NodeCtx<'_>) -> Result<Imported> {

@@ -4,16 +4,18 @@
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, out0};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["CausalConvWithState"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "CausalConvWithState").then(|| causal_conv(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed(
+    "CausalConvWithState",
+    27,
+    FLOAT,
+    causal_conv,
+)];
 
 /// CausalConvWithState(input, weight, bias?, past_state?) -> (output, present_state).
 fn causal_conv(ctx: &NodeCtx<'_>) -> Result<Imported> {

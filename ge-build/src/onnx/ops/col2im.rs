@@ -7,17 +7,15 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{attr_ints_n, in_name, out0, reshape};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::shape::MAX_CONST_ELEMS;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["Col2Im"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "Col2Im").then(|| col2im(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("Col2Im", 18, FLOAT, col2im)
+    .note("image_shape and block_shape known at compile time")];
 
 /// Col2Im(input [N, C * prod(block), L], image_shape, block_shape).
 fn col2im(ctx: &NodeCtx<'_>) -> Result<Imported> {

@@ -3,6 +3,8 @@
 
 use ge_runtime::format::{Activation, ConvParams, PoolKind, PoolParams};
 
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
@@ -385,3 +387,21 @@ pub fn global_pool(ctx: &NodeCtx<'_>) -> Result<Imported> {
     };
     Ok(Imported::one(Op::GlobalPool(p), vec![0], x.dtype, out))
 }
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("AveragePool", 7, FLOAT, pool),
+    OpEntry::kernel("Conv", 7, FLOAT, conv),
+    OpEntry::kernel("ConvTranspose", 7, FLOAT, conv_transpose),
+    OpEntry::kernel("GlobalAveragePool", 7, FLOAT, global_pool),
+    OpEntry::kernel("GlobalLpPool", 7, FLOAT, global_pool),
+    OpEntry::kernel("GlobalMaxPool", 7, FLOAT, global_pool),
+    OpEntry::kernel("LpPool", 7, FLOAT, pool),
+    OpEntry::kernel("MaxPool", 7, FLOAT, |c| {
+        if super::pool_indices::wants_indices(c) {
+            super::pool_indices::max_pool_with_indices(c)
+        } else {
+            pool(c)
+        }
+    })
+    .note("with the Indices output: decomposed (Gather of windows, ReduceMax, ArgMax)"),
+];

@@ -4,16 +4,16 @@
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::Sub;
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["CenterCropPad"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "CenterCropPad").then(|| center_crop_pad(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("CenterCropPad", 18, FLOAT, center_crop_pad)
+        .note("shape known at compile time"),
+];
 
 /// CenterCropPad(input, shape) over `axes` (default: all).
 fn center_crop_pad(ctx: &NodeCtx<'_>) -> Result<Imported> {

@@ -6,52 +6,30 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::{ANY, FLOAT, INT};
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &[
-    "LayerNormalization",
-    "RMSNormalization",
-    "GroupNormalization",
-    "MeanVarianceNormalization",
-    "LpNormalization",
-    "Swish",
-    "SwiGLU",
-    "Trilu",
-    "DepthToSpace",
-    "SpaceToDepth",
-    "EyeLike",
-    "NegativeLogLikelihoodLoss",
-    "SoftmaxCrossEntropyLoss",
-    "If",
-    "BitwiseNot",
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("BitwiseNot", 18, INT, bitwise_not),
+    OpEntry::decomposed("DepthToSpace", 7, ANY, depth_to_space),
+    OpEntry::constant("EyeLike", 9, ANY, eye_like),
+    OpEntry::decomposed("GroupNormalization", 18, FLOAT, group_norm),
+    OpEntry::decomposed("If", 7, ANY, if_const)
+        .note("condition known at compile time; the taken branch is inlined"),
+    OpEntry::decomposed("LayerNormalization", 17, FLOAT, |c| layer_norm(c, false)),
+    OpEntry::decomposed("LpNormalization", 7, FLOAT, lp_norm),
+    OpEntry::decomposed("MeanVarianceNormalization", 9, FLOAT, mvn),
+    OpEntry::decomposed("NegativeLogLikelihoodLoss", 12, FLOAT, nll_loss),
+    OpEntry::decomposed("RMSNormalization", 23, FLOAT, |c| layer_norm(c, true)),
+    OpEntry::decomposed("SoftmaxCrossEntropyLoss", 12, FLOAT, sce_loss),
+    OpEntry::decomposed("SpaceToDepth", 7, ANY, space_to_depth),
+    OpEntry::decomposed("SwiGLU", 28, FLOAT, swiglu),
+    OpEntry::decomposed("Swish", 24, FLOAT, swish),
+    OpEntry::decomposed("Trilu", 14, ANY, trilu),
 ];
-
-/// Imports `t` if it is decomposed here; `None` otherwise. Some ops are decomposed only in
-/// the cases the direct importers do not cover (Clip with run-time bounds, Dropout's mask).
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "LayerNormalization" => layer_norm(ctx, false),
-        "RMSNormalization" => layer_norm(ctx, true),
-        "GroupNormalization" => group_norm(ctx),
-        "MeanVarianceNormalization" => mvn(ctx),
-        "LpNormalization" => lp_norm(ctx),
-        "Swish" => swish(ctx),
-        "SwiGLU" => swiglu(ctx),
-        "Trilu" => trilu(ctx),
-        "DepthToSpace" => depth_to_space(ctx),
-        "SpaceToDepth" => space_to_depth(ctx),
-        "EyeLike" => eye_like(ctx),
-        "NegativeLogLikelihoodLoss" => nll_loss(ctx),
-        "SoftmaxCrossEntropyLoss" => sce_loss(ctx),
-        "If" => if_const(ctx),
-        "BitwiseNot" => bitwise_not(ctx),
-        "Clip" if clip_needs_decomp(ctx) => clip(ctx),
-        "Dropout" if ctx.node.output.get(1).is_some_and(|o| !o.is_empty()) => dropout(ctx),
-        _ => return None,
-    })
-}
 
 /// `op(x)` reducing `axes` with `keepdims`, in the form the opset wants.
 pub fn reduce(s: &mut Sub, opset: i64, op: &str, x: &str, axes: &[i64], keep: bool) -> String {
@@ -687,7 +665,7 @@ fn if_const(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(s.done())
 }
 
-fn clip_needs_decomp(ctx: &NodeCtx<'_>) -> bool {
+pub(super) fn clip_needs_decomp(ctx: &NodeCtx<'_>) -> bool {
     if ctx.opset < 11 {
         return false;
     }
@@ -697,7 +675,7 @@ fn clip_needs_decomp(ctx: &NodeCtx<'_>) -> bool {
 }
 
 /// Clip with bounds computed at run time, or on integers: `Min(Max(x, min), max)`.
-fn clip(ctx: &NodeCtx<'_>) -> Result<Imported> {
+pub(super) fn clip(ctx: &NodeCtx<'_>) -> Result<Imported> {
     ctx.input(0)?;
     let mut s = Sub::new(ctx);
     let mut y = in_name(ctx, 0);
@@ -735,7 +713,7 @@ pub fn check_deterministic_dropout(ctx: &NodeCtx<'_>) -> Result<()> {
 }
 
 /// Dropout (inference) with its mask output: identity and an all-true mask.
-fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
+pub(super) fn dropout(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
     check_deterministic_dropout(ctx)?;
     let mut s = Sub::new(ctx);

@@ -7,19 +7,17 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reduce, reshape};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
-
-/// Op types handled here.
-pub const OPS: &[&str] = &["Det"];
 
 /// The largest matrix order decomposed (720 terms of 6 factors).
 const MAX_N: usize = 6;
 
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "Det").then(|| det(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("Det", 7, FLOAT, det)
+    .note("Leibniz formula (Gather, ReduceProd, ReduceSum), matrices up to 6x6")];
 
 /// Every permutation of `0..n` with its sign, in lexicographic order.
 fn permutations(n: usize) -> Vec<(Vec<usize>, f64)> {

@@ -10,21 +10,17 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::shape::MAX_CONST_ELEMS;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["DFT", "STFT"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "DFT" => dft(ctx),
-        "STFT" => stft(ctx),
-        _ => return None,
-    })
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("DFT", 17, FLOAT, dft),
+    OpEntry::decomposed("STFT", 17, FLOAT, stft),
+];
 
 /// The matrix taking `m` inputs of `cin` components to `k` outputs of `cout` components
 /// (row `n * cin + c`, column `j * cout + d`).

@@ -5,16 +5,13 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reduce, reshape};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["Einsum"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "Einsum").then(|| einsum(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("Einsum", 12, FLOAT, einsum)];
 
 /// Labels of the dims an ellipsis stands for (letters are their ASCII codes).
 const ELLIPSIS: u32 = 1000;

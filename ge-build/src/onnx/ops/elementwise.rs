@@ -3,108 +3,157 @@
 
 use ge_runtime::format::{Activation, BinaryOp, BinaryParams, DType, UnaryOp};
 
+use super::registry::dtypes::{ANY, BOOL, FLOAT, INT_BOOL, NUM, UINT};
+use super::registry::{MICROSOFT, MIN_OPSET, OpEntry};
 use super::{broadcast_shapes, is_float};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
 use crate::onnx::tensor::TensorData;
+use UnaryOp as U;
 
-/// Imports `t` if it is an elementwise op.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    use UnaryOp as U;
-    let f = |n: &str, d: f32| ctx.attr_f_or(n, d);
-    let u = |op: UnaryOp, a: f32, b: f32| Some(unary(ctx, op, a, b));
-    match t {
-        "Relu" => u(U::Relu, 0.0, 0.0),
-        "LeakyRelu" => u(U::LeakyRelu, f("alpha", 0.01), 0.0),
-        "Elu" => u(U::Elu, f("alpha", 1.0), 0.0),
-        "Selu" => u(U::Selu, f("alpha", 1.673_263_2), f("gamma", 1.050_701)),
-        "Sigmoid" => u(U::Sigmoid, 0.0, 0.0),
-        "Tanh" => u(U::Tanh, 0.0, 0.0),
-        "HardSigmoid" => u(U::HardSigmoid, f("alpha", 0.2), f("beta", 0.5)),
-        "Softplus" => u(U::Softplus, 0.0, 0.0),
-        "Softsign" => u(U::Softsign, 0.0, 0.0),
-        "Sqrt" => u(U::Sqrt, 0.0, 0.0),
-        "Exp" => u(U::Exp, 0.0, 0.0),
-        "Log" => u(U::Log, 0.0, 0.0),
-        "Neg" => u(U::Neg, 0.0, 0.0),
-        "Abs" => u(U::Abs, 0.0, 0.0),
-        "Reciprocal" => u(U::Reciprocal, 0.0, 0.0),
-        "Erf" => u(U::Erf, 0.0, 0.0),
-        "Floor" => u(U::Floor, 0.0, 0.0),
-        "Ceil" => u(U::Ceil, 0.0, 0.0),
-        "Round" => u(U::Round, 0.0, 0.0),
-        "Sign" => u(U::Sign, 0.0, 0.0),
-        "Sin" => u(U::Sin, 0.0, 0.0),
-        "Cos" => u(U::Cos, 0.0, 0.0),
-        "Tan" => u(U::Tan, 0.0, 0.0),
-        "Asin" => u(U::Asin, 0.0, 0.0),
-        "Acos" => u(U::Acos, 0.0, 0.0),
-        "Atan" => u(U::Atan, 0.0, 0.0),
-        "Sinh" => u(U::Sinh, 0.0, 0.0),
-        "Cosh" => u(U::Cosh, 0.0, 0.0),
-        "Asinh" => u(U::Asinh, 0.0, 0.0),
-        "Acosh" => u(U::Acosh, 0.0, 0.0),
-        "Atanh" => u(U::Atanh, 0.0, 0.0),
-        "HardSwish" => u(U::HardSwish, 0.0, 0.0),
-        "Mish" => u(U::Mish, 0.0, 0.0),
-        "Celu" => u(U::Celu, f("alpha", 1.0), 0.0),
-        "ThresholdedRelu" => u(U::ThresholdedRelu, f("alpha", 1.0), 0.0),
-        "Shrink" => u(U::Shrink, f("bias", 0.0), f("lambd", 0.5)),
-        "Not" => u(U::Not, 0.0, 0.0),
-        "IsNaN" => u(U::IsNaN, 0.0, 0.0),
-        "IsInf" => u(
-            U::IsInf,
-            ctx.attr_i_or("detect_positive", 1) as f32,
-            ctx.attr_i_or("detect_negative", 1) as f32,
-        ),
-        "Gelu" => {
-            let approx = ctx.attr_s_or("approximate", "none");
-            match approx.as_str() {
-                "none" => u(U::Gelu, 0.0, 0.0),
-                "tanh" => u(U::Gelu, 1.0, 0.0),
-                other => Some(Err(
-                    ctx.err(format!("approximate='{other}' is not 'none' or 'tanh'"))
-                )),
-            }
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("Abs", 7, NUM, |c| unary(c, U::Abs, 0.0, 0.0)),
+    OpEntry::kernel("Acos", 7, FLOAT, |c| unary(c, U::Acos, 0.0, 0.0)),
+    OpEntry::kernel("Acosh", 9, FLOAT, |c| unary(c, U::Acosh, 0.0, 0.0)),
+    OpEntry::kernel("Add", 7, NUM, |c| binary(c, BinaryOp::Add)),
+    OpEntry::kernel("And", 7, BOOL, |c| binary(c, BinaryOp::And)),
+    OpEntry::kernel("Asin", 7, FLOAT, |c| unary(c, U::Asin, 0.0, 0.0)),
+    OpEntry::kernel("Asinh", 9, FLOAT, |c| unary(c, U::Asinh, 0.0, 0.0)),
+    OpEntry::kernel("Atan", 7, FLOAT, |c| unary(c, U::Atan, 0.0, 0.0)),
+    OpEntry::kernel("Atanh", 9, FLOAT, |c| unary(c, U::Atanh, 0.0, 0.0)),
+    OpEntry::kernel("BitShift", 11, UINT, bit_shift),
+    OpEntry::kernel("BitwiseAnd", 18, INT_BOOL, |c| binary(c, BinaryOp::BitAnd)),
+    OpEntry::kernel("BitwiseOr", 18, INT_BOOL, |c| binary(c, BinaryOp::BitOr)),
+    OpEntry::kernel("BitwiseXor", 18, INT_BOOL, |c| binary(c, BinaryOp::BitXor)),
+    OpEntry::kernel("Ceil", 7, FLOAT, |c| unary(c, U::Ceil, 0.0, 0.0)),
+    OpEntry::kernel("Celu", 12, FLOAT, |c| {
+        unary(c, U::Celu, c.attr_f_or("alpha", 1.0), 0.0)
+    }),
+    OpEntry::kernel("Clip", 7, NUM, |c| {
+        if super::decomp::clip_needs_decomp(c) {
+            super::decomp::clip(c)
+        } else {
+            clip(c)
         }
-        "Clip" => Some(clip(ctx)),
-        "Add" => Some(binary(ctx, BinaryOp::Add)),
-        "Sub" => Some(binary(ctx, BinaryOp::Sub)),
-        "Mul" => Some(binary(ctx, BinaryOp::Mul)),
-        "Div" => Some(binary(ctx, BinaryOp::Div)),
-        "Pow" => Some(binary(ctx, BinaryOp::Pow)),
-        "Equal" => Some(binary(ctx, BinaryOp::Equal)),
-        "Less" => Some(binary(ctx, BinaryOp::Less)),
-        "Greater" => Some(binary(ctx, BinaryOp::Greater)),
-        "LessOrEqual" => Some(binary(ctx, BinaryOp::LessOrEqual)),
-        "GreaterOrEqual" => Some(binary(ctx, BinaryOp::GreaterOrEqual)),
-        "And" => Some(binary(ctx, BinaryOp::And)),
-        "Or" => Some(binary(ctx, BinaryOp::Or)),
-        "Xor" => Some(binary(ctx, BinaryOp::Xor)),
-        "PRelu" => Some(binary(ctx, BinaryOp::PRelu)),
-        "BitwiseAnd" => Some(binary(ctx, BinaryOp::BitAnd)),
-        "BitwiseOr" => Some(binary(ctx, BinaryOp::BitOr)),
-        "BitwiseXor" => Some(binary(ctx, BinaryOp::BitXor)),
-        "Mod" => Some(binary(
-            ctx,
-            if ctx.attr_i_or("fmod", 0) != 0 {
+    })
+    .note("run-time min/max or integer inputs are decomposed into Max/Min"),
+    OpEntry::kernel("Cos", 7, FLOAT, |c| unary(c, U::Cos, 0.0, 0.0)),
+    OpEntry::kernel("Cosh", 9, FLOAT, |c| unary(c, U::Cosh, 0.0, 0.0)),
+    OpEntry::kernel("Div", 7, NUM, |c| binary(c, BinaryOp::Div)),
+    OpEntry::kernel("Elu", 7, FLOAT, |c| {
+        unary(c, U::Elu, c.attr_f_or("alpha", 1.0), 0.0)
+    }),
+    OpEntry::kernel("Equal", 7, ANY, |c| binary(c, BinaryOp::Equal)),
+    OpEntry::kernel("Erf", 9, FLOAT, |c| unary(c, U::Erf, 0.0, 0.0)),
+    OpEntry::kernel("Exp", 7, FLOAT, |c| unary(c, U::Exp, 0.0, 0.0)),
+    OpEntry::kernel("Floor", 7, FLOAT, |c| unary(c, U::Floor, 0.0, 0.0)),
+    // onnxruntime's optimizer writes the exact (erf) GELU as com.microsoft Gelu.
+    OpEntry::kernel("Gelu", MIN_OPSET, FLOAT, |c| unary(c, U::Gelu, 0.0, 0.0)).in_domain(MICROSOFT),
+    OpEntry::kernel("Gelu", 20, FLOAT, gelu),
+    OpEntry::kernel("Greater", 7, NUM, |c| binary(c, BinaryOp::Greater)),
+    OpEntry::kernel("GreaterOrEqual", 12, NUM, |c| {
+        binary(c, BinaryOp::GreaterOrEqual)
+    }),
+    OpEntry::kernel("HardSigmoid", 7, FLOAT, |c| {
+        unary(
+            c,
+            U::HardSigmoid,
+            c.attr_f_or("alpha", 0.2),
+            c.attr_f_or("beta", 0.5),
+        )
+    }),
+    OpEntry::kernel("HardSwish", 14, FLOAT, |c| unary(c, U::HardSwish, 0.0, 0.0)),
+    OpEntry::kernel("IsInf", 10, FLOAT, |c| {
+        unary(
+            c,
+            U::IsInf,
+            c.attr_i_or("detect_positive", 1) as f32,
+            c.attr_i_or("detect_negative", 1) as f32,
+        )
+    }),
+    OpEntry::kernel("IsNaN", 9, FLOAT, |c| unary(c, U::IsNaN, 0.0, 0.0)),
+    OpEntry::kernel("LeakyRelu", 7, FLOAT, |c| {
+        unary(c, U::LeakyRelu, c.attr_f_or("alpha", 0.01), 0.0)
+    }),
+    OpEntry::kernel("Less", 7, NUM, |c| binary(c, BinaryOp::Less)),
+    OpEntry::kernel("LessOrEqual", 12, NUM, |c| binary(c, BinaryOp::LessOrEqual)),
+    OpEntry::kernel("Log", 7, FLOAT, |c| unary(c, U::Log, 0.0, 0.0)),
+    OpEntry::kernel("Max", 7, NUM, |c| variadic(c, BinaryOp::Max)),
+    OpEntry::kernel("Mean", 7, NUM, |c| variadic(c, BinaryOp::Mean)),
+    OpEntry::kernel("Min", 7, NUM, |c| variadic(c, BinaryOp::Min)),
+    OpEntry::kernel("Mish", 18, FLOAT, |c| unary(c, U::Mish, 0.0, 0.0)),
+    OpEntry::kernel("Mod", 10, NUM, |c| {
+        binary(
+            c,
+            if c.attr_i_or("fmod", 0) != 0 {
                 BinaryOp::Fmod
             } else {
                 BinaryOp::Mod
             },
-        )),
-        "BitShift" => Some(match ctx.attr_s_or("direction", "").as_str() {
-            "LEFT" => binary(ctx, BinaryOp::BitShiftLeft),
-            "RIGHT" => binary(ctx, BinaryOp::BitShiftRight),
-            d => Err(ctx.err(format!("direction '{d}' must be LEFT or RIGHT"))),
-        }),
-        "Sum" => Some(variadic(ctx, BinaryOp::Add)),
-        "Max" => Some(variadic(ctx, BinaryOp::Max)),
-        "Min" => Some(variadic(ctx, BinaryOp::Min)),
-        "Mean" => Some(variadic(ctx, BinaryOp::Mean)),
-        "Where" => Some(where_(ctx)),
-        _ => None,
+        )
+    }),
+    OpEntry::kernel("Mul", 7, NUM, |c| binary(c, BinaryOp::Mul)),
+    OpEntry::kernel("Neg", 7, NUM, |c| unary(c, U::Neg, 0.0, 0.0)),
+    OpEntry::kernel("Not", 7, BOOL, |c| unary(c, U::Not, 0.0, 0.0)),
+    OpEntry::kernel("Or", 7, BOOL, |c| binary(c, BinaryOp::Or)),
+    OpEntry::kernel("PRelu", 7, FLOAT, |c| binary(c, BinaryOp::PRelu)),
+    OpEntry::kernel("Pow", 7, NUM, |c| binary(c, BinaryOp::Pow)),
+    OpEntry::kernel("Reciprocal", 7, FLOAT, |c| {
+        unary(c, U::Reciprocal, 0.0, 0.0)
+    }),
+    OpEntry::kernel("Relu", 7, NUM, |c| unary(c, U::Relu, 0.0, 0.0)),
+    OpEntry::kernel("Round", 11, FLOAT, |c| unary(c, U::Round, 0.0, 0.0)),
+    OpEntry::kernel("Selu", 7, FLOAT, |c| {
+        unary(
+            c,
+            U::Selu,
+            c.attr_f_or("alpha", 1.673_263_2),
+            c.attr_f_or("gamma", 1.050_701),
+        )
+    }),
+    OpEntry::kernel("Shrink", 9, FLOAT, |c| {
+        unary(
+            c,
+            U::Shrink,
+            c.attr_f_or("bias", 0.0),
+            c.attr_f_or("lambd", 0.5),
+        )
+    }),
+    OpEntry::kernel("Sigmoid", 7, FLOAT, |c| unary(c, U::Sigmoid, 0.0, 0.0)),
+    OpEntry::kernel("Sign", 9, NUM, |c| unary(c, U::Sign, 0.0, 0.0)),
+    OpEntry::kernel("Sin", 7, FLOAT, |c| unary(c, U::Sin, 0.0, 0.0)),
+    OpEntry::kernel("Sinh", 9, FLOAT, |c| unary(c, U::Sinh, 0.0, 0.0)),
+    OpEntry::kernel("Softplus", 7, FLOAT, |c| unary(c, U::Softplus, 0.0, 0.0)),
+    OpEntry::kernel("Softsign", 7, FLOAT, |c| unary(c, U::Softsign, 0.0, 0.0)),
+    OpEntry::kernel("Sqrt", 7, FLOAT, |c| unary(c, U::Sqrt, 0.0, 0.0)),
+    OpEntry::kernel("Sub", 7, NUM, |c| binary(c, BinaryOp::Sub)),
+    OpEntry::kernel("Sum", 7, NUM, |c| variadic(c, BinaryOp::Add)),
+    OpEntry::kernel("Tan", 7, FLOAT, |c| unary(c, U::Tan, 0.0, 0.0)),
+    OpEntry::kernel("Tanh", 7, FLOAT, |c| unary(c, U::Tanh, 0.0, 0.0)),
+    OpEntry::kernel("ThresholdedRelu", 10, FLOAT, |c| {
+        unary(c, U::ThresholdedRelu, c.attr_f_or("alpha", 1.0), 0.0)
+    }),
+    OpEntry::kernel("Where", 9, ANY, where_),
+    OpEntry::kernel("Xor", 7, BOOL, |c| binary(c, BinaryOp::Xor)),
+];
+
+/// Gelu (opset 20): exact (erf) or tanh approximation, one unary kernel either way.
+fn gelu(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    match ctx.attr_s_or("approximate", "none").as_str() {
+        "none" => unary(ctx, UnaryOp::Gelu, 0.0, 0.0),
+        "tanh" => unary(ctx, UnaryOp::Gelu, 1.0, 0.0),
+        other => Err(ctx.err(format!("approximate='{other}' is not 'none' or 'tanh'"))),
+    }
+}
+
+/// BitShift with its `direction` attribute.
+fn bit_shift(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    match ctx.attr_s_or("direction", "").as_str() {
+        "LEFT" => binary(ctx, BinaryOp::BitShiftLeft),
+        "RIGHT" => binary(ctx, BinaryOp::BitShiftRight),
+        d => Err(ctx.err(format!("direction '{d}' must be LEFT or RIGHT"))),
     }
 }
 

@@ -6,26 +6,17 @@ use ge_runtime::format::{GridPadding, GridSampleParams, MAX_RANK, ResizeMode};
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 use crate::ir::Op;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["AffineGrid", "GridSample"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    match t {
-        "GridSample" => Some(grid_sample(ctx)),
-        "AffineGrid" => Some(affine_grid(ctx)),
-        _ => None,
-    }
-}
-
-/// True for the ops here whose kernels compute in f32 (halves are widened at import).
-pub fn computes_in_f32(op: &Op) -> bool {
-    matches!(op, Op::GridSample(_))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("AffineGrid", 20, FLOAT, affine_grid).note("size known at compile time"),
+    OpEntry::kernel("GridSample", 16, FLOAT, grid_sample),
+];
 
 fn grid_sample(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;

@@ -6,43 +6,22 @@ use ge_runtime::format::{
 };
 
 use super::super::ctx::{Imported, NodeCtx};
+use super::registry::OpEntry;
+use super::registry::dtypes::{ANY, NUM};
 use crate::error::Result;
 use crate::ir::Op;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &[
-    "CumProd",
-    "CumSum",
-    "GatherElements",
-    "GatherND",
-    "Scatter",
-    "ScatterElements",
-    "ScatterND",
-    "TopK",
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("CumProd", 26, NUM, |c| cumulative(c, true)),
+    OpEntry::kernel("CumSum", 11, NUM, |c| cumulative(c, false)),
+    OpEntry::kernel("GatherElements", 11, ANY, gather_elements),
+    OpEntry::kernel("GatherND", 11, ANY, gather_nd),
+    OpEntry::kernel("Scatter", 9, ANY, scatter_elements).until(10),
+    OpEntry::kernel("ScatterElements", 11, ANY, scatter_elements),
+    OpEntry::kernel("ScatterND", 11, ANY, scatter_nd),
+    OpEntry::kernel("TopK", 7, NUM, top_k),
 ];
-
-/// Imports `t` if it is handled here.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "GatherElements" => gather_elements(ctx),
-        "GatherND" => gather_nd(ctx),
-        "Scatter" | "ScatterElements" => scatter_elements(ctx),
-        "ScatterND" => scatter_nd(ctx),
-        "TopK" => top_k(ctx),
-        "CumSum" => cumulative(ctx, false),
-        "CumProd" => cumulative(ctx, true),
-        _ => return None,
-    })
-}
-
-/// True for the ops here that compute (so f16/bf16 get widened).
-pub fn computes_in_f32(op: &Op) -> bool {
-    match op {
-        Op::TopK(_) | Op::Cumulative(_) => true,
-        Op::ScatterElements(p) | Op::ScatterNd(p) => p.reduction != ScatterReduction::None as u32,
-        _ => false,
-    }
-}
 
 fn int_indices(ctx: &NodeCtx<'_>, i: usize) -> Result<()> {
     let d = ctx.input(i)?.dtype;

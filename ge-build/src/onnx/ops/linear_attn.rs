@@ -7,23 +7,22 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, out0, reshape};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
-
-/// Op types handled here.
-pub const OPS: &[&str] = &["LinearAttention"];
 
 /// Bound on unrolled steps, so a long prefill fails clearly instead of producing an
 /// enormous graph.
 const MAX_STEPS: usize = 4096;
 
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    match t {
-        "LinearAttention" => Some(linear_attention(ctx)),
-        _ => None,
-    }
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed(
+    "LinearAttention",
+    27,
+    FLOAT,
+    linear_attention,
+)];
 
 fn positive_attr(ctx: &NodeCtx<'_>, name: &str) -> Result<usize> {
     let v = ctx

@@ -7,24 +7,19 @@
 use super::super::ctx::{Imported, NodeCtx};
 use super::super::proto::GraphProto;
 use super::decomp::{in_name, out, unsqueeze};
+use super::registry::OpEntry;
+use super::registry::dtypes::ANY;
 use super::scan::{graph_attr, inline_body};
 use super::sub::{A, Sub, scalar_data};
 use crate::error::Result;
 use ge_runtime::format::DType;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["Loop"];
-
 /// Bound on iterations × body nodes, so a long loop fails clearly.
 const MAX_UNROLLED_NODES: usize = 100_000;
 
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    match t {
-        "Loop" => Some(loop_unrolled(ctx)),
-        _ => None,
-    }
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("Loop", 7, ANY, loop_unrolled)
+    .note("trip count and condition known at compile time, condition passed through; unrolled")];
 
 /// True when the body's condition output is its condition input (directly or through an
 /// Identity), so the loop runs exactly the trip count.

@@ -6,6 +6,8 @@ use ge_runtime::format::{
 };
 
 use super::broadcast_shapes;
+use super::registry::OpEntry;
+use super::registry::dtypes::{FLOAT, NUM};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
@@ -196,3 +198,23 @@ pub fn arg_reduce(ctx: &NodeCtx<'_>) -> Result<Imported> {
     };
     Ok(Imported::one(Op::ArgReduce(p), vec![0], DType::I64, out))
 }
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("ArgMax", 7, NUM, arg_reduce),
+    OpEntry::kernel("ArgMin", 7, NUM, arg_reduce),
+    OpEntry::kernel("Gemm", 7, FLOAT, gemm),
+    OpEntry::kernel("Hardmax", 7, FLOAT, softmax),
+    OpEntry::kernel("LogSoftmax", 7, FLOAT, softmax),
+    OpEntry::kernel("MatMul", 7, FLOAT, matmul),
+    OpEntry::kernel("ReduceL1", 7, NUM, reduce),
+    OpEntry::kernel("ReduceL2", 7, NUM, reduce),
+    OpEntry::kernel("ReduceLogSum", 7, NUM, reduce),
+    OpEntry::kernel("ReduceLogSumExp", 7, NUM, reduce),
+    OpEntry::kernel("ReduceMax", 7, NUM, reduce),
+    OpEntry::kernel("ReduceMean", 7, NUM, reduce),
+    OpEntry::kernel("ReduceMin", 7, NUM, reduce),
+    OpEntry::kernel("ReduceProd", 7, NUM, reduce),
+    OpEntry::kernel("ReduceSum", 7, NUM, reduce),
+    OpEntry::kernel("ReduceSumSquare", 7, NUM, reduce),
+    OpEntry::kernel("Softmax", 7, FLOAT, softmax),
+];

@@ -1,6 +1,7 @@
 //! Op importers: one function per ONNX op type (grouped by family), each validating the
 //! node's attributes for its opset, inferring output dtypes and shapes, and returning the
-//! typed IR op. [`import`] dispatches on the op type; [`SUPPORTED`] lists what it knows.
+//! typed IR op. Each family module registers its ops in [`registry`]; [`import`] dispatches
+//! through it.
 
 mod attention;
 mod batch_norm_train;
@@ -25,6 +26,7 @@ mod pool_indices;
 mod qlinear;
 mod quant;
 mod recurrent;
+pub mod registry;
 mod resize;
 mod reverse;
 mod rotary;
@@ -43,252 +45,48 @@ use ge_runtime::format::DType;
 use super::ctx::{Imported, NodeCtx};
 use crate::error::Result;
 
-/// Every ONNX op type (default domain) the importer handles.
-pub const SUPPORTED: &[&str] = &[
-    "Abs",
-    "Acos",
-    "Acosh",
-    "Add",
-    "And",
-    "ArgMax",
-    "ArgMin",
-    "Asin",
-    "Asinh",
-    "Atan",
-    "Atanh",
-    "AveragePool",
-    "BatchNormalization",
-    "BitShift",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-    "Cast",
-    "CastLike",
-    "Ceil",
-    "Celu",
-    "Clip",
-    "Concat",
-    "Constant",
-    "ConstantOfShape",
-    "Conv",
-    "ConvTranspose",
-    "Cos",
-    "Cosh",
-    "Div",
-    "Dropout",
-    "Elu",
-    "Equal",
-    "Erf",
-    "Exp",
-    "Expand",
-    "Flatten",
-    "Floor",
-    "Gather",
-    "Gelu",
-    "Gemm",
-    "GlobalAveragePool",
-    "GlobalLpPool",
-    "GlobalMaxPool",
-    "Greater",
-    "GreaterOrEqual",
-    "HardSigmoid",
-    "HardSwish",
-    "Hardmax",
-    "Identity",
-    "InstanceNormalization",
-    "IsInf",
-    "IsNaN",
-    "LRN",
-    "LeakyRelu",
-    "Less",
-    "LessOrEqual",
-    "Log",
-    "LogSoftmax",
-    "LpPool",
-    "MatMul",
-    "Max",
-    "MaxPool",
-    "Mean",
-    "Min",
-    "Mish",
-    "Mod",
-    "Mul",
-    "Neg",
-    "Not",
-    "Or",
-    "PRelu",
-    "Pad",
-    "Pow",
-    "Range",
-    "Reciprocal",
-    "ReduceL1",
-    "ReduceL2",
-    "ReduceLogSum",
-    "ReduceLogSumExp",
-    "ReduceMax",
-    "ReduceMean",
-    "ReduceMin",
-    "ReduceProd",
-    "ReduceSum",
-    "ReduceSumSquare",
-    "Relu",
-    "Reshape",
-    "Resize",
-    "Round",
-    "Selu",
-    "Shape",
-    "Shrink",
-    "Sigmoid",
-    "Sign",
-    "Sin",
-    "Sinh",
-    "Size",
-    "Slice",
-    "Softmax",
-    "Softplus",
-    "Softsign",
-    "Split",
-    "Sqrt",
-    "Squeeze",
-    "Sub",
-    "Sum",
-    "Tan",
-    "Tanh",
-    "ThresholdedRelu",
-    "Tile",
-    "Transpose",
-    "Unsqueeze",
-    "Upsample",
-    "Where",
-    "Xor",
-];
+pub use registry::supported;
 
-/// Imports one node.
-pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
-    let t = ctx.node.op_type();
-    if let Some(r) = decomp::import(t, ctx) {
-        return r;
+/// Imports one node through its registry entry. A node of the model must use its op within
+/// the op's opsets; nodes a decomposition wrote (`generated`) are exempt, since ge writes
+/// them for the semantics of the opset at hand (a `Round` inside an opset-10 QLinearConv).
+/// Top-level sequence ops are resolved by the caller (they need the graph's sequences).
+pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
+    let node = ctx.node;
+    let entry = registry::lookup(node.domain(), node.op_type()).ok_or_else(|| {
+        ctx.unsupported(if matches!(node.domain(), "" | "ai.onnx") {
+            "no importer for this op type; `ge ops` lists the supported ones".to_string()
+        } else {
+            format!(
+                "operator domain '{}' is not supported (the default ONNX domain and {} are)",
+                node.domain(),
+                registry::other_domains().join(", ")
+            )
+        })
+    })?;
+    if !generated && !entry.covers(ctx.opset) {
+        return Err(ctx.unsupported(format!(
+            "{} is defined from opset {} to {}; re-export the model at an opset in that range",
+            entry.op, entry.since, entry.until
+        )));
     }
-    if let Some(r) = index::import(t, ctx) {
-        return r;
-    }
-    if let Some(r) = elementwise::import(t, ctx) {
-        return r;
-    }
-    if let Some(r) = attention::import(t, ctx)
-        .or_else(|| recurrent::import(t, ctx))
-        .or_else(|| grid::import(t, ctx))
-        .or_else(|| scan::import(t, ctx))
-        .or_else(|| loops::import(t, ctx))
-        .or_else(|| linear_attn::import(t, ctx))
-        .or_else(|| bits::import(t, ctx))
-        .or_else(|| quant::import(t, ctx))
-        .or_else(|| qlinear::import(t, ctx))
-        .or_else(|| einsum::import(t, ctx))
-        .or_else(|| det::import(t, ctx))
-        .or_else(|| onehot::import(t, ctx))
-        .or_else(|| window::import(t, ctx))
-        .or_else(|| unpool::import(t, ctx))
-        .or_else(|| select::import(t, ctx))
-        .or_else(|| reverse::import(t, ctx))
-        .or_else(|| causal_conv::import(t, ctx))
-        .or_else(|| dft::import(t, ctx))
-        .or_else(|| rotary::import(t, ctx))
-        .or_else(|| tensor_scatter::import(t, ctx))
-        .or_else(|| col2im::import(t, ctx))
-        .or_else(|| crop_pad::import(t, ctx))
-        .or_else(|| training::import(t, ctx))
-    {
-        return r;
-    }
-    match t {
-        "Conv" => conv::conv(ctx),
-        "ConvTranspose" => conv::conv_transpose(ctx),
-        "MaxPool" if pool_indices::wants_indices(ctx) => pool_indices::max_pool_with_indices(ctx),
-        "MaxPool" | "AveragePool" | "LpPool" => conv::pool(ctx),
-        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => conv::global_pool(ctx),
-        "BatchNormalization" if batch_norm_train::is_training(ctx) => {
-            batch_norm_train::batch_norm_train(ctx)
+    match entry.import {
+        registry::Importer::Node(f) => f(ctx),
+        registry::Importer::Sequence => {
+            Err(ctx
+                .err("a sequence op reached the tensor importer; sequences are resolved before it"))
         }
-        "BatchNormalization" => norm::batch_norm(ctx),
-        "InstanceNormalization" => norm::instance_norm(ctx),
-        "LRN" => norm::lrn(ctx),
-        "Gemm" => math::gemm(ctx),
-        "MatMul" => math::matmul(ctx),
-        "Softmax" | "LogSoftmax" | "Hardmax" => math::softmax(ctx),
-        "ArgMax" | "ArgMin" => math::arg_reduce(ctx),
-        r if r.starts_with("Reduce") => math::reduce(ctx),
-        "Resize" | "Upsample" => resize::resize(ctx),
-        _ => shape::import(t, ctx).unwrap_or_else(|| {
-            Err(ctx.unsupported("no importer for this op type; see docs for the supported list"))
-        }),
     }
-}
-
-/// True when ge imports `op_type` of `domain`: the default domain's ops, and the training
-/// optimizers of `ai.onnx.preview.training`.
-pub fn domain_supported(domain: &str, op_type: &str) -> bool {
-    matches!(domain, "" | "ai.onnx")
-        || (domain == training::DOMAIN && training::OPS.contains(&op_type))
 }
 
 /// The default-domain opset a node of `domain` is imported at: the model's, except for the
 /// training domain, whose models import none (its decompositions use the newest opset).
 pub fn opset_for(domain: &str, opset: i64) -> i64 {
     if domain == training::DOMAIN {
-        table::MAX_OPSET
+        registry::MAX_OPSET
     } else {
         opset
     }
-}
-
-/// The training-domain ops (not in the default-domain table).
-pub const TRAINING_OPS: &[&str] = training::OPS;
-
-/// True for the ops added after the base set whose kernels compute in f32 (so f16/bf16
-/// operands are cast up at import).
-pub fn computes_in_f32(op: &crate::ir::Op) -> bool {
-    index::computes_in_f32(op) || grid::computes_in_f32(op)
-}
-
-/// The op lists of the decomposing importers beyond `decomp` (lowered as decompositions).
-pub const DECOMPOSED: &[&[&str]] = &[
-    quant::OPS,
-    qlinear::OPS,
-    einsum::OPS,
-    det::OPS,
-    onehot::OPS,
-    unpool::OPS,
-    select::OPS,
-    reverse::OPS,
-    causal_conv::OPS,
-    dft::OPS,
-    rotary::OPS,
-    tensor_scatter::OPS,
-    col2im::OPS,
-    crop_pad::OPS,
-    attention::OPS,
-    recurrent::OPS,
-    scan::OPS,
-    loops::OPS,
-    linear_attn::OPS,
-];
-
-/// Every supported op type: the direct importers' and the decomposed ones.
-pub fn supported() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = SUPPORTED
-        .iter()
-        .chain(decomp::OPS)
-        .chain(index::OPS)
-        .chain(window::OPS)
-        .chain(grid::OPS)
-        .chain(bits::OPS)
-        .chain(DECOMPOSED.iter().flat_map(|l| l.iter()))
-        .copied()
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// Numpy broadcast of several shapes; None when they do not broadcast.

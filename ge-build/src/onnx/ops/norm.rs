@@ -3,6 +3,8 @@
 
 use ge_runtime::format::{Activation, LrnParams, NormParams};
 
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
@@ -93,3 +95,16 @@ pub fn lrn(ctx: &NodeCtx<'_>) -> Result<Imported> {
         x.shape.to_vec(),
     ))
 }
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("BatchNormalization", 7, FLOAT, |c| {
+        if super::batch_norm_train::is_training(c) {
+            super::batch_norm_train::batch_norm_train(c)
+        } else {
+            batch_norm(c)
+        }
+    })
+    .note("training_mode = 1 (opset 14+): decomposed, batch statistics"),
+    OpEntry::kernel("InstanceNormalization", 7, FLOAT, instance_norm),
+    OpEntry::kernel("LRN", 7, FLOAT, lrn),
+];

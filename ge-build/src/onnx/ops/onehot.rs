@@ -6,17 +6,15 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape, unsqueeze};
+use super::registry::OpEntry;
+use super::registry::dtypes::ANY;
 use super::shape::MAX_CONST_ELEMS;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["OneHot"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "OneHot").then(|| one_hot(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] =
+    &[OpEntry::decomposed("OneHot", 9, ANY, one_hot).note("depth known at compile time")];
 
 /// OneHot(indices, depth, values = [off, on]) along `axis` (default -1, a new axis).
 fn one_hot(ctx: &NodeCtx<'_>) -> Result<Imported> {

@@ -13,27 +13,20 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
 use super::quant::{cast, int_range, store_saturated};
+use super::registry::OpEntry;
+use super::registry::dtypes::QUANT8;
 use super::sub::{A, Sub};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &[
-    "MatMulInteger",
-    "ConvInteger",
-    "QLinearMatMul",
-    "QLinearConv",
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("ConvInteger", 10, QUANT8, conv_integer)
+        .note("f32 conv, exact while sums stay below 2^24 (checked at compile time)"),
+    OpEntry::decomposed("MatMulInteger", 10, QUANT8, matmul_integer),
+    OpEntry::decomposed("QLinearConv", 10, QUANT8, qlinear_conv)
+        .note("f32 conv, exact while sums stay below 2^24 (checked at compile time)"),
+    OpEntry::decomposed("QLinearMatMul", 10, QUANT8, qlinear_matmul),
 ];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "MatMulInteger" => matmul_integer(ctx),
-        "ConvInteger" => conv_integer(ctx),
-        "QLinearMatMul" => qlinear_matmul(ctx),
-        "QLinearConv" => qlinear_conv(ctx),
-        _ => return None,
-    })
-}
 
 /// The largest f32 magnitude up to which every integer is exact.
 const F32_EXACT: f64 = 16_777_216.0;

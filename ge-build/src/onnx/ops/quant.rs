@@ -12,25 +12,19 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, out0, reduce, reshape};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::{DEQUANT, DYN_QUANT, QUANT_OUT};
 use super::sub::{A, Sub};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &[
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "DynamicQuantizeLinear",
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("DequantizeLinear", 10, DEQUANT, dequantize)
+        .note("per tensor, per axis, blocked; no float8/int4/int2/float4 element types"),
+    OpEntry::decomposed("DynamicQuantizeLinear", 11, DYN_QUANT, dynamic_quantize),
+    OpEntry::decomposed("QuantizeLinear", 10, QUANT_OUT, quantize)
+        .note("per tensor, per axis, blocked; no float8/int4/int2/float4 element types"),
 ];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "QuantizeLinear" => quantize(ctx),
-        "DequantizeLinear" => dequantize(ctx),
-        "DynamicQuantizeLinear" => dynamic_quantize(ctx),
-        _ => return None,
-    })
-}
 
 /// The inclusive range of the integer types quantization targets.
 pub fn int_range(d: DType) -> Option<(f64, f64)> {

@@ -9,22 +9,17 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, reshape, slice};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["GRU", "LSTM", "RNN"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    let kind = match t {
-        "RNN" => Kind::Rnn,
-        "GRU" => Kind::Gru,
-        "LSTM" => Kind::Lstm,
-        _ => return None,
-    };
-    Some(recurrent(ctx, kind))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("GRU", 7, FLOAT, |c| recurrent(c, Kind::Gru)),
+    OpEntry::decomposed("LSTM", 7, FLOAT, |c| recurrent(c, Kind::Lstm)),
+    OpEntry::decomposed("RNN", 7, FLOAT, |c| recurrent(c, Kind::Rnn)),
+];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -2,6 +2,8 @@
 
 use ge_runtime::format::{CoordTransform, MAX_RANK, NearestMode, ResizeMode, ResizeParams};
 
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
@@ -172,3 +174,8 @@ pub fn resize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     p.nearest = nearest as u32;
     Ok(Imported::one(Op::Resize(p), vec![0], x.dtype, out))
 }
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("Resize", 10, FLOAT, resize),
+    OpEntry::kernel("Upsample", 7, FLOAT, resize).until(9),
+];

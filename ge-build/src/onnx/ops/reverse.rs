@@ -5,16 +5,18 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
+use super::registry::OpEntry;
+use super::registry::dtypes::ANY;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["ReverseSequence"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "ReverseSequence").then(|| reverse_sequence(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed(
+    "ReverseSequence",
+    10,
+    ANY,
+    reverse_sequence,
+)];
 
 /// ReverseSequence(input, sequence_lens) with `batch_axis` and `time_axis` (0 and 1).
 fn reverse_sequence(ctx: &NodeCtx<'_>) -> Result<Imported> {

@@ -3,16 +3,13 @@
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape, unsqueeze};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["RotaryEmbedding"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "RotaryEmbedding").then(|| rotary(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("RotaryEmbedding", 23, FLOAT, rotary)];
 
 /// `x[..., from..to]` along the last axis (of rank `r`).
 fn last_slice(s: &mut Sub, x: &str, r: usize, from: usize, to: usize) -> String {

@@ -7,23 +7,18 @@ use std::collections::{HashMap, HashSet};
 use super::super::ctx::{Imported, NodeCtx};
 use super::super::proto::{GraphProto, NodeProto};
 use super::decomp::{in_name, out, unsqueeze};
+use super::registry::OpEntry;
+use super::registry::dtypes::ANY;
 use super::sub::{A, Sub};
 use crate::error::Result;
-
-/// Op types handled here.
-pub const OPS: &[&str] = &["Scan"];
 
 /// Bound on iterations × body nodes, so a long sequence fails clearly instead of
 /// producing an enormous graph.
 const MAX_UNROLLED_NODES: usize = 100_000;
 
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    match t {
-        "Scan" => Some(scan(ctx)),
-        _ => None,
-    }
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("Scan", 8, ANY, scan)
+    .note("unrolled over the static sequence axis; opset 8 sequence_lens must be full")];
 
 /// One scan input: its value name, the axis iterated (non-negative) and whether backwards.
 struct ScanIn {

@@ -6,20 +6,17 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
+use super::registry::OpEntry;
+use super::registry::dtypes::ANY;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["NonZero", "Compress"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "NonZero" => non_zero(ctx),
-        "Compress" => compress(ctx),
-        _ => return None,
-    })
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("Compress", 9, ANY, compress)
+        .note("condition known at compile time (a Gather)"),
+    OpEntry::constant("NonZero", 9, ANY, non_zero).note("input known at compile time"),
+];
 
 /// The truth of every element of constant input `i`.
 fn truth(ctx: &NodeCtx<'_>, i: usize, what: &str) -> Result<Vec<bool>> {

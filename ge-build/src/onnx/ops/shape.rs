@@ -6,37 +6,44 @@ use ge_runtime::format::{
 };
 
 use super::broadcast_shapes;
+use super::registry::OpEntry;
+use super::registry::dtypes::{ANY, NUM};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
 use crate::onnx::tensor::{TensorData, decode_tensor};
 
-/// Imports `t` if it is a shape or data-movement op.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    Some(match t {
-        "Reshape" => reshape(ctx),
-        "Flatten" => flatten(ctx),
-        "Squeeze" => squeeze(ctx),
-        "Unsqueeze" => unsqueeze(ctx),
-        "Identity" => same(ctx),
-        "Dropout" => dropout(ctx),
-        "Transpose" => transpose(ctx),
-        "Concat" => concat(ctx),
-        "Split" => split(ctx),
-        "Slice" => slice(ctx),
-        "Gather" => gather(ctx),
-        "Pad" => pad(ctx),
-        "Shape" => shape_of(ctx),
-        "Size" => size(ctx),
-        "Constant" => constant(ctx),
-        "ConstantOfShape" => constant_of_shape(ctx),
-        "Expand" => expand(ctx),
-        "Tile" => tile(ctx),
-        "Cast" | "CastLike" => cast(ctx),
-        "Range" => range(ctx),
-        _ => return None,
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::kernel("Cast", 7, ANY, cast),
+    OpEntry::kernel("CastLike", 15, ANY, cast),
+    OpEntry::kernel("Concat", 7, ANY, concat),
+    OpEntry::constant("Constant", 7, ANY, constant),
+    OpEntry::constant("ConstantOfShape", 9, ANY, constant_of_shape),
+    OpEntry::kernel("Dropout", 7, ANY, |c| {
+        if c.node.output.get(1).is_some_and(|o| !o.is_empty()) {
+            super::decomp::dropout(c)
+        } else {
+            dropout(c)
+        }
     })
-}
+    .note("inference only (training_mode = 0, or ratio 0)"),
+    OpEntry::kernel("Expand", 8, ANY, expand),
+    OpEntry::kernel("Flatten", 7, ANY, flatten),
+    OpEntry::kernel("Gather", 7, ANY, gather),
+    OpEntry::kernel("Identity", 7, ANY, same),
+    OpEntry::kernel("Pad", 7, ANY, pad),
+    OpEntry::constant("Range", 11, NUM, range).note("start, limit and delta known at compile time"),
+    OpEntry::kernel("Reshape", 7, ANY, reshape),
+    OpEntry::constant("Shape", 7, ANY, shape_of),
+    OpEntry::constant("Size", 7, ANY, size),
+    OpEntry::kernel("Slice", 7, ANY, slice),
+    OpEntry::kernel("Split", 7, ANY, split),
+    OpEntry::kernel("Squeeze", 7, ANY, squeeze),
+    OpEntry::kernel("Tile", 7, ANY, tile),
+    OpEntry::kernel("Transpose", 7, ANY, transpose),
+    OpEntry::kernel("Unsqueeze", 7, ANY, unsqueeze),
+];
 
 fn reshaped(ctx: &NodeCtx<'_>, shape: Vec<usize>) -> Result<Imported> {
     let x = ctx.input(0)?;

@@ -6,16 +6,18 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["TensorScatter"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "TensorScatter").then(|| tensor_scatter(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed(
+    "TensorScatter",
+    24,
+    FLOAT,
+    tensor_scatter,
+)];
 
 /// TensorScatter(past_cache, update, write_indices?) with `axis` and `mode`.
 fn tensor_scatter(ctx: &NodeCtx<'_>) -> Result<Imported> {

@@ -7,26 +7,21 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out};
+use super::registry::dtypes::FLOAT;
+use super::registry::{MIN_OPSET, OpEntry};
 use super::sub::{A, Sub};
 use crate::error::Result;
 
 /// The domain these ops live in.
 pub const DOMAIN: &str = "ai.onnx.preview.training";
 
-/// Op types handled here (in [`DOMAIN`]).
-pub const OPS: &[&str] = &["Adagrad", "Momentum", "Adam"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    if ctx.node.domain() != DOMAIN {
-        return None;
-    }
-    Some(match t {
-        "Adagrad" | "Momentum" => optimizer(ctx, 3),
-        "Adam" => optimizer(ctx, 4),
-        _ => return None,
-    })
-}
+/// The optimizers, registered in [`DOMAIN`] (its opset is not the default domain's; the
+/// decompositions import at the newest default opset).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::decomposed("Adagrad", MIN_OPSET, FLOAT, |c| optimizer(c, 3)).in_domain(DOMAIN),
+    OpEntry::decomposed("Momentum", MIN_OPSET, FLOAT, |c| optimizer(c, 3)).in_domain(DOMAIN),
+    OpEntry::decomposed("Adam", MIN_OPSET, FLOAT, |c| optimizer(c, 4)).in_domain(DOMAIN),
+];
 
 /// Shared scalars of one node, as float32 values of the decomposition.
 struct Scalars {

@@ -4,17 +4,15 @@
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out0, reshape};
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::shape::MAX_CONST_ELEMS;
 use super::sub::{A, Sub, tensor_data};
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["MaxUnpool"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    (t == "MaxUnpool").then(|| max_unpool(ctx))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[OpEntry::decomposed("MaxUnpool", 9, FLOAT, max_unpool)
+    .note("ScatterElements into zeros; output_shape known at compile time")];
 
 /// MaxUnpool(X, I, output_shape?).
 fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Imported> {

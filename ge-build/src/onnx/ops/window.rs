@@ -5,17 +5,21 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::is_float;
+use super::registry::OpEntry;
+use super::registry::dtypes::FLOAT;
 use super::shape::MAX_CONST_ELEMS;
 use super::sub::tensor_data;
 use crate::error::Result;
 
-/// Op types handled here.
-pub const OPS: &[&str] = &["HannWindow", "HammingWindow", "BlackmanWindow"];
-
-/// Imports `t` if it is handled here; `None` otherwise.
-pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
-    OPS.contains(&t).then(|| window(ctx, t))
-}
+/// The ops this family imports: one registry line each (see [`super::registry`]).
+pub const OPS: &[OpEntry] = &[
+    OpEntry::constant("BlackmanWindow", 17, FLOAT, |c| window(c, "BlackmanWindow"))
+        .note("size known at compile time"),
+    OpEntry::constant("HammingWindow", 17, FLOAT, |c| window(c, "HammingWindow"))
+        .note("size known at compile time"),
+    OpEntry::constant("HannWindow", 17, FLOAT, |c| window(c, "HannWindow"))
+        .note("size known at compile time"),
+];
 
 /// The window of `size` samples, computed in f64 and rounded to `output_datatype`.
 fn window(ctx: &NodeCtx<'_>, t: &str) -> Result<Imported> {
