@@ -55,7 +55,7 @@ fn matches(g: &Graph, users: &Users, n: NodeIndex) -> Option<(ValueId, Affine, V
     let Op::Binary(bp) = g.g[n].op else {
         return None;
     };
-    if bp.act.op != 0 {
+    if !bp.act.is_none() {
         return None;
     }
     let [Some(a), Some(b)] = g.g[n].inputs[..] else {
@@ -75,8 +75,8 @@ fn matches(g: &Graph, users: &Users, n: NodeIndex) -> Option<(ValueId, Affine, V
         }
         let p = g.value(x).producer?;
         let plain = match g.g[p].op {
-            Op::Conv(cp) => cp.act.op == 0 && g.g[p].inputs.len() <= 3,
-            Op::BatchNorm(np) => np.act.op == 0,
+            Op::Conv(cp) => cp.act.is_none() && g.g[p].inputs.len() <= 3,
+            Op::BatchNorm(np) => np.act.is_none(),
             _ => false,
         };
         if !plain || g.g[p].outputs.len() != 1 || g.single_use(x, users) != Some(n) {

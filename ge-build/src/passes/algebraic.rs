@@ -27,7 +27,7 @@ impl Pass for Algebraic {
             let node = g.g[n].clone();
             let [y] = node.outputs[..] else { continue };
             match node.op {
-                Op::Binary(p) if p.act.op == 0 => {
+                Op::Binary(p) if p.act.is_none() => {
                     let (Some(Some(a)), Some(Some(b))) =
                         (node.inputs.first().copied(), node.inputs.get(1).copied())
                     else {

@@ -38,7 +38,7 @@ fn match_at(g: &Graph, users: &Users, mm2: NodeIndex) -> Option<Match> {
         return None;
     };
     let rank = g.value(p).shape.len();
-    if sp.kind != SoftmaxKind::Softmax as u32
+    if sp.softmax_kind() != Some(SoftmaxKind::Softmax)
         || sp.axis as usize != rank - 1
         || g.single_use(p, users) != Some(mm2)
     {

@@ -43,7 +43,7 @@ fn instr_count(g: &Graph, n: NodeIndex) -> usize {
         Op::Binary(p)
             if BinaryOp::from_u32(p.op).is_some_and(fusable_binary) && act_ok(p.act.op) =>
         {
-            if p.act.op == 0 { 1 } else { 2 }
+            if p.act.is_none() { 1 } else { 2 }
         }
         _ => 0,
     }
@@ -126,7 +126,7 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
                     alpha: 0.0,
                     beta: 0.0,
                 });
-                if p.act.op != 0 {
+                if !p.act.is_none() {
                     prog.push(VInstr {
                         op: p.act.op as u16,
                         dst,

@@ -18,7 +18,7 @@ impl Pass for FoldBatchNorm {
         for bn in g.topo_order() {
             let node = &g.g[bn];
             let Op::BatchNorm(np) = node.op else { continue };
-            if np.act.op != 0 {
+            if !np.act.is_none() {
                 continue;
             }
             let ins: Vec<_> = node.inputs.iter().flatten().copied().collect();
@@ -30,7 +30,7 @@ impl Pass for FoldBatchNorm {
                 continue;
             };
             let Op::Conv(cp) = g.g[conv].op else { continue };
-            if cp.act.op != 0 || g.single_use(x, &users) != Some(bn) {
+            if !cp.act.is_none() || g.single_use(x, &users) != Some(bn) {
                 continue;
             }
             let cin = g.g[conv].inputs.clone();

@@ -27,7 +27,7 @@ impl Pass for RemoveIdentities {
             let same = xv.dtype == yv.dtype && xv.shape == yv.shape;
             let removable = match node.op {
                 Op::Reshape | Op::Cast => same,
-                Op::Unary(p) => p.act.op == UnaryOp::Identity as u32 && same,
+                Op::Unary(p) => p.act.unary_op() == Some(UnaryOp::Identity) && same,
                 _ => false,
             };
             if removable {

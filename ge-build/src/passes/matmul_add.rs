@@ -37,7 +37,7 @@ impl Pass for MatMulAddToGemm {
             let Op::Binary(bp) = g.g[add].op else {
                 continue;
             };
-            if bp.op != BinaryOp::Add as u32 || bp.act.op != 0 {
+            if !bp.is_plain(BinaryOp::Add) {
                 continue;
             }
             let bias = match g.g[add].inputs[..] {

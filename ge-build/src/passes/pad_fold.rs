@@ -25,7 +25,10 @@ impl Pass for FoldPad {
                 continue;
             };
             let rank = g.value(x).shape.len();
-            if pp.mode != PadMode::Constant as u32 || pp.value != 0.0 || !(3..=5).contains(&rank) {
+            if pp.pad_mode() != Some(PadMode::Constant)
+                || pp.value != 0.0
+                || !(3..=5).contains(&rank)
+            {
                 continue;
             }
             // Only spatial axes, never negative.
@@ -47,7 +50,7 @@ impl Pass for FoldPad {
             match &mut g.g[next].op {
                 Op::Conv(c) if c.spatial as usize == n => fold(&mut c.pad_begin, &mut c.pad_end),
                 Op::Pool(p)
-                    if p.kind == PoolKind::Average as u32
+                    if p.pool_kind() == Some(PoolKind::Average)
                         && p.count_include_pad != 0
                         && p.spatial as usize == n =>
                 {

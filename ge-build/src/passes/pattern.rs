@@ -40,7 +40,7 @@ pub fn binary_with(g: &Graph, n: NodeIndex, op: BinaryOp, v: ValueId) -> Option<
     let Op::Binary(p) = g.g[n].op else {
         return None;
     };
-    if p.op != op as u32 || p.act.op != 0 {
+    if !p.is_plain(op) {
         return None;
     }
     match g.g[n].inputs[..] {
@@ -55,7 +55,7 @@ pub fn binary_operands(g: &Graph, n: NodeIndex, op: BinaryOp) -> Option<(ValueId
     let Op::Binary(p) = g.g[n].op else {
         return None;
     };
-    if p.op != op as u32 || p.act.op != 0 {
+    if !p.is_plain(op) {
         return None;
     }
     match g.g[n].inputs[..] {
@@ -66,7 +66,7 @@ pub fn binary_operands(g: &Graph, n: NodeIndex, op: BinaryOp) -> Option<(ValueId
 
 /// True when `n` is a plain unary `op`.
 pub fn is_unary(g: &Graph, n: NodeIndex, op: UnaryOp) -> bool {
-    matches!(g.g[n].op, Op::Unary(p) if p.act.op == op as u32)
+    matches!(g.g[n].op, Op::Unary(p) if p.act.unary_op() == Some(op))
 }
 
 /// The producer of `v`, if it is a node.

@@ -27,7 +27,7 @@ impl Pass for FusePrologue {
             };
             let padded = cp.pad_begin.iter().chain(&cp.pad_end).any(|&v| v != 0);
             let inputs = g.g[conv].inputs.clone();
-            if padded || cp.group != 1 || cp.prologue.op != 0 || inputs.len() > 4 {
+            if padded || cp.group != 1 || !cp.prologue.is_none() || inputs.len() > 4 {
                 continue;
             }
             let Some(Some(x)) = inputs.first().copied() else {

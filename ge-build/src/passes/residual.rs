@@ -73,7 +73,7 @@ fn find(
     let (Op::Binary(bp) | Op::Variadic(bp)) = g.g[add].op else {
         return None;
     };
-    if bp.op != BinaryOp::Add as u32 {
+    if bp.binary_op() != Some(BinaryOp::Add) {
         return None;
     }
     let [Some(a), Some(b)] = g.g[add].inputs[..] else {
@@ -91,7 +91,7 @@ fn find(
             Op::Gemm(gp) => gp.act,
             _ => return None,
         };
-        let plain = act.op == 0 && g.g[p].outputs.len() == 1 && g.g[p].inputs.len() <= 3;
+        let plain = act.is_none() && g.g[p].outputs.len() == 1 && g.g[p].inputs.len() <= 3;
         (plain && g.single_use(v, users) == Some(add)).then_some(p)
     };
     let later = |n: NodeIndex| position.get(&n).copied().unwrap_or(0);

@@ -5,6 +5,7 @@ mod dtype;
 mod ops;
 mod records;
 mod shape;
+mod typed;
 mod view;
 
 pub use dtype::DType;
