@@ -316,11 +316,8 @@ fn variadic(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
     if infos.iter().any(|i| i.dtype != infos[0].dtype) {
         return Err(ctx.err("input dtypes differ"));
     }
-    if n > ge_runtime::format::MAX_TASK_IO {
-        return Err(ctx.unsupported(format!(
-            "{n} inputs (at most {})",
-            ge_runtime::format::MAX_TASK_IO
-        )));
+    if super::fan_in::too_many(n) {
+        return super::fan_in::variadic_tree(ctx, infos[0].dtype);
     }
     let op = Op::Variadic(BinaryParams {
         op: op as u32,

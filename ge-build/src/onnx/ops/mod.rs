@@ -15,6 +15,7 @@ mod det;
 mod dft;
 mod einsum;
 mod elementwise;
+mod fan_in;
 mod grid;
 mod index;
 mod linear_attn;

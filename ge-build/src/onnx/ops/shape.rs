@@ -229,11 +229,8 @@ fn concat(ctx: &NodeCtx<'_>) -> Result<Imported> {
         }
         out[axis] += t.shape[axis];
     }
-    if n > ge_runtime::format::MAX_TASK_IO {
-        return Err(ctx.unsupported(format!(
-            "{n} inputs (at most {})",
-            ge_runtime::format::MAX_TASK_IO
-        )));
+    if super::fan_in::too_many(n) {
+        return super::fan_in::concat_tree(ctx, axis as i64);
     }
     Ok(Imported::one(
         Op::Concat(AxisParams { axis: axis as u32 }),
@@ -269,11 +266,8 @@ fn split(ctx: &NodeCtx<'_>) -> Result<Imported> {
             "split sizes {sizes:?} do not cover dim {dim} with {n_out} outputs"
         )));
     }
-    if n_out > ge_runtime::format::MAX_TASK_IO {
-        return Err(ctx.unsupported(format!(
-            "{n_out} outputs (at most {})",
-            ge_runtime::format::MAX_TASK_IO
-        )));
+    if super::fan_in::too_many(n_out) {
+        return super::fan_in::split_tree(ctx, axis, &sizes);
     }
     let outputs = sizes
         .iter()
