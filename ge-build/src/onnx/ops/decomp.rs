@@ -32,7 +32,9 @@ pub const OPS: &[&str] = &[
 /// the cases the direct importers do not cover (Clip with run-time bounds, Dropout's mask).
 pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
     Some(match t {
-        "LayerNormalization" => layer_norm(ctx, false),
+        "LayerNormalization" => {
+            super::norm::layer_norm(ctx).unwrap_or_else(|| layer_norm(ctx, false))
+        }
         "RMSNormalization" => layer_norm(ctx, true),
         "GroupNormalization" => group_norm(ctx),
         "MeanVarianceNormalization" => mvn(ctx),
@@ -123,6 +125,8 @@ pub fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
 
 /// LayerNormalization (Y, Mean, InvStdDev) and RMSNormalization (Y): statistics over
 /// `axis..rank` in f32 (stash_type 1), the result cast back, then scaled (and shifted).
+/// A LayerNormalization the LayerNorm kernel computes exactly is imported to it instead
+/// (`norm::layer_norm`); this covers the rest (f64, f16/bf16, Mean/InvStdDev requested).
 fn layer_norm(ctx: &NodeCtx<'_>, rms: bool) -> Result<Imported> {
     let x = ctx.input(0)?;
     ctx.input(1)?;

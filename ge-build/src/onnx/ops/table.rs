@@ -174,6 +174,10 @@ fn lowering(op: &str) -> (Lowering, &'static str) {
             Lowering::Kernel,
             "training_mode = 1 (opset 14+): decomposed, batch statistics",
         ),
+        "LayerNormalization" => (
+            Lowering::Kernel,
+            "f64, f16/bf16, the Mean/InvStdDev outputs or a scale wider than the normalized shape: decomposed",
+        ),
         "MaxPool" => (
             Lowering::Kernel,
             "with the Indices output: decomposed (Gather of windows, ReduceMax, ArgMax)",
