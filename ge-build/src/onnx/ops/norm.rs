@@ -1,7 +1,8 @@
 //! Normalizations: BatchNormalization (inference, including the legacy `spatial` and
-//! `consumed_inputs` forms), InstanceNormalization, LRN.
+//! `consumed_inputs` forms), InstanceNormalization, LRN, and LayerNormalization where the
+//! LayerNorm kernel computes it as the spec does (the other cases are decomposed).
 
-use ge_runtime::format::{Activation, LrnParams, NormParams};
+use ge_runtime::format::{Activation, DType, LayerNormParams, LrnParams, NormParams};
 
 use super::registry::OpEntry;
 use super::registry::dtypes::FLOAT;
@@ -95,6 +96,54 @@ pub fn lrn(ctx: &NodeCtx<'_>) -> Result<Imported> {
         x.shape.to_vec(),
     ))
 }
+
+/// `LayerNormalization` straight to the LayerNorm kernel when that is exactly the op: an f32
+/// input (whose statistics are f32 under either `stash_type`; the kernel accumulates them in
+/// f64), only `Y` requested, and an f32 `Scale` (and `B`) that broadcasts within the
+/// normalized shape `X.shape[axis..]`, so `Y` keeps `X`'s shape. `None` otherwise: f64,
+/// f16/bf16 (statistics in f32, the normalized value rounded before the scale), the
+/// `Mean`/`InvStdDev` outputs and wider scales are decomposed by the caller, whose form
+/// `fuse_layer_norm` still fuses where it can. The node is the one that pass builds: inputs
+/// `[x, scale, bias]`, no activation.
+pub fn layer_norm(ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {
+    let x = ctx.input_opt(0)?;
+    let stats_requested = ctx.node.output.iter().skip(1).any(|o| !o.is_empty());
+    let y_requested = ctx.node.output.first().is_some_and(|o| !o.is_empty());
+    if x.dtype != DType::F32 || x.shape.is_empty() || stats_requested || !y_requested {
+        return None;
+    }
+    let axis = match ctx.axis(ctx.attr_i_or("axis", -1), x.shape.len()) {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let norm = &x.shape[axis..];
+    let fits = |i: usize| {
+        ctx.input_opt(i).is_none_or(|t| {
+            t.dtype == DType::F32
+                && t.shape.len() <= norm.len()
+                && t.shape
+                    .iter()
+                    .rev()
+                    .zip(norm.iter().rev())
+                    .all(|(&a, &b)| a == b || a == 1)
+        })
+    };
+    if ctx.input_opt(1).is_none() || !fits(1) || !fits(2) {
+        return None;
+    }
+    let p = LayerNormParams {
+        axis: axis as u32,
+        epsilon: ctx.attr_f_or("epsilon", 1e-5),
+        act: Activation::default(),
+    };
+    Some(Ok(Imported::one(
+        Op::LayerNorm(p),
+        vec![0, 1, 2],
+        x.dtype,
+        x.shape.to_vec(),
+    )))
+}
+
 /// The ops this family imports: one registry line each (see [`super::registry`]).
 pub const OPS: &[OpEntry] = &[
     OpEntry::kernel("BatchNormalization", 7, FLOAT, |c| {
@@ -107,4 +156,8 @@ pub const OPS: &[OpEntry] = &[
     .note("training_mode = 1 (opset 14+): decomposed, batch statistics"),
     OpEntry::kernel("InstanceNormalization", 7, FLOAT, instance_norm),
     OpEntry::kernel("LRN", 7, FLOAT, lrn),
+    OpEntry::kernel("LayerNormalization", 17, FLOAT, |c| {
+        layer_norm(c).unwrap_or_else(|| super::decomp::layer_norm(c, false))
+    })
+    .note("f64, f16/bf16, the Mean/InvStdDev outputs or a scale wider than the normalized shape: decomposed"),
 ];
