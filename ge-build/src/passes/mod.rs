@@ -26,23 +26,23 @@ macro_rules! pass_info {
     };
 }
 
-mod affine_fold;
 mod algebraic;
-mod attention;
 mod autofusion;
-mod bn_fold;
 mod cse;
 mod dead_code;
-mod epilogue;
+mod fold_affine;
+mod fold_batch_norm;
+mod fold_pad;
+mod fuse_attention;
+mod fuse_epilogue;
+mod fuse_gelu;
+mod fuse_layer_norm;
+mod fuse_prologue;
+mod fuse_residual;
 mod fusion_switch;
-mod gelu;
-mod identity;
-mod layer_norm;
-mod matmul_add;
-mod pad_fold;
+mod matmul_add_to_gemm;
 mod pattern;
-mod prologue;
-mod residual;
+mod remove_identities;
 
 use std::time::Instant;
 
@@ -78,20 +78,20 @@ pub trait Pass {
 /// The pipeline, in order.
 pub fn pipeline() -> Vec<Box<dyn Pass>> {
     vec![
-        Box::new(identity::RemoveIdentities),
+        Box::new(remove_identities::RemoveIdentities),
         Box::new(algebraic::Algebraic),
         Box::new(cse::CommonSubexpressions),
         Box::new(dead_code::DeadCode),
-        Box::new(bn_fold::FoldBatchNorm),
-        Box::new(affine_fold::FoldAffine),
-        Box::new(pad_fold::FoldPad),
-        Box::new(matmul_add::MatMulAddToGemm),
-        Box::new(gelu::FuseGelu),
-        Box::new(layer_norm::FuseLayerNorm),
-        Box::new(attention::FuseAttention),
-        Box::new(epilogue::FuseEpilogue),
-        Box::new(residual::FuseResidual),
-        Box::new(prologue::FusePrologue),
+        Box::new(fold_batch_norm::FoldBatchNorm),
+        Box::new(fold_affine::FoldAffine),
+        Box::new(fold_pad::FoldPad),
+        Box::new(matmul_add_to_gemm::MatMulAddToGemm),
+        Box::new(fuse_gelu::FuseGelu),
+        Box::new(fuse_layer_norm::FuseLayerNorm),
+        Box::new(fuse_attention::FuseAttention),
+        Box::new(fuse_epilogue::FuseEpilogue),
+        Box::new(fuse_residual::FuseResidual),
+        Box::new(fuse_prologue::FusePrologue),
         Box::new(autofusion::AutoFusion),
         Box::new(dead_code::DeadCode),
     ]
@@ -146,4 +146,21 @@ pub fn run_passes(
         });
     }
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each pass lives in the file named after it (`fold_pad` in `passes/fold_pad.rs`).
+    #[test]
+    fn every_pass_file_is_named_after_its_pass() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/passes");
+        for p in super::pipeline() {
+            assert!(
+                dir.join(format!("{}.rs", p.name())).is_file(),
+                "pass '{}' is not in passes/{}.rs",
+                p.name(),
+                p.name()
+            );
+        }
+    }
 }
