@@ -19,6 +19,7 @@ pub mod passes;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod tensor;
 pub mod viz;
 
 pub use builder::{BuildError, Builder, BuiltModel};

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use ge_build::check::{Outcome, Tolerance, check_case_isolated, reason_group, suite_cases};
-use ge_build::onnx::tensor::{TensorData, read_npy, read_tensor_pb, write_npy};
 use ge_build::run::Runner;
+use ge_build::tensor::{TensorData, read_npy, read_tensor_pb, write_npy};
 use ge_build::{CompileOptions, parse_input_shape};
 use ge_runtime::format::{DType, SectionKind};
 use ge_runtime::{AlignedBlob, Model};

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use ge_build::onnx::tensor::TensorData;
 use ge_build::run::Runner;
+use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, OptLevel, compile_bytes};
 use ge_runtime::format::DType;
 

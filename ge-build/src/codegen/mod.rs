@@ -182,11 +182,11 @@ impl Bindings {
 
 /// Reads a tensor value for [`CompileOptions::input_values`] (`--input-value`): a `.pb`
 /// file holds an ONNX `TensorProto`, anything else is read as `.npy`.
-pub fn read_tensor_file(path: &Path) -> Result<crate::onnx::tensor::TensorData> {
+pub fn read_tensor_file(path: &Path) -> Result<crate::tensor::TensorData> {
     let r = if path.extension().is_some_and(|e| e == "pb") {
-        crate::onnx::tensor::read_tensor_pb(path)
+        crate::tensor::read_tensor_pb(path)
     } else {
-        crate::onnx::tensor::read_npy(path)
+        crate::tensor::read_npy(path)
     };
     r.map_err(|e| CompileError::Option(format!("{}: {e}", path.display())))
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use ge_runtime::format::DType;
 
-use super::tensor::TensorData;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId, eval};
+use crate::tensor::TensorData;
 
 /// True for ops whose kernels compute in f32 (and f64 / integers) but not on halves.
 pub fn computes_in_f32(op: &Op) -> bool {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use ge_runtime::format::{AxisParams, DType};
 
 use super::proto::NodeProto;
-use super::tensor::TensorData;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId};
+use crate::tensor::TensorData;
 
 /// The sequence ops this module resolves.
 pub const SEQUENCE_OPS: &[&str] = &[

@@ -7,7 +7,7 @@ use super::{broadcast_shapes, is_float};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
-use crate::onnx::tensor::TensorData;
+use crate::tensor::TensorData;
 
 /// Imports `t` if it is an elementwise op.
 pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {

@@ -9,7 +9,7 @@ use super::broadcast_shapes;
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
-use crate::onnx::tensor::{TensorData, decode_tensor};
+use crate::tensor::{TensorData, decode_tensor};
 
 /// Imports `t` if it is a shape or data-movement op.
 pub fn import(t: &str, ctx: &NodeCtx<'_>) -> Option<Result<Imported>> {

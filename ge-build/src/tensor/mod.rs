@@ -21,8 +21,8 @@ use std::path::{Component, Path, PathBuf};
 use ge_runtime::format::DType;
 use prost::Message;
 
-use super::proto::TensorProto;
-use super::proto::tensor_proto::{DataLocation, DataType};
+use crate::onnx::proto::TensorProto;
+use crate::onnx::proto::tensor_proto::{DataLocation, DataType};
 
 /// An owned dense tensor: little-endian element bytes in C order.
 #[derive(Clone, Debug, PartialEq, Eq)]
