@@ -4,7 +4,8 @@ use ge_runtime::format::{BinaryOp, BinaryParams, DType, Shape, TensorMut, Tensor
 
 use super::broadcast::{broadcast_strides, for_each_row};
 use super::cast::Scalar;
-use super::unary::{Real, activation_cost, apply_activation, apply_unary_in_place};
+use super::real::Real;
+use super::unary::{activation_cost, apply_activation, apply_unary_in_place};
 use super::{KernelError, KernelResult, Work, input, output};
 
 fn numel(s: &Shape) -> Result<usize, KernelError> {
@@ -780,7 +781,7 @@ pub fn run_where(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> K
 #[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
-    use super::super::unary::test_util::*;
+    use super::super::test_util::*;
     use super::*;
     use ge_runtime::format::{Activation, Element, UnaryOp};
     use std::vec::Vec;
