@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use ge_build::check::{Outcome, Tolerance, check_case_isolated, reason_group, suite_cases};
 use ge_build::run::Runner;
-use ge_build::tensor::{TensorData, read_npy, read_tensor_pb, write_npy};
+use ge_build::tensor::{TensorData, read_tensor_file, write_npy};
 use ge_build::{CompileOptions, parse_input_shape};
 use ge_runtime::format::{DType, SectionKind};
 use ge_runtime::{AlignedBlob, Model};
@@ -141,15 +141,6 @@ fn load_blob(path: &Path) -> Res<AlignedBlob> {
     AlignedBlob::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-fn read_tensor_file(path: &Path) -> Res<TensorData> {
-    let r = if path.extension().is_some_and(|e| e == "pb") {
-        read_tensor_pb(path)
-    } else {
-        read_npy(path)
-    };
-    r.map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// Collects task records as the device runs: printed as a profile table, written as a trace.
 struct Recorder {
     print: bool,
@@ -253,7 +244,8 @@ fn run(
         let (name, file) = spec
             .split_once('=')
             .ok_or_else(|| format!("--input '{spec}' must be NAME=FILE"))?;
-        by_name.insert(name.to_string(), read_tensor_file(Path::new(file))?);
+        let t = read_tensor_file(Path::new(file)).map_err(|e| format!("{file}: {e}"))?;
+        by_name.insert(name.to_string(), t);
     }
     let mut ins = Vec::new();
     for i in 0..model.input_count() {

@@ -180,17 +180,6 @@ impl Bindings {
     }
 }
 
-/// Reads a tensor value for [`CompileOptions::input_values`] (`--input-value`): a `.pb`
-/// file holds an ONNX `TensorProto`, anything else is read as `.npy`.
-pub fn read_tensor_file(path: &Path) -> Result<crate::tensor::TensorData> {
-    let r = if path.extension().is_some_and(|e| e == "pb") {
-        crate::tensor::read_tensor_pb(path)
-    } else {
-        crate::tensor::read_npy(path)
-    };
-    r.map_err(|e| CompileError::Option(format!("{}: {e}", path.display())))
-}
-
 /// One-line facts from a compile report, for docs.
 pub fn report_notes(report: &Report) -> Vec<String> {
     let m = &report.memory;

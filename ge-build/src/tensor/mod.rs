@@ -14,8 +14,10 @@
 //!   files (the ONNX backend-test layout `test_data_set_0/input_0.pb`).
 //! * [`read_npy`] / [`write_npy`] (and the in-memory [`npy_from_bytes`] /
 //!   [`npy_to_bytes`]) handle NumPy `.npy` files, format versions 1, 2 and 3 (`npy.rs`).
+//! * [`read_tensor_file`] reads either, by extension (what the CLI, the builder and
+//!   `ge_model!` read input values with).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ge_runtime::format::DType;
 
@@ -202,6 +204,17 @@ pub enum TensorError {
     Invalid { name: String, reason: String },
     #[error("{source_name}: invalid .npy file: {reason}")]
     Npy { source_name: String, reason: String },
+}
+
+/// Reads a tensor file by its extension: a `.pb` file holds a serialized ONNX `TensorProto`,
+/// anything else is read as `.npy`. This is what `--input-value`, `ge run --input` and the
+/// `ge_model!` `input_value` option read.
+pub fn read_tensor_file(path: &Path) -> Result<TensorData, TensorError> {
+    if path.extension().is_some_and(|e| e == "pb") {
+        read_tensor_pb(path)
+    } else {
+        read_npy(path)
+    }
 }
 
 /// Bytes of a `dtype` tensor of `dims`, or [`TensorError::TooLarge`] if that overflows.
