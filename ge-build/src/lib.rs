@@ -5,6 +5,7 @@
 //! ```
 //! [`compile_file`] runs the whole pipeline; the CLI, the `ge_model!` macro and the build.rs
 //! helper are thin layers over it.
+#![forbid(unsafe_code)]
 
 mod builder;
 pub mod check;

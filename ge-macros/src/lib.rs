@@ -37,6 +37,7 @@
 //! [profile.release.package.ge-build]
 //! opt-level = 3
 //! ```
+#![forbid(unsafe_code)]
 
 mod args;
 mod expand;

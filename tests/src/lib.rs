@@ -1,5 +1,6 @@
 //! Shared helpers of the cross-crate tests: the generated corpus, a model builder, and
 //! running compiled models on the simulated device.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 
