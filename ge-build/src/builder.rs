@@ -263,7 +263,12 @@ impl Builder {
         }
         for (name, file) in &self.input_values {
             let file = base.join(file);
-            let t = codegen::read_tensor_file(&file).map_err(|e| err(None, e))?;
+            let t = crate::tensor::read_tensor_file(&file).map_err(|e| {
+                err(
+                    None,
+                    CompileError::Option(format!("{}: {e}", file.display())),
+                )
+            })?;
             options.input_values.insert(name.clone(), t);
             rerun.push(file);
         }

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use ge_runtime::format::DType;
 
 use crate::error::CompileError;
-use crate::onnx::tensor::{TensorData, read_tensor_pb};
 use crate::options::CompileOptions;
 use crate::run::Runner;
+use crate::tensor::{TensorData, read_tensor_pb};
 
 /// Comparison tolerances: `|got - want| <= atol + rtol * |want|`.
 #[derive(Clone, Copy, Debug)]

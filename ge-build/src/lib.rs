@@ -5,6 +5,7 @@
 //! ```
 //! [`compile_file`] runs the whole pipeline; the CLI, the `ge_model!` macro and the build.rs
 //! helper are thin layers over it.
+#![forbid(unsafe_code)]
 
 mod builder;
 pub mod check;
@@ -19,6 +20,7 @@ pub mod passes;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod tensor;
 pub mod viz;
 
 pub use builder::{BuildError, Builder, BuiltModel};

@@ -76,7 +76,7 @@ pub struct CompileOptions {
     pub fusion_switch: Option<PathBuf>,
     /// Inputs frozen to constant values (shape tensors: axes, pads, sizes… given as graph
     /// inputs). A frozen input is no longer an input of the compiled model.
-    pub input_values: BTreeMap<String, crate::onnx::tensor::TensorData>,
+    pub input_values: BTreeMap<String, crate::tensor::TensorData>,
     /// Largest arena and weights the compiled model may need; any one tensor larger than
     /// either is refused during import (before anything that size is allocated).
     pub limits: ge_runtime::Limits,

@@ -5,7 +5,7 @@ use ge_runtime::{AlignedBlob, Model, Session};
 use ge_sim::{Observer, RunReport, SimDevice};
 
 use crate::error::{CompileError, Result};
-use crate::onnx::tensor::TensorData;
+use crate::tensor::TensorData;
 
 /// A loaded model with an arena, ready to run repeatedly.
 pub struct Runner {

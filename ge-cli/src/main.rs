@@ -1,5 +1,6 @@
 //! `ge`: compile ONNX models to `.om` blobs and run them on the simulated NPU (like `atc`).
 //! Every failure prints one line on stderr and exits non-zero.
+#![forbid(unsafe_code)]
 
 mod cli;
 mod commands;

@@ -169,14 +169,14 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                 for v in &o.values {
                     let file = v.file.value();
                     let path = ctx.manifest_dir.join(&file);
-                    let t = codegen::read_tensor_file(&path).map_err(|e| {
+                    let t = ge_build::tensor::read_tensor_file(&path).map_err(|e| {
                         err(
                             v.file.span(),
                             format!(
-                                "bad `input_value` for `{}`: {} (paths are relative to the \
+                                "bad `input_value` for `{}`: {}: {e} (paths are relative to the \
                                  crate's directory, CARGO_MANIFEST_DIR)",
                                 v.name,
-                                reason(e)
+                                path.display()
                             ),
                         )
                     })?;

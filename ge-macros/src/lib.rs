@@ -37,6 +37,7 @@
 //! [profile.release.package.ge-build]
 //! opt-level = 3
 //! ```
+#![forbid(unsafe_code)]
 
 mod args;
 mod expand;
@@ -174,12 +175,12 @@ mod tests {
         let dir = tmp("value");
         std::fs::create_dir_all(&dir).unwrap();
         let npy = dir.join("x.npy");
-        let t = ge_build::onnx::tensor::TensorData {
+        let t = ge_build::tensor::TensorData {
             dtype: ge_runtime::format::DType::F32,
             dims: vec![1, 1, 8, 8],
             bytes: vec![0; 256],
         };
-        ge_build::onnx::tensor::write_npy(&npy, &t).unwrap();
+        ge_build::tensor::write_npy(&npy, &t).unwrap();
         let npy = npy.to_str().unwrap();
         let ctx = ctx(&dir.join("cache"));
         let out = expand_str(

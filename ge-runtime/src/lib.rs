@@ -6,6 +6,8 @@
 //! session.run(inputs, outputs)     execute the task list on the device
 //! ```
 #![no_std]
+// Every `unsafe` block states why it is sound in a `// SAFETY:` comment.
+#![deny(clippy::undocumented_unsafe_blocks)]
 // Panics policy: library code returns errors; `unwrap`/`expect`/`panic!` are denied outside
 // tests. Exceptions carry an `#[allow(..., reason = "...")]` naming the invariant.
 #![cfg_attr(

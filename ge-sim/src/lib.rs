@@ -9,6 +9,8 @@
 //! a cube does 16×16×16 fp16 MACs per cycle, fp32 is charged at a quarter of that; edge parts
 //! have 1–2 cores and ~25 GB/s LPDDR, data-centre parts 20–32 cores and ~1.2 TB/s HBM.
 #![no_std]
+// Every `unsafe` block states why it is sound in a `// SAFETY:` comment.
+#![deny(clippy::undocumented_unsafe_blocks)]
 // Panics policy: library code returns errors; `unwrap`/`expect`/`panic!` are denied outside
 // tests. Exceptions carry an `#[allow(..., reason = "...")]` naming the invariant.
 #![cfg_attr(

@@ -258,8 +258,10 @@ mod pool {
             }
             let _one = self.submit.lock().unwrap_or_else(PoisonError::into_inner);
             let sh = &*self.shared;
-            // SAFETY (lifetime erasure): we wait below until every slot is done.
             let job: *const (dyn Fn(usize) + Sync + '_) = f;
+            // SAFETY: only the lifetime is erased (same pointer and vtable); workers call `job`
+            // only while this job is current, and we wait below until every slot is done,
+            // before `f` goes out of scope.
             let job = JobFn(unsafe {
                 core::mem::transmute::<
                     *const (dyn Fn(usize) + Sync + '_),

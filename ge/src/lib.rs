@@ -30,6 +30,8 @@
 //! assert!((sum - 1.0).abs() < 1e-5);
 //! ```
 #![no_std]
+// Every `unsafe` block states why it is sound in a `// SAFETY:` comment.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(feature = "std")]
 extern crate std;

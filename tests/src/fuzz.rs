@@ -7,7 +7,7 @@
 //! [`ge_runtime::Limits`], and runs get an arena of at most [`FUZZ_ARENA`] bytes.
 
 use ge_build::onnx::proto::TensorProto;
-use ge_build::onnx::tensor::{decode_tensor, npy_from_bytes};
+use ge_build::tensor::{decode_tensor, npy_from_bytes};
 use ge_build::{CompileOptions, OptLevel, compile_bytes};
 use ge_runtime::format::{Header, MAX_TASK_IO, SectionEntry};
 use ge_runtime::{AlignedBlob, Limits, MAX_SECTIONS, Model, Session, header_checksum, header_len};

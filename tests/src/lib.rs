@@ -1,10 +1,11 @@
 //! Shared helpers of the cross-crate tests: the generated corpus, a model builder, and
 //! running compiled models on the simulated device.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 
-use ge_build::onnx::tensor::TensorData;
 use ge_build::run::Runner;
+use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, OptLevel, compile_bytes};
 use ge_runtime::format::DType;
 

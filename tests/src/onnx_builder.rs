@@ -5,7 +5,7 @@ use ge_build::onnx::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto,
     TypeProto, ValueInfoProto, attribute_proto::AttributeType, tensor_shape_proto, type_proto,
 };
-use ge_build::onnx::tensor::{TensorData, encode_tensor};
+use ge_build::tensor::{TensorData, encode_tensor};
 use ge_runtime::format::DType;
 use prost::Message;
 

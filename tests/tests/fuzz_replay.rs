@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ge_build::onnx::proto::TensorProto;
-use ge_build::onnx::tensor::{npy_to_bytes, read_tensor_pb};
+use ge_build::tensor::{npy_to_bytes, read_tensor_pb};
 use ge_build::{CompileOptions, compile_bytes};
 use ge_tests::fuzz::{Rng, mutate, om_loader, onnx_import, tensor_readers};
 use prost::Message;

@@ -7,7 +7,7 @@
 //! compiles to LayerNorm tasks, no Reduce, and passes `ge check` at every level.
 
 use ge_build::check::{Tolerance, check_case_isolated, compare};
-use ge_build::onnx::tensor::TensorData;
+use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, OptLevel, compile_file};
 use ge_runtime::format::{DType, OpKind};
 use ge_runtime::{AlignedBlob, Model};

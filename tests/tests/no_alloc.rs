@@ -3,6 +3,8 @@
 //! global allocator wraps the system one; after the session is bound (arena, buffers and
 //! the pool are created up front), runs of corpus models must not allocate, free or
 //! reallocate. One test function only, so no other test thread allocates meanwhile.
+// Every `unsafe` block states why it is sound in a `// SAFETY:` comment.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};

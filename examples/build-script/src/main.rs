@@ -4,6 +4,7 @@
 //! ```sh
 //! cargo run --release -p build-script
 //! ```
+#![forbid(unsafe_code)]
 
 use std::error::Error;
 use std::path::Path;

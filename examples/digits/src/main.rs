@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --release -p digits
 //! ```
+#![forbid(unsafe_code)]
 
 use std::error::Error;
 use std::path::Path;

@@ -24,112 +24,23 @@
 
 pub mod cache;
 mod device;
+mod interface;
 pub mod names;
+mod notes;
 
 use std::path::{Path, PathBuf};
 
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
-use serde::{Deserialize, Serialize};
 
-use ge_runtime::format::DType;
 use ge_sim::Profile;
 
 pub use device::{DeviceSpec, parse_profile, resolve_device};
+pub use interface::{Interface, IoSpec};
+pub use notes::{findings, report_notes};
 
 use crate::error::{CompileError, Result};
 use crate::options::CompileOptions;
-use crate::report::Report;
-
-/// One model input or output as the bindings see it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IoSpec {
-    /// The ONNX name.
-    pub name: String,
-    /// The `.om` dtype code ([`DType`]).
-    pub dtype: u8,
-    pub shape: Vec<usize>,
-}
-
-impl IoSpec {
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        DType::from_u8(self.dtype).unwrap_or(DType::U8)
-    }
-
-    /// The Rust element type of the generated arrays. `bool` is `u8` (0 or 1) and the
-    /// 16-bit floats are their raw `u16` bits, so every element type is plain old data.
-    pub fn rust_elem(&self) -> &'static str {
-        match self.dtype() {
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-            DType::U8 | DType::Bool => "u8",
-            DType::I8 => "i8",
-            DType::U16 | DType::F16 | DType::Bf16 => "u16",
-            DType::I16 => "i16",
-            DType::I32 => "i32",
-            DType::U32 => "u32",
-            DType::I64 => "i64",
-            DType::U64 => "u64",
-        }
-    }
-
-    /// Elements.
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product()
-    }
-
-    /// `float32 [1, 1, 8, 8]`.
-    pub fn describe(&self) -> String {
-        let note = match self.dtype() {
-            DType::Bool => " (as u8 0/1)",
-            DType::F16 | DType::Bf16 => " (raw u16 bits)",
-            _ => "",
-        };
-        format!("{} {:?}{note}", self.dtype().name(), self.shape)
-    }
-}
-
-/// What the bindings need to know about a compiled model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Interface {
-    /// The graph's name.
-    pub model_name: String,
-    pub inputs: Vec<IoSpec>,
-    pub outputs: Vec<IoSpec>,
-    /// Arena bytes for a 64-byte aligned buffer.
-    pub arena_bytes: usize,
-    pub blob_bytes: usize,
-    pub tasks: usize,
-}
-
-impl Interface {
-    /// Reads the interface of a compiled blob (validating it).
-    pub fn from_blob(blob: &[u8]) -> Result<Interface> {
-        let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
-        let model = ge_runtime::Model::from_bytes(aligned.as_bytes())
-            .map_err(|e| CompileError::Model(format!("the compiled blob does not load: {e}")))?;
-        let spec = |io: ge_runtime::IoInfo<'_>| IoSpec {
-            name: io.name.to_string(),
-            dtype: io.dtype as u8,
-            shape: io.shape.dims().to_vec(),
-        };
-        Ok(Interface {
-            model_name: model.name().to_string(),
-            inputs: (0..model.input_count())
-                .filter_map(|i| model.input(i))
-                .map(spec)
-                .collect(),
-            outputs: (0..model.output_count())
-                .filter_map(|i| model.output(i))
-                .map(spec)
-                .collect(),
-            arena_bytes: model.arena_bytes(),
-            blob_bytes: blob.len(),
-            tasks: model.tasks().len(),
-        })
-    }
-}
 
 /// How to generate the bindings of one model.
 #[derive(Clone, Debug)]
@@ -178,42 +89,6 @@ impl Bindings {
             notes: Vec::new(),
         }
     }
-}
-
-/// Reads a tensor value for [`CompileOptions::input_values`] (`--input-value`): a `.pb`
-/// file holds an ONNX `TensorProto`, anything else is read as `.npy`.
-pub fn read_tensor_file(path: &Path) -> Result<crate::onnx::tensor::TensorData> {
-    let r = if path.extension().is_some_and(|e| e == "pb") {
-        crate::onnx::tensor::read_tensor_pb(path)
-    } else {
-        crate::onnx::tensor::read_npy(path)
-    };
-    r.map_err(|e| CompileError::Option(format!("{}: {e}", path.display())))
-}
-
-/// One-line facts from a compile report, for docs.
-pub fn report_notes(report: &Report) -> Vec<String> {
-    let m = &report.memory;
-    let s = &report.sim;
-    vec![
-        format!(
-            "Compiled by {} at {}: {} ONNX nodes → {} tasks; arena {} B (lower bound {} B, \
-             without reuse {} B); weights {} B; blob {} B.",
-            crate::PRODUCER,
-            report.opt_level,
-            report.nodes_before,
-            report.tasks,
-            m.arena_bytes,
-            m.lower_bound_bytes,
-            m.naive_bytes,
-            m.weight_bytes,
-            report.blob_bytes
-        ),
-        format!(
-            "Predicted on `{}`: {:.3} µs per run, {} B of global-memory traffic, {} launch(es).",
-            s.device, s.time_us, s.gm_bytes, s.launches
-        ),
-    ]
 }
 
 fn parse_tokens(what: &str, s: &str) -> Result<TokenStream> {
@@ -742,46 +617,10 @@ pub fn generate_source(iface: &Interface, b: &Bindings) -> Result<String> {
     ))
 }
 
-/// Notable facts about a compile worth a build warning: what a user would want to know
-/// before shipping (no optimization, wasted memory, big embedded weights, launch overhead).
-pub fn findings(report: &Report, b: &Bindings) -> Vec<String> {
-    let mut f = Vec::new();
-    let o = &b.options;
-    let m = &report.memory;
-    if o.opt_level == crate::OptLevel::O0 {
-        f.push("compiled at O0: no graph optimizations (folding, fusion) ran".to_string());
-    }
-    if !o.memory_reuse {
-        f.push(format!(
-            "memory reuse is off: arena {} B where reuse needs about {} B",
-            m.arena_bytes, m.lower_bound_bytes
-        ));
-    } else if m.arena_bytes > m.lower_bound_bytes + m.lower_bound_bytes / 4 + 4096 {
-        f.push(format!(
-            "the arena ({} B) is {:.0}% above the lower bound ({} B)",
-            m.arena_bytes,
-            (m.arena_bytes as f64 / m.lower_bound_bytes.max(1) as f64 - 1.0) * 100.0,
-            m.lower_bound_bytes
-        ));
-    }
-    if m.weight_bytes > 64 << 20 {
-        f.push(format!(
-            "{:.1} MiB of weights are embedded in the binary",
-            m.weight_bytes as f64 / (1 << 20) as f64
-        ));
-    }
-    if b.host_dispatch && report.tasks > 1 {
-        f.push(format!(
-            "host-dispatched launches: {} launches per run where sink mode needs 1",
-            report.tasks
-        ));
-    }
-    f
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ge_runtime::format::DType;
 
     fn iface() -> Interface {
         Interface {

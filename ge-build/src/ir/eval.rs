@@ -5,7 +5,7 @@ use ge_runtime::KernelError;
 use ge_runtime::format::{DType, Shape, TensorMut, TensorRef};
 
 use super::Op;
-use crate::onnx::tensor::TensorData;
+use crate::tensor::TensorData;
 
 /// 64-byte aligned scratch bytes.
 struct Aligned(Vec<[u64; 8]>, usize);

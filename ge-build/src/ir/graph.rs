@@ -11,7 +11,7 @@ use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
 
 use super::op::Op;
-use crate::onnx::tensor::TensorData;
+use crate::tensor::TensorData;
 
 /// Index of a value (tensor) in [`Graph::values`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -4,9 +4,9 @@
 use ge_runtime::format::DType;
 
 use super::proto::{AttributeProto, NodeProto, TensorProto};
-use super::tensor::TensorData;
 use crate::error::CompileError;
 use crate::ir::Op;
+use crate::tensor::TensorData;
 
 /// One input of the node being imported.
 #[derive(Clone, Copy, Debug)]

@@ -19,9 +19,9 @@ use super::proto::{
     ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
 };
 use super::sequence::Sequences;
-use super::tensor::{TensorData, decode_tensor};
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Value, ValueId, eval};
+use crate::tensor::{TensorData, decode_tensor};
 
 /// Import options.
 #[derive(Clone, Debug, Default)]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use ge_runtime::format::DType;
 
-use super::tensor::TensorData;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId, eval};
+use crate::tensor::TensorData;
 
 /// `data` converted to `to` by the device's Cast kernel.
 pub fn cast_data(data: &TensorData, to: DType) -> Result<TensorData, ge_runtime::KernelError> {

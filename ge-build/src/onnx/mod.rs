@@ -1,14 +1,12 @@
-//! ONNX import layer: the protobuf schema and tensor payload decoding.
+//! ONNX import layer: the protobuf schema and the importer into [`crate::ir`].
 //!
 //! * [`proto`] — hand-written prost messages mirroring `onnx.proto` (proto2, IR
 //!   version 14): decode a model with
 //!   `<proto::ModelProto as prost::Message>::decode(bytes)`.
-//! * [`tensor`] — turns `TensorProto`s (raw, typed-field or external data) into
-//!   owned little-endian [`tensor::TensorData`], and reads/writes `.pb` tensor
-//!   files and NumPy `.npy` files.
+//! * Tensor payloads (`TensorProto` decoding, `.pb` and `.npy` files) live in
+//!   [`crate::tensor`], shared with the IR, the passes and the tools.
 
 pub mod proto;
-pub mod tensor;
 
 mod ctx;
 mod import;

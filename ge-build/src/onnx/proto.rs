@@ -310,7 +310,7 @@ pub struct GraphProto {
 
 /// `onnx.TensorProto`: a dense tensor value (initializers, constants, test data).
 ///
-/// Use [`crate::onnx::tensor::decode_tensor`] to turn one into owned bytes.
+/// Use [`crate::tensor::decode_tensor`] to turn one into owned bytes.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TensorProto {
     #[prost(int64, repeated, packed = "false", tag = "1")]

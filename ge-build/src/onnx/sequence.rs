@@ -10,9 +10,9 @@ use ge_runtime::format::{AxisParams, DType};
 
 use super::ops::registry::OpEntry;
 use super::proto::NodeProto;
-use super::tensor::TensorData;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId};
+use crate::tensor::TensorData;
 
 /// The sequence ops this module resolves (all since opset 11).
 pub const OPS: &[OpEntry] = &[

@@ -2,7 +2,7 @@
 
 use ge_runtime::format::DType;
 
-use super::tensor::TensorData;
+use crate::tensor::TensorData;
 
 impl TensorData {
     /// The elements as i64 (integer and bool tensors; floats are truncated).

@@ -8,7 +8,7 @@ use ge_runtime::format::{BinaryOp, DType, MAX_RANK, TransposeParams};
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op};
-use crate::onnx::tensor::TensorData;
+use crate::tensor::TensorData;
 
 /// Algebraic simplification.
 pub struct Algebraic;

@@ -16,13 +16,13 @@ pub fn scalar(g: &Graph, v: ValueId) -> Option<f64> {
 }
 
 /// The elements of an f32 constant.
-pub fn f32_values(d: &crate::onnx::tensor::TensorData) -> Option<Vec<f32>> {
+pub fn f32_values(d: &crate::tensor::TensorData) -> Option<Vec<f32>> {
     (d.dtype == ge_runtime::format::DType::F32).then(|| d.to_f32_vec())
 }
 
 /// An f32 constant tensor.
-pub fn f32_tensor(dims: Vec<usize>, v: &[f32]) -> crate::onnx::tensor::TensorData {
-    crate::onnx::tensor::TensorData {
+pub fn f32_tensor(dims: Vec<usize>, v: &[f32]) -> crate::tensor::TensorData {
+    crate::tensor::TensorData {
         dtype: ge_runtime::format::DType::F32,
         dims,
         bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),

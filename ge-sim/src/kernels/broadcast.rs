@@ -1,5 +1,7 @@
 //! Numpy broadcasting without allocation: per-input strides aligned to the output's rank, and
 //! an odometer that walks the output in row-major order while tracking each input's offset.
+//! [`broadcast2`] and [`accumulate`] are the two-operand loops the binary, variadic and
+//! in-place kernels share.
 
 use ge_runtime::format::{MAX_RANK, Shape};
 
@@ -145,6 +147,150 @@ pub fn for_each_row<const N: usize>(
         }
     }
     Ok(())
+}
+
+pub(super) fn numel(s: &Shape) -> Result<usize, KernelError> {
+    s.checked_numel()
+        .ok_or(KernelError::Shape("element count overflows"))
+}
+
+pub(super) const OFFSET_ERR: KernelError = KernelError::Shape("broadcast offset out of range");
+
+/// `out[i] = f(a[..], b[..])` with numpy broadcasting of `a` and `b` to `so`.
+/// Fast paths for equal shapes and scalar operands; otherwise one inner row at a time.
+pub fn broadcast2<A: Copy, B: Copy, O>(
+    out: &mut [O],
+    so: &Shape,
+    a: &[A],
+    sa: &Shape,
+    b: &[B],
+    sb: &Shape,
+    f: impl Fn(A, B) -> O,
+) -> Result<(), KernelError> {
+    broadcast_strides(sa, so)?;
+    broadcast_strides(sb, so)?;
+    if a.len() != numel(sa)? || b.len() != numel(sb)? || out.len() != numel(so)? {
+        return Err(KernelError::Shape("tensor data does not match its shape"));
+    }
+    let a_full = sa.dims() == so.dims();
+    let b_full = sb.dims() == so.dims();
+    match (a_full, b_full, a, b) {
+        (true, true, _, _) => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f(x, y);
+            }
+            return Ok(());
+        }
+        (true, false, _, &[y]) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = f(x, y);
+            }
+            return Ok(());
+        }
+        (false, true, &[x], _) => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = f(x, y);
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    let mut bad = false;
+    for_each_row(so, [sa, sb], |start, [oa, ob], [ia, ib], len| {
+        let Some(o) = out.get_mut(start..start + len) else {
+            bad = true;
+            return;
+        };
+        match (ia, ib) {
+            (1, 1) => match (a.get(oa..oa + len), b.get(ob..ob + len)) {
+                (Some(xa), Some(xb)) => {
+                    for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            (0, 1) => match (a.get(oa), b.get(ob..ob + len)) {
+                (Some(&x), Some(xb)) => {
+                    for (o, &y) in o.iter_mut().zip(xb) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            (1, 0) => match (a.get(oa..oa + len), b.get(ob)) {
+                (Some(xa), Some(&y)) => {
+                    for (o, &x) in o.iter_mut().zip(xa) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            (0, 0) => match (a.get(oa), b.get(ob)) {
+                (Some(&x), Some(&y)) => {
+                    for o in o.iter_mut() {
+                        *o = f(x, y);
+                    }
+                }
+                _ => bad = true,
+            },
+            _ => bad = true,
+        }
+    })?;
+    if bad { Err(OFFSET_ERR) } else { Ok(()) }
+}
+
+/// `out[i] = f(out[i], x[..])` with `x` broadcast to `out`'s shape `so`.
+pub fn accumulate<T: Copy>(
+    out: &mut [T],
+    so: &Shape,
+    x: &[T],
+    sx: &Shape,
+    f: impl Fn(T, T) -> T,
+) -> Result<(), KernelError> {
+    broadcast_strides(sx, so)?;
+    if x.len() != numel(sx)? || out.len() != numel(so)? {
+        return Err(KernelError::Shape("tensor data does not match its shape"));
+    }
+    if sx.dims() == so.dims() {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = f(*o, v);
+        }
+        return Ok(());
+    }
+    if let &[v] = x {
+        for o in out.iter_mut() {
+            *o = f(*o, v);
+        }
+        return Ok(());
+    }
+    let mut bad = false;
+    for_each_row(so, [sx], |start, [ox], [ix], len| {
+        let Some(o) = out.get_mut(start..start + len) else {
+            bad = true;
+            return;
+        };
+        if ix == 1 {
+            match x.get(ox..ox + len) {
+                Some(xs) => {
+                    for (o, &v) in o.iter_mut().zip(xs) {
+                        *o = f(*o, v);
+                    }
+                }
+                None => bad = true,
+            }
+        } else {
+            match x.get(ox) {
+                Some(&v) => {
+                    for o in o.iter_mut() {
+                        *o = f(*o, v);
+                    }
+                }
+                None => bad = true,
+            }
+        }
+    })?;
+    if bad { Err(OFFSET_ERR) } else { Ok(()) }
 }
 
 #[cfg(test)]

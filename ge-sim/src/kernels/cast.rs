@@ -445,7 +445,7 @@ pub fn run_cast(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
 #[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
-    use super::super::unary::test_util::*;
+    use super::super::test_util::*;
     use super::*;
 
     fn raw_ref<'a>(dtype: DType, d: &[usize], v: &'a [u16]) -> TensorRef<'a> {

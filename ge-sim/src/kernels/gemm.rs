@@ -1416,34 +1416,4 @@ mod tests {
         }
         assert!(oks > 1000, "only {oks} well-formed cases ran");
     }
-
-    /// `cargo test -p ge-sim --release --lib gemm_speed -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn gemm_speed() {
-        let mut seed = 1;
-        for s in [256usize, 512, 1024] {
-            let a = rand_vec(s * s, &mut seed);
-            let b = rand_vec(s * s, &mut seed);
-            let mut c = std::vec![0.0f32; s * s];
-            let mut ws = std::vec![0.0; sgemm_ws_len(s, s, s)];
-            sgemm(
-                s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws,
-            )
-            .unwrap();
-            let reps = if s <= 512 { 10 } else { 3 };
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                sgemm(
-                    s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws,
-                )
-                .unwrap();
-            }
-            let dt = t.elapsed().as_secs_f64() / reps as f64;
-            std::println!(
-                "sgemm {s}^3: {:.1} GFLOP/s",
-                2.0 * (s * s * s) as f64 / dt / 1e9
-            );
-        }
-    }
 }

@@ -11,7 +11,7 @@ use ge_runtime::format::{
 };
 
 use super::copy::checked_len;
-use super::unary::Real;
+use super::real::Real;
 use super::{KernelError, KernelResult, Work, input, output};
 
 const SPATIAL: usize = MAX_RANK - 2;
@@ -246,7 +246,7 @@ pub fn run_grid_sample(
 
 #[cfg(test)]
 mod tests {
-    use super::super::unary::test_util::{t, tm};
+    use super::super::test_util::{t, tm};
     use super::*;
 
     fn params(mode: ResizeMode, padding: GridPadding, align: bool) -> GridSampleParams {

@@ -7,7 +7,8 @@ use ge_runtime::format::{
     BinaryOp, BinaryParams, OpKind, Shape, TensorMut, TensorRef, UnaryParams,
 };
 
-use super::binary::{Arith, accumulate};
+use super::binary::Arith;
+use super::broadcast::accumulate;
 use super::unary::apply_activation;
 use super::{KernelError, KernelResult, Work, input, output, read_params};
 

@@ -403,7 +403,7 @@ mod tests {
     extern crate std;
     use std::vec;
 
-    use super::super::unary::test_util::{t, tm};
+    use super::super::test_util::{t, tm};
     use super::*;
 
     #[test]

@@ -20,10 +20,13 @@ pub mod norm;
 pub mod ordered;
 pub mod pad;
 pub mod pool;
+pub mod real;
 pub mod reduce;
 pub mod resize;
 pub mod slice;
 pub mod softmax;
+#[cfg(test)]
+mod test_util;
 pub mod transpose;
 pub mod unary;
 pub mod vmath;

@@ -4,7 +4,8 @@ use ge_runtime::format::{
     Activation, DType, LrnParams, NormParams, Shape, TensorMut, TensorRef, UnaryOp, ViewError,
 };
 
-use super::unary::{Real, activation_cost, apply_unary_in_place};
+use super::real::Real;
+use super::unary::{activation_cost, apply_unary_in_place};
 use super::vmath;
 use super::{KernelError, KernelResult, Work, input, output};
 
@@ -304,7 +305,7 @@ pub fn run_lrn(
 #[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
-    use super::super::unary::test_util::*;
+    use super::super::test_util::*;
     use super::*;
 
     fn np(eps: f32, op: Option<UnaryOp>) -> NormParams {

@@ -228,7 +228,7 @@ pub fn run_cumulative(
 
 #[cfg(test)]
 mod tests {
-    use super::super::unary::test_util::{t, tm};
+    use super::super::test_util::{t, tm};
     use super::*;
 
     #[test]

@@ -444,7 +444,7 @@ pub fn run_arg_reduce(
 #[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
-    use super::super::unary::test_util::*;
+    use super::super::test_util::*;
     use super::*;
     use ge_runtime::format::Element;
     use std::vec::Vec;

@@ -936,32 +936,4 @@ mod tests {
         }
         assert!(oks > 500, "only {oks} well-formed cases ran");
     }
-
-    /// `cargo test -p ge-sim --release --lib resize_speed -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn resize_speed() {
-        let x = std::vec![1.0f32; 256 * 64 * 64];
-        for mode in [M::Nearest, M::Linear, M::Cubic] {
-            let t = std::time::Instant::now();
-            let y = resize(
-                &x,
-                &[1, 256, 64, 64],
-                &[1, 256, 128, 128],
-                &[1., 1., 2., 2.],
-                mode,
-                C::HalfPixel,
-                N::RoundPreferFloor,
-                -0.75,
-                false,
-                &[],
-                0.0,
-            );
-            std::println!(
-                "{mode:?} 2x of 1x256x64x64: {:.2} ms",
-                t.elapsed().as_secs_f64() * 1e3
-            );
-            assert_eq!(y.len(), 256 * 128 * 128);
-        }
-    }
 }

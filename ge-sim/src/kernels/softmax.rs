@@ -2,7 +2,7 @@
 
 use ge_runtime::format::{DType, SoftmaxKind, SoftmaxParams, TensorMut, TensorRef, ViewError};
 
-use super::unary::Real;
+use super::real::Real;
 use super::{KernelError, KernelResult, Work, input, output};
 
 const LAYOUT_ERR: KernelError = KernelError::Shape("softmax data does not match its shape");
@@ -212,7 +212,7 @@ pub fn run_softmax(
 #[allow(clippy::excessive_precision)] // expected values pasted from numpy
 mod tests {
     extern crate std;
-    use super::super::unary::test_util::*;
+    use super::super::test_util::*;
     use super::*;
     use std::vec::Vec;
 

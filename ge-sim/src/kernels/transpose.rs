@@ -472,45 +472,4 @@ mod tests {
         assert_eq!(dst, [4, 3, 2]);
         assert!(strided_copy(&mut dst, &src, 1, &[3], &[-1], 1).is_err());
     }
-
-    /// `cargo test -p ge-sim --release --lib transpose_speed -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn transpose_speed() {
-        for (name, xd, pm) in [
-            (
-                "NCHW->NHWC 1x64x112x112",
-                [1usize, 64, 112, 112],
-                [0u32, 2, 3, 1],
-            ),
-            ("NHWC->NCHW 1x112x112x64", [1, 112, 112, 64], [0, 3, 1, 2]),
-            ("2-D 2048x2048", [1, 1, 2048, 2048], [0, 1, 3, 2]),
-        ] {
-            let n: usize = xd.iter().product();
-            let x: Vec<f32> = (0..n).map(|v| v as f32).collect();
-            let mut y = std::vec![0.0f32; n];
-            let yd: Vec<usize> = pm.iter().map(|&a| xd[a as usize]).collect();
-            let ins = [Some(TensorRef {
-                dtype: DType::F32,
-                shape: Shape::new(&xd).unwrap(),
-                data: bytemuck::cast_slice(&x),
-            })];
-            let mut outs = [TensorMut {
-                dtype: DType::F32,
-                shape: Shape::new(&yd).unwrap(),
-                data: bytemuck::cast_slice_mut(&mut y),
-            }];
-            run_transpose(&perm(&pm), &ins, &mut outs).unwrap();
-            let t = std::time::Instant::now();
-            for _ in 0..5 {
-                run_transpose(&perm(&pm), &ins, &mut outs).unwrap();
-            }
-            let dt = t.elapsed().as_secs_f64() / 5.0;
-            std::println!(
-                "{name}: {:.2} ms, {:.2} GB/s",
-                dt * 1e3,
-                8.0 * n as f64 / dt / 1e9
-            );
-        }
-    }
 }

@@ -648,7 +648,7 @@ fn if_const(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .ok_or_else(|| ctx.err(format!("{branch} is missing")))?;
     let mut s = Sub::new(ctx);
     for t in &g.initializer {
-        let data = crate::onnx::tensor::decode_tensor(t, None)
+        let data = crate::tensor::decode_tensor(t, None)
             .map_err(|e| ctx.err(format!("{branch} initializer: {e}")))?;
         s.constant_named(t.name(), data);
     }
@@ -747,7 +747,7 @@ fn bitwise_not(ctx: &NodeCtx<'_>) -> Result<Imported> {
         d => return Err(ctx.err(format!("{} is not an integer type", d.name()))),
     };
     let mut s = Sub::new(ctx);
-    let m = s.constant(crate::onnx::tensor::TensorData {
+    let m = s.constant(crate::tensor::TensorData {
         dtype: x.dtype,
         dims: Vec::new(),
         bytes: ones,

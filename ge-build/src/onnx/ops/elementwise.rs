@@ -9,7 +9,7 @@ use super::{broadcast_shapes, is_float};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
-use crate::onnx::tensor::TensorData;
+use crate::tensor::TensorData;
 use UnaryOp as U;
 
 /// The ops this family imports: one registry line each (see [`super::registry`]).

@@ -275,7 +275,7 @@ pub fn inline_body(
     }
     let rn = |name: &str| map.get(name).cloned().unwrap_or_else(|| name.to_string());
     for init in &body.initializer {
-        let data = crate::onnx::tensor::decode_tensor(init, None)
+        let data = crate::tensor::decode_tensor(init, None)
             .map_err(|e| ctx.err(format!("body initializer: {e}")))?;
         s.constant_named(&rn(init.name()), data);
     }

@@ -11,7 +11,7 @@ use super::registry::dtypes::{ANY, NUM};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
-use crate::onnx::tensor::{TensorData, decode_tensor};
+use crate::tensor::{TensorData, decode_tensor};
 
 /// The ops this family imports: one registry line each (see [`super::registry`]).
 pub const OPS: &[OpEntry] = &[

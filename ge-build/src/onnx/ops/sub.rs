@@ -6,7 +6,7 @@ use ge_runtime::format::DType;
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::super::proto::{AttributeProto, NodeProto};
-use super::super::tensor::TensorData;
+use crate::tensor::TensorData;
 
 /// An attribute for a generated node.
 pub enum A<'s> {

@@ -34,7 +34,9 @@ pub unsafe fn tile(
     let (r1, r2, r3, r4, r5) = (off[1], off[2], off[3], off[4], off[5]);
     let mut ap = a;
     let mut b = bp;
-    // SAFETY (whole loop): reads stay inside `a`'s rows / `bp`'s panel per the contract.
+    // SAFETY: (whole loop) step `p < kc` reads `a[off[i] + p·cs]` for rows `i < mr` (rows past
+    // `mr` repeat row 0, see `row_offsets`) and `bp[p·NR..p·NR + 16]`, all readable per the
+    // contract (`NR` = 16); AVX2 and FMA are enabled on this function.
     unsafe {
         for _ in 0..kc {
             let b0 = _mm256_loadu_ps(b);
@@ -97,7 +99,8 @@ unsafe fn tile8(
     let (r1, r2, r3, r4, r5) = (off[1], off[2], off[3], off[4], off[5]);
     let mut ap = a;
     let mut b = bp;
-    // SAFETY (whole loop): as in `tile`.
+    // SAFETY: (whole loop) as in `tile`, reading only the first 8 of each step's `NR` panel
+    // values of `bp`.
     unsafe {
         for _ in 0..kc {
             let b0 = _mm256_loadu_ps(b);

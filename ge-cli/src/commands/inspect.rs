@@ -1,0 +1,133 @@
+//! `ge inspect`: the header, sections, I/O and (optionally) task list of a `.om` file.
+
+use std::io::Write;
+use std::path::Path;
+
+use ge_runtime::Model;
+use ge_runtime::format::SectionKind;
+
+use super::{Res, load_blob};
+
+pub(super) fn inspect(path: &Path, list_tasks: bool) -> Res {
+    let blob = load_blob(path)?;
+    let bytes = blob.as_bytes();
+    let model = Model::from_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = std::io::stdout().lock();
+    let m = model.meta();
+    let _ = writeln!(
+        out,
+        "{}: .om v{}, {} bytes",
+        path.display(),
+        ge_runtime::format::FORMAT_VERSION,
+        bytes.len()
+    );
+    let _ = writeln!(
+        out,
+        "model: {}  producer: {}  opset: {}",
+        model.name(),
+        model.str(m.producer),
+        m.opset
+    );
+    let _ = writeln!(
+        out,
+        "arena: {} bytes  weights: {} bytes  streams: {}",
+        m.arena_bytes,
+        model.weights().len(),
+        m.stream_count
+    );
+    let hl = ge_runtime::header_len();
+    let entries: &[ge_runtime::format::SectionEntry] =
+        bytemuck::try_cast_slice(&bytes[hl..hl + m_sections(bytes) * 24])
+            .map_err(|_| "bad section table")?;
+    let _ = writeln!(out, "sections:");
+    for e in entries {
+        let name = SectionKind::ALL
+            .iter()
+            .find(|k| **k as u32 == e.kind)
+            .map_or("?", |k| k.name());
+        let _ = writeln!(
+            out,
+            "  {name:<8} offset {:>10}  len {:>10}",
+            e.offset, e.len
+        );
+    }
+    for i in 0..model.input_count() {
+        if let Some(io) = model.input(i) {
+            let _ = writeln!(
+                out,
+                "input  {i}: {} {} {:?}",
+                io.name,
+                io.dtype.name(),
+                io.shape.dims()
+            );
+        }
+    }
+    for i in 0..model.output_count() {
+        if let Some(io) = model.output(i) {
+            let _ = writeln!(
+                out,
+                "output {i}: {} {} {:?}",
+                io.name,
+                io.dtype.name(),
+                io.shape.dims()
+            );
+        }
+    }
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for t in model.tasks() {
+        *counts.entry(model.task_op(t).name()).or_default() += 1;
+    }
+    let _ = writeln!(
+        out,
+        "tasks: {} ({})",
+        model.tasks().len(),
+        counts
+            .iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if list_tasks {
+        let tensors = model.tensors();
+        let show = |id: u32| match tensors.get(id as usize) {
+            Some(t) if t.location == ge_runtime::format::Location::Arena as u8 => {
+                format!("#{id}@{}+{}", t.offset, t.bytes)
+            }
+            Some(t) => format!(
+                "#{id}({})",
+                ["arena", "weight", "input"]
+                    .get(t.location as usize)
+                    .unwrap_or(&"?")
+            ),
+            None => "-".to_string(),
+        };
+        for (i, t) in model.tasks().iter().enumerate() {
+            let ins: Vec<String> = model.task_inputs(t).iter().map(|&id| show(id)).collect();
+            let outs: Vec<String> = model.task_outputs(t).iter().map(|&id| show(id)).collect();
+            let ws = if t.workspace == ge_runtime::format::NO_TENSOR {
+                String::new()
+            } else {
+                format!(" ws {}", show(t.workspace))
+            };
+            let _ = writeln!(
+                out,
+                "task {i:>4} s{} {:<12} {:<24} in [{}] out [{}]{ws}",
+                t.stream,
+                model.task_op(t).name(),
+                model.str(t.name),
+                ins.join(" "),
+                outs.join(" ")
+            );
+        }
+        for e in model.events() {
+            let _ = writeln!(out, "event: task {} → task {}", e.record, e.wait);
+        }
+    }
+    Ok(())
+}
+
+fn m_sections(bytes: &[u8]) -> usize {
+    let h: ge_runtime::format::Header =
+        bytemuck::pod_read_unaligned(&bytes[..ge_runtime::header_len()]);
+    h.section_count as usize
+}

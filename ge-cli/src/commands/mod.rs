@@ -1,0 +1,195 @@
+//! The subcommands: [`dispatch`], the compile flags every compiling subcommand shares, and
+//! the small ones (compile, ops, viz); run, check, bench and inspect have a file each.
+
+use std::io::Write;
+use std::path::Path;
+
+use ge_build::check::Tolerance;
+use ge_build::{CompileOptions, parse_input_shape};
+use ge_runtime::AlignedBlob;
+
+use crate::cli::{Cli, Command, CompileFlags};
+use crate::profile;
+
+mod bench;
+mod check;
+mod inspect;
+mod run;
+
+use bench::bench;
+use check::check;
+use inspect::inspect;
+use run::{RunFlags, run};
+
+type Res<T = ()> = Result<T, String>;
+
+pub fn dispatch(cli: Cli) -> Res {
+    match cli.command {
+        Command::Compile {
+            model,
+            output,
+            flags,
+            report,
+        } => compile(&model, &output, &flags, report.as_deref()),
+        Command::Run {
+            om,
+            inputs,
+            output_dir,
+            profile,
+            trace,
+            check_races,
+            device,
+        } => run(
+            &om,
+            &inputs,
+            &output_dir,
+            RunFlags {
+                profile,
+                trace,
+                check_races,
+            },
+            &device,
+        ),
+        Command::Check {
+            case,
+            suite,
+            flags,
+            rtol,
+            atol,
+        } => check(
+            case.as_deref(),
+            suite.as_deref(),
+            &flags,
+            Tolerance { rtol, atol },
+        ),
+        Command::Bench {
+            model,
+            threads,
+            iters,
+            json,
+            flags,
+        } => bench(&model, threads, iters, json, &flags),
+        Command::Inspect { om, tasks } => inspect(&om, tasks),
+        Command::Ops { markdown } => {
+            ops(markdown);
+            Ok(())
+        }
+        Command::Viz {
+            model,
+            stage,
+            output,
+            flags,
+        } => viz(&model, &stage, &output, &flags),
+    }
+}
+
+fn options(flags: &CompileFlags) -> Res<CompileOptions> {
+    let mut o = CompileOptions::default();
+    for s in &flags.input_shapes {
+        let (name, dims) = parse_input_shape(s).map_err(|e| e.to_string())?;
+        o.input_shapes.insert(name, dims);
+    }
+    o.unsafe_linear_memory_plan = flags.unsafe_linear_memory_plan;
+    if let Some(n) = flags.streams {
+        if n == 0 {
+            return Err("--streams must be at least 1".into());
+        }
+        o.max_streams = Some(n);
+    }
+    o.opt_level = flags
+        .opt_level
+        .parse()
+        .map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.precision = flags
+        .precision
+        .parse()
+        .map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.device = profile::resolve(&flags.device.device)?;
+    o.memory_reuse = match flags.memory_reuse.as_str() {
+        "on" => true,
+        "off" => false,
+        m => return Err(format!("--memory-reuse '{m}' must be on or off")),
+    };
+    if let Some(f) = &flags.fusion_switch {
+        if !f.is_file() {
+            return Err(format!("--fusion-switch {}: no such file", f.display()));
+        }
+        o.fusion_switch = Some(f.clone());
+    }
+    Ok(o)
+}
+
+fn compile(model: &Path, output: &Path, flags: &CompileFlags, report: Option<&Path>) -> Res {
+    let opts = options(flags)?;
+    let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
+    std::fs::write(output, &c.blob)
+        .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    if let Some(r) = report {
+        let text = serde_json::to_string_pretty(&c.report).map_err(|e| e.to_string())?;
+        std::fs::write(r, text).map_err(|e| format!("cannot write {}: {e}", r.display()))?;
+    }
+    let r = &c.report;
+    eprintln!(
+        "compiled {} → {} ({} bytes): {} nodes → {} tasks, arena {} B (lower bound {} B), {:.1} ms",
+        model.display(),
+        output.display(),
+        c.blob.len(),
+        r.nodes_before,
+        r.tasks,
+        r.memory.arena_bytes,
+        r.memory.lower_bound_bytes,
+        r.compile_millis.total
+    );
+    Ok(())
+}
+
+fn load_blob(path: &Path) -> Res<AlignedBlob> {
+    AlignedBlob::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// `ge ops`: the supported-operator table (plain, or the Markdown of docs/OPERATORS.md).
+fn ops(markdown: bool) {
+    let mut out = std::io::stdout().lock();
+    if markdown {
+        let _ = write!(out, "{}", ge_build::onnx::table::markdown());
+        return;
+    }
+    for r in ge_build::onnx::table::table() {
+        let dts: Vec<&str> = r.dtypes.iter().map(|d| d.name()).collect();
+        let _ = writeln!(
+            out,
+            "{:28} {:>2}-{:<2} {}",
+            r.op,
+            r.first_opset,
+            r.last_opset,
+            dts.join(",")
+        );
+    }
+}
+
+fn viz(model: &Path, stage: &str, output: &Path, flags: &CompileFlags) -> Res {
+    let mut opts = options(flags)?;
+    match stage {
+        "before" => opts.opt_level = ge_build::OptLevel::O0,
+        "after" => {}
+        s => return Err(format!("--stage '{s}' must be before or after")),
+    }
+    let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
+    let text = match output.extension().and_then(|e| e.to_str()) {
+        Some("svg") => ge_build::viz::to_svg(&c.graph),
+        Some("dot") => ge_build::viz::to_dot(&c.graph),
+        _ => {
+            return Err(format!(
+                "{}: the output must end in .svg or .dot",
+                output.display()
+            ));
+        }
+    };
+    std::fs::write(output, text).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    eprintln!(
+        "{} nodes drawn to {}",
+        c.graph.node_count(),
+        output.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! `ge run`: execute a compiled `.om` on the simulated device, write the outputs as `.npy`,
+//! optionally print a per-task profile, write a Perfetto trace or check for races.
+
+use std::path::Path;
+
+use ge_build::run::Runner;
+use ge_build::tensor::{read_tensor_file, write_npy};
+use ge_runtime::Model;
+use ge_sim::{Observer, TaskRecord};
+
+use super::{Res, load_blob};
+use crate::profile;
+
+/// Collects task records as the device runs: printed as a profile table, written as a trace.
+struct Recorder {
+    print: bool,
+    rows: Vec<(String, String, TaskRecord)>,
+}
+
+impl Observer for Recorder {
+    fn task(&mut self, model: &Model<'_>, task: &ge_runtime::format::TaskDesc, r: &TaskRecord) {
+        let (op, name) = (
+            model.task_op(task).name().to_string(),
+            model.str(task.name).to_string(),
+        );
+        if self.print {
+            println!(
+                "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>12} {:>14}",
+                r.index,
+                op,
+                truncate(&name, 32),
+                r.stream,
+                r.cores,
+                r.start_cycle,
+                r.cost.cycles,
+                r.cost.gm_bytes
+            );
+        }
+        self.rows.push((op, name, *r));
+    }
+}
+
+/// `ge run` switches.
+pub struct RunFlags {
+    pub profile: bool,
+    pub trace: Option<std::path::PathBuf>,
+    pub check_races: bool,
+}
+
+/// A Chrome/Perfetto trace: one track per stream (process 1) and per core (process 2).
+fn write_trace(path: &Path, rows: &[(String, String, TaskRecord)], clock_mhz: u32) -> Res {
+    let us = |c: u64| c as f64 / f64::from(clock_mhz.max(1));
+    let mut events = Vec::new();
+    for (pid, label) in [(1, "streams"), (2, "cores")] {
+        events.push(serde_json::json!({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": label}}));
+    }
+    for (op, name, r) in rows {
+        let args = serde_json::json!({"task": r.index, "op": op, "cycles": r.cost.cycles, "gm_bytes": r.cost.gm_bytes, "cores": r.cores});
+        let ev = |pid: u32, tid: u64| serde_json::json!({"name": format!("{op} {name}"), "ph": "X", "pid": pid, "tid": tid, "ts": us(r.start_cycle), "dur": us(r.end_cycle - r.start_cycle), "args": args});
+        events.push(ev(1, u64::from(r.stream)));
+        for c in 0..64u64 {
+            if r.core_mask & (1 << c) != 0 {
+                events.push(ev(2, c));
+            }
+        }
+    }
+    let text =
+        serde_json::to_string(&serde_json::json!({"traceEvents": events, "displayTimeUnit": "ns"}))
+            .map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.replace(['/', ':'], "_")
+}
+
+pub(super) fn run(
+    om: &Path,
+    inputs: &[String],
+    out_dir: &Path,
+    flags: RunFlags,
+    dev: &crate::cli::DeviceFlags,
+) -> Res {
+    let mut runner = Runner::new(load_blob(om)?).map_err(|e| format!("{}: {e}", om.display()))?;
+    let model = runner.model().map_err(|e| e.to_string())?;
+    if flags.check_races {
+        let stats = ge_sim::race::check_races(&model).map_err(|r| {
+            let name = |i: u32| model.tasks().get(i as usize).map_or(String::new(), |t| format!("{} '{}'", model.task_op(t).name(), model.str(t.name)));
+            format!(
+                "race: task {} ({}) and task {} ({}) run unordered and touch arena bytes {}..{} with a write",
+                r.first,
+                name(r.first),
+                r.second,
+                name(r.second),
+                r.bytes.0,
+                r.bytes.1
+            )
+        })?;
+        eprintln!(
+            "race check: {} tasks on {} streams, {} concurrent pairs, no races",
+            stats.tasks, stats.streams, stats.concurrent_pairs
+        );
+    }
+    let mut by_name = std::collections::HashMap::new();
+    for spec in inputs {
+        let (name, file) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--input '{spec}' must be NAME=FILE"))?;
+        let t = read_tensor_file(Path::new(file)).map_err(|e| format!("{file}: {e}"))?;
+        by_name.insert(name.to_string(), t);
+    }
+    let mut ins = Vec::new();
+    for i in 0..model.input_count() {
+        let info = model.input(i).ok_or("missing input")?;
+        let t = by_name.remove(info.name).ok_or_else(|| {
+            format!(
+                "input '{}' is not given (--input {}=FILE.npy)",
+                info.name, info.name
+            )
+        })?;
+        ins.push(t);
+    }
+    if let Some(extra) = by_name.keys().next() {
+        return Err(format!("the model has no input named '{extra}'"));
+    }
+    let names: Vec<String> = (0..model.output_count())
+        .filter_map(|i| model.output(i))
+        .map(|o| o.name.to_string())
+        .collect();
+    let device = profile::device(dev)?;
+    let clock = device.profile.clock_mhz;
+    if flags.profile {
+        println!(
+            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>12} {:>14}",
+            "task", "op", "name", "stream", "cores", "start", "cycles", "gm_bytes"
+        );
+    }
+    let mut recorder = Recorder {
+        print: flags.profile,
+        rows: Vec::new(),
+    };
+    let (outs, rep) = runner
+        .run(&ins, device.with_observer(&mut recorder))
+        .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    for (name, t) in names.iter().zip(&outs) {
+        let p = out_dir.join(format!("{}.npy", sanitize(name)));
+        write_npy(&p, t).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if let Some(path) = &flags.trace {
+        write_trace(path, &recorder.rows, clock)?;
+    }
+    let line = format!(
+        "simulated: {:.1} us, {} cycles, {} GM bytes, {} launches, {} tasks",
+        rep.time_ns as f64 / 1000.0,
+        rep.cycles,
+        rep.gm_bytes,
+        rep.launches,
+        rep.tasks
+    );
+    if flags.profile {
+        println!("{line}")
+    } else {
+        eprintln!("{line}")
+    }
+    Ok(())
+}

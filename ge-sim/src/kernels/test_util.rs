@@ -1,0 +1,72 @@
+//! Test helpers shared by the kernel tests: tensor views over slices and float closeness.
+
+extern crate std;
+use ge_runtime::format::{DType, Element, Shape, TensorMut, TensorRef};
+
+pub fn shape(d: &[usize]) -> Shape {
+    Shape::new(d).unwrap()
+}
+
+pub fn t<'a, T: Element>(d: &[usize], v: &'a [T]) -> TensorRef<'a> {
+    TensorRef {
+        dtype: T::DTYPE,
+        shape: shape(d),
+        data: bytemuck::cast_slice(v),
+    }
+}
+
+pub fn tb<'a>(d: &[usize], v: &'a [u8]) -> TensorRef<'a> {
+    TensorRef {
+        dtype: DType::Bool,
+        shape: shape(d),
+        data: v,
+    }
+}
+
+pub fn tm<'a, T: Element>(d: &[usize], v: &'a mut [T]) -> TensorMut<'a> {
+    TensorMut {
+        dtype: T::DTYPE,
+        shape: shape(d),
+        data: bytemuck::cast_slice_mut(v),
+    }
+}
+
+pub fn tmb<'a>(d: &[usize], v: &'a mut [u8]) -> TensorMut<'a> {
+    TensorMut {
+        dtype: DType::Bool,
+        shape: shape(d),
+        data: v,
+    }
+}
+
+/// Element-wise closeness (relative + absolute), NaN equal to NaN, infinities exact.
+#[track_caller]
+pub fn close(got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "length: got {got:?} want {want:?}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= tol * (1.0 + w.abs())
+        };
+        assert!(
+            ok,
+            "element {i}: got {g} want {w}\n got {got:?}\nwant {want:?}"
+        );
+    }
+}
+
+#[track_caller]
+pub fn close64(got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len());
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else {
+            (g - w).abs() <= tol * (1.0 + w.abs())
+        };
+        assert!(ok, "element {i}: got {g} want {w}");
+    }
+}
