@@ -71,6 +71,9 @@ pub enum Command {
     /// Time runs of an .om (or an .onnx, compiled first) on the host.
     Bench {
         model: PathBuf,
+        /// NAME=FILE.npy (or .pb); inputs not given get valid random values.
+        #[arg(long = "input")]
+        inputs: Vec<String>,
         #[arg(long, default_value_t = 1)]
         threads: usize,
         #[arg(long, default_value_t = 10)]

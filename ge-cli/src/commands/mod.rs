@@ -64,11 +64,12 @@ pub fn dispatch(cli: Cli) -> Res {
         ),
         Command::Bench {
             model,
+            inputs,
             threads,
             iters,
             json,
             flags,
-        } => bench(&model, threads, iters, json, &flags),
+        } => bench(&model, &inputs, threads, iters, json, &flags),
         Command::Inspect { om, tasks } => inspect(&om, tasks),
         Command::Ops { markdown } => {
             ops(markdown);
