@@ -13,8 +13,8 @@
 use std::time::Instant;
 
 use ge_runtime::format::{
-    Activation, ConvParams, CoordTransform, DType, MAX_RANK, NearestMode, ResizeMode, ResizeParams,
-    Shape, TensorMut, TensorRef, TransposeParams,
+    Activation, ConvParams, CoordTransform, DType, MAX_RANK, NearestMode, OpKind, ResizeMode,
+    ResizeParams, Shape, TensorMut, TensorRef, TransposeParams,
 };
 use ge_sim::kernels::conv::{conv_workspace_bytes, run_conv, run_conv_on, run_conv_transpose};
 use ge_sim::kernels::gemm::{sgemm, sgemm_ws_len};
@@ -182,13 +182,24 @@ fn conv() {
             }
             .unwrap()
         };
-        let work = run();
+        run();
         let t = Instant::now();
         for _ in 0..5 {
             run();
         }
         let dt = t.elapsed().as_secs_f64() / 5.0;
-        let macs = (work.cube_macs + work.vector_ops) as f64;
+        let kind = if transpose {
+            OpKind::ConvTranspose
+        } else {
+            OpKind::Conv
+        };
+        let work = ge_sim::cost::estimate_work(
+            kind,
+            bytemuck::bytes_of(&p),
+            &[Some(xs), Some(wsh), Some(bs)],
+            &[ys],
+        );
+        let macs = work.cube_macs as f64;
         println!(
             "{name}: {:.2} ms, {:.1} GFLOP/s",
             dt * 1e3,
@@ -265,7 +276,13 @@ fn resnet50_conv() {
         let mut outs = [f32_mut(&mut y, ys)];
         let mut run =
             || run_conv_on(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws), par).unwrap();
-        let work = run();
+        run();
+        let work = ge_sim::cost::estimate_work(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[Some(xs), Some(wsh), Some(bs)],
+            &[ys],
+        );
         let mut best = f64::MAX;
         for _ in 0..10 {
             let t = Instant::now();

@@ -1,9 +1,12 @@
 //! ge-sim: a simulated Da Vinci-like NPU.
 //!
 //! The device runs a validated `.om` model's task list in order. Each task's kernel computes
-//! real results on the host ([`kernels`]); the analytic [`cost`] model turns the work the
-//! kernel reports and the bytes it moves into device cycles; the [`device`] keeps the
-//! timeline (launch overheads in host-dispatched mode, one launch in sink mode).
+//! real results on the host ([`kernels`]; one [`kernels::registry`] entry per task kind
+//! holds its kernel, workspace size, work estimate and capabilities). Kernels report no work:
+//! the analytic [`cost`] model estimates a task's work from its kind, parameters and shapes
+//! alone — the same figure the compiler predicts with — and turns it and the bytes the task
+//! moves into device cycles; the [`device`] keeps the timeline (launch overheads in
+//! host-dispatched mode, one launch in sink mode).
 //!
 //! Profiles ([`device::Profile`]) are sized from public figures for this class of part:
 //! a cube does 16×16×16 fp16 MACs per cycle, fp32 is charged at a quarter of that; edge parts

@@ -1,36 +1,56 @@
-//! Epilogue fusion: an activation whose input comes only from a Conv, ConvTranspose, Gemm,
-//! Binary, Variadic or BatchNorm task (f32) is applied by that task while its output is hot:
-//! one task and one global-memory round trip fewer. O(V + E).
+//! Epilogue fusion: an activation whose input comes only from a task whose kernel applies
+//! that activation to that element type in its epilogue (the device's kernel registry says
+//! which: `ge_sim::kernels::registry`, e.g. f32 Conv, Gemm and Binary) is applied by that
+//! task while its output is hot: one task and one global-memory round trip fewer. O(V + E).
 
-use ge_runtime::format::{DType, UnaryOp};
+use ge_runtime::format::{Activation, UnaryOp};
 
 use super::pattern::bypass;
 use super::{Pass, PassContext};
-use crate::error::Result;
+use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Op};
 
-/// Conv/Gemm/Binary/BatchNorm + activation.
+/// Task + activation, for the tasks whose kernels apply it.
 pub struct FuseEpilogue;
 
-/// Activations every epilogue-capable kernel applies.
-fn fusable(op: u32) -> bool {
-    matches!(
-        UnaryOp::from_u32(op),
-        Some(
-            UnaryOp::Relu
-                | UnaryOp::LeakyRelu
-                | UnaryOp::Clip
-                | UnaryOp::Sigmoid
-                | UnaryOp::HardSigmoid
-                | UnaryOp::HardSwish
-                | UnaryOp::Tanh
-                | UnaryOp::Elu
-                | UnaryOp::Selu
-                | UnaryOp::Gelu
-                | UnaryOp::Softplus
-                | UnaryOp::Mish
-        )
-    )
+/// The parameter field holding the epilogue activation of an op whose record has one.
+fn act_field(op: &mut Op) -> Option<&mut Activation> {
+    match op {
+        Op::Conv(c) | Op::ConvTranspose(c) => Some(&mut c.act),
+        Op::Gemm(c) => Some(&mut c.act),
+        Op::Binary(c) | Op::Variadic(c) => Some(&mut c.act),
+        Op::BatchNorm(c) | Op::InstanceNorm(c) => Some(&mut c.act),
+        Op::LayerNorm(c) => Some(&mut c.act),
+        Op::Unary(_)
+        | Op::Where
+        | Op::MatMul
+        | Op::Pool(_)
+        | Op::GlobalPool(_)
+        | Op::Lrn(_)
+        | Op::Softmax(_)
+        | Op::Reduce(_)
+        | Op::ArgReduce(_)
+        | Op::Transpose(_)
+        | Op::Slice(_)
+        | Op::Concat(_)
+        | Op::Split(_)
+        | Op::Gather(_)
+        | Op::Pad(_)
+        | Op::Reshape
+        | Op::Expand
+        | Op::Tile
+        | Op::Resize(_)
+        | Op::Cast
+        | Op::Fused(_)
+        | Op::Attention(_)
+        | Op::GatherElements(_)
+        | Op::ScatterElements(_)
+        | Op::ScatterNd(_)
+        | Op::GatherNd(_)
+        | Op::TopK(_)
+        | Op::Cumulative(_)
+        | Op::GridSample(_) => None,
+    }
 }
 
 impl Pass for FuseEpilogue {
@@ -44,21 +64,31 @@ impl Pass for FuseEpilogue {
                 continue;
             };
             let y = g.g[n].outputs[0];
-            if !fusable(up.act.op) || g.value(x).dtype != DType::F32 {
+            let Some(op) = UnaryOp::from_u32(up.act.op) else {
                 continue;
-            }
+            };
             let Some(p) = g.value(x).producer else {
                 continue;
             };
             if g.single_use(x, &users) != Some(n) || g.g[p].outputs.len() != 1 {
                 continue;
             }
-            let act = match &mut g.g[p].op {
-                Op::Conv(c) | Op::ConvTranspose(c) => &mut c.act,
-                Op::Gemm(c) => &mut c.act,
-                Op::Binary(c) | Op::Variadic(c) => &mut c.act,
-                Op::BatchNorm(c) => &mut c.act,
-                _ => continue,
+            let kind = g.g[p].op.lower().0;
+            if !ge_sim::kernels::registry::kernel(kind).fuses_activation(op, g.value(x).dtype) {
+                continue;
+            }
+            let Some(act) = act_field(&mut g.g[p].op) else {
+                let node = &g.g[p];
+                return Err(CompileError::Node {
+                    node: node.name.clone(),
+                    op_type: node.op_type.clone(),
+                    opset: node.opset,
+                    reason: format!(
+                        "internal: the device applies activations in the epilogue of {} \
+                         tasks, but this op has no activation field",
+                        kind.name()
+                    ),
+                });
             };
             if act.op != 0 {
                 continue;

@@ -8,9 +8,11 @@
 //!   is computed (not a constant, graph input or reshape), not a graph output, and not already
 //!   placed inside another value.
 //!
-//! - In-place elementwise: a Unary or Binary task (f32) whose input dies there — its only
-//!   reader, not a graph input, output or constant, and holding nothing else's bytes — writes
-//!   its output over that input (`TaskDesc::in_place`), so the two never coexist.
+//! - In-place: a task whose kernel can overwrite that input, for its params and dtypes (the
+//!   device's kernel registry says which: `ge_sim::kernels::registry`, e.g. f32 Unary and
+//!   arithmetic Binary), and whose input dies there — its only reader, not a graph input,
+//!   output or constant, and holding nothing else's bytes — writes its output over that
+//!   input (`TaskDesc::in_place`), so the two never coexist.
 //!
 //! Two passes over the execution order (concat slices first, so in-place never takes a value
 //! that a concat would have placed): O(V + E).
@@ -18,8 +20,6 @@
 use std::collections::{HashMap, HashSet};
 
 use petgraph::stable_graph::NodeIndex;
-
-use ge_runtime::format::{BinaryOp, DType};
 
 use crate::ir::{Graph, Op, ValueId};
 
@@ -100,18 +100,7 @@ pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
     a
 }
 
-/// Binary ops the device runs in place (`ge_sim::kernels::in_place`).
-const IN_PLACE_BINARY: &[BinaryOp] = &[
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Pow,
-    BinaryOp::Max,
-    BinaryOp::Min,
-];
-
-/// Marks the elementwise tasks that can overwrite a dying input.
+/// Marks the tasks that can overwrite a dying input.
 fn in_place(g: &Graph, order: &[NodeIndex], a: &mut Aliases) {
     let users = g.users();
     // Values whose bytes hold other values (concat slices, reshapes, earlier in-place outputs).
@@ -120,23 +109,20 @@ fn in_place(g: &Graph, order: &[NodeIndex], a: &mut Aliases) {
     for &n in order {
         let node = &g.g[n];
         let [y] = node.outputs[..] else { continue };
-        let f32 = |v: ValueId| g.value(v).dtype == DType::F32;
-        let candidates: &[usize] = match node.op {
-            Op::Unary(_) if node.inputs.len() == 1 => &[0],
-            Op::Binary(p)
-                if node.inputs.len() == 2
-                    && IN_PLACE_BINARY.iter().any(|&op| op as u32 == p.op) =>
-            {
-                &[0, 1]
-            }
-            _ => continue,
-        };
-        if !f32(y)
-            || a.parent.contains_key(&y)
-            || node.inputs.iter().any(|i| i.is_none_or(|v| !f32(v)))
-        {
+        let (kind, params) = node.op.lower();
+        let kernel = ge_sim::kernels::registry::kernel(kind);
+        if kernel.in_place.is_none() || a.parent.contains_key(&y) {
             continue;
         }
+        let Some(in_dtypes) = node
+            .inputs
+            .iter()
+            .map(|i| i.map(|v| g.value(v).dtype))
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        let candidates = kernel.in_place_inputs(&params, &in_dtypes, g.value(y).dtype);
         let dies_here = |x: ValueId| {
             g.value(x).data.is_none()
                 && g.value(x).producer.is_some()

@@ -14,6 +14,8 @@ macro_rules! op_kinds {
         pub enum OpKind { $($(#[$doc])* $name = $num,)* }
 
         impl OpKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$name,)*];
             /// Decodes the on-disk number.
             pub const fn from_u16(v: u16) -> Option<OpKind> {
                 match v { $($num => Some(OpKind::$name),)* _ => None }
@@ -26,8 +28,11 @@ macro_rules! op_kinds {
             pub const fn name(self) -> &'static str {
                 match self { $(OpKind::$name => stringify!($name),)* }
             }
-            /// True for the kinds whose kernels can update an input in place (elementwise:
+            /// True for the kinds whose tasks may carry `TaskDesc::in_place` (elementwise:
             /// each output element depends only on the input elements at its own index).
+            /// The loader checks this; which params and dtypes the simulator actually runs
+            /// in place is its kernel registry's (`ge_sim::kernels::registry`), which fails
+            /// to compile if its in-place kinds are not exactly these.
             pub const fn runs_in_place(self) -> bool {
                 matches!(self, OpKind::Unary | OpKind::Binary)
             }

@@ -12,10 +12,21 @@
 //! and every output written once (tiles are assumed to fit on chip; spills are charged by the
 //! fusion issue's refinements).
 
-use ge_runtime::format::{ConvParams, OpKind, PoolParams, Shape};
+use ge_runtime::format::{
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, Shape, TopKParams,
+};
 
 use crate::device::Profile;
-use crate::kernels::{Work, read_params};
+use crate::kernels::read_params;
+
+/// Work a task does, for the cost model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Multiply-accumulates suited to the cube (matrix) unit.
+    pub cube_macs: u64,
+    /// Elementwise operations on the vector unit.
+    pub vector_ops: u64,
+}
 
 /// What one task costs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,126 +75,163 @@ pub fn cycles_to_ns(p: &Profile, cycles: u64) -> u64 {
 }
 
 /// The work a task does, from its kind, parameters and shapes alone, so the compiler can
-/// predict a run and the device charges exactly the same. O(rank).
+/// predict a run and the device charges exactly the same. O(rank). Kernels report no work
+/// of their own: this is the only figure, taken from the kind's registry entry
+/// ([`crate::kernels::registry::Kernel::work`]), which names one of the estimators below.
 pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
-    // Saturating throughout: shapes of a crafted (validated) blob may be absurd.
-    let out: u64 = outs
-        .iter()
-        .fold(0u64, |a, s| a.saturating_add(s.numel() as u64));
-    let first_in = ins
-        .first()
+    (crate::kernels::registry::kernel(kind).work)(params, ins, outs)
+}
+
+// The per-kind estimators. Saturating throughout: shapes of a crafted (validated) blob may
+// be absurd, and a malformed parameter record reads as all zeros.
+
+/// Elements of all outputs.
+fn out_elems(outs: &[Shape]) -> u64 {
+    outs.iter()
+        .fold(0u64, |a, s| a.saturating_add(s.numel() as u64))
+}
+
+/// Elements of input 0 (0 when absent).
+fn first_in(ins: &[Option<Shape>]) -> u64 {
+    ins.first()
         .copied()
         .flatten()
-        .map_or(0, |s| s.numel() as u64);
-    let dim =
-        |s: Option<&Option<Shape>>, i: usize| s.copied().flatten().map_or(1, |s| s.dim(i) as u64);
-    match kind {
-        OpKind::Conv | OpKind::ConvTranspose => {
-            let p: ConvParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            let k: u64 = p
-                .kernel
-                .iter()
-                .take(p.spatial as usize)
-                .fold(1u64, |a, &k| a.saturating_mul(u64::from(k)));
-            let w = ins.get(1);
-            // Conv: each output element sums C/g × k inputs; ConvTranspose: each input element
-            // scatters into M/g × k outputs.
-            let macs = if kind == OpKind::Conv {
-                out.saturating_mul(dim(w, 1)).saturating_mul(k)
-            } else {
-                first_in.saturating_mul(dim(w, 1)).saturating_mul(k)
-            };
-            Work {
-                cube_macs: macs,
-                vector_ops: out,
-            }
-        }
-        OpKind::Gemm | OpKind::MatMul => {
-            let a = ins.first().copied().flatten().unwrap_or_default();
-            let k = if kind == OpKind::Gemm {
-                let p: ge_runtime::format::GemmParams =
-                    read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-                if p.trans_a != 0 {
-                    a.dim(0)
-                } else {
-                    a.dim(a.rank().saturating_sub(1))
-                }
-            } else {
-                a.dim(a.rank().saturating_sub(1))
-            } as u64;
-            Work {
-                cube_macs: out.saturating_mul(k),
-                vector_ops: out,
-            }
-        }
-        OpKind::Pool => {
-            let p: PoolParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            let k: u64 = p
-                .kernel
-                .iter()
-                .take(p.spatial as usize)
-                .fold(1u64, |a, &k| a.saturating_mul(u64::from(k)));
-            Work {
-                cube_macs: 0,
-                vector_ops: out.saturating_mul(k),
-            }
-        }
-        OpKind::GlobalPool | OpKind::Reduce | OpKind::ArgReduce => Work {
-            cube_macs: 0,
-            vector_ops: first_in,
-        },
-        OpKind::Softmax | OpKind::Lrn | OpKind::InstanceNorm => Work {
-            cube_macs: 0,
-            vector_ops: first_in.saturating_mul(4),
-        },
-        OpKind::Fused => {
-            let p: ge_runtime::format::FusedParams =
-                read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            Work {
-                cube_macs: 0,
-                vector_ops: out.saturating_mul(u64::from(p.instr_count.max(1))),
-            }
-        }
-        OpKind::LayerNorm => Work {
-            cube_macs: 0,
-            vector_ops: first_in.saturating_mul(6),
-        },
-        OpKind::Attention => {
-            // Q [.., S, D] · Kt [.., D, T] then · V [.., T, E]
-            let k = ins.get(1).copied().flatten().unwrap_or_default();
-            let d = k.dim(k.rank().saturating_sub(2)) as u64;
-            let t = k.dim(k.rank().saturating_sub(1)) as u64;
-            let e = outs
-                .first()
-                .map_or(1, |o| o.dim(o.rank().saturating_sub(1)) as u64)
-                .max(1);
-            let rows = out / e;
-            Work {
-                cube_macs: rows.saturating_mul(t).saturating_mul(d.saturating_add(e)),
-                vector_ops: rows.saturating_mul(t).saturating_mul(4),
-            }
-        }
-        OpKind::TopK => {
-            let p: ge_runtime::format::TopKParams =
-                read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-            Work {
-                cube_macs: 0,
-                vector_ops: first_in.saturating_mul(u64::from(p.k.max(1))),
-            }
-        }
-        OpKind::Cumulative | OpKind::ScatterElements | OpKind::ScatterNd => Work {
-            cube_macs: 0,
-            vector_ops: first_in.saturating_add(out),
-        },
-        OpKind::Variadic => Work {
-            cube_macs: 0,
-            vector_ops: out.saturating_mul(ins.len() as u64),
-        },
-        _ => Work {
-            cube_macs: 0,
-            vector_ops: out,
-        },
+        .map_or(0, |s| s.numel() as u64)
+}
+
+/// Dim `i` of an optional input shape (1 when absent).
+fn dim(s: Option<&Option<Shape>>, i: usize) -> u64 {
+    s.copied().flatten().map_or(1, |s| s.dim(i) as u64)
+}
+
+/// The product of the first `spatial` kernel extents.
+fn window(kernel: &[u32; 3], spatial: u32) -> u64 {
+    kernel
+        .iter()
+        .take(spatial as usize)
+        .fold(1u64, |a, &k| a.saturating_mul(u64::from(k)))
+}
+
+fn vector(ops: u64) -> Work {
+    Work {
+        cube_macs: 0,
+        vector_ops: ops,
     }
+}
+
+/// One vector op per output element: elementwise maps and data movement.
+pub fn per_output(_: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
+    vector(out_elems(outs))
+}
+
+/// One vector op per output element per input (Sum/Max/Min/Mean over N inputs).
+pub fn per_output_per_input(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    vector(out_elems(outs).saturating_mul(ins.len() as u64))
+}
+
+/// One vector op per element of input 0 (reductions, global pooling).
+pub fn per_input(_: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    vector(first_in(ins))
+}
+
+/// Four vector ops per element of input 0 (softmax, LRN, instance norm).
+pub fn four_per_input(_: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    vector(first_in(ins).saturating_mul(4))
+}
+
+/// Six vector ops per element of input 0 (layer norm).
+pub fn six_per_input(_: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    vector(first_in(ins).saturating_mul(6))
+}
+
+/// A vector op per element of input 0 and per output element (scans, scatters).
+pub fn input_and_output(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    vector(first_in(ins).saturating_add(out_elems(outs)))
+}
+
+/// Conv: each output element sums C/g × window inputs on the cube.
+pub fn conv(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: ConvParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let out = out_elems(outs);
+    Work {
+        cube_macs: out
+            .saturating_mul(dim(ins.get(1), 1))
+            .saturating_mul(window(&p.kernel, p.spatial)),
+        vector_ops: out,
+    }
+}
+
+/// ConvTranspose: each input element scatters into M/g × window outputs on the cube.
+pub fn conv_transpose(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: ConvParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    Work {
+        cube_macs: first_in(ins)
+            .saturating_mul(dim(ins.get(1), 1))
+            .saturating_mul(window(&p.kernel, p.spatial)),
+        vector_ops: out_elems(outs),
+    }
+}
+
+/// Matrix products: output elements × the inner dimension `k` on the cube.
+fn matrix(k: usize, outs: &[Shape]) -> Work {
+    let out = out_elems(outs);
+    Work {
+        cube_macs: out.saturating_mul(k as u64),
+        vector_ops: out,
+    }
+}
+
+/// Gemm: `k` is A's column count, or its row count when A is transposed.
+pub fn gemm(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: GemmParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let a = ins.first().copied().flatten().unwrap_or_default();
+    let k = if p.trans_a != 0 {
+        a.dim(0)
+    } else {
+        a.dim(a.rank().saturating_sub(1))
+    };
+    matrix(k, outs)
+}
+
+/// MatMul: `k` is A's last dimension.
+pub fn matmul(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let a = ins.first().copied().flatten().unwrap_or_default();
+    matrix(a.dim(a.rank().saturating_sub(1)), outs)
+}
+
+/// Windowed pooling: one vector op per output element per window tap.
+pub fn pool(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: PoolParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    vector(out_elems(outs).saturating_mul(window(&p.kernel, p.spatial)))
+}
+
+/// A fused vector program: one vector op per output element per instruction.
+pub fn fused(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: FusedParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    vector(out_elems(outs).saturating_mul(u64::from(p.instr_count.max(1))))
+}
+
+/// Attention: Q [.., S, D] · Kt [.., D, T] then · V [.., T, E] on the cube, the softmax
+/// on the vector unit.
+pub fn attention(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let k = ins.get(1).copied().flatten().unwrap_or_default();
+    let d = k.dim(k.rank().saturating_sub(2)) as u64;
+    let t = k.dim(k.rank().saturating_sub(1)) as u64;
+    let e = outs
+        .first()
+        .map_or(1, |o| o.dim(o.rank().saturating_sub(1)) as u64)
+        .max(1);
+    let rows = out_elems(outs) / e;
+    Work {
+        cube_macs: rows.saturating_mul(t).saturating_mul(d.saturating_add(e)),
+        vector_ops: rows.saturating_mul(t).saturating_mul(4),
+    }
+}
+
+/// TopK: `k` passes over input 0.
+pub fn top_k(params: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    let p: TopKParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    vector(first_in(ins).saturating_mul(u64::from(p.k.max(1))))
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
 use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
-use crate::cost::{TaskCost, estimate_work};
-use crate::kernels::{self, Work};
+use crate::cost::{TaskCost, Work, estimate_work};
+use crate::kernels;
 
 /// One task as the device ran it, for profiles and traces.
 #[derive(Clone, Copy, Debug)]

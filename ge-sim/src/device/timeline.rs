@@ -16,8 +16,8 @@ use ge_runtime::Model;
 use ge_runtime::format::TaskDesc;
 
 use super::{LaunchMode, Observer, Profile, RunReport, SimDevice, TaskRecord};
+use crate::cost::Work;
 use crate::cost::{cycles_to_ns, task_cost, useful_cores};
-use crate::kernels::Work;
 
 /// Most cores and streams the timeline tracks.
 pub const MAX_CORES: usize = 64;

@@ -7,8 +7,8 @@ use super::broadcast::{
 };
 use super::cast::Scalar;
 use super::real::Real;
-use super::unary::{activation_cost, apply_activation, apply_unary_in_place};
-use super::{KernelError, KernelResult, Work, input, output};
+use super::unary::{apply_activation, apply_unary_in_place};
+use super::{KernelError, KernelResult, input, output};
 
 fn dtype_mismatch(expected: DType, found: DType) -> KernelError {
     KernelError::DType(ViewError { expected, found })
@@ -366,12 +366,9 @@ fn pow_mixed(t: Operands<'_, '_, '_>) -> Result<(), KernelError> {
 }
 
 /// Applies a fused activation to a float result.
-fn epilogue(
-    act: &ge_runtime::format::Activation,
-    y: &mut TensorMut<'_>,
-) -> Result<u64, KernelError> {
+fn epilogue(act: &ge_runtime::format::Activation, y: &mut TensorMut<'_>) -> KernelResult {
     if act.op == 0 {
-        return Ok(0);
+        return Ok(());
     }
     match y.dtype {
         DType::F32 => apply_activation(act, y.as_slice_mut::<f32>()?)?,
@@ -386,7 +383,7 @@ fn epilogue(
             ));
         }
     }
-    Ok(activation_cost(act))
+    Ok(())
 }
 
 /// Broadcast binary op. Arithmetic (Add Sub Mul Div Pow Max Min Mean Mod Fmod PRelu) on
@@ -404,13 +401,10 @@ pub fn run_binary(
     let a = input(ins, 0, "binary input A")?;
     let b = input(ins, 1, "binary input B")?;
     let y = output(outs, 0, "binary output")?;
-    let n = numel(&y.shape)? as u64;
+    numel(&y.shape)?;
     let t = Operands { a, b, y: &mut *y };
-    let cost = match op {
-        Equal | Less | Greater | LessOrEqual | GreaterOrEqual => {
-            compare(op, t)?;
-            1
-        }
+    match op {
+        Equal | Less | Greater | LessOrEqual | GreaterOrEqual => compare(op, t)?,
         And | Or | Xor => {
             if a.dtype != DType::Bool || b.dtype != DType::Bool {
                 return Err(dtype_mismatch(
@@ -423,16 +417,9 @@ pub fn run_binary(
                 ));
             }
             bool_op(op, t)?;
-            1
         }
-        BitShiftLeft | BitShiftRight | BitAnd | BitOr | BitXor => {
-            bitwise(op, t)?;
-            1
-        }
-        Pow if a.dtype != b.dtype => {
-            pow_mixed(t)?;
-            4
-        }
+        BitShiftLeft | BitShiftRight | BitAnd | BitOr | BitXor => bitwise(op, t)?,
+        Pow if a.dtype != b.dtype => pow_mixed(t)?,
         _ => {
             if a.dtype != b.dtype || a.dtype != t.y.dtype {
                 return Err(dtype_mismatch(
@@ -445,18 +432,9 @@ pub fn run_binary(
                 ));
             }
             numeric_dispatch!(a.dtype, arith_t, op, t)?;
-            match op {
-                Pow => 4,
-                Div | Mod | Fmod => 2,
-                _ => 1,
-            }
         }
-    };
-    let act = epilogue(&p.act, y)?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n * (cost + act),
-    })
+    }
+    epilogue(&p.act, y)
 }
 
 /// `out = f(…f(f(x0, x1), x2)…)` over broadcast inputs; the first two in one pass (a
@@ -535,13 +513,9 @@ pub fn run_variadic(
             return Err(dtype_mismatch(y.dtype, t.dtype));
         }
     }
-    let n = numel(&y.shape)? as u64;
+    numel(&y.shape)?;
     numeric_dispatch!(y.dtype, variadic_t, op, ins, &mut *y)?;
-    let act = epilogue(&p.act, y)?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n * (ins.len() as u64 + act),
-    })
+    epilogue(&p.act, y)
 }
 
 fn raw<'a, T: bytemuck::Pod>(t: &TensorRef<'a>) -> Result<&'a [T], KernelError> {
@@ -622,17 +596,14 @@ pub fn run_where(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> K
     if yv.dtype != out.dtype {
         return Err(dtype_mismatch(out.dtype, yv.dtype));
     }
-    let n = numel(&out.shape)? as u64;
+    numel(&out.shape)?;
     match out.dtype.size() {
         1 => where_t::<u8>(c, x, yv, out)?,
         2 => where_t::<u16>(c, x, yv, out)?,
         4 => where_t::<u32>(c, x, yv, out)?,
         _ => where_t::<u64>(c, x, yv, out)?,
     }
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n,
-    })
+    Ok(())
 }
 
 #[cfg(test)]
@@ -962,14 +933,13 @@ mod tests {
                 beta: 0.0,
             },
         };
-        let w = run_binary(
+        run_binary(
             &p,
             &[Some(t(&[3], &[1.0f32, 5.0, 3.0])), Some(t(&[], &[3.0f32]))],
             &mut [tm(&[3], &mut y)],
         )
         .unwrap();
         assert_eq!(y, [0.0, 2.0, 0.0]);
-        assert_eq!(w.vector_ops, 3 * 2);
         let mut yd = [0f64; 2];
         let p = BinaryParams {
             op: BinaryOp::Add as u32,
@@ -1047,13 +1017,12 @@ mod tests {
         assert!(matches!(r, Err(KernelError::Shape(_))));
         // Empty broadcast.
         let mut e: [f32; 0] = [];
-        let w = run_binary(
+        run_binary(
             &bp(BinaryOp::Add),
             &[Some(t::<f32>(&[0, 3], &[])), Some(t(&[3], &[1.0f32; 3]))],
             &mut [tm(&[0, 3], &mut e)],
         )
         .unwrap();
-        assert_eq!(w.vector_ops, 0);
     }
 
     #[test]
@@ -1073,7 +1042,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(y, [111.0, 122.0, 133.0, 214.0, 225.0, 236.0]);
-        let w = run_variadic(
+        run_variadic(
             &bp(BinaryOp::Mean),
             &ins(&[100.0, 200.0]),
             &mut [tm(&[2, 3], &mut y)],
@@ -1091,7 +1060,6 @@ mod tests {
             ],
             1e-7,
         );
-        assert_eq!(w.vector_ops, 6 * 3);
         run_variadic(
             &bp(BinaryOp::Min),
             &ins(&[2.5, 0.0]),

@@ -15,7 +15,7 @@ use super::gemm::{
     Epilogue, MatB, NR, PackB, gemm_packed, gemm_packed_ws_len, sgemm, sgemm_ws_len, tile_act,
     ws_f32,
 };
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 use crate::threads::{Parallel, Serial};
 
 /// Target size of the column buffer, in f32.
@@ -675,7 +675,7 @@ pub fn run_conv_on(
     let ops = operands(ins, geo.m)?;
     let y = f32_out(output(outs, 0, "conv output")?)?;
     if y.is_empty() {
-        return Ok(Work::default());
+        return Ok(());
     }
     if ops.residual.is_some_and(|r| r.len() != y.len()) {
         return Err(bad("conv residual differs from the output in size"));
@@ -697,7 +697,6 @@ pub fn run_conv_on(
     let gws = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (xp, yp) = (geo.big_plane, geo.small_plane);
     let krows = pl.rows;
-    let mut vector_ops = 0u64;
     let act = tile_act(&p.act);
     for b in 0..geo.n {
         let xb = &ops.x[b * geo.c * xp..(b + 1) * geo.c * xp];
@@ -743,7 +742,6 @@ pub fn run_conv_on(
                     let mut src: &dyn PackB = if pl.path == Path::Pointwise {
                         &pointwise
                     } else {
-                        vector_ops += (krows * yp) as u64;
                         &implicit
                     };
                     let with_prologue;
@@ -763,42 +761,18 @@ pub fn run_conv_on(
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
         }
     }
-    if ops.bias.is_some() {
-        vector_ops += y.len() as u64;
-    }
-    if ops.residual.is_some() {
-        vector_ops += y.len() as u64;
-    }
-    let macs = (geo.n * geo.m * yp) as u64 * (geo.cg * geo.kprod) as u64;
-    let work = if pl.path == Path::Depthwise {
-        // depthwise runs on the vector unit
-        Work {
-            cube_macs: 0,
-            vector_ops: vector_ops + macs,
-        }
-    } else {
-        Work {
-            cube_macs: macs,
-            vector_ops,
-        }
-    };
     if pl.path != Path::Depthwise && act.is_some() {
         // applied in the GEMM's epilogue
-        let mut work = work;
-        if p.act.op != 0 {
-            work.vector_ops += y.len() as u64;
-        }
-        return Ok(work);
+        return Ok(());
     }
-    finish(p, y, work)
+    finish(p, y)
 }
 
-fn finish(p: &ConvParams, y: &mut [f32], mut work: Work) -> KernelResult {
+fn finish(p: &ConvParams, y: &mut [f32]) -> KernelResult {
     if p.act.op != 0 {
         super::unary::apply_activation(&p.act, y)?;
-        work.vector_ops += y.len() as u64;
     }
-    Ok(work)
+    Ok(())
 }
 
 /// ConvTranspose: `Y = Wᵀ ⋆ X + B` (GEMM then col2im), then the fused activation.
@@ -817,7 +791,7 @@ pub fn run_conv_transpose(
     }
     let y = f32_out(output(outs, 0, "conv_transpose output")?)?;
     if y.is_empty() {
-        return Ok(Work::default());
+        return Ok(());
     }
     let scratch = ws_f32(ws, pl.col_len + pl.gemm_len)?;
     let (col, gws) = scratch.split_at_mut(pl.col_len);
@@ -826,7 +800,6 @@ pub fn run_conv_transpose(
     };
     let (xp, yp) = (geo.small_plane, geo.big_plane);
     let rows = pl.rows;
-    let mut vector_ops = 0u64;
     for b in 0..geo.n {
         let xb = &ops.x[b * geo.c * xp..(b + 1) * geo.c * xp];
         let yb = &mut y[b * geo.m * yp..(b + 1) * geo.m * yp];
@@ -857,20 +830,10 @@ pub fn run_conv_transpose(
                     gws,
                 )?;
                 col2im(&geo, col, p0, pc, yg);
-                vector_ops += col.len() as u64;
             }
         }
     }
-    vector_ops += y.len() as u64;
-    let macs = (geo.n * geo.c * xp) as u64 * (geo.mg * geo.kprod) as u64;
-    finish(
-        p,
-        y,
-        Work {
-            cube_macs: macs,
-            vector_ops,
-        },
-    )
+    finish(p, y)
 }
 
 #[cfg(test)]
@@ -1119,13 +1082,12 @@ mod tests {
             data: bytemuck::cast_slice_mut(&mut y),
         }];
         let ws_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
-        let work = if transpose {
+        if transpose {
             run_conv_transpose(&p, &ins, &mut outs, ws_bytes)
         } else {
             run_conv(&p, &ins, &mut outs, ws_bytes)
         }
         .unwrap();
-        assert!(work.cube_macs + work.vector_ops > 0);
         let bias = c.bias.then_some(&b[..]);
         let want = if transpose {
             naive_conv_t(c, &x, &w, bias, &yd)

@@ -5,7 +5,7 @@ use ge_runtime::format::{DType, MAX_RANK, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
 use super::transpose::{MAX_AXES, strided_copy};
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 /// Element count of `shape`, checked against a buffer of `len` bytes of `dtype`.
 pub fn checked_len(shape: &Shape, dtype: DType, len: usize) -> Result<usize, KernelError> {
@@ -47,10 +47,7 @@ pub fn run_copy(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
         return Err(KernelError::Shape("copy changes the element count"));
     }
     y.data.copy_from_slice(x.data);
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n as u64,
-    })
+    Ok(())
 }
 
 /// Expand: numpy-broadcasts the input to the output shape (any dtype).
@@ -67,7 +64,7 @@ pub fn run_expand(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> 
     for (s, &b) in strides.iter_mut().zip(&bs).take(rank) {
         *s = b as isize;
     }
-    let n = strided_copy(
+    strided_copy(
         y.data,
         x.data,
         x.dtype.size(),
@@ -75,10 +72,7 @@ pub fn run_expand(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> 
         &strides[..rank],
         0,
     )?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n as u64,
-    })
+    Ok(())
 }
 
 /// Tile: output axis `i` is input axis `i` repeated `out[i] / in[i]` times (the repeats input,
@@ -117,7 +111,7 @@ pub fn run_tile(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
         dims[2 * i + 1] = d;
         strides[2 * i + 1] = in_strides[i] as isize;
     }
-    let n = strided_copy(
+    strided_copy(
         y.data,
         x.data,
         x.dtype.size(),
@@ -125,10 +119,7 @@ pub fn run_tile(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
         &strides[..2 * rank],
         0,
     )?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n as u64,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

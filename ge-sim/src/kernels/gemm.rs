@@ -22,7 +22,7 @@ pub use micro::{MR, NR, TileAct, TileEp};
 
 use super::broadcast::{broadcast_strides, for_each_row};
 use super::copy::{checked_len, f32_in, f32_out};
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 use crate::threads::{Parallel, Serial};
 
 /// Largest K block (rows of a packed B block).
@@ -602,7 +602,6 @@ pub fn run_gemm(
     }
     let yshape = yt.shape;
     let y = f32_out(yt)?;
-    let mut vector_ops = 0u64;
     let mut accumulate = match ct {
         Some(ct) if p.beta != 0.0 => {
             let c = f32_in(ct)?;
@@ -617,7 +616,6 @@ pub fn run_gemm(
                     }
                 }
             })?;
-            vector_ops += (m * n) as u64;
             true
         }
         _ => false,
@@ -635,7 +633,6 @@ pub fn run_gemm(
         } else {
             y.copy_from_slice(r);
         }
-        vector_ops += (m * n) as u64;
         accumulate = true;
     }
     let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
@@ -667,16 +664,10 @@ pub fn run_gemm(
             m, n, k, p.alpha, a, lda, ta, b, bd[1], tb, accumulate, y, n, wsf, par,
         )?;
     }
-    if p.act.op != 0 {
-        if fused.is_none() {
-            super::unary::apply_activation(&p.act, y)?;
-        }
-        vector_ops += (m * n) as u64;
+    if p.act.op != 0 && fused.is_none() {
+        super::unary::apply_activation(&p.act, y)?;
     }
-    Ok(Work {
-        cube_macs: (m * n * k) as u64,
-        vector_ops,
-    })
+    Ok(())
 }
 
 /// MatMul geometry: batch shapes (as [`Shape`]s) and the matrix sizes.
@@ -801,14 +792,10 @@ pub fn run_matmul(
     let (m, n, k) = (d.m, d.n, d.k);
     let batches = d.y_batch.numel();
     if ny == 0 {
-        return Ok(Work::default());
+        return Ok(());
     }
     let sa = broadcast_strides(&d.a_batch, &d.y_batch)?;
     let sb = broadcast_strides(&d.b_batch, &d.y_batch)?;
-    let work = Work {
-        cube_macs: (batches * m * n * k) as u64,
-        vector_ops: 0,
-    };
     let (amat, bmat, ymat) = (m * k, k * n, m * n);
     match at.dtype {
         DType::F32 => {
@@ -821,7 +808,7 @@ pub fn run_matmul(
                 sgemm_on(
                     mm, n, k, 1.0, a, k, false, b, n, false, false, y, n, wsf, par,
                 )?;
-                return Ok(work);
+                return Ok(());
             }
             let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
             for i in 0..batches {
@@ -861,7 +848,7 @@ pub fn run_matmul(
             ));
         }
     }
-    Ok(work)
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1151,10 +1138,9 @@ mod tests {
             shape: Shape::new(&[2, 2]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        let w = run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).unwrap();
+        run_gemm(&p, &ins, &mut outs, &mut ws, &Serial).unwrap();
         // A·B = [[4,5],[10,11]] -> 2x + [5,10]
         assert_eq!(y, [13., 20., 25., 32.]);
-        assert_eq!(w.cube_macs, 12);
         // C as a column [2,1], no C
         let c = [1.0f32, 2.0];
         let ins = [tref(&[3, 2], &a_t), tref(&[3, 2], &b), tref(&[2, 1], &c)];

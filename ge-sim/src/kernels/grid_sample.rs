@@ -12,7 +12,7 @@ use ge_runtime::format::{
 
 use super::copy::checked_len;
 use super::real::Real;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 const SPATIAL: usize = MAX_RANK - 2;
 
@@ -136,7 +136,7 @@ fn sample<T: Real + Element>(
     x: &TensorRef<'_>,
     grid: &TensorRef<'_>,
     y: &mut TensorMut<'_>,
-) -> Result<u64, KernelError> {
+) -> Result<(), KernelError> {
     let xd = x.shape.dims();
     let k = xd.len() - 2;
     let (n, c) = (xd[0], xd[1]);
@@ -155,7 +155,6 @@ fn sample<T: Real + Element>(
     let xs = x.as_slice::<T>()?;
     let gs = grid.as_slice::<T>()?;
     let ys = y.as_slice_mut::<T>()?;
-    let mut taps_read = 0u64;
     for b in 0..n {
         for o in 0..outs {
             let g = &gs[(b * outs + o) * k..][..k];
@@ -164,7 +163,6 @@ fn sample<T: Real + Element>(
                 taps[a] = axis_taps::<T>(g[k - 1 - a].wide(), &axes[a], cfg);
             }
             let combos: usize = taps[..k].iter().map(|t| t.count).product();
-            taps_read += (combos * c) as u64;
             for ch in 0..c {
                 let plane = b * strides[0] + ch * strides[1];
                 let mut sum = 0.0f64;
@@ -184,7 +182,7 @@ fn sample<T: Real + Element>(
             }
         }
     }
-    Ok(taps_read)
+    Ok(())
 }
 
 /// GridSample per `p`: inputs X and grid, output Y.
@@ -224,12 +222,12 @@ pub fn run_grid_sample(
     checked_len(&grid.shape, grid.dtype, grid.data.len())?;
     checked_len(&y.shape, y.dtype, y.data.len())?;
     if y.data.is_empty() {
-        return Ok(Work::default());
+        return Ok(());
     }
     if xd[2..].contains(&0) {
         return Err(KernelError::Shape("grid sample of an empty input"));
     }
-    let taps = match x.dtype {
+    match x.dtype {
         DType::F32 => sample::<f32>(&cfg, x, grid, y)?,
         DType::F64 => sample::<f64>(&cfg, x, grid, y)?,
         _ => {
@@ -238,10 +236,7 @@ pub fn run_grid_sample(
             ));
         }
     };
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: taps,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

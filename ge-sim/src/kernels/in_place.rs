@@ -1,7 +1,8 @@
 //! Elementwise kernels that update one input in place: the planner gives an elementwise
 //! task's output the buffer of an input that dies there (`TaskDesc::in_place`), so the two
 //! tensors never coexist. The memory views then hand the kernel that input only as output 0
-//! (`&mut`), and these kernels read it from there.
+//! (`&mut`), and these kernels read it from there. Which kinds, params and dtypes run in
+//! place is the kinds' [`super::registry`] entries' [`super::registry::InPlace`].
 
 use ge_runtime::format::{
     BinaryOp, BinaryParams, OpKind, Shape, TensorMut, TensorRef, UnaryParams,
@@ -9,10 +10,11 @@ use ge_runtime::format::{
 
 use super::binary::Arith;
 use super::broadcast::accumulate;
+use super::registry::kernel;
 use super::unary::apply_activation;
-use super::{KernelError, KernelResult, Work, input, output, read_params};
+use super::{KernelError, KernelResult, input, output};
 
-/// Runs an in-place task whose input `k` is output 0.
+/// Runs an in-place task whose input `k` is output 0, through its kind's registry entry.
 pub fn run_in_place(
     kind: OpKind,
     params: &[u8],
@@ -20,11 +22,30 @@ pub fn run_in_place(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
-    match kind {
-        OpKind::Unary => unary(&read_params(params)?, k, outs),
-        OpKind::Binary => binary(&read_params(params)?, k, ins, outs),
-        _ => Err(KernelError::BadParams("op kind does not run in place")),
+    let ip = kernel(kind)
+        .in_place
+        .ok_or(KernelError::BadParams("op kind does not run in place"))?;
+    if outs.first().is_some_and(|y| !ip.dtypes.contains(y.dtype)) {
+        return Err(KernelError::UnsupportedDType(
+            "in-place kernel on this element type",
+        ));
     }
+    (ip.run)(params, k, ins, outs)
+}
+
+/// The binary ops the in-place kernel implements, as `f(a, b)` on f32.
+pub fn binary_op(op: BinaryOp) -> Option<fn(f32, f32) -> f32> {
+    use BinaryOp::*;
+    Some(match op {
+        Add => f32::plus,
+        Sub => f32::minus,
+        Mul => f32::times,
+        Div => f32::over,
+        Pow => f32::power,
+        Max => f32::maxp,
+        Min => f32::minp,
+        _ => return None,
+    })
 }
 
 fn f32_output<'b>(outs: &'b mut [TensorMut<'_>]) -> Result<(Shape, &'b mut [f32]), KernelError> {
@@ -38,38 +59,25 @@ fn f32_output<'b>(outs: &'b mut [TensorMut<'_>]) -> Result<(Shape, &'b mut [f32]
 }
 
 /// `y = f(y)`.
-fn unary(p: &UnaryParams, k: usize, outs: &mut [TensorMut<'_>]) -> KernelResult {
+pub fn unary(p: &UnaryParams, k: usize, outs: &mut [TensorMut<'_>]) -> KernelResult {
     if k != 0 {
         return Err(KernelError::BadParams("in-place unary must update input 0"));
     }
     let (_, y) = f32_output(outs)?;
     apply_activation(&p.act, y)?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: y.len() as u64,
-    })
+    Ok(())
 }
 
 /// `y = y ∘ b` (k = 0) or `y = a ∘ y` (k = 1), the other operand broadcast to `y`'s shape,
 /// then the fused activation.
-fn binary(
+pub fn binary(
     p: &BinaryParams,
     k: usize,
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
-    use BinaryOp::*;
     let op = BinaryOp::from_u32(p.op).ok_or(KernelError::BadParams("unknown binary op"))?;
-    let f: fn(f32, f32) -> f32 = match op {
-        Add => f32::plus,
-        Sub => f32::minus,
-        Mul => f32::times,
-        Div => f32::over,
-        Pow => f32::power,
-        Max => f32::maxp,
-        Min => f32::minp,
-        _ => return Err(KernelError::BadParams("binary op does not run in place")),
-    };
+    let f = binary_op(op).ok_or(KernelError::BadParams("binary op does not run in place"))?;
     let other = match k {
         0 => input(ins, 1, "binary input B")?,
         1 => input(ins, 0, "binary input A")?,
@@ -84,10 +92,7 @@ fn binary(
         accumulate(y, &shape, b, &other.shape, |v, o| f(o, v))?;
     }
     apply_activation(&p.act, y)?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: y.len() as u64,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use ge_runtime::format::{
 };
 
 use super::copy::checked_len;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 const RANGE: KernelError = KernelError::Shape("index out of range");
 
@@ -107,7 +107,7 @@ pub fn run_gather_elements(
         return Err(KernelError::Shape("GatherElements indices exceed the data"));
     }
     checked_len(&x.shape, x.dtype, x.data.len())?;
-    let n = checked_len(&y.shape, y.dtype, y.data.len())?;
+    checked_len(&y.shape, y.dtype, y.data.len())?;
     checked_len(&idx.shape, idx.dtype, idx.data.len())?;
     let xs = strides(xd);
     let es = x.dtype.size();
@@ -124,10 +124,7 @@ pub fn run_gather_elements(
         }
         copy_elem(y.data, flat, x.data, off, es)
     })?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n as u64,
-    })
+    Ok(())
 }
 
 /// GatherND with `p.axis` batch dims: `out = indices.shape[..-1] ++ data.shape[b + k..]`.
@@ -159,7 +156,7 @@ pub fn run_gather_nd(
         return Err(KernelError::Shape("GatherND output shape does not match"));
     }
     checked_len(&x.shape, x.dtype, x.data.len())?;
-    let n = checked_len(&y.shape, y.dtype, y.data.len())?;
+    checked_len(&y.shape, y.dtype, y.data.len())?;
     checked_len(&idx.shape, idx.dtype, idx.data.len())?;
     let es = x.dtype.size();
     let slice: usize = xd[b + k..].iter().product();
@@ -181,10 +178,7 @@ pub fn run_gather_nd(
                 .copy_from_slice(src);
         }
     }
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n as u64,
-    })
+    Ok(())
 }
 
 /// Combines `old` and `new` per the reduction (typed).
@@ -349,10 +343,7 @@ pub fn run_scatter_elements(
         n += 1;
         combine(red, dt, y.data, off, u.data, flat)
     })?;
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n + xd.iter().product::<usize>() as u64,
-    })
+    Ok(())
 }
 
 /// ScatterND: `out = data`, then the slice at each index tuple ⊕= its update slice.
@@ -392,10 +383,7 @@ pub fn run_scatter_nd(
             combine(red, dt, y.data, off + e, u.data, t * slice + e)?;
         }
     }
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: (tuples * slice + xd.iter().product::<usize>()) as u64,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! Kernels: real results on the host. One file per family; [`execute`] dispatches a task's
-//! kind to its kernel after decoding the parameter record. Kernels never allocate: scratch
-//! space comes from the planned workspace tensor (size from [`workspace_bytes`]).
+//! Kernels: real results on the host. One file per family; every kind's kernel, workspace
+//! size, cost estimate and capabilities are its entry in the [`registry`], through which
+//! [`execute`] dispatches (the entry decodes the parameter record). Kernels never allocate:
+//! scratch space comes from the planned workspace tensor (size from [`workspace_bytes`]).
 
 pub mod attention;
 pub mod binary;
@@ -22,6 +23,7 @@ pub mod pad;
 pub mod pool;
 pub mod real;
 pub mod reduce;
+pub mod registry;
 pub mod resize;
 pub mod slice;
 pub mod softmax;
@@ -31,21 +33,14 @@ pub mod transpose;
 pub mod unary;
 pub mod vmath;
 
-use ge_runtime::format::{ConvParams, OpKind, Shape, TensorMut, TensorRef};
-
-/// Work a kernel did, for the cost model.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Work {
-    /// Multiply-accumulates suited to the cube (matrix) unit.
-    pub cube_macs: u64,
-    /// Elementwise operations on the vector unit.
-    pub vector_ops: u64,
-}
+use ge_runtime::format::{OpKind, Shape, TensorMut, TensorRef};
 
 pub use ge_runtime::KernelError;
 
-/// Result of a kernel.
-pub type KernelResult = Result<Work, KernelError>;
+/// Result of a kernel. Kernels report no work: what a task costs comes from its shapes alone
+/// ([`crate::cost::estimate_work`]), so the compiler's prediction and the device's charge
+/// are the same figure.
+pub type KernelResult = Result<(), KernelError>;
 
 /// Reads the `Pod` parameter record of a task.
 pub fn read_params<P: bytemuck::Pod>(bytes: &[u8]) -> Result<P, KernelError> {
@@ -89,7 +84,8 @@ pub fn execute(
 }
 
 /// Runs one task's kernel, splitting the kernels that can be split between the slots of
-/// `par` (results are bitwise the same whatever `par`).
+/// `par` (results are bitwise the same whatever `par`). Dispatches through the kind's
+/// [`registry`] entry, which first rejects an output element type the kernel never takes.
 pub fn execute_on(
     kind: OpKind,
     params: &[u8],
@@ -98,66 +94,23 @@ pub fn execute_on(
     ws: &mut [u8],
     par: &dyn crate::threads::Parallel,
 ) -> KernelResult {
-    let p = params;
-    match kind {
-        OpKind::Unary => unary::run_unary(&read_params(p)?, ins, outs),
-        OpKind::Binary => binary::run_binary(&read_params(p)?, ins, outs),
-        OpKind::Variadic => binary::run_variadic(&read_params(p)?, ins, outs),
-        OpKind::Where => binary::run_where(ins, outs),
-        OpKind::Conv => conv::run_conv_on(&read_params(p)?, ins, outs, ws, par),
-        OpKind::ConvTranspose => conv::run_conv_transpose(&read_params(p)?, ins, outs, ws),
-        OpKind::Gemm => gemm::run_gemm(&read_params(p)?, ins, outs, ws, par),
-        OpKind::MatMul => gemm::run_matmul(ins, outs, ws, par),
-        OpKind::Pool => pool::run_pool(&read_params(p)?, ins, outs),
-        OpKind::GlobalPool => pool::run_global_pool(&read_params(p)?, ins, outs),
-        OpKind::Lrn => norm::run_lrn(&read_params(p)?, ins, outs),
-        OpKind::BatchNorm => norm::run_batch_norm(&read_params(p)?, ins, outs),
-        OpKind::InstanceNorm => norm::run_instance_norm(&read_params(p)?, ins, outs),
-        OpKind::Softmax => softmax::run_softmax(&read_params(p)?, ins, outs),
-        OpKind::Reduce => reduce::run_reduce(&read_params(p)?, ins, outs),
-        OpKind::ArgReduce => reduce::run_arg_reduce(&read_params(p)?, ins, outs),
-        OpKind::Transpose => transpose::run_transpose(&read_params(p)?, ins, outs),
-        OpKind::Slice => slice::run_slice(&read_params(p)?, ins, outs),
-        OpKind::Concat => concat::run_concat(&read_params(p)?, ins, outs),
-        OpKind::Split => concat::run_split(&read_params(p)?, ins, outs),
-        OpKind::Gather => gather::run_gather(&read_params(p)?, ins, outs),
-        OpKind::Pad => pad::run_pad(&read_params(p)?, ins, outs),
-        OpKind::Copy => copy::run_copy(ins, outs),
-        OpKind::Expand => copy::run_expand(ins, outs),
-        OpKind::Tile => copy::run_tile(ins, outs),
-        OpKind::Resize => resize::run_resize(&read_params(p)?, ins, outs),
-        OpKind::Cast => cast::run_cast(ins, outs),
-        OpKind::Fused => fused::run_fused(&read_params(p)?, ins, outs),
-        OpKind::LayerNorm => layer_norm::run_layer_norm(&read_params(p)?, ins, outs),
-        OpKind::Attention => attention::run_attention(&read_params(p)?, ins, outs, ws),
-        OpKind::GatherElements => indexing::run_gather_elements(&read_params(p)?, ins, outs),
-        OpKind::ScatterElements => indexing::run_scatter_elements(&read_params(p)?, ins, outs),
-        OpKind::ScatterNd => indexing::run_scatter_nd(&read_params(p)?, ins, outs),
-        OpKind::GatherNd => indexing::run_gather_nd(&read_params(p)?, ins, outs),
-        OpKind::TopK => ordered::run_top_k(&read_params(p)?, ins, outs),
-        OpKind::Cumulative => ordered::run_cumulative(&read_params(p)?, ins, outs),
-        OpKind::GridSample => grid_sample::run_grid_sample(&read_params(p)?, ins, outs),
+    let k = registry::kernel(kind);
+    if outs.first().is_some_and(|y| !k.dtypes.contains(y.dtype)) {
+        return Err(KernelError::UnsupportedDType(
+            "the kernel does not produce this element type",
+        ));
     }
+    (k.run)(params, ins, outs, ws, par)
 }
 
-/// Scratch bytes a task needs, decided at compile time from its kind, params and shapes.
-/// Kinds that need none return 0; a malformed record also returns 0 (execution then fails
-/// with a parameter error instead).
+/// Scratch bytes a task needs, decided at compile time from its kind, params and shapes
+/// (the kind's [`registry`] entry). Kinds that need none return 0; a malformed record also
+/// returns 0 (execution then fails with a parameter error instead).
 pub fn workspace_bytes(
     kind: OpKind,
     params: &[u8],
     in_shapes: &[Option<Shape>],
     out_shapes: &[Shape],
 ) -> usize {
-    match kind {
-        OpKind::Conv | OpKind::ConvTranspose => match read_params::<ConvParams>(params) {
-            Ok(p) => {
-                conv::conv_workspace_bytes(&p, kind == OpKind::ConvTranspose, in_shapes, out_shapes)
-            }
-            Err(_) => 0,
-        },
-        OpKind::Gemm | OpKind::MatMul => gemm::gemm_workspace_bytes(in_shapes, out_shapes),
-        OpKind::Attention => attention::attention_workspace_bytes(in_shapes),
-        _ => 0,
-    }
+    (registry::kernel(kind).workspace)(params, in_shapes, out_shapes)
 }

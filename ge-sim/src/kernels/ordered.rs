@@ -5,7 +5,7 @@ use ge_runtime::format::{CumulativeParams, DType, TensorMut, TensorRef, TopKPara
 
 use super::cast::Scalar;
 use super::copy::checked_len;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 /// (outer, axis length, inner) of `dims` around `axis`.
 fn split(dims: &[usize], axis: usize) -> (usize, usize, usize) {
@@ -43,7 +43,7 @@ fn top_k_t<T: Scalar>(
     x: &TensorRef<'_>,
     v: &mut TensorMut<'_>,
     ix: &mut [i64],
-) -> Result<u64, KernelError> {
+) -> Result<(), KernelError> {
     let xs = x.as_slice::<T>()?;
     let vs = v.as_slice_mut::<T>()?;
     let (outer, n, inner) = split(x.shape.dims(), p.axis as usize);
@@ -77,7 +77,7 @@ fn top_k_t<T: Scalar>(
             }
         }
     }
-    Ok((outer * inner * n * k) as u64)
+    Ok(())
 }
 
 /// TopK: values (input dtype) and int64 indices of the `k` largest / smallest elements
@@ -107,7 +107,7 @@ pub fn run_top_k(
     checked_len(&x.shape, x.dtype, x.data.len())?;
     checked_len(&v.shape, v.dtype, v.data.len())?;
     let ix = i.as_slice_mut::<i64>()?;
-    let ops = match x.dtype {
+    match x.dtype {
         DType::F32 => top_k_t::<f32>(p, x, v, ix)?,
         DType::F64 => top_k_t::<f64>(p, x, v, ix)?,
         DType::I8 => top_k_t::<i8>(p, x, v, ix)?,
@@ -120,10 +120,7 @@ pub fn run_top_k(
         DType::U64 => top_k_t::<u64>(p, x, v, ix)?,
         _ => return Err(KernelError::UnsupportedDType("TopK on this element type")),
     };
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: ops,
-    })
+    Ok(())
 }
 
 trait Acc: Copy + bytemuck::Pod + ge_runtime::format::Element {
@@ -202,7 +199,7 @@ pub fn run_cumulative(
             "cumulative axis, shape or dtype invalid",
         ));
     }
-    let n = checked_len(&x.shape, x.dtype, x.data.len())?;
+    checked_len(&x.shape, x.dtype, x.data.len())?;
     match x.dtype {
         DType::F32 => cumulative_t::<f32>(p, x, y)?,
         DType::F64 => cumulative_t::<f64>(p, x, y)?,
@@ -220,10 +217,7 @@ pub fn run_cumulative(
             ));
         }
     }
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: n as u64,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

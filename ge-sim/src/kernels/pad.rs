@@ -7,7 +7,7 @@
 use ge_runtime::format::{DType, MAX_RANK, PadMode, PadParams, TensorMut, TensorRef};
 
 use super::copy::checked_len;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 /// One axis: output length, positive begin pad, and the cropped input window `[lo, lo + len)`.
 #[derive(Clone, Copy, Default)]
@@ -131,10 +131,7 @@ pub fn run_pad(
     let es = x.dtype.size();
     if rank == 0 {
         y.data.copy_from_slice(x.data);
-        return Ok(Work {
-            cube_macs: 0,
-            vector_ops: 1,
-        });
+        return Ok(());
     }
     let mut axes = [Axis::default(); MAX_RANK];
     for (i, axis) in axes.iter_mut().enumerate().take(rank) {
@@ -173,7 +170,7 @@ pub fn run_pad(
         };
     }
     if total == 0 {
-        return Ok(Work::default());
+        return Ok(());
     }
     let fill = fill_bytes(p.value, x.dtype);
     let fill = &fill[..es];
@@ -227,10 +224,7 @@ pub fn run_pad(
             index[a] = 0;
         }
     }
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: total as u64,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

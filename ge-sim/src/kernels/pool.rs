@@ -10,7 +10,7 @@
 use ge_runtime::format::{DType, Element, PoolKind, PoolParams, Shape, TensorMut, TensorRef};
 
 use super::copy::{checked_len, f32_in, f32_out};
-use super::{KernelError, KernelResult, Work, input, output, vmath};
+use super::{KernelError, KernelResult, input, output, vmath};
 
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
@@ -159,11 +159,11 @@ fn fold_windows<T: Copy, A: Copy>(
     init: A,
     step: impl Fn(A, T) -> A,
     fin: impl Fn(A, usize, usize) -> T,
-) -> u64 {
+) {
     let xp = ax[0].inp * ax[1].inp * ax[2].inp;
     let yp = ax[0].out * ax[1].out * ax[2].out;
     if xp == 0 || yp == 0 {
-        return 0;
+        return;
     }
     let a2 = &ax[2];
     // Interior columns: first tap at or after 0, last tap before `inp`.
@@ -175,7 +175,6 @@ fn fold_windows<T: Copy, A: Copy>(
         0
     }
     .max(c_lo);
-    let mut taps = 0u64;
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let mut yi = 0;
         for o0 in 0..ax[0].out {
@@ -193,7 +192,6 @@ fn fold_windows<T: Copy, A: Copy>(
                     if o2 >= c_lo && o2 < c_hi && c_hi - c_lo >= LANES {
                         // The last block overlaps the one before rather than leave a tail.
                         let at = o2.min(c_hi - LANES);
-                        let fresh = (at + LANES - o2) as u64;
                         let mut acc = [init; LANES];
                         for t0 in l0..h0 {
                             for t1 in l1..h1 {
@@ -206,7 +204,6 @@ fn fold_windows<T: Copy, A: Copy>(
                             }
                         }
                         let valid = rows * a2.k;
-                        taps += valid as u64 * fresh;
                         for (o, &a) in yrow[at..at + LANES].iter_mut().zip(acc.iter()) {
                             *o = fin(a, valid, p0 * p1 * a2.k);
                         }
@@ -225,7 +222,6 @@ fn fold_windows<T: Copy, A: Copy>(
                         }
                     }
                     let valid = rows * (h2 - l2);
-                    taps += valid as u64;
                     yrow[o2] = fin(acc, valid, p0 * p1 * p2);
                     o2 += 1;
                 }
@@ -233,7 +229,6 @@ fn fold_windows<T: Copy, A: Copy>(
             }
         }
     }
-    taps
 }
 
 /// `acc[j] = step(acc[j], src[j·s])`. Strides 1 and 2 read one fixed-size array (no bounds
@@ -265,15 +260,14 @@ fn max_int<T: Element + Ord + Default>(
     xt: &TensorRef<'_>,
     yt: &mut TensorMut<'_>,
     ax: &[Axis; 3],
-) -> Result<u64, KernelError> {
+) -> Result<(), KernelError> {
     checked_len(&xt.shape, xt.dtype, xt.data.len())?;
     checked_len(&yt.shape, yt.dtype, yt.data.len())?;
     let x = xt.as_slice::<T>()?;
     let y = yt.as_slice_mut::<T>()?;
     let step = |a: Option<T>, v: T| Some(a.map_or(v, |a| a.max(v)));
-    Ok(fold_windows(x, y, ax, None, step, |a, _, _| {
-        a.unwrap_or_default()
-    }))
+    fold_windows(x, y, ax, None, step, |a, _, _| a.unwrap_or_default());
+    Ok(())
 }
 
 /// Windowed pooling over 1 to 3 spatial axes: f32, and Max also on int8 / uint8.
@@ -289,8 +283,7 @@ pub fn run_pool(
     if xt.dtype != yt.dtype {
         return Err(KernelError::Shape("pool changes the dtype"));
     }
-    let outputs = yt.shape.numel() as u64;
-    let taps = match (xt.dtype, kind) {
+    match (xt.dtype, kind) {
         (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax)?,
         (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax)?,
         (DType::F32, _) => {
@@ -333,10 +326,7 @@ pub fn run_pool(
             ));
         }
     };
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: taps + outputs,
-    })
+    Ok(())
 }
 
 /// Global pooling: one value per (batch, channel) over all spatial axes.
@@ -361,14 +351,10 @@ pub fn run_global_pool(
             "global pool output must be [N, C, 1, ...]",
         ));
     }
-    let planes = y.len();
     let plane = xs.dims()[2..].iter().product::<usize>();
     if plane == 0 {
         y.fill(0.0);
-        return Ok(Work {
-            cube_macs: 0,
-            vector_ops: planes as u64,
-        });
+        return Ok(());
     }
     for (v, xpl) in y.iter_mut().zip(x.chunks_exact(plane)) {
         *v = match kind {
@@ -382,10 +368,7 @@ pub fn run_global_pool(
             PoolKind::Lp => lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p),
         };
     }
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: x.len() as u64,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

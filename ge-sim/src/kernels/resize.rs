@@ -17,7 +17,7 @@ use ge_runtime::format::{
 
 use super::copy::checked_len;
 use super::pad::fill_bytes;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 #[derive(Clone, Copy)]
 struct Cfg {
@@ -209,10 +209,7 @@ pub fn run_resize(
     }
     if rank == 0 {
         y.data.copy_from_slice(x.data);
-        return Ok(Work {
-            cube_macs: 0,
-            vector_ops: 1,
-        });
+        return Ok(());
     }
     let mut axes = [AxisMap::default(); MAX_RANK];
     for (a, axis) in axes.iter_mut().enumerate().take(rank) {
@@ -240,24 +237,18 @@ pub fn run_resize(
         };
     }
     if total == 0 {
-        return Ok(Work::default());
+        return Ok(());
     }
     let axes = &axes[..rank];
     let strides = x.shape.strides();
     if mode == ResizeMode::Nearest {
         nearest_any(x, y, axes, &strides, &cfg, p.extrapolation)?;
-        return Ok(Work {
-            cube_macs: 0,
-            vector_ops: total as u64,
-        });
+        return Ok(());
     }
     let xs = x.as_slice::<f32>()?;
     let ys = y.as_slice_mut::<f32>()?;
-    let taps = interpolate(xs, ys, axes, &strides, &cfg, p.extrapolation);
-    Ok(Work {
-        cube_macs: 0,
-        vector_ops: taps,
-    })
+    interpolate(xs, ys, axes, &strides, &cfg, p.extrapolation);
+    Ok(())
 }
 
 /// Advances a row-major odometer over `axes[..n]`.
@@ -410,12 +401,11 @@ fn interpolate(
     strides: &[usize; MAX_RANK],
     cfg: &Cfg,
     extrap: f32,
-) -> u64 {
+) {
     let last = axes.len() - 1;
     let inner = InnerTaps::new(axes[last], cfg);
     let (inp, identity) = (inner.axis.inp, inner.axis.identity);
     let mut index = [0usize; MAX_RANK];
-    let mut work = 0u64;
     for row in y.chunks_exact_mut(inner.axis.out) {
         let mut taps = [Taps::default(); MAX_RANK];
         let mut extrapolated = false;
@@ -454,7 +444,6 @@ fn interpolate(
                     *d += wf * v;
                 }
             }
-            work += row.len() as u64;
             let mut a = last;
             let mut done = true;
             while a > 0 {
@@ -478,7 +467,6 @@ fn interpolate(
             }
         }
     }
-    work
 }
 
 #[cfg(test)]

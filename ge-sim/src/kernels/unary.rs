@@ -10,7 +10,7 @@ use ge_runtime::format::{
 use super::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use super::real::Real;
 use super::vmath;
-use super::{KernelError, KernelResult, Work, input, output};
+use super::{KernelError, KernelResult, input, output};
 
 /// Runs one element function over some storage; lets one op table serve in-place and
 /// out-of-place loops while keeping each loop monomorphic (and so vectorizable).
@@ -393,10 +393,6 @@ pub fn run_unary(
             "unary output element count differs from the input's",
         ));
     }
-    let work = Work {
-        cube_macs: 0,
-        vector_ops: (n as u64).saturating_mul(op_cost(op)),
-    };
 
     if matches!(op, UnaryOp::IsNaN | UnaryOp::IsInf) {
         let ys = y.as_bool_mut()?;
@@ -432,7 +428,7 @@ pub fn run_unary(
                 ));
             }
         }
-        return Ok(work);
+        return Ok(());
     }
 
     if y.dtype != x.dtype {
@@ -448,7 +444,7 @@ pub fn run_unary(
             ));
         }
         y.data.copy_from_slice(x.data);
-        return Ok(work);
+        return Ok(());
     }
     match x.dtype {
         DType::F32 => {
@@ -525,7 +521,7 @@ pub fn run_unary(
             int_op(op, alpha, beta, xs, ys)?;
         }
     }
-    Ok(work)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -548,13 +544,12 @@ mod tests {
 
     fn run_f32(op: UnaryOp, alpha: f32, beta: f32, d: &[usize], x: &[f32]) -> std::vec::Vec<f32> {
         let mut y = vec![0f32; x.len()];
-        let w = run_unary(
+        run_unary(
             &act(op, alpha, beta),
             &[Some(t(d, x))],
             &mut [tm(d, &mut y)],
         )
         .unwrap();
-        assert_eq!(w.vector_ops, x.len() as u64 * op_cost(op));
         y
     }
 
@@ -1039,13 +1034,12 @@ mod tests {
         ));
         // Empty and scalar tensors.
         let mut e: [f32; 0] = [];
-        let w = run_unary(
+        run_unary(
             &p,
             &[Some(t::<f32>(&[0, 4], &[]))],
             &mut [tm(&[0, 4], &mut e)],
         )
         .unwrap();
-        assert_eq!(w.vector_ops, 0);
         let mut s = [0f32; 1];
         run_unary(
             &act(UnaryOp::Neg, 0.0, 0.0),
