@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import hashlib
 import json
 import os
@@ -68,6 +67,8 @@ import sys
 import time
 import zipfile
 import zlib
+
+from gen_corpus import locked  # one lock convention for the whole corpus
 
 PKGS = ["onnx", "onnxruntime", "numpy"]
 BASE_SEED = 20240601
@@ -187,18 +188,6 @@ def write_json(path: str, doc: dict) -> None:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def locked(out: str):
-    import fcntl
-
-    with open(os.path.join(out, ".lock"), "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def clean_stale(out: str, keep: set[str]) -> None:
