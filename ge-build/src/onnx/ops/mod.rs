@@ -73,10 +73,9 @@ pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
     }
     match entry.import {
         registry::Importer::Node(f) => f(ctx),
-        registry::Importer::Sequence => {
-            Err(ctx
-                .err("a sequence op reached the tensor importer; sequences are resolved before it"))
-        }
+        registry::Importer::Sequence => Err(ctx.unsupported(
+            "sequence ops are resolved only in the main graph, not inside an If/Loop/Scan body",
+        )),
     }
 }
 
