@@ -235,21 +235,7 @@ mod tests {
     use crate::onnx::proto::TensorProto;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    pub(super) const ALL: [DType; 13] = [
-        DType::F32,
-        DType::U8,
-        DType::I8,
-        DType::U16,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::Bool,
-        DType::F16,
-        DType::F64,
-        DType::U32,
-        DType::U64,
-        DType::Bf16,
-    ];
+    pub(super) const ALL: [DType; 13] = DType::ALL;
 
     /// A fresh, empty directory under the system temp dir.
     pub(super) fn temp_dir(tag: &str) -> PathBuf {

@@ -20,6 +20,23 @@ pub enum DType {
 }
 
 impl DType {
+    /// Every element type, in on-disk code order.
+    pub const ALL: [DType; 13] = [
+        DType::F32,
+        DType::U8,
+        DType::I8,
+        DType::U16,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::Bool,
+        DType::F16,
+        DType::F64,
+        DType::U32,
+        DType::U64,
+        DType::Bf16,
+    ];
+
     /// Size of one element in bytes.
     pub const fn size(self) -> usize {
         match self {
@@ -83,6 +100,21 @@ impl DType {
             DType::F64 => "f64",
             DType::U32 => "u32",
             DType::U64 => "u64",
+        }
+    }
+}
+
+#[cfg(test)]
+mod all_tests {
+    use super::DType;
+
+    #[test]
+    fn all_lists_every_decodable_dtype_once() {
+        let decodable: usize = (0..=u8::MAX).filter_map(DType::from_u8).count();
+        assert_eq!(decodable, DType::ALL.len());
+        for (i, d) in DType::ALL.iter().enumerate() {
+            assert_eq!(DType::from_u8(*d as u8), Some(*d));
+            assert!(!DType::ALL[..i].contains(d));
         }
     }
 }

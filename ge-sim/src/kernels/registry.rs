@@ -51,21 +51,7 @@ impl DTypes {
     /// No element type.
     pub const NONE: DTypes = DTypes(0);
     /// Every element type.
-    pub const ANY: DTypes = DTypes::of(&[
-        DType::F32,
-        DType::U8,
-        DType::I8,
-        DType::U16,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::Bool,
-        DType::F16,
-        DType::F64,
-        DType::U32,
-        DType::U64,
-        DType::Bf16,
-    ]);
+    pub const ANY: DTypes = DTypes::of(&DType::ALL);
     /// f32 only.
     pub const F32: DTypes = DTypes::of(&[DType::F32]);
     /// f32 and f64.
