@@ -203,3 +203,34 @@ fn bench_runs_every_real_model_without_input_files() {
         );
     }
 }
+
+/// Every host ISA this CPU has runs the light SqueezeNet and ShuffleNet (convolutions of
+/// every path, pooling, concat, elementwise) within `ge check`'s tolerance of onnxruntime;
+/// `GE_ISA` naming an unknown or missing ISA is a one-line error, never a silent fallback.
+#[test]
+fn every_host_isa_passes_check() {
+    for model in ["squeezenet", "shufflenet"] {
+        let case = corpus("light").join(model);
+        for isa in ["portable", "avx2", "avx512"] {
+            let out = ge()
+                .env("GE_ISA", isa)
+                .arg("check")
+                .arg(&case)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("this CPU lacks it") {
+                println!("skipping GE_ISA={isa} for {model}: {}", err.trim());
+                assert_one_line_error(&out, isa);
+                continue;
+            }
+            assert!(
+                out.status.success(),
+                "GE_ISA={isa} {model}: {err}{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let out = ge().env("GE_ISA", "sse9").arg("ops").output().unwrap();
+    assert_one_line_error(&out, "GE_ISA=sse9");
+}

@@ -198,13 +198,15 @@ pub(super) fn bench(
             "median_ms": median, "min_ms": times[0], "mean_ms": mean,
             "iters": iters, "threads": threads, "sim_time_us": sim_us,
             "sim_gm_bytes": rep.gm_bytes, "sim_launches": rep.launches,
+            "host_isa": super::host_isa()?.name(),
         });
         println!("{v}");
     } else {
         println!(
-            "{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread); simulated {sim_us:.1} us",
+            "{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread, {} kernels); simulated {sim_us:.1} us",
             path.display(),
-            times[0]
+            times[0],
+            super::host_isa()?.name()
         );
     }
     Ok(())

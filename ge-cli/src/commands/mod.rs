@@ -24,6 +24,7 @@ use run::{RunFlags, run};
 type Res<T = ()> = Result<T, String>;
 
 pub fn dispatch(cli: Cli) -> Res {
+    host_isa()?;
     match cli.command {
         Command::Compile {
             model,
@@ -81,6 +82,29 @@ pub fn dispatch(cli: Cli) -> Res {
             output,
             flags,
         } => viz(&model, &stage, &output, &flags),
+    }
+}
+
+/// The host kernels' instruction set: `GE_ISA` when set (refused when unknown or missing on
+/// this CPU, rather than silently running another path), else the widest this CPU has.
+pub fn host_isa() -> Res<ge_sim::kernels::isa::Isa> {
+    use ge_sim::kernels::isa::{self, Isa, IsaError};
+    match isa::forced() {
+        Ok(_) => Ok(isa::isa()),
+        Err(IsaError::Unknown) => Err(format!(
+            "GE_ISA must be one of {}; unset it to use the widest this CPU has ({})",
+            Isa::ALL
+                .iter()
+                .map(|i| i.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            Isa::detected().name()
+        )),
+        Err(IsaError::Unsupported(i)) => Err(format!(
+            "GE_ISA={} but this CPU lacks it; the widest it has is {}",
+            i.name(),
+            Isa::detected().name()
+        )),
     }
 }
 

@@ -168,7 +168,8 @@ pub(super) fn run(
         rep.tasks
     );
     if flags.profile {
-        println!("{line}")
+        println!("{line}");
+        println!("host kernels: {}", super::host_isa()?.name())
     } else {
         eprintln!("{line}")
     }

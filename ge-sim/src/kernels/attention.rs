@@ -5,6 +5,7 @@
 use ge_runtime::format::{AttentionParams, MAX_RANK, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
+use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
 
 /// Scratch bytes: one score row of T floats.
@@ -68,7 +69,7 @@ pub fn run_attention(
     let row: &mut [f32] = bytemuck::try_cast_slice_mut(ws).map_err(|_| KernelError::Workspace)?;
     let row = row.get_mut(..t).ok_or(KernelError::Workspace)?;
     let sd = scores.dims();
-    vmath::with_simd(
+    isa::with_simd(
         #[inline(always)]
         || -> Result<(), KernelError> {
             for b in 0..batch {

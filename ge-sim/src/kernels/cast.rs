@@ -386,6 +386,73 @@ fn write_from_i128(y: &mut TensorMut<'_>, start: usize, buf: &[i128]) -> Result<
     }
 }
 
+/// `y[i] = x[i] as D` in one vectorized pass.
+#[inline(always)]
+fn convert<S: Element + Copy, D: Element>(
+    x: &TensorRef<'_>,
+    y: &mut TensorMut<'_>,
+    f: impl Fn(S) -> D,
+) -> Result<bool, KernelError> {
+    let src = x.as_slice::<S>()?;
+    let dst = y.as_slice_mut::<D>()?;
+    super::isa::with_simd(|| {
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = f(v);
+        }
+    });
+    Ok(true)
+}
+
+/// The common pairs among f32, f64, i64, i32, i8 and u8 (and bool to f32, i64, i32) without the 128-bit detour: Rust's
+/// `as` has exactly [`run_cast`]'s semantics for them (integers wrap, integer → float rounds
+/// to nearest even, float → integer truncates and saturates with NaN → 0, f64 → f32 rounds
+/// to nearest even). `Ok(false)` for any other pair.
+fn direct(x: &TensorRef<'_>, y: &mut TensorMut<'_>) -> Result<bool, KernelError> {
+    macro_rules! to_each {
+        ($s:ty) => {
+            match y.dtype {
+                DType::F32 => convert::<$s, f32>(x, y, |v| v as f32),
+                DType::F64 => convert::<$s, f64>(x, y, |v| v as f64),
+                DType::I64 => convert::<$s, i64>(x, y, |v| v as i64),
+                DType::I32 => convert::<$s, i32>(x, y, |v| v as i32),
+                DType::I8 => convert::<$s, i8>(x, y, |v| v as i8),
+                DType::U8 => convert::<$s, u8>(x, y, |v| v as u8),
+                _ => Ok(false),
+            }
+        };
+    }
+    match x.dtype {
+        DType::F32 => to_each!(f32),
+        DType::F64 => to_each!(f64),
+        DType::I64 => to_each!(i64),
+        DType::I32 => to_each!(i32),
+        DType::I8 => to_each!(i8),
+        DType::U8 => to_each!(u8),
+        DType::Bool => {
+            // Bool is one byte, 0 or 1 (anything non-zero reads as true).
+            let src: &[u8] = x.data;
+            macro_rules! from_bool {
+                ($d:ty) => {{
+                    let dst = y.as_slice_mut::<$d>()?;
+                    super::isa::with_simd(|| {
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d = (v != 0) as u8 as $d;
+                        }
+                    });
+                    Ok(true)
+                }};
+            }
+            match y.dtype {
+                DType::F32 => from_bool!(f32),
+                DType::I64 => from_bool!(i64),
+                DType::I32 => from_bool!(i32),
+                _ => Ok(false),
+            }
+        }
+        _ => Ok(false),
+    }
+}
+
 fn is_float(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::Bf16)
 }
@@ -412,6 +479,9 @@ pub fn run_cast(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> Ke
     }
     if x.dtype == y.dtype {
         y.data.copy_from_slice(x.data);
+        return Ok(());
+    }
+    if direct(x, y)? {
         return Ok(());
     }
     let mut start = 0;

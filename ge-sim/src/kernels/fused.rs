@@ -13,8 +13,8 @@ use ge_runtime::format::{
 };
 
 use super::broadcast::{Odometer, broadcast_strides};
+use super::isa;
 use super::unary::apply_unary_in_place;
-use super::vmath;
 use super::{KernelError, KernelResult, output};
 
 /// Elements per register tile.
@@ -191,7 +191,7 @@ pub fn run_fused(
     let inner = od.inner_len();
     let mut reg = [[0f32; TILE]; MAX_FUSED_REGS];
     let out = p.out as usize;
-    vmath::with_simd(
+    isa::with_simd(
         #[inline(always)]
         || -> Result<(), KernelError> {
             let mut row_start = 0usize;

@@ -35,7 +35,7 @@ pub const WS_SLOTS: usize = 4;
 const PAR_MIN_MACS: usize = 1 << 18;
 
 /// The K block size for `k`: at most [`KC`], blocks of (nearly) equal size.
-fn k_block(k: usize) -> usize {
+pub(crate) fn k_block(k: usize) -> usize {
     if k == 0 {
         return 0;
     }
@@ -181,16 +181,17 @@ pub fn tile_act(act: &Activation) -> Option<TileAct> {
     }
 }
 
+/// A raw output pointer shared by slots that write disjoint parts of it.
 #[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-// SAFETY: slots write disjoint tiles of C (see `gemm_packed`).
+pub(crate) struct SendPtr(pub(crate) *mut f32);
+// SAFETY: users give every slot a disjoint part of the output (see `gemm_packed`).
 unsafe impl Send for SendPtr {}
 // SAFETY: as above.
 unsafe impl Sync for SendPtr {}
 
 impl SendPtr {
     /// The pointer (a method, so closures capture the `Sync` wrapper, not the field).
-    fn get(&self) -> *mut f32 {
+    pub(crate) fn get(&self) -> *mut f32 {
         self.0
     }
 }
@@ -515,35 +516,39 @@ fn gemv_row(
     accumulate: bool,
     c: &mut [f32],
 ) {
-    if trans_b {
-        for (j, cj) in c.iter_mut().enumerate() {
-            let row = &b[j * ldb..j * ldb + k];
-            let d = if inc_a == 1 {
-                dot(&a[..k], row)
-            } else {
-                row.iter().enumerate().map(|(p, v)| a[p * inc_a] * v).sum()
-            };
-            *cj = if accumulate {
-                *cj + alpha * d
-            } else {
-                alpha * d
-            };
-        }
-    } else {
-        if !accumulate {
-            c.fill(0.0);
-        }
-        for p in 0..k {
-            let s = alpha * a[p * inc_a];
-            let row = &b[p * ldb..p * ldb + n];
-            for (cj, bj) in c.iter_mut().zip(row) {
-                *cj += s * *bj;
+    // The loops vectorize at the CPU's width; sums keep their order on every ISA.
+    super::isa::with_simd(|| {
+        if trans_b {
+            for (j, cj) in c.iter_mut().enumerate() {
+                let row = &b[j * ldb..j * ldb + k];
+                let d = if inc_a == 1 {
+                    dot(&a[..k], row)
+                } else {
+                    row.iter().enumerate().map(|(p, v)| a[p * inc_a] * v).sum()
+                };
+                *cj = if accumulate {
+                    *cj + alpha * d
+                } else {
+                    alpha * d
+                };
+            }
+        } else {
+            if !accumulate {
+                c.fill(0.0);
+            }
+            for p in 0..k {
+                let s = alpha * a[p * inc_a];
+                let row = &b[p * ldb..p * ldb + n];
+                for (cj, bj) in c.iter_mut().zip(row) {
+                    *cj += s * *bj;
+                }
             }
         }
-    }
+    })
 }
 
 /// Dot product with independent partial sums so it vectorizes.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     const L: usize = 16;
     let mut acc = [0.0f32; L];

@@ -5,6 +5,7 @@
 use ge_runtime::format::{LayerNormParams, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
+use super::isa;
 use super::unary::apply_activation;
 use super::{KernelError, KernelResult, input, output, vmath};
 
@@ -63,7 +64,7 @@ pub fn run_layer_norm(
     let contiguous =
         |s: &Option<(&[f32], [usize; 8])>| s.as_ref().is_none_or(|(v, _)| v.len() == n);
     let fast = contiguous(&scale) && contiguous(&bias);
-    vmath::with_simd(
+    isa::with_simd(
         #[inline(always)]
         || -> Result<(), KernelError> {
             for (xr, yr) in xv.chunks_exact(n).zip(yv.chunks_exact_mut(n)) {

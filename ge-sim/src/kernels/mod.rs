@@ -16,6 +16,7 @@ pub mod gemm;
 pub mod grid_sample;
 pub mod in_place;
 pub mod indexing;
+pub mod isa;
 pub mod layer_norm;
 pub mod norm;
 pub mod ordered;

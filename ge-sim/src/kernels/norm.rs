@@ -4,9 +4,9 @@ use ge_runtime::format::{
     Activation, DType, LrnParams, NormParams, Shape, TensorMut, TensorRef, UnaryOp, ViewError,
 };
 
+use super::isa;
 use super::real::Real;
 use super::unary::apply_unary_in_place;
-use super::vmath;
 use super::{KernelError, KernelResult, input, output};
 
 const LAYOUT_ERR: KernelError = KernelError::Shape("norm data does not match its shape");
@@ -83,7 +83,7 @@ fn for_blocks<T: Real>(
         0 => None,
         op => Some(UnaryOp::from_u32(op).ok_or(KernelError::BadParams("unknown activation op"))?),
     };
-    vmath::with_simd(
+    isa::with_simd(
         #[inline(always)]
         || {
             for (i, (xb, yb)) in x.chunks_exact(s).zip(y.chunks_exact_mut(s)).enumerate() {
@@ -233,7 +233,7 @@ fn lrn_t<T: Real + ge_runtime::format::Element>(
         return Err(LAYOUT_ERR);
     }
     let blk = |ni: usize, ci: usize| (ni * c + ci) * s..(ni * c + ci + 1) * s;
-    vmath::with_simd(
+    isa::with_simd(
         #[inline(always)]
         || -> Result<(), KernelError> {
             for ni in 0..n {

@@ -10,6 +10,7 @@
 use ge_runtime::format::{DType, Element, PoolKind, PoolParams, Shape, TensorMut, TensorRef};
 
 use super::copy::{checked_len, f32_in, f32_out};
+use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
 
 /// Per-axis window geometry.
@@ -289,7 +290,7 @@ pub fn run_pool(
         (DType::F32, _) => {
             let x = f32_in(xt)?;
             let y = f32_out(yt)?;
-            vmath::with_simd(
+            isa::with_simd(
                 #[inline(always)]
                 || match kind {
                     PoolKind::Max => {

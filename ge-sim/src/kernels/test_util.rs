@@ -70,3 +70,18 @@ pub fn close64(got: &[f64], want: &[f64], tol: f64) {
         assert!(ok, "element {i}: got {g} want {w}");
     }
 }
+
+/// A [`crate::threads::Parallel`] that offers `self.0` slots and runs them one after another:
+/// checks that a kernel's split between slots does not change its results.
+pub struct Slots(pub usize);
+
+impl crate::threads::Parallel for Slots {
+    fn threads(&self) -> usize {
+        self.0
+    }
+    fn run(&self, slots: usize, f: &(dyn Fn(usize) + Sync)) {
+        for i in 0..slots {
+            f(i);
+        }
+    }
+}

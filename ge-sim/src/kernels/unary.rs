@@ -8,8 +8,8 @@ use ge_runtime::format::{
 };
 
 use super::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use super::isa;
 use super::real::Real;
-use super::vmath;
 use super::{KernelError, KernelResult, input, output};
 
 /// Runs one element function over some storage; lets one op table serve in-place and
@@ -74,7 +74,7 @@ fn softplus<T: Real>(x: T) -> T {
 
 /// [`float_op`] on f32, built for AVX2+FMA when the CPU has it.
 fn f32_op<M: Map<f32>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
-    vmath::with_simd(
+    isa::with_simd(
         #[inline(always)]
         || float_op(op, alpha, beta, m),
     )

@@ -3,14 +3,11 @@
 //! `libm`'s versions are branchy scalar code (tanh-GELU spent most of its time in them);
 //! these are branch-free range reduction plus polynomials (Cephes / Eigen coefficients),
 //! within a few ulp of the correctly rounded result, so element loops over them vectorize.
-//! Results below f32's normal range flush to zero. [`with_simd`] runs a loop built for
-//! AVX2+FMA when the CPU has it, so the same code gets 8-wide vectors.
+//! Results below f32's normal range flush to zero. Loops over them run inside
+//! [`super::isa::with_simd`], so the same code gets the CPU's widest vectors.
 
 // The coefficients are kept as published.
 #![allow(clippy::excessive_precision)]
-
-#[cfg(target_arch = "x86_64")]
-use super::gemm::micro::{Isa, isa};
 
 /// 1.5 · 2^23: adding it rounds a float of magnitude below 2^22 to an integer (ties to even)
 /// that then sits in the low mantissa bits.
@@ -116,24 +113,6 @@ pub fn sum_by<T: Copy + Default + core::ops::Add<Output = T>>(
     }
     let add = |a: T, b: T| a + b;
     acc.into_iter().fold(T::default(), add) + r.iter().map(|&x| f(x)).fold(T::default(), add)
-}
-
-/// Runs `f`, compiled for AVX2+FMA when the CPU has it (detected once with `std`), so the
-/// element loops inside it get 8-wide vectors; `f` must be small and inlined into here.
-#[inline(always)]
-pub fn with_simd<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    if isa() == Isa::Avx2Fma {
-        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        return unsafe { avx2(f) };
-    }
-    f()
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The AVX2+FMA register tile: 6 rows × 16 columns in 12 ymm accumulators.
+//! The AVX2+FMA register tiles (GEMM on packed panels, direct convolution on the padded
+//! input): 6 rows × 16 columns in 12 ymm accumulators.
 
 use core::arch::x86_64::*;
 
@@ -115,6 +116,83 @@ unsafe fn tile8(
         }
     }
     let acc = [[c0, z], [c1, z], [c2, z], [c3, z], [c4, z], [c5, z]];
+    // SAFETY: forwarded contract.
+    unsafe { store(&acc, c, ldc, mr, nr, ep) };
+}
+
+/// AVX2+FMA build of [`super::micro::conv_tile`].
+///
+/// # Safety
+/// As [`super::micro::conv_tile`]; the CPU must support AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn conv_tile(
+    kc: usize,
+    a: *const f32,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    let z = _mm256_setzero_ps();
+    let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
+    let (mut c30, mut c31, mut c40, mut c41, mut c50, mut c51) = (z, z, z, z, z, z);
+    let mut ap = a;
+    if nr <= 8 {
+        // SAFETY: (whole loop) step `p < kc` reads `a[p·MR..p·MR + MR]` and 8 of the `NR`
+        // readable values at `x + offs[p]`, per the contract; AVX2 and FMA are enabled.
+        unsafe {
+            for p in 0..kc {
+                let b0 = _mm256_loadu_ps(x.add(*offs.add(p) as usize));
+                c00 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap), b0, c00);
+                c10 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(1)), b0, c10);
+                c20 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(2)), b0, c20);
+                c30 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(3)), b0, c30);
+                c40 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(4)), b0, c40);
+                c50 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(5)), b0, c50);
+                ap = ap.add(MR);
+            }
+        }
+    } else {
+        // SAFETY: (whole loop) as above, reading all `NR` = 16 values at `x + offs[p]`.
+        unsafe {
+            for p in 0..kc {
+                let b = x.add(*offs.add(p) as usize);
+                let b0 = _mm256_loadu_ps(b);
+                let b1 = _mm256_loadu_ps(b.add(8));
+                let a0 = _mm256_broadcast_ss(&*ap);
+                c00 = _mm256_fmadd_ps(a0, b0, c00);
+                c01 = _mm256_fmadd_ps(a0, b1, c01);
+                let a1 = _mm256_broadcast_ss(&*ap.add(1));
+                c10 = _mm256_fmadd_ps(a1, b0, c10);
+                c11 = _mm256_fmadd_ps(a1, b1, c11);
+                let a2 = _mm256_broadcast_ss(&*ap.add(2));
+                c20 = _mm256_fmadd_ps(a2, b0, c20);
+                c21 = _mm256_fmadd_ps(a2, b1, c21);
+                let a3 = _mm256_broadcast_ss(&*ap.add(3));
+                c30 = _mm256_fmadd_ps(a3, b0, c30);
+                c31 = _mm256_fmadd_ps(a3, b1, c31);
+                let a4 = _mm256_broadcast_ss(&*ap.add(4));
+                c40 = _mm256_fmadd_ps(a4, b0, c40);
+                c41 = _mm256_fmadd_ps(a4, b1, c41);
+                let a5 = _mm256_broadcast_ss(&*ap.add(5));
+                c50 = _mm256_fmadd_ps(a5, b0, c50);
+                c51 = _mm256_fmadd_ps(a5, b1, c51);
+                ap = ap.add(MR);
+            }
+        }
+    }
+    let acc = [
+        [c00, c01],
+        [c10, c11],
+        [c20, c21],
+        [c30, c31],
+        [c40, c41],
+        [c50, c51],
+    ];
     // SAFETY: forwarded contract.
     unsafe { store(&acc, c, ldc, mr, nr, ep) };
 }

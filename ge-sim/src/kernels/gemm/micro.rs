@@ -1,9 +1,11 @@
 //! The `MR × NR` register tile and its epilogue, in three builds of the same arithmetic:
-//! AVX2+FMA (x86-64, chosen at run time with `std`, or at compile time by
-//! `target_feature`), and a portable fallback. Every output element is computed by the same
+//! AVX2+FMA (x86-64; also what the AVX-512 class runs until it has its own tile) and a
+//! portable fallback, chosen by [`crate::kernels::isa`]. Every output element is computed by the same
 //! sequence of operations whatever tile, thread or block position it falls in (lanes are
 //! independent; edge tiles run the full tile and store part of it), so results do not depend
 //! on how the work is split.
+
+pub use crate::kernels::isa::{Isa, isa};
 
 /// Rows of the register tile.
 pub const MR: usize = 6;
@@ -42,53 +44,6 @@ pub struct TileEp {
     pub act: TileAct,
 }
 
-/// Which build of the tile to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    Portable,
-    #[cfg(target_arch = "x86_64")]
-    Avx2Fma,
-}
-
-/// The best tile build for this CPU (detected once with `std`; fixed at compile time
-/// without it).
-pub fn isa() -> Isa {
-    #[cfg(all(
-        target_arch = "x86_64",
-        target_feature = "avx2",
-        target_feature = "fma"
-    ))]
-    {
-        Isa::Avx2Fma
-    }
-    #[cfg(all(
-        target_arch = "x86_64",
-        feature = "std",
-        not(all(target_feature = "avx2", target_feature = "fma"))
-    ))]
-    {
-        use core::sync::atomic::{AtomicU8, Ordering};
-        static DETECTED: AtomicU8 = AtomicU8::new(0);
-        match DETECTED.load(Ordering::Relaxed) {
-            1 => Isa::Portable,
-            2 => Isa::Avx2Fma,
-            _ => {
-                let avx2 =
-                    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
-                DETECTED.store(if avx2 { 2 } else { 1 }, Ordering::Relaxed);
-                if avx2 { Isa::Avx2Fma } else { Isa::Portable }
-            }
-        }
-    }
-    #[cfg(not(all(
-        target_arch = "x86_64",
-        any(feature = "std", all(target_feature = "avx2", target_feature = "fma"))
-    )))]
-    {
-        Isa::Portable
-    }
-}
-
 /// One tile: `acc[i][j] = Σ_{p<kc} a[i·rs + p·cs] · bp[p·NR + j]`, stored into
 /// `c[i·ldc + j]` for `i < mr`, `j < nr` through `ep`.
 ///
@@ -116,7 +71,9 @@ pub unsafe fn tile(
     match isa {
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => unsafe { super::avx2::tile(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) },
+        Isa::Avx2Fma | Isa::Avx512 => unsafe {
+            super::avx2::tile(kc, a, rs, cs, bp, c, ldc, mr, nr, ep)
+        },
         // SAFETY: forwarded contract.
         Isa::Portable => unsafe { tile_portable(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) },
     }
@@ -174,6 +131,22 @@ unsafe fn tile_portable(
             }
         }
     }
+    // SAFETY: forwarded contract.
+    unsafe { store_portable(&acc, c, ldc, mr, nr, ep) };
+}
+
+/// The epilogue and store of a portable tile's accumulators (rows `< mr`, columns `< nr`).
+///
+/// # Safety
+/// As [`tile`].
+unsafe fn store_portable(
+    acc: &[[f32; NR]; MR],
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
     for (i, row) in acc.iter().enumerate().take(mr) {
         for (j, &s) in row.iter().enumerate().take(nr) {
             // SAFETY: in bounds per the contract.
@@ -190,6 +163,186 @@ unsafe fn tile_portable(
                     v += *ep.res.add(i * ep.ldr + j);
                 }
                 *d = act_scalar(ep.act, v);
+            }
+        }
+    }
+}
+
+/// A direct-convolution tile: as [`tile`], but A is packed `a[p·MR + i]` (all `MR` rows, zero
+/// past the real ones) and step `p`'s B row is read in place, `NR` consecutive values at
+/// `x + offs[p]` (a tap of the padded input, see `conv::direct`), so the input is never
+/// expanded into im2col columns. Same arithmetic per element as [`tile`].
+///
+/// # Safety
+/// `a` readable for `kc·MR` values; `x + offs[p]` readable for `NR` values for `p < kc`;
+/// `c`, `ep` and `mr`, `nr` as in [`tile`]; `isa` supported by the CPU.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub unsafe fn conv_tile(
+    isa: Isa,
+    kc: usize,
+    a: *const f32,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    match isa {
+        // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma | Isa::Avx512 => unsafe {
+            super::avx2::conv_tile(kc, a, x, offs, c, ldc, mr, nr, ep)
+        },
+        // SAFETY: forwarded contract.
+        Isa::Portable => unsafe { conv_tile_portable(kc, a, x, offs, c, ldc, mr, nr, ep) },
+    }
+}
+
+/// # Safety
+/// As [`conv_tile`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn conv_tile_portable(
+    kc: usize,
+    a: *const f32,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    let mut acc = [[0.0f32; NR]; MR];
+    for p in 0..kc {
+        // SAFETY: in bounds per the contract.
+        let (b, av) = unsafe {
+            let b: [f32; NR] =
+                core::ptr::read_unaligned(x.add(*offs.add(p) as usize) as *const [f32; NR]);
+            let av: [f32; MR] = *(a.add(p * MR) as *const [f32; MR]);
+            (b, av)
+        };
+        for i in 0..MR {
+            for j in 0..NR {
+                acc[i][j] += av[i] * b[j];
+            }
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { store_portable(&acc, c, ldc, mr, nr, ep) };
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn lcg(seed: &mut u32) -> f32 {
+        *seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+        (*seed >> 9) as f32 / (1u32 << 23) as f32 - 0.5
+    }
+
+    /// Every ISA this CPU has against the portable build, on both tiles, every partial tile
+    /// shape and every epilogue. Tolerance: FMA rounds once per step where the portable
+    /// build rounds twice, so results agree to a few ulp of the sum's magnitude (1e-5
+    /// relative to Σ|a·b|, K ≤ 300).
+    #[test]
+    fn every_isa_matches_portable() {
+        let mut seed = 3;
+        let kc = 297;
+        let a: Vec<f32> = (0..kc * MR).map(|_| lcg(&mut seed)).collect();
+        let bp: Vec<f32> = (0..kc * NR).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..kc + 2 * NR).map(|_| lcg(&mut seed)).collect();
+        let offs: Vec<u32> = (0..kc as u32).map(|p| (p * 7) % (kc as u32)).collect();
+        let bias: Vec<f32> = (0..MR).map(|_| lcg(&mut seed)).collect();
+        let res: Vec<f32> = (0..MR * NR).map(|_| lcg(&mut seed)).collect();
+        let c0: Vec<f32> = (0..MR * NR).map(|_| lcg(&mut seed)).collect();
+        let acts = [
+            TileAct::None,
+            TileAct::Clamp { lo: 0.0, hi: 0.2 },
+            TileAct::Leaky { alpha: 0.1 },
+        ];
+        for &isa in Isa::ALL {
+            if !isa.supported() {
+                std::println!("skipping the {} tiles: this CPU lacks them", isa.name());
+                continue;
+            }
+            for (mr, nr) in [(MR, NR), (1, 1), (4, 9), (6, 8), (3, 16), (5, 3)] {
+                for act in acts {
+                    for with in [false, true] {
+                        let ep = TileEp {
+                            alpha: if with { 0.5 } else { 1.0 },
+                            add: with,
+                            bias: if with {
+                                bias.as_ptr()
+                            } else {
+                                core::ptr::null()
+                            },
+                            res: if with {
+                                res.as_ptr()
+                            } else {
+                                core::ptr::null()
+                            },
+                            ldr: NR,
+                            act,
+                        };
+                        for conv in [false, true] {
+                            let run = |i: Isa| {
+                                let mut c = c0.clone();
+                                // SAFETY: every operand holds what the tile contracts ask
+                                // (a: kc·MR, bp: kc·NR, x: max offset + NR, c/res: MR×NR).
+                                unsafe {
+                                    if conv {
+                                        conv_tile(
+                                            i,
+                                            kc,
+                                            a.as_ptr(),
+                                            x.as_ptr(),
+                                            offs.as_ptr(),
+                                            c.as_mut_ptr(),
+                                            NR,
+                                            mr,
+                                            nr,
+                                            &ep,
+                                        );
+                                    } else {
+                                        tile(
+                                            i,
+                                            kc,
+                                            a.as_ptr(),
+                                            1,
+                                            MR,
+                                            bp.as_ptr(),
+                                            c.as_mut_ptr(),
+                                            NR,
+                                            mr,
+                                            nr,
+                                            &ep,
+                                        );
+                                    }
+                                }
+                                c
+                            };
+                            let (got, want) = (run(isa), run(Isa::Portable));
+                            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                                let (row, col) = (i / NR, i % NR);
+                                if row >= mr || col >= nr {
+                                    assert_eq!(g, &c0[i], "{} wrote outside the tile", isa.name());
+                                    continue;
+                                }
+                                // Σ|a·b| ≤ kc / 4 for values in [-0.5, 0.5).
+                                assert!(
+                                    (g - w).abs() <= 1e-5 * kc as f32 / 4.0,
+                                    "{} {conv} {mr}x{nr} {act:?}: {g} vs {w}",
+                                    isa.name()
+                                );
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -6,22 +6,28 @@
 //! Conv gathers the big grid into columns (im2col) and multiplies by the weights; ConvTranspose
 //! multiplies by the transposed weights and scatter-adds the columns into the big grid
 //! (col2im). Columns are processed in chunks so the workspace stays bounded. Depthwise conv and
-//! 1×1 stride-1 conv take direct paths without a column buffer.
+//! 1×1 stride-1 conv take direct paths without a column buffer; every other Conv runs the
+//! [`direct`] path (the GEMM tile reading a padded copy of the input), the implicit im2col
+//! packing only when the direct path's offsets would not fit in 32 bits.
+
+mod direct;
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef};
 
 use super::copy::{f32_in, f32_out};
 use super::gemm::{
-    Epilogue, MatB, NR, PackB, gemm_packed, gemm_packed_ws_len, sgemm, sgemm_ws_len, tile_act,
-    ws_f32,
+    Epilogue, MatB, NR, PackB, SendPtr, gemm_packed, gemm_packed_ws_len, sgemm, sgemm_ws_len,
+    tile_act, ws_f32,
 };
-use super::{KernelError, KernelResult, input, output};
+use super::{KernelError, KernelResult, input, isa, output};
 use crate::threads::{Parallel, Serial};
 
 /// Target size of the column buffer, in f32.
 const COL_CAP: usize = 1 << 19;
 /// Fewest columns per chunk (when a column is longer than `COL_CAP / MIN_COLS`).
 const MIN_COLS: usize = 64;
+/// Fewest multiply-adds (output elements × taps) worth splitting a depthwise conv between threads.
+const PAR_MIN_TAPS: usize = 1 << 16;
 
 /// Shapes and hyper-parameters, normalized to 3 spatial axes.
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +55,8 @@ enum Path {
     Depthwise,
     /// 1×1, stride 1, unpadded conv: GEMM on the input.
     Pointwise,
+    /// Conv: the register tile reading a padded band of the input in place.
+    Direct(direct::Layout),
     /// Conv: GEMM on the implicit im2col matrix, packed straight from the input.
     Implicit,
     /// ConvTranspose: GEMM then col2im over column chunks of `cols`.
@@ -228,6 +236,15 @@ fn plan(
             rows,
             col_len: 0,
             gemm_len,
+        });
+    }
+    if let Some(lay) = direct::layout(&geo) {
+        return Ok(Plan {
+            geo,
+            path: Path::Direct(lay),
+            rows,
+            col_len: 0,
+            gemm_len: lay.ws_len(),
         });
     }
     Ok(Plan {
@@ -520,37 +537,58 @@ fn col2im(geo: &Geo, col: &[f32], p0: usize, cols: usize, y: &mut [f32]) {
     });
 }
 
-/// Depthwise conv of one channel plane: `y += w ⋆ x` (y already holds the bias).
+/// One depthwise channel: `y += w ⋆ x` (y holds the bias). Output row by output row, so the
+/// row stays in L1 while every tap adds into it; each element still sums its taps in
+/// (t0, t1, t2) order. O(output · taps).
+#[inline(always)]
 fn depthwise_plane(geo: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
     let [k0, k1, k2] = geo.k;
     let [s0, s1, s2] = geo.small;
     let st = geo.s[2];
-    for t0 in 0..k0 {
-        for t1 in 0..k1 {
-            for t2 in 0..k2 {
-                let wv = w[(t0 * k1 + t1) * k2 + t2];
-                let off = (t2 * geo.d[2]) as i64 - geo.pb[2] as i64;
-                let (lo, hi) = valid_range(0, s2, st, off, geo.big[2]);
-                if hi <= lo {
+    // Per innermost tap: the valid output columns and the input offset of the first one.
+    let mut cols = [(0usize, 0usize, 0usize); TAP_TABLE];
+    let col_range = |t2: usize| {
+        let off = (t2 * geo.d[2]) as i64 - geo.pb[2] as i64;
+        let (lo, hi) = valid_range(0, s2, st, off, geo.big[2]);
+        let start = if hi > lo {
+            (lo as i64 * st as i64 + off) as usize
+        } else {
+            0
+        };
+        (lo, hi, start)
+    };
+    for (t2, c) in cols.iter_mut().enumerate().take(k2) {
+        *c = col_range(t2);
+    }
+    for o0 in 0..s0 {
+        for o1 in 0..s1 {
+            let yrow = &mut y[(o0 * s1 + o1) * s2..][..s2];
+            for t0 in 0..k0 {
+                let Some(b0) = big_index(geo, 0, o0, t0) else {
                     continue;
-                }
-                for o0 in 0..s0 {
-                    let Some(b0) = big_index(geo, 0, o0, t0) else {
+                };
+                for t1 in 0..k1 {
+                    let Some(b1) = big_index(geo, 1, o1, t1) else {
                         continue;
                     };
-                    for o1 in 0..s1 {
-                        let Some(b1) = big_index(geo, 1, o1, t1) else {
-                            continue;
+                    let xrow = &x[(b0 * geo.big[1] + b1) * geo.big[2]..][..geo.big[2]];
+                    let wrow = &w[(t0 * k1 + t1) * k2..][..k2];
+                    for (t2, &wv) in wrow.iter().enumerate() {
+                        let (lo, hi, start) = if t2 < TAP_TABLE {
+                            cols[t2]
+                        } else {
+                            col_range(t2)
                         };
-                        let xrow = &x[(b0 * geo.big[1] + b1) * geo.big[2]..][..geo.big[2]];
-                        let yrow = &mut y[(o0 * s1 + o1) * s2..][lo..hi];
-                        let start = (lo as i64 * st as i64 + off) as usize;
+                        if hi <= lo {
+                            continue;
+                        }
+                        let yr = &mut yrow[lo..hi];
                         if st == 1 {
-                            for (d, s) in yrow.iter_mut().zip(&xrow[start..]) {
+                            for (d, s) in yr.iter_mut().zip(&xrow[start..]) {
                                 *d += wv * *s;
                             }
                         } else {
-                            for (j, d) in yrow.iter_mut().enumerate() {
+                            for (j, d) in yr.iter_mut().enumerate() {
                                 *d += wv * xrow[start + j * st];
                             }
                         }
@@ -671,6 +709,18 @@ pub fn run_conv_on(
 ) -> KernelResult {
     let (xs, wsh, ysh) = shapes(ins, outs)?;
     let pl = plan(p, false, &xs, &wsh, &ysh)?;
+    run_conv_planned(p, &pl, ins, outs, ws, par)
+}
+
+/// [`run_conv_on`] on a given plan (tests force the im2col path through it).
+fn run_conv_planned(
+    p: &ConvParams,
+    pl: &Plan,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn Parallel,
+) -> KernelResult {
     let geo = pl.geo;
     let ops = operands(ins, geo.m)?;
     let y = f32_out(output(outs, 0, "conv output")?)?;
@@ -703,15 +753,35 @@ pub fn run_conv_on(
         let yb = &mut y[b * geo.m * yp..(b + 1) * geo.m * yp];
         match pl.path {
             Path::Depthwise => {
-                for ch in 0..geo.c {
-                    let yc = &mut yb[ch * yp..(ch + 1) * yp];
-                    yc.fill(ops.bias.map_or(0.0, |bv| bv[ch]));
-                    depthwise_plane(
-                        &geo,
-                        &xb[ch * xp..(ch + 1) * xp],
-                        &ops.w[ch * geo.kprod..(ch + 1) * geo.kprod],
-                        yc,
-                    );
+                let (w, bias) = (ops.w, ops.bias);
+                let yptr = SendPtr(yb.as_mut_ptr());
+                let slots = par.threads().min(geo.c).max(1);
+                let slots = if geo.c * yp * geo.kprod < PAR_MIN_TAPS {
+                    1
+                } else {
+                    slots
+                };
+                let body = |s: usize| {
+                    for ch in s * geo.c / slots..(s + 1) * geo.c / slots {
+                        // SAFETY: slot `s` alone writes channels `s·c/slots..(s+1)·c/slots`
+                        // of this batch's output, all inside `yb`.
+                        let yc =
+                            unsafe { core::slice::from_raw_parts_mut(yptr.get().add(ch * yp), yp) };
+                        yc.fill(bias.map_or(0.0, |bv| bv[ch]));
+                        isa::with_simd(|| {
+                            depthwise_plane(
+                                &geo,
+                                &xb[ch * xp..(ch + 1) * xp],
+                                &w[ch * geo.kprod..(ch + 1) * geo.kprod],
+                                yc,
+                            )
+                        });
+                    }
+                };
+                if slots == 1 {
+                    body(0);
+                } else {
+                    par.run(slots, &body);
                 }
                 if let Some(r) = ops.residual {
                     let rb = &r[b * geo.m * yp..(b + 1) * geo.m * yp];
@@ -756,6 +826,26 @@ pub fn run_conv_on(
                         src = &with_prologue;
                     }
                     gemm_packed(geo.mg, yp, krows, wg, krows, 1, src, yg, yp, &ep, gws, par)?;
+                }
+            }
+            Path::Direct(lay) => {
+                for g in 0..geo.g {
+                    let at = b * geo.m * yp + g * geo.mg * yp;
+                    direct::run(
+                        &geo,
+                        &lay,
+                        direct::Group {
+                            x: &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp],
+                            w: &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows],
+                            y: &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp],
+                            bias: ops.bias.map(|bv| &bv[g * geo.mg..(g + 1) * geo.mg]),
+                            residual: ops.residual.map(|r| &r[at..at + geo.mg * yp]),
+                            act: act.unwrap_or(super::gemm::TileAct::None),
+                            prologue,
+                        },
+                        gws,
+                        par,
+                    )?;
                 }
             }
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
@@ -1088,6 +1178,43 @@ mod tests {
             run_conv(&p, &ins, &mut outs, ws_bytes)
         }
         .unwrap();
+        let planned = plan(&p, transpose, &xs, &wsh, &ys).unwrap();
+        if let Path::Direct(_) = planned.path {
+            // The im2col path gives bitwise the same result (same taps, order and K blocks),
+            // on one slot and on three.
+            let implicit = Plan {
+                path: Path::Implicit,
+                gemm_len: gemm_packed_ws_len(planned.geo.small_plane, planned.rows),
+                ..planned
+            };
+            let mut ws2 = std::vec![0u32; implicit.gemm_len];
+            let mut y2 = std::vec![0.0f32; y.len()];
+            let mut outs2 = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y2),
+            }];
+            let ws2b: &mut [u8] = bytemuck::cast_slice_mut(&mut ws2);
+            run_conv_planned(&p, &implicit, &ins, &mut outs2, ws2b, &Serial).unwrap();
+            assert_eq!(y, y2, "direct and im2col paths differ");
+            let mut y3 = std::vec![0.0f32; y.len()];
+            let mut outs3 = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y3),
+            }];
+            let ws_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
+            run_conv_planned(
+                &p,
+                &planned,
+                &ins,
+                &mut outs3,
+                ws_bytes,
+                &super::super::test_util::Slots(3),
+            )
+            .unwrap();
+            assert_eq!(y, y3, "direct path differs between 1 and 3 slots");
+        }
         let bias = c.bias.then_some(&b[..]);
         let want = if transpose {
             naive_conv_t(c, &x, &w, bias, &yd)
@@ -1154,7 +1281,7 @@ mod tests {
             &[2, 3],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Implicit));
+        assert!(matches!(check(&c, false), Path::Direct(_)));
         let c = case(
             &[1, 3, 7, 7],
             &[5, 3, 3, 3],
@@ -1225,7 +1352,7 @@ mod tests {
             &[1, 1],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Implicit));
+        assert!(matches!(check(&c, false), Path::Direct(_)));
     }
 
     #[test]
@@ -1324,6 +1451,47 @@ mod tests {
     }
 
     #[test]
+    fn direct_bands_strides_and_k_blocks() {
+        // 64·9 = 576 taps: three K blocks; 70 output rows: several bands; 7 filters: a
+        // partial channel panel.
+        let c = case(
+            &[1, 64, 70, 40],
+            &[7, 64, 3, 3],
+            1,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            true,
+        );
+        assert!(matches!(check(&c, false), Path::Direct(_)));
+        // horizontal stride 3 (three phases) with dilation 2, vertical stride 2, groups.
+        let c = case(
+            &[2, 40, 30, 37],
+            &[26, 20, 3, 3],
+            2,
+            &[2, 3],
+            &[1, 2],
+            &[1, 2],
+            &[0, 1],
+            true,
+        );
+        assert!(matches!(check(&c, false), Path::Direct(_)));
+        // rows one column wide go through im2col
+        let c = case(
+            &[1, 8, 20, 1],
+            &[4, 8, 5, 1],
+            1,
+            &[1, 1],
+            &[1, 1],
+            &[2, 0],
+            &[2, 0],
+            true,
+        );
+        assert_eq!(check(&c, false), Path::Implicit);
+    }
+
+    #[test]
     fn conv_chunks_columns() {
         // C/g·Πk = 576 rows × 1600 columns exceeds COL_CAP: several column chunks
         let c = case(
@@ -1336,7 +1504,7 @@ mod tests {
             &[1, 1],
             true,
         );
-        assert_eq!(check(&c, false), Path::Implicit);
+        assert!(matches!(check(&c, false), Path::Direct(_)));
     }
 
     #[test]

@@ -1,0 +1,300 @@
+//! Direct convolution: the GEMM register tile ([`conv_tile`]) reads its B rows in place from
+//! a padded copy of the input instead of from packed im2col columns, so each input value is
+//! copied once per band rather than once per kernel tap (9× for a 3×3 kernel).
+//!
+//! The copy ("band") holds, for a band of output rows, every input row they read, with the
+//! horizontal padding written out as zeros and each row split into `stride` phases (column
+//! `c` of the padded row at `(c mod s)·pw + c / s`), so the `NR` outputs of a tile read `NR`
+//! consecutive values for every tap whatever the stride. Rows outside the input are zero
+//! rows. Weights are packed into `MR`-row panels once per call. Each output element gets the
+//! same operations in the same order as on the im2col path (taps in (channel, kd, kh, kw)
+//! order, the same K blocks, zeros for padding), so the two paths agree bitwise.
+//!
+//! Cost: O(input · rows re-read at band borders) to copy, O(M·K·output) multiply-adds.
+
+use super::super::gemm::micro::{MR, NR, TileAct, TileEp, conv_tile, isa};
+use super::super::gemm::{SendPtr, k_block};
+use super::{Geo, KernelError, bad};
+use crate::threads::Parallel;
+
+/// Target f32 size of one band (the copy stays in L2 while the tiles read it).
+const BAND_CAP: usize = 1 << 16;
+/// Readable f32 past the band: a row's last tile reads up to `NR` values past its columns.
+const SLACK: usize = NR;
+
+/// The band geometry of one convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Layout {
+    /// Width of one stride phase of a padded row.
+    pw: usize,
+    /// Padded row length (`stride · pw`).
+    wp: usize,
+    /// Output rows per band.
+    band: usize,
+    /// Input rows held per band (per channel and depth tap).
+    rin: usize,
+    /// f32 of the band, slack included.
+    buf: usize,
+    /// f32 of the packed weight panels.
+    apack: usize,
+    /// Taps (`K = C/g · Πk`), one u32 offset each.
+    taps: usize,
+}
+
+impl Layout {
+    /// f32 scratch elements the direct path needs.
+    pub(super) fn ws_len(&self) -> usize {
+        self.buf + self.apack + self.taps
+    }
+}
+
+/// The band layout, or `None` when output rows are too narrow for row tiles, offsets would
+/// not fit in u32 or the conv is empty (the im2col path takes those).
+pub(super) fn layout(geo: &Geo) -> Option<Layout> {
+    if geo.cg == 0 || geo.mg == 0 || geo.small.contains(&0) {
+        return None;
+    }
+    // Tiles cover one output row each: on narrow rows most of a tile's lanes would be
+    // wasted, where im2col's columns run across rows.
+    let w = geo.small[2];
+    let covered = w / NR * NR + (w % NR).next_multiple_of(NR / 2);
+    if w * 4 < covered * 3 {
+        return None;
+    }
+    let [k0, k1, k2] = geo.k;
+    let (s1, s2) = (geo.s[1], geo.s[2]);
+    let (d1, d2) = (geo.d[1], geo.d[2]);
+    let span2 = (geo.small[2] - 1)
+        .checked_mul(s2)?
+        .checked_add((k2 - 1).checked_mul(d2)?)?
+        + 1;
+    let pw = span2.div_ceil(s2);
+    let wp = pw.checked_mul(s2)?;
+    let reach1 = (k1 - 1).checked_mul(d1)? + 1;
+    let per_row = geo.cg.checked_mul(k0)?.checked_mul(wp)?;
+    let fit = (BAND_CAP / per_row.max(1)).saturating_sub(reach1) / s1 + 1;
+    let band = fit.clamp(1, geo.small[1].max(1));
+    let rin = (band - 1).checked_mul(s1)?.checked_add(reach1)?;
+    let buf = per_row.checked_mul(rin)?.checked_add(SLACK)?;
+    let taps = geo.cg.checked_mul(geo.kprod)?;
+    let apack = geo.mg.next_multiple_of(MR).checked_mul(taps)?;
+    if buf > u32::MAX as usize {
+        return None;
+    }
+    buf.checked_add(apack)?.checked_add(taps)?;
+    Some(Layout {
+        pw,
+        wp,
+        band,
+        rin,
+        buf,
+        apack,
+        taps,
+    })
+}
+
+/// One group of one batch item.
+pub(super) struct Group<'a> {
+    /// The group's `C/g` input channel planes.
+    pub x: &'a [f32],
+    /// The group's `M/g` filters, `K` values each.
+    pub w: &'a [f32],
+    /// Its `M/g` output planes.
+    pub y: &'a mut [f32],
+    pub bias: Option<&'a [f32]>,
+    /// A residual shaped like `y`, added before the activation.
+    pub residual: Option<&'a [f32]>,
+    pub act: TileAct,
+    /// Per-input-channel scale, shift and activation applied while copying (unpadded convs).
+    pub prologue: Option<(&'a [f32], &'a [f32], TileAct)>,
+}
+
+/// `y = act(W ⋆ x + bias + residual)` for one group, split between the slots of `par` by
+/// (output row, column block).
+pub(super) fn run(
+    geo: &Geo,
+    lay: &Layout,
+    g: Group<'_>,
+    ws: &mut [f32],
+    par: &dyn Parallel,
+) -> Result<(), KernelError> {
+    let [k0, k1, k2] = geo.k;
+    let [small0, small1, small2] = geo.small;
+    let (yp, k) = (geo.small_plane, lay.taps);
+    if g.x.len() < geo.cg * geo.big_plane
+        || g.w.len() < geo.mg * k
+        || g.y.len() < geo.mg * yp
+        || g.residual.is_some_and(|r| r.len() < geo.mg * yp)
+        || g.bias.is_some_and(|b| b.len() < geo.mg)
+    {
+        return Err(bad("conv operand smaller than its shape"));
+    }
+    let ws = ws.get_mut(..lay.ws_len()).ok_or(KernelError::Workspace)?;
+    let (band, rest) = ws.split_at_mut(lay.buf);
+    let (apack, offs) = rest.split_at_mut(lay.apack);
+    let offs: &mut [u32] = bytemuck::cast_slice_mut(offs);
+
+    // Weight panels: apack[(panel·K + p)·MR + i] = w[panel·MR + i][p], zero past M/g.
+    for (q, panel) in apack.chunks_exact_mut(k * MR).enumerate() {
+        for (p, lanes) in panel.chunks_exact_mut(MR).enumerate() {
+            for (i, v) in lanes.iter_mut().enumerate() {
+                let row = q * MR + i;
+                *v = if row < geo.mg { g.w[row * k + p] } else { 0.0 };
+            }
+        }
+    }
+    // Tap offsets into the band, in the weights' (channel, kd, kh, kw) order.
+    let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
+    let mut max_off = 0;
+    let mut p = 0;
+    for ci in 0..geo.cg {
+        for t0 in 0..k0 {
+            for t1 in 0..k1 {
+                for t2 in 0..k2 {
+                    let h = t2 * geo.d[2];
+                    let off = ((ci * k0 + t0) * rin + t1 * geo.d[1]) * wp + (h % s2) * pw + h / s2;
+                    offs[p] = off as u32;
+                    max_off = max_off.max(off);
+                    p += 1;
+                }
+            }
+        }
+    }
+    // Every read stays inside the band: the farthest tile reads NR values from
+    // max_off + (band − 1)·s1·wp + (last column block).
+    let last_col = (small2 - 1) / NR * NR;
+    if max_off + (lay.band - 1) * geo.s[1] * wp + last_col + NR > band.len() {
+        return Err(KernelError::BadParams("conv band layout"));
+    }
+
+    let isa = isa();
+    let kb = k_block(k);
+    let panels = geo.mg.div_ceil(MR);
+    let yptr = SendPtr(g.y.as_mut_ptr());
+    for o0 in 0..small0 {
+        let mut r0 = 0;
+        while r0 < small1 {
+            let rows = lay.band.min(small1 - r0);
+            fill_band(geo, lay, &g, o0, r0, band);
+            let (band, apack, offs): (&[f32], &[f32], &[u32]) = (band, apack, offs);
+            // Items are (output row, column block); inside one, each K block's band lines are
+            // read once from L2 and reused from L1 by every channel panel.
+            let blocks = small2.div_ceil(NR);
+            let items = rows * blocks;
+            let slots = par.threads().min(items).max(1);
+            let body = |s: usize| {
+                for item in s * items / slots..(s + 1) * items / slots {
+                    let (ro, j) = (item / blocks, item % blocks * NR);
+                    let nr = (small2 - j).min(NR);
+                    let out_col = (o0 * small1 + r0 + ro) * small2 + j;
+                    let xat = ro * geo.s[1] * wp + j;
+                    let mut pc = 0;
+                    while pc < k {
+                        let kc = kb.min(k - pc);
+                        let last = pc + kc >= k;
+                        for q in 0..panels {
+                            let m0 = q * MR;
+                            let mr = (geo.mg - m0).min(MR);
+                            let at = m0 * yp + out_col;
+                            let ep = TileEp {
+                                alpha: 1.0,
+                                add: pc > 0,
+                                bias: match (last, g.bias) {
+                                    (true, Some(b)) => b[m0..].as_ptr(),
+                                    _ => core::ptr::null(),
+                                },
+                                res: match (last, g.residual) {
+                                    (true, Some(r)) => r[at..].as_ptr(),
+                                    _ => core::ptr::null(),
+                                },
+                                ldr: yp,
+                                act: if last { g.act } else { TileAct::None },
+                            };
+                            // SAFETY: the panel holds K·MR values; every `band[xat +
+                            // offs[p]..][..NR]` is inside `band` (checked above); rows
+                            // `m0..m0 + mr` and columns `j..j + nr` of this output row are
+                            // inside `y` (and the residual) and written by this item only;
+                            // `isa` was detected.
+                            unsafe {
+                                conv_tile(
+                                    isa,
+                                    kc,
+                                    apack[(q * k + pc) * MR..].as_ptr(),
+                                    band.as_ptr().add(xat),
+                                    offs[pc..].as_ptr(),
+                                    yptr.get().add(at),
+                                    yp,
+                                    mr,
+                                    nr,
+                                    &ep,
+                                );
+                            }
+                        }
+                        pc += kc;
+                    }
+                }
+            };
+            if slots == 1 {
+                body(0);
+            } else {
+                par.run(slots, &body);
+            }
+            r0 += rows;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the input rows of output rows `r0..r0 + band` at output depth `o0` into the band:
+/// zero rows outside the input, horizontal padding as zeros, each row split into stride
+/// phases, the prologue applied to real values.
+fn fill_band(geo: &Geo, lay: &Layout, g: &Group<'_>, o0: usize, r0: usize, band: &mut [f32]) {
+    let [k0, _, _] = geo.k;
+    let (big0, big1, big2) = (geo.big[0], geo.big[1], geo.big[2]);
+    let (wp, pw, s2, pb2) = (lay.wp, lay.pw, geo.s[2], geo.pb[2]);
+    for ci in 0..geo.cg {
+        let (scale, shift, pact) = match g.prologue {
+            Some((sc, sh, a)) => (sc[ci], sh[ci], Some(a)),
+            None => (1.0, 0.0, None),
+        };
+        for t0 in 0..k0 {
+            let b0 = (o0 * geo.s[0] + t0 * geo.d[0]).checked_sub(geo.pb[0]);
+            for r in 0..lay.rin {
+                let dst = &mut band[((ci * k0 + t0) * lay.rin + r) * wp..][..wp];
+                let b1 = (r0 * geo.s[1] + r).checked_sub(geo.pb[1]);
+                let src = match (b0, b1) {
+                    (Some(b0), Some(b1)) if b0 < big0 && b1 < big1 => {
+                        &g.x[((ci * big0 + b0) * big1 + b1) * big2..][..big2]
+                    }
+                    _ => {
+                        dst.fill(0.0);
+                        continue;
+                    }
+                };
+                let value = |c: usize| match c.checked_sub(pb2) {
+                    Some(i) if i < big2 => match pact {
+                        Some(a) => super::super::gemm::micro::act_scalar(a, src[i] * scale + shift),
+                        None => src[i],
+                    },
+                    _ => 0.0,
+                };
+                if s2 == 1 && pact.is_none() {
+                    let lo = pb2.min(wp);
+                    let len = big2.min(wp - lo);
+                    dst[..lo].fill(0.0);
+                    dst[lo..lo + len].copy_from_slice(&src[..len]);
+                    dst[lo + len..].fill(0.0);
+                } else {
+                    for ph in 0..s2 {
+                        for (q, d) in dst[ph * pw..(ph + 1) * pw].iter_mut().enumerate() {
+                            *d = value(q * s2 + ph);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The slack past the last row is read (never stored) by partial tiles.
+    let used = geo.cg * k0 * lay.rin * wp;
+    band[used..].fill(0.0);
+}
