@@ -31,6 +31,12 @@ How each case is made (all float models built with onnx.helper, seeded random we
   ort_bert_dyn  the block quantized by quantize_dynamic, then saved at EXTENDED ->
                 DynamicQuantizeMatMul / MatMulIntegerToFloat.
   ort_lstm_dyn  an LSTM (+ Gemm head) quantized by quantize_dynamic -> DynamicQuantizeLSTM.
+                Both dynamic cases use reduce_range=True (int8 weights in [-64, 63]), as
+                onnxruntime advises for AVX2: its uint8 x int8 AVX2 kernel (vpmaddubsw) sums
+                pairs of products in saturating int16, so with full-range weights its output
+                depends on the host's instruction set (exact with AVX-512 VNNI, saturated
+                with AVX2) and the reference would not be reproducible. With 7-bit weights
+                no pair can saturate and every host computes the exact integer product.
   ort_qop_cnn   a CNN with Add/Mul/Sigmoid/LeakyRelu/Concat/pools/Gemm quantized by
                 quantize_static (QOperator, uint8, random calibration) -> QLinearConv,
                 QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearConcat,
@@ -472,11 +478,32 @@ def ms_attention(rng):
            outputs=["mha"], domain=MS, num_heads=H)
     g.node("MultiHeadAttention", ["att_causal", "att", "x"], outputs=["mha_causal"], domain=MS,
            num_heads=2, unidirectional=1)
+    # qkv_hidden_sizes with a wider V, start/end positions [2B] and attention_bias
+    wv = g.weight((D, 2 * D + 48), D)
+    g.node("Attention", ["x", wv, "", g.init(np.array([S, S - 1, 1, 0], np.int32), "mask_index"),
+                         "", g.init(g.normal((1, H, S, S), 0.5), "attention_bias")],
+           outputs=["att_v48"], domain=MS, num_heads=H, qkv_hidden_sizes=[D, D, 48])
+    # a 3-D 0/1 mask with unidirectional, custom mask_filter_value
+    m3 = (rng.random((B, S, S)) > 0.3).astype(np.int32)
+    m3[:, :, 0] = 1
+    g.node("Attention", ["x", wqkv, bqkv, g.init(m3, "mask3d")], outputs=["att_m3"],
+           domain=MS, num_heads=2, unidirectional=1, mask_filter_value=-1000.0)
+    # MHA: key lengths [B] and attention_bias; key_padding_mask [B, L]
+    kpm = np.ones((B, Skv), np.int32)
+    kpm[0, Skv - 3:] = 0
+    g.node("MultiHeadAttention", ["x", "kv", "kv", "", g.init(np.array([Skv, Skv - 4], np.int32)),
+                                  g.init(g.normal((B, 1, S, Skv), 0.5))],
+           outputs=["mha_len"], domain=MS, num_heads=H)
+    g.node("MultiHeadAttention", ["x", "kv", "kv", "", g.init(kpm, "key_padding_mask")],
+           outputs=["mha_kpm", "present_k", "present_v"], domain=MS, num_heads=H, scale=0.3)
     mask = np.ones((B, S), np.int32)
     mask[1, S - 2:] = 0
     model = g.model([("x", F32, [B, S, D]), ("kv", F32, [B, Skv, D]), ("mask", 6, [B, S])],
                     [("att", F32, [B, S, D]), ("mha", F32, [B, S, D]),
-                     ("mha_causal", F32, [B, S, D])], ms=True)
+                     ("mha_causal", F32, [B, S, D]), ("att_v48", F32, [B, S, 48]),
+                     ("att_m3", F32, [B, S, D]), ("mha_len", F32, [B, S, D]),
+                     ("mha_kpm", F32, [B, S, D]), ("present_k", F32, [B, H, Skv, D // H]),
+                     ("present_v", F32, [B, H, Skv, D // H])], ms=True)
     return model, {"x": g.normal([B, S, D]), "kv": g.normal([B, Skv, D]), "mask": mask}
 
 
@@ -493,12 +520,97 @@ def ms_gqa(rng):
     g.node("GroupQueryAttention", ["q", "k", "v", "", "", seqlens, total],
            outputs=["y", "present_key", "present_value"], domain=MS, num_heads=Hq,
            kv_num_heads=Hkv)
+    # packed QKV (key and value absent), 4 query heads on 1 key/value head, custom scale
+    qkv = g.node("Concat", ["q", "k", "v"], axis=2)
+    g.node("GroupQueryAttention", [qkv, "", "", "", "", seqlens, total], outputs=["y_packed"],
+           domain=MS, num_heads=Hq, kv_num_heads=Hkv, scale=0.25)
     model = g.model([("q", F32, [B, S, Hq * dh]), ("k", F32, [B, S, Hkv * dh]),
                      ("v", F32, [B, S, Hkv * dh])],
                     [("y", F32, [B, S, Hq * dh]), ("present_key", F32, [B, Hkv, S, dh]),
-                     ("present_value", F32, [B, Hkv, S, dh])], ms=True)
+                     ("present_value", F32, [B, Hkv, S, dh]), ("y_packed", F32, [B, S, Hq * dh])],
+                    ms=True)
     return model, {"q": g.normal([B, S, Hq * dh]), "k": g.normal([B, S, Hkv * dh]),
                    "v": g.normal([B, S, Hkv * dh])}
+
+
+def ms_fused(rng):
+    """FusedConv with the residual input Z and Tanh / HardSigmoid activations, FusedGemm with
+    LeakyRelu, transB, alpha and beta."""
+    import numpy as np
+
+    g = G(rng)
+    w = g.weight((8, 4, 3, 3), 36)
+    b = g.init(g.normal((8,), 0.1))
+    c = g.node("FusedConv", ["x", w, b, "z"], domain=MS, kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+               activation="Tanh")
+    c = g.node("FusedConv", [c, g.weight((8, 8, 1, 1), 8)], domain=MS, activation="HardSigmoid",
+               activation_params=[0.3, 0.4])
+    c = g.node("FusedConv", [c, g.weight((8, 8, 3, 3), 72)], domain=MS, strides=[2, 2],
+               pads=[1, 1, 1, 1],
+               activation="Clip", activation_params=[0.1, 0.5], outputs=["conv"])
+    f = g.node("Reshape", ["conv", g.init(np.array([2, 128], np.int64))])
+    g.node("FusedGemm", [f, g.weight((16, 128), 128), g.init(g.normal((16,), 0.1))], domain=MS,
+           transB=1, alpha=1.5, beta=0.5, activation="LeakyRelu", activation_alpha=0.2,
+           outputs=["y"])
+    model = g.model([("x", F32, [2, 4, 8, 8]), ("z", F32, [2, 8, 8, 8])],
+                    [("conv", F32, [2, 8, 4, 4]), ("y", F32, [2, 16])], ms=True)
+    return model, {"x": g.normal([2, 4, 8, 8]), "z": g.normal([2, 8, 8, 8])}
+
+
+def ms_quantized(rng):
+    """QGemm with transA, per-column int8 weights, an int32 C and a uint8 output, then a float
+    output; MatMulIntegerToFloat with zero points and bias; QLinearConcat whose inputs carry
+    their own scales and one Y's own; QLinearGlobalAveragePool on an odd spatial size."""
+    import numpy as np
+
+    g = G(rng)
+    M, K, N = 6, 20, 12
+    f32 = lambda v: g.init(np.array(v, np.float32), "s")  # noqa: E731
+    u8 = lambda v: g.init(np.array(v, np.uint8), "zp")  # noqa: E731
+    bq = g.init(rng.integers(-60, 60, (N, K), dtype=np.int8), "bq")
+    bs = g.init(g.uniform((N,), 0.01, 0.02), "bs")
+    bz = g.init(np.zeros((N,), np.int8), "bz")
+    cq = g.init(rng.integers(-500, 500, (N,), dtype=np.int32), "c")
+    y8 = g.node("QGemm", ["aq", f32(0.05), u8(120), bq, bs, bz, cq, f32(0.04), u8(128)],
+                domain=MS, transA=1, transB=1)
+    yf = g.node("QGemm", [y8, f32(0.04), u8(128), g.init(rng.integers(0, 255, (N, 5), dtype=np.uint8)),
+                          f32(0.02), u8(127)], domain=MS, outputs=["qgemm_f"])
+    del yf
+    # |B| <= 63: onnxruntime's AVX2 uint8 x int8 kernel saturates pairs of larger products.
+    mi = g.node("MatMulIntegerToFloat", [y8, g.init(rng.integers(-63, 64, (N, 7), dtype=np.int8)),
+                                         f32(0.04), g.init(g.uniform((7,), 0.01, 0.03)), u8(128),
+                                         g.init(np.array(3, np.int8)), g.init(g.normal((7,), 0.1))],
+                domain=MS, outputs=["mitf"])
+    del mi
+    c = g.node("QLinearConcat", [f32(0.04), u8(128), y8, f32(0.04), u8(128),
+                                 "cq", f32(0.07), u8(100)], domain=MS, axis=1, outputs=["concat"])
+    img = g.node("Reshape", [c, g.init(np.array([1, 3, 2, 28], np.int64))])
+    g.node("QLinearGlobalAveragePool", [img, f32(0.04), u8(128), f32(0.01), u8(90)], domain=MS,
+           outputs=["gap"])
+    model = g.model([("aq", 2, [K, M]), ("cq", 2, [M, 16])],
+                    [("qgemm_f", F32, [M, 5]), ("mitf", F32, [M, 7]), ("concat", 2, [M, 28]),
+                     ("gap", 2, [1, 3, 1, 1])], ms=True)
+    return model, {"aq": rng.integers(0, 256, (K, M), dtype=np.uint8),
+                   "cq": rng.integers(0, 256, (M, 16), dtype=np.uint8)}
+
+
+def ort_bilstm(rng, T=5, B=2, I=12, Hd=16):
+    """A bidirectional LSTM with initial states (float); sequence_lens covers every step
+    (onnxruntime's quantized LSTM quantizes the zeroed rows of finished sequences with the
+    others, which ge does not reproduce and refuses)."""
+    import numpy as np
+
+    g = G(rng)
+    w = g.init(g.normal((2, 4 * Hd, I), 1.0 / I**0.5))
+    r = g.init(g.normal((2, 4 * Hd, Hd), 1.0 / Hd**0.5))
+    b = g.init(g.normal((2, 8 * Hd), 0.1))
+    lens = g.init(np.array([T, T], np.int32), "lens")
+    g.node("LSTM", ["x", w, r, b, lens, "h0", "c0"], outputs=["y", "y_h", "y_c"], hidden_size=Hd,
+           direction="bidirectional")
+    st = [2, B, Hd]
+    model = g.model([("x", F32, [T, B, I]), ("h0", F32, st), ("c0", F32, st)],
+                    [("y", F32, [T, 2, B, Hd]), ("y_h", F32, st), ("y_c", F32, st)], opset=13)
+    return model, {"x": g.normal([T, B, I]), "h0": g.normal(st, 0.5), "c0": g.normal(st, 0.5)}
 
 
 def pack4(q):
@@ -539,9 +651,18 @@ def ms_matmul_nbits(rng):
     h = g.node("Slice", [h, g.init(np.array([0], np.int64)), g.init(np.array([K2], np.int64)),
                          g.init(np.array([-1], np.int64))])
     b2, s2, _ = weights(K2, N2, 32, False)
-    g.node("MatMulNBits", [h, b2, s2], domain=MS, K=K2, N=N2, bits=4, block_size=32,
-           outputs=["y"])
-    model = g.model([("a", F32, [2, M, K1])], [("y", F32, [2, M, N2])], ms=True)
+    h = g.node("MatMulNBits", [h, b2, s2], domain=MS, K=K2, N=N2, bits=4, block_size=32)
+    # 4 bits with zero points as floats (the unpacked form)
+    b3, s3, _ = weights(N2, N2, 16, False)
+    zf = g.init(rng.integers(4, 12, (N2, 1)).astype(np.float32), "zf")
+    h = g.node("MatMulNBits", [h, b3, s3, zf], domain=MS, K=N2, N=N2, bits=4, block_size=16)
+    # 8 bits, uint8 zero points, K = 12 in one padded block of 16
+    q8 = rng.integers(0, 256, (8, 1, 16), dtype=np.uint8)
+    q8[:, :, N2:] = 0
+    g.node("MatMulNBits", [h, g.init(q8, "q8"), g.init(g.uniform((8, 1), 0.002, 0.01), "s8"),
+                           g.init(rng.integers(100, 156, (8, 1)).astype(np.uint8), "z8")],
+           domain=MS, K=N2, N=8, bits=8, block_size=16, outputs=["y"])
+    model = g.model([("a", F32, [2, M, K1])], [("y", F32, [2, M, 8])], ms=True)
     return model, {"a": g.normal([2, M, K1])}
 
 
@@ -577,18 +698,18 @@ def case_ort_bert_dyn(rng, tmp):
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     model, feeds = bert_float(rng)
-    q = quantized(model, tmp, quantize_dynamic, weight_type=QuantType.QInt8)
+    q = quantized(model, tmp, quantize_dynamic, weight_type=QuantType.QInt8, reduce_range=True)
     return (ort_optimized(q, tmp), feeds,
-            "BERT-like layer: quantize_dynamic (int8 weights), saved at ORT_ENABLE_EXTENDED")
+            "BERT-like layer: quantize_dynamic (7-bit int8 weights), saved at ORT_ENABLE_EXTENDED")
 
 
 def case_ort_lstm_dyn(rng, tmp):
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     model, feeds = lstm_float(rng)
-    q = quantized(model, tmp, quantize_dynamic, weight_type=QuantType.QInt8,
+    q = quantized(model, tmp, quantize_dynamic, weight_type=QuantType.QInt8, reduce_range=True,
                   op_types_to_quantize=["LSTM"])
-    return q, feeds, "LSTM + Gemm: quantize_dynamic on the LSTM (int8 weights)"
+    return q, feeds, "LSTM + Gemm: quantize_dynamic on the LSTM (7-bit int8 weights)"
 
 
 def case_ort_qop_cnn(rng, tmp):
@@ -600,6 +721,15 @@ def case_ort_qop_cnn(rng, tmp):
                   quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
                   weight_type=QuantType.QUInt8, per_channel=False)
     return q, feeds, "CNN: quantize_static, QOperator format, uint8, random calibration"
+
+
+def case_ort_bilstm_dyn(rng, tmp):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model, feeds = ort_bilstm(rng)
+    q = quantized(model, tmp, quantize_dynamic, weight_type=QuantType.QInt8, reduce_range=True,
+                  per_channel=True, op_types_to_quantize=["LSTM"])
+    return q, feeds, "bidirectional LSTM with initial states: quantize_dynamic, per channel"
 
 
 def direct(fn, doc):
@@ -615,7 +745,11 @@ CASES = {
     "ort_bert_tr": case_ort_bert_tr,
     "ort_bert_dyn": case_ort_bert_dyn,
     "ort_lstm_dyn": case_ort_lstm_dyn,
+    "ort_bilstm_dyn": case_ort_bilstm_dyn,
     "ort_qop_cnn": case_ort_qop_cnn,
+    "ms_fused": direct(ms_fused, "FusedConv with Z and activations, FusedGemm with LeakyRelu"),
+    "ms_quantized": direct(ms_quantized, "QGemm, MatMulIntegerToFloat, QLinearConcat, "
+                           "QLinearGlobalAveragePool variants"),
     "ms_activations": direct(ms_activations, "QuickGelu, Gelu, BiasGelu, FastGelu, BiasAdd"),
     "ms_norms": direct(ms_norms, "SkipLayerNormalization, (Skip)SimplifiedLayerNormalization"),
     "ms_fused_matmul": direct(ms_fused_matmul, "FusedMatMul with alpha and transposes"),

@@ -8,6 +8,7 @@ mod batch_norm_train;
 mod bits;
 mod causal_conv;
 mod col2im;
+mod contrib;
 mod conv;
 mod crop_pad;
 mod decomp;
