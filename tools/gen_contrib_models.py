@@ -54,7 +54,6 @@ tools/gen_corpus.py calls `generate` in its extras step.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -63,24 +62,15 @@ import tempfile
 
 PART = "contrib"
 SEED = 20250716
-PKGS = ["onnx", "onnxruntime", "numpy"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MS = "com.microsoft"
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_transformer_opset17  # noqa: E402  (the stamp and install helpers)
+
 
 def stamp_text() -> str:
-    from importlib import metadata
-
-    h = hashlib.sha256()
-    with open(os.path.abspath(__file__), "rb") as f:
-        h.update(f.read())
-    for p in PKGS:
-        try:
-            v = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            v = "missing"
-        h.update(f"\n{p}=={v}".encode())
-    return h.hexdigest() + "\n"
+    return gen_transformer_opset17.stamp_text(__file__)
 
 
 def is_current(d: str) -> bool:
@@ -850,13 +840,7 @@ def generate(out: str, log=print, force: bool = False) -> str:
                       indent=1)
         with open(os.path.join(tmp, ".stamp"), "w") as f:
             f.write(stamp_text())
-        old = None
-        if os.path.lexists(dest):
-            old = f"{dest}.old{os.getpid()}"
-            os.rename(dest, old)
-        os.rename(tmp, dest)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        gen_transformer_opset17.install(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

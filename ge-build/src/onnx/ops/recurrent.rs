@@ -475,6 +475,19 @@ pub(super) fn dynamic_quantize_lstm(ctx: &NodeCtx<'_>) -> Result<Imported> {
             )));
         }
     }
+    // onnxruntime's quantized GEMM reads one zero point per direction (the first).
+    for i in [9, 11] {
+        if let Some(v) = ctx.const_ints(i, "zero point")? {
+            let per_dir = v.len() / ctx.input(i)?.shape[0].max(1);
+            if v.chunks(per_dir.max(1))
+                .any(|c| c.iter().any(|&z| z != c[0]))
+            {
+                return Err(ctx.unsupported(format!(
+                    "input {i}: zero points differing within a direction (onnxruntime uses                      one per direction); quantize the weights per tensor or symmetrically"
+                )));
+            }
+        }
+    }
     recurrent(ctx, Kind::Lstm, true)
 }
 
@@ -573,6 +586,11 @@ fn recurrent(ctx: &NodeCtx<'_>, kind: Kind, quantized: bool) -> Result<Imported>
         in_name(ctx, 0)
     };
     let masks = step_masks(ctx, &mut s, t, b)?;
+    if quantized && masks.is_some() {
+        return Err(ctx.unsupported(
+            "sequence_lens shorter than the sequence: onnxruntime's kernel quantizes the              zeroed states of finished sequences together with the live ones, which ge does              not reproduce; pad every sequence to the full length or export the float LSTM",
+        ));
+    }
     let cfg = Cfg {
         kind,
         dt,

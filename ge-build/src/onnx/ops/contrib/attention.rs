@@ -148,7 +148,7 @@ fn refuse_attrs(ctx: &NodeCtx<'_>, names: &[&str]) -> Result<()> {
 /// A positive `num_heads`-like attribute that divides `hidden`.
 fn heads(ctx: &NodeCtx<'_>, name: &str, hidden: usize) -> Result<usize> {
     match ctx.attr_i(name) {
-        Some(h) if h > 0 && hidden % h as usize == 0 => Ok(h as usize),
+        Some(h) if h > 0 && hidden.is_multiple_of(h as usize) => Ok(h as usize),
         Some(h) => Err(ctx.err(format!("{name} = {h} does not divide hidden size {hidden}"))),
         None => Err(ctx.err(format!("attribute {name} is required"))),
     }
@@ -355,6 +355,9 @@ pub fn group_query_attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if ctx.attr_i_or("smooth_softmax", -1) > 0 {
         return Err(ctx.unsupported("smooth_softmax = 1 is not supported"));
     }
+    if ctx.attr_f_or("softcap", 0.0) != 0.0 {
+        return Err(ctx.unsupported("softcap (capped attention scores) is not supported"));
+    }
     if ctx.attr_i_or("local_window_size", -1) != -1 {
         return Err(
             ctx.unsupported("local_window_size (sliding-window attention) is not supported")
@@ -372,7 +375,7 @@ pub fn group_query_attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
     };
     let hq = ctx.attr_i_or("num_heads", 0).max(0) as usize;
     let hkv = ctx.attr_i_or("kv_num_heads", 0).max(0) as usize;
-    if hq == 0 || hkv == 0 || hq % hkv != 0 {
+    if hq == 0 || hkv == 0 || !hq.is_multiple_of(hkv) {
         return Err(ctx.err(format!(
             "num_heads {hq} must be a positive multiple of kv_num_heads {hkv}"
         )));
@@ -422,7 +425,6 @@ pub fn group_query_attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
         out(ctx, 1).unwrap_or_default(),
         out(ctx, 2).unwrap_or_default(),
     );
-    let softcap = ctx.attr_f_or("softcap", 0.0);
     onnx_attention(
         &mut s,
         [&qn, &kn, &vn],
@@ -433,8 +435,5 @@ pub fn group_query_attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
         causal,
         &[&y, &pk, &pv],
     );
-    if softcap > 0.0 {
-        return Err(ctx.unsupported("softcap > 0 is not supported"));
-    }
     Ok(s.done())
 }

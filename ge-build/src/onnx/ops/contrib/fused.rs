@@ -4,7 +4,7 @@
 
 use super::super::decomp::{in_name, out0};
 use super::super::quant::clip;
-use super::super::sub::{A, Sub};
+use super::super::sub::{A, CONV_GEOMETRY, Sub, copied_attrs};
 use crate::error::Result;
 use crate::onnx::ctx::{Imported, NodeCtx};
 
@@ -51,25 +51,6 @@ fn activation(
     Ok(())
 }
 
-/// The attributes named in `keep`, copied as they are.
-fn copied<'a>(ctx: &NodeCtx<'a>, keep: &[&str]) -> Vec<A<'a>> {
-    ctx.node
-        .attribute
-        .iter()
-        .filter(|a| keep.contains(&a.name()))
-        .map(A::Raw)
-        .collect()
-}
-
-const CONV_GEOMETRY: &[&str] = &[
-    "auto_pad",
-    "dilations",
-    "group",
-    "kernel_shape",
-    "pads",
-    "strides",
-];
-
 /// FusedConv: `activation(Conv(X, W, B) + Z)`.
 pub fn fused_conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let mut s = Sub::new(ctx);
@@ -77,7 +58,7 @@ pub fn fused_conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .map(|i| in_name(ctx, i))
         .collect();
     let refs: Vec<&str> = ins.iter().map(String::as_str).collect();
-    let mut y = s.op("Conv", &refs, copied(ctx, CONV_GEOMETRY));
+    let mut y = s.op("Conv", &refs, copied_attrs(ctx, CONV_GEOMETRY));
     if ctx.input_opt(3).is_some() {
         y = s.op("Add", &[&y, &in_name(ctx, 3)], vec![]);
     }
@@ -94,7 +75,7 @@ pub fn fused_gemm(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .map(|i| in_name(ctx, i))
         .collect();
     let refs: Vec<&str> = ins.iter().map(String::as_str).collect();
-    let attrs = copied(ctx, &["alpha", "beta", "transA", "transB"]);
+    let attrs = copied_attrs(ctx, &["alpha", "beta", "transA", "transB"]);
     let y = s.op("Gemm", &refs, attrs);
     let act = ctx.attr_s_or("activation", "");
     let params: Vec<f32> = ["activation_alpha", "activation_beta"]
@@ -168,7 +149,7 @@ pub fn nhwc_conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
         ins.push(in_name(ctx, 2));
     }
     let refs: Vec<&str> = ins.iter().map(String::as_str).collect();
-    let c = s.op("Conv", &refs, copied(ctx, CONV_GEOMETRY));
+    let c = s.op("Conv", &refs, copied_attrs(ctx, CONV_GEOMETRY));
     s.to(
         "Transpose",
         &[&c],

@@ -20,10 +20,17 @@ mod qlinear;
 
 use ge_runtime::format::DType;
 
+use super::recurrent::dynamic_quantize_lstm;
 use super::registry::dtypes::{FLOAT, QUANT8};
 use super::registry::{MICROSOFT, MIN_OPSET, OpEntry};
 use crate::error::Result;
 use crate::onnx::ctx::{Imported, NodeCtx};
+use attention::group_query_attention;
+use integer::{dynamic_quantize_matmul, matmul_integer_to_float};
+use qlinear::pool;
+
+/// Float32 only (their run-time quantization or dequantized weights are f32).
+const F32: &[DType] = &[DType::F32];
 
 /// A `com.microsoft` op decomposed at import (the domain has one opset; its nodes import at
 /// the model's default-domain opset, so no range applies).
@@ -41,45 +48,26 @@ pub const OPS: &[OpEntry] = &[
         .note("no past/present state, rotary or 4-D Megatron mask"),
     ms("BiasAdd", FLOAT, fused::bias_add),
     ms("BiasGelu", FLOAT, fused::bias_gelu),
-    ms(
-        "DynamicQuantizeLSTM",
-        FLOAT,
-        super::recurrent::dynamic_quantize_lstm,
-    )
-    .note("X and H quantized to uint8 per GEMM at run time, as onnxruntime does"),
-    ms(
-        "DynamicQuantizeMatMul",
-        FLOAT,
-        integer::dynamic_quantize_matmul,
-    ),
+    ms("DynamicQuantizeLSTM", F32, dynamic_quantize_lstm)
+        .note("X and H quantized to uint8 per GEMM at run time, as onnxruntime does"),
+    ms("DynamicQuantizeMatMul", F32, dynamic_quantize_matmul),
     ms("FastGelu", FLOAT, fused::fast_gelu),
     ms("FusedConv", FLOAT, fused::fused_conv),
     ms("FusedGemm", FLOAT, fused::fused_gemm),
     ms("FusedMatMul", FLOAT, fused::fused_matmul).note("no transBatchA/transBatchB"),
-    ms(
-        "GroupQueryAttention",
-        FLOAT,
-        attention::group_query_attention,
-    )
-    .note("prompt form: no past, constant full-length seqlens_k, no rotary"),
-    ms(
-        "MatMulIntegerToFloat",
-        QUANT8,
-        integer::matmul_integer_to_float,
-    ),
-    ms("MatMulNBits", FLOAT, integer::matmul_nbits)
+    ms("GroupQueryAttention", FLOAT, group_query_attention)
+        .note("prompt form: no past, constant full-length seqlens_k, no rotary"),
+    ms("MatMulIntegerToFloat", QUANT8, matmul_integer_to_float),
+    ms("MatMulNBits", F32, integer::matmul_nbits)
         .note("constant weights unpacked at compile time; 2/4/8 bits; no g_idx"),
     ms("MultiHeadAttention", FLOAT, attention::multi_head_attention)
         .note("separate Q/K/V; no packed QKV, past state or cache indirection"),
     ms("NhwcConv", FLOAT, fused::nhwc_conv),
     ms("QGemm", QUANT8, qlinear::qgemm),
     ms("QLinearAdd", QUANT8, |c| qlinear::binary(c, "Add")),
-    ms("QLinearAveragePool", QUANT8, |c| qlinear::pool(c, false)).note("NCHW"),
+    ms("QLinearAveragePool", QUANT8, |c| pool(c, false)).note("NCHW"),
     ms("QLinearConcat", QUANT8, qlinear::concat),
-    ms("QLinearGlobalAveragePool", QUANT8, |c| {
-        qlinear::pool(c, true)
-    })
-    .note("NCHW"),
+    ms("QLinearGlobalAveragePool", QUANT8, |c| pool(c, true)).note("NCHW"),
     ms("QLinearLeakyRelu", QUANT8, |c| {
         qlinear::unary(c, "LeakyRelu")
     }),

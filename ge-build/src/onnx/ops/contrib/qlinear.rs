@@ -9,7 +9,7 @@ use ge_runtime::format::DType;
 
 use super::super::decomp::{in_name, out0, reshape};
 use super::super::quant::{cast, store_saturated};
-use super::super::sub::{A, Sub};
+use super::super::sub::{A, Sub, copied_attrs};
 use crate::error::Result;
 use crate::onnx::ctx::{Imported, NodeCtx};
 
@@ -136,7 +136,7 @@ pub fn unary(ctx: &NodeCtx<'_>, op: &str) -> Result<Imported> {
 /// scale and zero point are copied, the others requantized.
 pub fn concat(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let n = ctx.input_count();
-    if n < 5 || (n - 2) % 3 != 0 {
+    if n < 5 || !(n - 2).is_multiple_of(3) {
         return Err(ctx.err(format!("{n} inputs: expected Y_scale, Y_zp and triples")));
     }
     let dt = int8(ctx, 1)?;
@@ -212,13 +212,7 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
             "pads",
             "strides",
         ];
-        let attrs = ctx
-            .node
-            .attribute
-            .iter()
-            .filter(|a| keep.contains(&a.name()))
-            .map(A::Raw)
-            .collect();
+        let attrs = copied_attrs(ctx, &keep);
         let p = s.op("AveragePool", &[&xf], attrs);
         over_scale(ctx, &mut s, &p, 3)?
     };
