@@ -1,8 +1,9 @@
-//! onnxruntime's attention ops lowered onto the ONNX `Attention` decomposition (3-D Q/K/V
-//! with head counts): Attention (packed input projection), MultiHeadAttention (separate
-//! Q/K/V, optional packed bias) and GroupQueryAttention (prompt form). onnxruntime's masks
-//! become the additive bias its CPU kernel builds: `mask_filter_value` (-10000) at padded
-//! keys, the lowest float above the diagonal when unidirectional, plus `attention_bias`.
+//! onnxruntime's attention ops: Attention (packed input projection) and MultiHeadAttention
+//! (separate Q/K/V, optional packed bias) as the MatMul-Softmax-MatMul chain over heads
+//! that `fuse_attention` recognizes, with onnxruntime's masks as the additive bias its CPU
+//! kernel builds (`mask_filter_value`, -10000, at padded keys; the lowest float above the
+//! diagonal when unidirectional; plus `attention_bias`); GroupQueryAttention (prompt form)
+//! through the ONNX `Attention` decomposition, which groups the heads.
 
 use ge_runtime::format::DType;
 
@@ -154,32 +155,51 @@ fn heads(ctx: &NodeCtx<'_>, name: &str, hidden: usize) -> Result<usize> {
     }
 }
 
-/// The ONNX Attention node over 3-D q/k/v with `hq`/`hkv` heads.
+/// The head layout of one attention: batch, query and key lengths, heads, head sizes.
+struct Heads {
+    b: usize,
+    s: usize,
+    t: usize,
+    h: usize,
+    dk: usize,
+    dv: usize,
+}
+
+/// `softmax(Q·Kᵀ·scale + bias)·V` over heads split from 3-D q/k/v, written straight (not
+/// through the ONNX Attention decomposition, whose guard for rows masked with -inf is not
+/// needed for onnxruntime's finite mask values and would hide the chain from
+/// `fuse_attention`). `outs`: output, then optionally the heads of K and V (BNSH).
 #[allow(clippy::too_many_arguments)]
-fn onnx_attention(
+fn multi_head(
     s: &mut Sub,
-    qkv: [&str; 3],
-    mask: Option<String>,
-    hq: usize,
-    hkv: usize,
+    dt: DType,
+    [q, k, v]: [&str; 3],
+    d: &Heads,
     scale: f32,
-    causal: bool,
-    outs: &[&str],
+    bias: Option<String>,
+    [y, pk, pv]: [&str; 3],
 ) {
-    let mut ins = qkv.to_vec();
-    let m = mask.unwrap_or_default();
-    if !m.is_empty() {
-        ins.push(&m);
+    use super::super::attention::heads;
+    let qh = heads(s, q, &[d.b, d.s, d.h * d.dk], d.h);
+    let kh = heads(s, k, &[d.b, d.t, d.h * d.dk], d.h);
+    let vh = heads(s, v, &[d.b, d.t, d.h * d.dv], d.h);
+    for (o, x) in [(pk, &kh), (pv, &vh)] {
+        if !o.is_empty() {
+            s.to("Identity", &[x], &[o], vec![]);
+        }
     }
-    let mut attrs = vec![
-        A::I("q_num_heads", hq as i64),
-        A::I("kv_num_heads", hkv as i64),
-        A::F("scale", scale),
-    ];
-    if causal {
-        attrs.push(A::I("is_causal", 1));
+    let kt = s.op("Transpose", &[&kh], vec![A::Is("perm", vec![0, 1, 3, 2])]);
+    let qk = s.op("MatMul", &[&qh, &kt], vec![]);
+    let c = s.scalar(dt, scale as f64);
+    let mut scores = s.op("Mul", &[&qk, &c], vec![]);
+    if let Some(b) = bias {
+        scores = s.op("Add", &[&scores, &b], vec![]);
     }
-    s.to("Attention", &ins, outs, attrs);
+    let p = s.op("Softmax", &[&scores], vec![A::I("axis", -1)]);
+    let o = s.op("MatMul", &[&p, &vh], vec![]);
+    let t = s.op("Transpose", &[&o], vec![A::Is("perm", vec![0, 2, 1, 3])]);
+    let shape = s.ints(&[d.b as i64, d.s as i64, (d.h * d.dv) as i64]);
+    s.to("Reshape", &[&t, &shape], &[y], vec![]);
 }
 
 /// The `scale` attribute, else `1 / sqrt(head_size)` (also for an explicit 0).
@@ -240,17 +260,17 @@ pub fn attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let causal = ctx.attr_i_or("unidirectional", 0) != 0;
     let mask = mask_bias(ctx, &mut s, 3, &d, dt, causal)?;
     let mask = plus_attention_bias(ctx, &mut s, mask, 5);
+    let heads = Heads {
+        b,
+        s: sq,
+        t: sq,
+        h,
+        dk: sizes[0] / h,
+        dv: sizes[2] / h,
+    };
     let y = out0(ctx)?;
-    onnx_attention(
-        &mut s,
-        [&q, &k, &v],
-        mask,
-        h,
-        h,
-        scale(ctx, sizes[0] / h),
-        false,
-        &[&y],
-    );
+    let sc = scale(ctx, heads.dk);
+    multi_head(&mut s, dt, [&q, &k, &v], &heads, sc, mask, [&y, "", ""]);
     Ok(s.done())
 }
 
@@ -317,16 +337,16 @@ pub fn multi_head_attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
         out(ctx, 2).unwrap_or_default(),
     );
     let [qn, kn, vn] = &qkv;
-    onnx_attention(
-        &mut s,
-        [qn, kn, vn],
-        mask,
+    let heads = Heads {
+        b,
+        s: sq,
+        t,
         h,
-        h,
-        scale(ctx, dq / h),
-        false,
-        &[&y, &pk, &pv],
-    );
+        dk: dq / h,
+        dv: dv / h,
+    };
+    let sc = scale(ctx, heads.dk);
+    multi_head(&mut s, dt, [qn, kn, vn], &heads, sc, mask, [&y, &pk, &pv]);
     Ok(s.done())
 }
 
@@ -425,15 +445,16 @@ pub fn group_query_attention(ctx: &NodeCtx<'_>) -> Result<Imported> {
         out(ctx, 1).unwrap_or_default(),
         out(ctx, 2).unwrap_or_default(),
     );
-    onnx_attention(
-        &mut s,
-        [&qn, &kn, &vn],
-        None,
-        hq,
-        hkv,
-        scale(ctx, dh),
-        causal,
-        &[&y, &pk, &pv],
-    );
+    // The ONNX Attention decomposition covers grouped heads and the causal band (-inf
+    // above the diagonal, as onnxruntime's kernel leaves those probabilities at 0).
+    let mut attrs = vec![
+        A::I("q_num_heads", hq as i64),
+        A::I("kv_num_heads", hkv as i64),
+        A::F("scale", scale(ctx, dh)),
+    ];
+    if causal {
+        attrs.push(A::I("is_causal", 1));
+    }
+    s.to("Attention", &[&qn, &kn, &vn], &[&y, &pk, &pv], attrs);
     Ok(s.done())
 }
