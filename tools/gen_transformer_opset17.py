@@ -43,11 +43,12 @@ PKGS = ["onnx", "onnxruntime", "numpy"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def stamp_text() -> str:
+def stamp_text(script: str = __file__) -> str:
+    """A hash of `script` (this one by default) and the package versions it depends on."""
     from importlib import metadata
 
     h = hashlib.sha256()
-    with open(os.path.abspath(__file__), "rb") as f:
+    with open(os.path.abspath(script), "rb") as f:
         h.update(f.read())
     for p in PKGS:
         try:
@@ -56,6 +57,17 @@ def stamp_text() -> str:
             v = "missing"
         h.update(f"\n{p}=={v}".encode())
     return h.hexdigest() + "\n"
+
+
+def install(tmp: str, dest: str) -> None:
+    """Renames the finished directory `tmp` to `dest`, replacing what was there."""
+    old = None
+    if os.path.lexists(dest):
+        old = f"{dest}.old{os.getpid()}"
+        os.rename(dest, old)
+    os.rename(tmp, dest)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def is_current(d: str) -> bool:
@@ -223,13 +235,7 @@ def generate(out: str, log=print, force: bool = False) -> str:
             f.write(numpy_helper.from_array(y, "output").SerializeToString())
         with open(os.path.join(tmp, ".stamp"), "w") as f:
             f.write(stamp_text())
-        old = None
-        if os.path.exists(dest):
-            old = f"{dest}.old{os.getpid()}"
-            os.rename(dest, old)
-        os.rename(tmp, dest)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        install(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

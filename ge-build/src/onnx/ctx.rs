@@ -72,11 +72,20 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
+    /// The op type, qualified by its domain outside the default one
+    /// (`com.microsoft:FusedMatMul`), so an error says which op set the node is from.
+    pub fn op_type(&self) -> String {
+        match self.node.domain() {
+            "" | "ai.onnx" => self.node.op_type().to_string(),
+            d => format!("{d}:{}", self.node.op_type()),
+        }
+    }
+
     /// An error about this node.
     pub fn err(&self, reason: impl Into<String>) -> CompileError {
         CompileError::Node {
             node: self.name().to_string(),
-            op_type: self.node.op_type().to_string(),
+            op_type: self.op_type(),
             opset: self.opset,
             reason: reason.into(),
         }
@@ -86,7 +95,7 @@ impl<'a> NodeCtx<'a> {
     pub fn unsupported(&self, reason: impl Into<String>) -> CompileError {
         CompileError::Unsupported {
             node: self.name().to_string(),
-            op_type: self.node.op_type().to_string(),
+            op_type: self.op_type(),
             opset: self.opset,
             reason: reason.into(),
         }

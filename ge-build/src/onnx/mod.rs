@@ -17,4 +17,4 @@ mod values;
 
 pub use ctx::{Imported, InputInfo, NodeCtx};
 pub use import::{ImportOptions, decode_model, default_opset, import_model};
-pub use ops::{broadcast_shapes, registry, supported, table};
+pub use ops::{broadcast_shapes, is_float, registry, supported, table};

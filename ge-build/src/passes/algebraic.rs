@@ -1,13 +1,17 @@
 //! Algebraic simplification: `x + 0`, `x - 0`, `x * 1`, `x / 1` → `x` (when that keeps x's
-//! shape and dtype); division by a float constant → multiplication by its reciprocal;
+//! shape and dtype); division by a float constant → multiplication by its reciprocal
+//! (unless the quotient is rounded to an integer, as quantization does);
 //! transpose ∘ transpose → one transpose (or none when the permutations cancel).
 //! One pass in topological order: O(V + E + constant bytes inspected).
 
-use ge_runtime::format::{BinaryOp, DType, MAX_RANK, TransposeParams};
+use std::collections::HashMap;
+
+use ge_runtime::format::{BinaryOp, DType, MAX_RANK, TransposeParams, UnaryOp};
+use petgraph::stable_graph::NodeIndex;
 
 use super::{Pass, PassContext};
 use crate::error::Result;
-use crate::ir::{Graph, Op};
+use crate::ir::{Graph, Op, ValueId};
 use crate::tensor::TensorData;
 
 /// Algebraic simplification.
@@ -16,6 +20,16 @@ pub struct Algebraic;
 fn all_equal(d: &TensorData, want: f64) -> bool {
     matches!(d.dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64)
         && d.to_f64_vec().is_ok_and(|v| v.iter().all(|&x| x == want))
+}
+
+/// True when a user of `y` rounds it to an integer (a quantization): there `x / c` must stay
+/// exact, since `x · (1/c)` can differ in the last bit and land on the other integer.
+fn rounded(g: &Graph, users: &HashMap<ValueId, Vec<NodeIndex>>, y: ValueId) -> bool {
+    users.get(&y).is_some_and(|us| {
+        us.iter().any(|&u| {
+            matches!(g.g[u].op, Op::Unary(p) if UnaryOp::from_u32(p.act.op) == Some(UnaryOp::Round))
+        })
+    })
 }
 
 impl Pass for Algebraic {
@@ -56,6 +70,7 @@ impl Pass for Algebraic {
                     } else if op == Some(BinaryOp::Div)
                         && let Some(d) = g.constant(b)
                         && d.dtype == DType::F32
+                        && !rounded(g, &users, y)
                     {
                         let recip: Vec<u8> = d
                             .bytes

@@ -28,7 +28,13 @@ impl Pass for MatMulAddToGemm {
                 continue;
             };
             let rank = g.value(a).shape.len();
-            if rank < 2 || g.value(b).shape.len() != 2 || g.value(y).shape.len() != rank {
+            // Gemm has float kernels only; integer products (MatMulInteger's int32
+            // decomposition plus an int32 bias) stay MatMul + Add.
+            if !crate::onnx::is_float(g.value(y).dtype)
+                || rank < 2
+                || g.value(b).shape.len() != 2
+                || g.value(y).shape.len() != rank
+            {
                 continue;
             }
             let Some(add) = g.single_use(y, &users) else {

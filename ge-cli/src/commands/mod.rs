@@ -181,10 +181,15 @@ fn ops(markdown: bool) {
     }
     for r in ge_build::onnx::table::table() {
         let dts: Vec<&str> = r.dtypes.iter().map(|d| d.name()).collect();
+        let op = if r.domain == "ai.onnx" {
+            r.op.to_string()
+        } else {
+            format!("{}:{}", r.domain, r.op)
+        };
         let _ = writeln!(
             out,
             "{:28} {:>2}-{:<2} {}",
-            r.op,
+            op,
             r.first_opset,
             r.last_opset,
             dts.join(",")

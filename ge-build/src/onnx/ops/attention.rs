@@ -32,7 +32,7 @@ struct Dims {
 }
 
 /// A rank-3 `[B, S, H·D]` input as `[B, H, S, D]`; a rank-4 one as is.
-fn heads(s: &mut Sub, x: &str, shape: &[usize], h: usize) -> String {
+pub(super) fn heads(s: &mut Sub, x: &str, shape: &[usize], h: usize) -> String {
     if shape.len() == 4 {
         return x.to_string();
     }

@@ -8,6 +8,7 @@ mod batch_norm_train;
 mod bits;
 mod causal_conv;
 mod col2im;
+mod contrib;
 mod conv;
 mod crop_pad;
 mod decomp;
@@ -57,6 +58,9 @@ pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
     let entry = registry::lookup(node.domain(), node.op_type()).ok_or_else(|| {
         ctx.unsupported(if matches!(node.domain(), "" | "ai.onnx") {
             "no importer for this op type; `ge ops` lists the supported ones".to_string()
+        } else if node.domain() == "com.microsoft.nchwc" {
+            "onnxruntime's NCHWc layout ops (its CPU kernels' blocked layout, written when a              model is saved at ORT_ENABLE_ALL) are not model ops: save the model at              ORT_ENABLE_EXTENDED instead"
+                .to_string()
         } else {
             format!(
                 "operator domain '{}' is not supported (the default ONNX domain and {} are)",

@@ -4,8 +4,8 @@
 
 use ge_runtime::format::{Activation, DType, LayerNormParams, LrnParams, NormParams};
 
-use super::registry::OpEntry;
 use super::registry::dtypes::FLOAT;
+use super::registry::{MIN_OPSET, OpEntry};
 use crate::error::Result;
 use crate::ir::Op;
 use crate::onnx::ctx::{Imported, NodeCtx};
@@ -156,8 +156,10 @@ pub const OPS: &[OpEntry] = &[
     .note("training_mode = 1 (opset 14+): decomposed, batch statistics"),
     OpEntry::kernel("InstanceNormalization", 7, FLOAT, instance_norm),
     OpEntry::kernel("LRN", 7, FLOAT, lrn),
-    OpEntry::kernel("LayerNormalization", 17, FLOAT, |c| {
+    // Opset 17 in ONNX; onnxruntime defines the same op at opset 1 and its optimizer writes
+    // it into models of any opset, so no lower bound.
+    OpEntry::kernel("LayerNormalization", MIN_OPSET, FLOAT, |c| {
         layer_norm(c).unwrap_or_else(|| super::decomp::layer_norm(c, false))
     })
-    .note("f64, f16/bf16, the Mean/InvStdDev outputs or a scale wider than the normalized shape: decomposed"),
+    .note("opset 17, and onnxruntime's contrib form before it; f64, f16/bf16, the Mean/InvStdDev outputs or a scale wider than the normalized shape: decomposed"),
 ];

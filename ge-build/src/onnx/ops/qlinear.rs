@@ -15,7 +15,7 @@ use super::decomp::{in_name, out0, reshape};
 use super::quant::{cast, int_range, store_saturated};
 use super::registry::OpEntry;
 use super::registry::dtypes::QUANT8;
-use super::sub::{A, Sub};
+use super::sub::{A, Sub, copied_attrs};
 use crate::error::Result;
 
 /// The ops this family imports: one registry line each (see [`super::registry`]).
@@ -186,21 +186,7 @@ fn int_conv(
     }
     let xf = shifted(ctx, s, x.0, x.1, 1, DType::F32)?;
     let wf = shifted(ctx, s, w.0, w.1, 0, DType::F32)?;
-    let geometry = [
-        "auto_pad",
-        "dilations",
-        "group",
-        "kernel_shape",
-        "pads",
-        "strides",
-    ];
-    let attrs = ctx
-        .node
-        .attribute
-        .iter()
-        .filter(|a| geometry.contains(&a.name()))
-        .map(A::Raw)
-        .collect();
+    let attrs = copied_attrs(ctx, super::sub::CONV_GEOMETRY);
     Ok(s.op("Conv", &[&xf, &wf], attrs))
 }
 

@@ -3,6 +3,11 @@
 //! each step adds the recurrent projection. Directions run separately (reverse walks time
 //! backwards); `sequence_lens` masks steps past a batch entry's length with Where, which
 //! holds the state and zeroes Y there.
+//!
+//! onnxruntime's DynamicQuantizeLSTM is the LSTM with int8 weights stored transposed
+//! (`[dirs, input, 4H]`): each of its GEMMs quantizes its float operand to uint8 at run time
+//! (DynamicQuantizeLinear over the whole operand: all steps of X at once, the batch's H per
+//! step) and multiplies in int32, as onnxruntime's kernel does.
 
 use ge_runtime::format::DType;
 
@@ -16,9 +21,9 @@ use crate::error::Result;
 
 /// The ops this family imports: one registry line each (see [`super::registry`]).
 pub const OPS: &[OpEntry] = &[
-    OpEntry::decomposed("GRU", 7, FLOAT, |c| recurrent(c, Kind::Gru)),
-    OpEntry::decomposed("LSTM", 7, FLOAT, |c| recurrent(c, Kind::Lstm)),
-    OpEntry::decomposed("RNN", 7, FLOAT, |c| recurrent(c, Kind::Rnn)),
+    OpEntry::decomposed("GRU", 7, FLOAT, |c| recurrent(c, Kind::Gru, false)),
+    OpEntry::decomposed("LSTM", 7, FLOAT, |c| recurrent(c, Kind::Lstm, false)),
+    OpEntry::decomposed("RNN", 7, FLOAT, |c| recurrent(c, Kind::Rnn, false)),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -159,6 +164,44 @@ struct Cfg {
     x_tbi: String,
     /// Per step, where it lies inside each batch entry's sequence (`sequence_lens`).
     masks: Option<Vec<String>>,
+    /// DynamicQuantizeLSTM: int8 weights `[dirs, in, 4H]` with scales and zero points at
+    /// inputs 8..=11.
+    quantized: bool,
+}
+
+/// `x @ w` for direction `d`: a float MatMul, or for quantized weights (input `wi`, scale
+/// and zero point at `wi * 2 + 8` and `+ 9`) x quantized to uint8 at run time, an int32
+/// product, and the product of the scales.
+fn project(
+    ctx: &NodeCtx<'_>,
+    s: &mut Sub,
+    cfg: &Cfg,
+    d: usize,
+    x: &str,
+    w: &str,
+    wi: usize,
+) -> String {
+    if !cfg.quantized {
+        return s.op("MatMul", &[x, w], vec![]);
+    }
+    let op = ctx.opset;
+    let per_dir = |s: &mut Sub, i: usize| {
+        let shape = ctx
+            .input_opt(i)
+            .map(|t| t.shape.to_vec())
+            .unwrap_or_default();
+        let p = slice(s, op, &in_name(ctx, i), 0, d as i64, d as i64 + 1);
+        let rest: Vec<usize> = shape.iter().skip(1).copied().collect();
+        reshape(s, &p, &rest)
+    };
+    let (xq, xs, xz) = (s.fresh(), s.fresh(), s.fresh());
+    s.to("DynamicQuantizeLinear", &[x], &[&xq, &xs, &xz], vec![]);
+    let wz = per_dir(s, wi * 2 + 9);
+    let acc = s.op("MatMulInteger", &[&xq, w, &xz, &wz], vec![]);
+    let f = s.op("Cast", &[&acc], vec![A::I("to", DType::F32 as i64)]);
+    let ws = per_dir(s, wi * 2 + 8);
+    let m = s.op("Mul", &[&xs, &ws], vec![]);
+    s.op("Mul", &[&f, &m], vec![])
 }
 
 impl Cfg {
@@ -193,6 +236,23 @@ struct DirOut {
     c: Option<String>,
 }
 
+/// The float recurrent matrix `[g·h, h]` transposed for `H @ Rᵀ` (GRU: z and r only) and,
+/// for GRU, its transposed Rh.
+fn float_recurrent(s: &mut Sub, op: i64, r: &str, h: usize, gru: bool) -> (String, Option<String>) {
+    if gru {
+        let zr = slice(s, op, r, 0, 0, 2 * h as i64);
+        let rh = slice(s, op, r, 0, 2 * h as i64, 3 * h as i64);
+        let zr_t = s.op("Transpose", &[&zr], vec![A::Is("perm", vec![1, 0])]);
+        let rh_t = s.op("Transpose", &[&rh], vec![A::Is("perm", vec![1, 0])]);
+        (zr_t, Some(rh_t))
+    } else {
+        (
+            s.op("Transpose", &[r], vec![A::Is("perm", vec![1, 0])]),
+            None,
+        )
+    }
+}
+
 /// Runs direction `d` (weights index `d`; `reverse` walks time backwards).
 fn direction(
     ctx: &NodeCtx<'_>,
@@ -205,25 +265,21 @@ fn direction(
     let op = ctx.opset;
     let (dt, h, b, g) = (cfg.dt, cfg.h, cfg.b, cfg.kind.gates());
     let input = ctx.input(0)?.shape[2];
-    let w = dir_part(s, op, &in_name(ctx, 1), d, &[g * h, input]);
-    let wt = s.op("Transpose", &[&w], vec![A::Is("perm", vec![1, 0])]);
-    let r = dir_part(s, op, &in_name(ctx, 2), d, &[g * h, h]);
     let gru = cfg.kind == Kind::Gru;
     // The recurrent matrix multiplied with H every step (GRU: z and r only) and GRU's Rh.
-    let (rt_main, rh_t) = if gru {
-        let zr = slice(s, op, &r, 0, 0, 2 * h as i64);
-        let rh = slice(s, op, &r, 0, 2 * h as i64, 3 * h as i64);
-        let zr_t = s.op("Transpose", &[&zr], vec![A::Is("perm", vec![1, 0])]);
-        let rh_t = s.op("Transpose", &[&rh], vec![A::Is("perm", vec![1, 0])]);
-        (zr_t, Some(rh_t))
+    let (wt, rt_main, rh_t) = if cfg.quantized {
+        let w = dir_part(s, op, &in_name(ctx, 1), d, &[input, g * h]);
+        let r = dir_part(s, op, &in_name(ctx, 2), d, &[h, g * h]);
+        (w, r, None)
     } else {
-        (
-            s.op("Transpose", &[&r], vec![A::Is("perm", vec![1, 0])]),
-            None,
-        )
+        let w = dir_part(s, op, &in_name(ctx, 1), d, &[g * h, input]);
+        let wt = s.op("Transpose", &[&w], vec![A::Is("perm", vec![1, 0])]);
+        let r = dir_part(s, op, &in_name(ctx, 2), d, &[g * h, h]);
+        let (rt, rh) = float_recurrent(s, op, &r, h, gru);
+        (wt, rt, rh)
     };
     // Input projections of all steps, with the biases that add straight onto them.
-    let mut xw = s.op("MatMul", &[&cfg.x_tbi, &wt], vec![]);
+    let mut xw = project(ctx, s, cfg, d, &cfg.x_tbi, &wt, 0);
     let mut rbh = None;
     if ctx.input_opt(3).is_some() {
         let bias = dir_part(s, op, &in_name(ctx, 3), d, &[2 * g * h]);
@@ -271,7 +327,7 @@ fn direction(
     for t in steps {
         let xt_s = slice(s, op, &xw, 0, t as i64, t as i64 + 1);
         let xt = reshape(s, &xt_s, &[b, g * h]);
-        let hr = s.op("MatMul", &[&hs, &rt_main], vec![]);
+        let hr = project(ctx, s, cfg, d, &hs, &rt_main, 1);
         let (h_new, c_new) = match cfg.kind {
             Kind::Rnn => {
                 let pre = s.op("Add", &[&xt, &hr], vec![]);
@@ -399,11 +455,50 @@ fn step_masks(ctx: &NodeCtx<'_>, s: &mut Sub, t: usize, b: usize) -> Result<Opti
     ))
 }
 
-fn recurrent(ctx: &NodeCtx<'_>, kind: Kind) -> Result<Imported> {
+/// onnxruntime's DynamicQuantizeLSTM (com.microsoft): see the module doc.
+pub(super) fn dynamic_quantize_lstm(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    for (i, what) in [
+        (8, "W_scale"),
+        (9, "W_zero_point"),
+        (10, "R_scale"),
+        (11, "R_zero_point"),
+    ] {
+        ctx.input(i)
+            .map_err(|_| ctx.err(format!("input {i} ({what}) is required")))?;
+    }
+    for i in [1, 2, 9, 11] {
+        let t = ctx.input(i)?;
+        if !matches!(t.dtype, DType::I8 | DType::U8) {
+            return Err(ctx.unsupported(format!(
+                "input {i} is {}: int8 or uint8 expected",
+                t.dtype.name()
+            )));
+        }
+    }
+    // onnxruntime's quantized GEMM reads one zero point per direction (the first).
+    for i in [9, 11] {
+        if let Some(v) = ctx.const_ints(i, "zero point")? {
+            let per_dir = v.len() / ctx.input(i)?.shape[0].max(1);
+            if v.chunks(per_dir.max(1))
+                .any(|c| c.iter().any(|&z| z != c[0]))
+            {
+                return Err(ctx.unsupported(format!(
+                    "input {i}: zero points differing within a direction (onnxruntime uses                      one per direction); quantize the weights per tensor or symmetrically"
+                )));
+            }
+        }
+    }
+    recurrent(ctx, Kind::Lstm, true)
+}
+
+fn recurrent(ctx: &NodeCtx<'_>, kind: Kind, quantized: bool) -> Result<Imported> {
     let x = ctx.input(0)?;
     let w = ctx.input(1)?;
     let r = ctx.input(2)?;
     let dt = x.dtype;
+    if quantized && dt != DType::F32 {
+        return Err(ctx.unsupported(format!("{} input (float only)", dt.name())));
+    }
     if !is_float(dt) {
         return Err(ctx.unsupported(format!("{} input (float only)", dt.name())));
     }
@@ -425,16 +520,34 @@ fn recurrent(ctx: &NodeCtx<'_>, kind: Kind) -> Result<Imported> {
     } else {
         (x.shape[0], x.shape[1])
     };
-    let h = r.shape[2];
+    // DynamicQuantizeLSTM stores W and R transposed: [dirs, in, 4H] and [dirs, H, 4H].
+    let h = if quantized { r.shape[1] } else { r.shape[2] };
     let g = kind.gates();
     if let Some(hs) = ctx.attr_i("hidden_size")
         && hs != h as i64
     {
         return Err(ctx.err(format!("hidden_size {hs} but R is {:?}", r.shape)));
     }
-    if w.shape != [dirs, g * h, x.shape[2]] || r.shape != [dirs, g * h, h] {
+    let (w_want, r_want) = if quantized {
+        ([dirs, x.shape[2], g * h], [dirs, h, g * h])
+    } else {
+        ([dirs, g * h, x.shape[2]], [dirs, g * h, h])
+    };
+    if quantized {
+        // Scales and zero points per direction, or per direction and output column.
+        let per_col = [dirs, g * h];
+        for j in 8..=11 {
+            let tj = ctx.input(j)?.shape;
+            if tj != [dirs] && tj != per_col {
+                return Err(ctx.err(format!(
+                    "input {j} is {tj:?}: [{dirs}] or {per_col:?} expected"
+                )));
+            }
+        }
+    }
+    if w.shape != w_want || r.shape != r_want {
         return Err(ctx.err(format!(
-            "W {:?} / R {:?} do not match [{dirs}, {g}·{h}, input/hidden]",
+            "W {:?} / R {:?} do not match {w_want:?} / {r_want:?}",
             w.shape, r.shape
         )));
     }
@@ -473,6 +586,11 @@ fn recurrent(ctx: &NodeCtx<'_>, kind: Kind) -> Result<Imported> {
         in_name(ctx, 0)
     };
     let masks = step_masks(ctx, &mut s, t, b)?;
+    if quantized && masks.is_some() {
+        return Err(ctx.unsupported(
+            "sequence_lens shorter than the sequence: onnxruntime's kernel quantizes the              zeroed states of finished sequences together with the live ones, which ge does              not reproduce; pad every sequence to the full length or export the float LSTM",
+        ));
+    }
     let cfg = Cfg {
         kind,
         dt,
@@ -485,6 +603,7 @@ fn recurrent(ctx: &NodeCtx<'_>, kind: Kind) -> Result<Imported> {
         input_forget: kind == Kind::Lstm && ctx.attr_i_or("input_forget", 0) != 0,
         x_tbi,
         masks,
+        quantized,
     };
     let reverse = ctx.attr_s_or("direction", "forward") == "reverse";
     let mut outs = Vec::with_capacity(dirs);

@@ -193,6 +193,7 @@ const FAMILIES: &[&[OpEntry]] = &[
     super::bits::OPS,
     super::causal_conv::OPS,
     super::col2im::OPS,
+    super::contrib::OPS,
     super::conv::OPS,
     super::crop_pad::OPS,
     super::decomp::OPS,

@@ -48,6 +48,27 @@ impl A<'_> {
     }
 }
 
+/// A convolution's geometry attributes.
+pub const CONV_GEOMETRY: &[&str] = &[
+    "auto_pad",
+    "dilations",
+    "group",
+    "kernel_shape",
+    "pads",
+    "strides",
+];
+
+/// The node's attributes named in `keep`, copied as they are (a convolution's or pool's
+/// geometry passed to the op it is rewritten into).
+pub fn copied_attrs<'a>(ctx: &NodeCtx<'a>, keep: &[&str]) -> Vec<A<'a>> {
+    ctx.node
+        .attribute
+        .iter()
+        .filter(|a| keep.contains(&a.name()))
+        .map(A::Raw)
+        .collect()
+}
+
 /// A decomposition under construction: generated names are `<node>/<k>`.
 pub struct Sub {
     prefix: String,

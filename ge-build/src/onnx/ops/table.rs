@@ -81,6 +81,12 @@ pub fn markdown() -> String {
     ));
     s.push_str("A node whose opset is outside its op's range is refused, naming the range.\n");
     s.push_str(
+        "`com.microsoft` rows are onnxruntime's contrib ops (what its optimizer and quantizers\n",
+    );
+    s.push_str(
+        "write); they are checked against onnxruntime on the models of `tools/gen_contrib_models.py`.\n",
+    );
+    s.push_str(
         "Shapes are static: inputs that decide shapes (axes, pads, sizes, repeats…) must be\n",
     );
     s.push_str(
@@ -97,12 +103,18 @@ pub fn markdown() -> String {
             Lowering::Decomposed => "decomposed",
             Lowering::Constant => "compile time",
         };
+        // The other domains have one version (1); their nodes import at the model's
+        // default-domain opset, whose range is shown beside it.
+        let opsets = if r.domain == "ai.onnx" {
+            format!("{}–{}", r.first_opset, r.last_opset)
+        } else {
+            format!("1 (ai.onnx {}–{})", r.first_opset, r.last_opset)
+        };
         s.push_str(&format!(
-            "| {} | {} | {}–{} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             r.domain,
             r.op,
-            r.first_opset,
-            r.last_opset,
+            opsets,
             dts.join(" "),
             low,
             r.note

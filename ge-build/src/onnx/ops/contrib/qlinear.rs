@@ -1,0 +1,272 @@
+//! onnxruntime's QOperator ops (what `quantize_static` writes in QOperator format) in f32
+//! arithmetic: the 8-bit inputs dequantized exactly, the float op, then requantized with
+//! round half to even and saturation, in the order onnxruntime's MLAS kernels use (ratios
+//! of scales first, the zero point added after rounding). A future int8 issue gives them
+//! native kernels; until then a result can differ from onnxruntime's by one quantum where
+//! a value lands on a rounding boundary.
+
+use ge_runtime::format::DType;
+
+use super::super::decomp::{in_name, out0, reshape};
+use super::super::quant::{cast, store_saturated};
+use super::super::sub::{A, Sub, copied_attrs};
+use crate::error::Result;
+use crate::onnx::ctx::{Imported, NodeCtx};
+
+/// Input `i` (a per-tensor scale or zero point) as a scalar; checks it has one element.
+fn scalar_in(ctx: &NodeCtx<'_>, s: &mut Sub, i: usize) -> Result<String> {
+    let t = ctx.input(i)?;
+    if t.shape.iter().product::<usize>() != 1 {
+        return Err(ctx.unsupported(format!(
+            "input {i} has shape {:?}: this op takes per-tensor scales and zero points",
+            t.shape
+        )));
+    }
+    let name = in_name(ctx, i);
+    Ok(if t.shape.is_empty() {
+        name
+    } else {
+        reshape(s, &name, &[])
+    })
+}
+
+/// The 8-bit type of input `i`.
+fn int8(ctx: &NodeCtx<'_>, i: usize) -> Result<DType> {
+    match ctx.input(i)?.dtype {
+        d @ (DType::U8 | DType::I8) => Ok(d),
+        d => Err(ctx.unsupported(format!(
+            "input {i} is {}: only uint8 and int8 are supported",
+            d.name()
+        ))),
+    }
+}
+
+/// `Cast(x, f32) - zero point z` (z absent: 0), in f32: exact for 8-bit values.
+fn centered(ctx: &NodeCtx<'_>, s: &mut Sub, x: usize, z: Option<usize>) -> Result<String> {
+    let d = int8(ctx, x)?;
+    let xf = cast(s, &in_name(ctx, x), d, DType::F32);
+    match z.filter(|&z| ctx.input_opt(z).is_some()) {
+        None => Ok(xf),
+        Some(z) => {
+            let zn = scalar_in(ctx, s, z)?;
+            let zf = cast(s, &zn, ctx.input(z)?.dtype, DType::F32);
+            Ok(s.op("Sub", &[&xf, &zf], vec![]))
+        }
+    }
+}
+
+/// `(x - zx) · sx` in f32.
+fn dequantized(ctx: &NodeCtx<'_>, s: &mut Sub, x: usize, sx: usize, zx: usize) -> Result<String> {
+    let c = centered(ctx, s, x, Some(zx))?;
+    let sc = scalar_in(ctx, s, sx)?;
+    Ok(s.op("Mul", &[&c, &sc], vec![]))
+}
+
+/// Output 0 from f32 `v` already divided by the output scale: `round(v) + zy`, saturated
+/// to `out_dt`.
+fn requantized(
+    ctx: &NodeCtx<'_>,
+    mut s: Sub,
+    v: &str,
+    zy: usize,
+    out_dt: DType,
+) -> Result<Imported> {
+    let mut r = s.op("Round", &[v], vec![]);
+    if ctx.input_opt(zy).is_some() {
+        let z = scalar_in(ctx, &mut s, zy)?;
+        let zf = cast(&mut s, &z, ctx.input(zy)?.dtype, DType::F32);
+        r = s.op("Add", &[&r, &zf], vec![]);
+    }
+    store_saturated(ctx, s, &r, DType::F32, out_dt)
+}
+
+/// `v / (input sy)`.
+fn over_scale(ctx: &NodeCtx<'_>, s: &mut Sub, v: &str, sy: usize) -> Result<String> {
+    let sc = scalar_in(ctx, s, sy)?;
+    Ok(s.op("Div", &[v, &sc], vec![]))
+}
+
+/// QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp):
+/// Add: `(A-za)·(sa/sc) + (B-zb)·(sb/sc)`; Mul: `(A-za)·(B-zb)·(sa·sb/sc)`.
+pub fn binary(ctx: &NodeCtx<'_>, op: &str) -> Result<Imported> {
+    let dt = int8(ctx, 0)?;
+    if int8(ctx, 3)? != dt {
+        return Err(ctx.err("A and B must have one element type"));
+    }
+    let mut s = Sub::new(ctx);
+    let a = centered(ctx, &mut s, 0, Some(2))?;
+    let b = centered(ctx, &mut s, 3, Some(5))?;
+    let (sa, sb, sc) = (
+        scalar_in(ctx, &mut s, 1)?,
+        scalar_in(ctx, &mut s, 4)?,
+        scalar_in(ctx, &mut s, 6)?,
+    );
+    let v = if op == "Add" {
+        let ra = s.op("Div", &[&sa, &sc], vec![]);
+        let rb = s.op("Div", &[&sb, &sc], vec![]);
+        let ta = s.op("Mul", &[&a, &ra], vec![]);
+        let tb = s.op("Mul", &[&b, &rb], vec![]);
+        s.op("Add", &[&ta, &tb], vec![])
+    } else {
+        let m = s.op("Mul", &[&sa, &sb], vec![]);
+        let m = s.op("Div", &[&m, &sc], vec![]);
+        let ab = s.op("Mul", &[&a, &b], vec![]);
+        s.op("Mul", &[&ab, &m], vec![])
+    };
+    requantized(ctx, s, &v, 7, dt)
+}
+
+/// QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp):
+/// `quantize(f(dequantize(x)))`, as onnxruntime's lookup table holds it.
+pub fn unary(ctx: &NodeCtx<'_>, op: &str) -> Result<Imported> {
+    let dt = int8(ctx, 0)?;
+    let mut s = Sub::new(ctx);
+    let x = dequantized(ctx, &mut s, 0, 1, 2)?;
+    let attrs = if op == "LeakyRelu" {
+        vec![A::F("alpha", ctx.attr_f_or("alpha", 0.01))]
+    } else {
+        vec![]
+    };
+    let f = s.op(op, &[&x], attrs);
+    let v = over_scale(ctx, &mut s, &f, 3)?;
+    requantized(ctx, s, &v, 4, dt)
+}
+
+/// QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input): inputs already on Y's
+/// scale and zero point are copied, the others requantized.
+pub fn concat(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let n = ctx.input_count();
+    if n < 5 || !(n - 2).is_multiple_of(3) {
+        return Err(ctx.err(format!("{n} inputs: expected Y_scale, Y_zp and triples")));
+    }
+    let dt = int8(ctx, 1)?;
+    let axis = ctx
+        .attr_i("axis")
+        .ok_or_else(|| ctx.err("attribute axis is required"))?;
+    let same = |a: usize, b: usize| -> bool {
+        match (
+            ctx.input_opt(a).and_then(|t| t.data),
+            ctx.input_opt(b).and_then(|t| t.data),
+        ) {
+            (Some(x), Some(y)) => x.to_f64_vec().ok() == y.to_f64_vec().ok(),
+            _ => false,
+        }
+    };
+    let mut s = Sub::new(ctx);
+    let mut parts = Vec::new();
+    for k in 0..(n - 2) / 3 {
+        let (x, sx, zx) = (2 + 3 * k, 3 + 3 * k, 4 + 3 * k);
+        if int8(ctx, x)? != dt {
+            return Err(ctx.err(format!("input {x} differs from Y's element type")));
+        }
+        if same(sx, 0) && same(zx, 1) {
+            parts.push(in_name(ctx, x));
+            continue;
+        }
+        let v = dequantized(ctx, &mut s, x, sx, zx)?;
+        let v = over_scale(ctx, &mut s, &v, 0)?;
+        let r = s.op("Round", &[&v], vec![]);
+        let z = scalar_in(ctx, &mut s, 1)?;
+        let zf = cast(&mut s, &z, dt, DType::F32);
+        let r = s.op("Add", &[&r, &zf], vec![]);
+        let (lo, hi) = super::super::quant::int_range(dt).unwrap_or((0.0, 255.0));
+        let c = super::super::quant::clip(&mut s, ctx.opset, &r, DType::F32, lo, hi);
+        parts.push(s.op("Cast", &[&c], vec![A::I("to", dt as i64)]));
+    }
+    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    s.to("Concat", &refs, &[&out0(ctx)?], vec![A::I("axis", axis)]);
+    Ok(s.done())
+}
+
+/// QLinearAveragePool (dequantize, AveragePool in f32, quantize) and
+/// QLinearGlobalAveragePool (`round((Σx - zx·n) · sx / (sy·n)) + zy`, as MLAS computes it).
+pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
+    if ctx.attr_i_or("channels_last", 0) != 0 {
+        return Err(ctx.unsupported(
+            "channels_last = 1 (NHWC); ge imports the NCHW form onnxruntime's quantizer writes",
+        ));
+    }
+    let x = ctx.input(0)?;
+    let dt = int8(ctx, 0)?;
+    if x.shape.len() < 3 {
+        return Err(ctx.err(format!("X {:?} needs N, C and spatial axes", x.shape)));
+    }
+    let mut s = Sub::new(ctx);
+    let v = if global {
+        let n: usize = x.shape[2..].iter().product();
+        let axes: Vec<i64> = (2..x.shape.len() as i64).collect();
+        let c = centered(ctx, &mut s, 0, Some(2))?;
+        let sum = super::super::decomp::reduce(&mut s, ctx.opset, "ReduceSum", &c, &axes, true);
+        let (sx, sy) = (scalar_in(ctx, &mut s, 1)?, scalar_in(ctx, &mut s, 3)?);
+        let nn = s.scalar(DType::F32, n as f64);
+        let den = s.op("Mul", &[&sy, &nn], vec![]);
+        let m = s.op("Div", &[&sx, &den], vec![]);
+        s.op("Mul", &[&sum, &m], vec![])
+    } else {
+        let xf = dequantized(ctx, &mut s, 0, 1, 2)?;
+        let keep = [
+            "auto_pad",
+            "ceil_mode",
+            "count_include_pad",
+            "kernel_shape",
+            "pads",
+            "strides",
+        ];
+        let attrs = copied_attrs(ctx, &keep);
+        let p = s.op("AveragePool", &[&xf], attrs);
+        over_scale(ctx, &mut s, &p, 3)?
+    };
+    requantized(ctx, s, &v, 4, dt)
+}
+
+/// QGemm: `alpha · (A - za)(B - zb) + C` in int32 (C int32 on the same scale), then
+/// requantized with `alpha·sa·sb/sy` and `y_zp`, or scaled to f32 by `alpha·sa·sb` when
+/// `y_scale` is absent.
+pub fn qgemm(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let adt = int8(ctx, 0)?;
+    int8(ctx, 3)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(3)?);
+    if a.shape.len() != 2 || b.shape.len() != 2 {
+        return Err(ctx.err(format!("A {:?} and B {:?} must be 2-D", a.shape, b.shape)));
+    }
+    let mut s = Sub::new(ctx);
+    let mut an = in_name(ctx, 0);
+    let mut bn = in_name(ctx, 3);
+    if ctx.attr_i_or("transA", 0) != 0 {
+        an = s.op("Transpose", &[&an], vec![A::Is("perm", vec![1, 0])]);
+    }
+    if ctx.attr_i_or("transB", 0) != 0 {
+        bn = s.op("Transpose", &[&bn], vec![A::Is("perm", vec![1, 0])]);
+    }
+    let za = scalar_in(ctx, &mut s, 2)?;
+    let zb_shape = ctx.input(5)?.shape;
+    let zb = if zb_shape.iter().product::<usize>() == 1 {
+        scalar_in(ctx, &mut s, 5)?
+    } else {
+        in_name(ctx, 5)
+    };
+    let mut acc = s.op("MatMulInteger", &[&an, &bn, &za, &zb], vec![]);
+    if let Some(c) = ctx.input_opt(6) {
+        if c.dtype != DType::I32 {
+            return Err(ctx.err(format!("C is {}; int32 expected", c.dtype.name())));
+        }
+        acc = s.op("Add", &[&acc, &in_name(ctx, 6)], vec![]);
+    }
+    let accf = s.op("Cast", &[&acc], vec![A::I("to", DType::F32 as i64)]);
+    let sa = scalar_in(ctx, &mut s, 1)?;
+    let mut m = s.op("Mul", &[&sa, &in_name(ctx, 4)], vec![]);
+    let alpha = ctx.attr_f_or("alpha", 1.0);
+    if alpha != 1.0 {
+        let al = s.scalar(DType::F32, alpha as f64);
+        m = s.op("Mul", &[&al, &m], vec![]);
+    }
+    if ctx.input_opt(7).is_none() {
+        s.to("Mul", &[&accf, &m], &[&out0(ctx)?], vec![]);
+        return Ok(s.done());
+    }
+    let sy = scalar_in(ctx, &mut s, 7)?;
+    let m = s.op("Div", &[&m, &sy], vec![]);
+    let v = s.op("Mul", &[&accf, &m], vec![]);
+    let out_dt = ctx.input_opt(8).map_or(adt, |z| z.dtype);
+    requantized(ctx, s, &v, 8, out_dt)
+}
