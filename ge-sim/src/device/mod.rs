@@ -12,7 +12,7 @@ use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
 use crate::cost::{TaskCost, Work, estimate_work};
-use crate::kernels;
+use crate::kernels::{self, set::KernelSet};
 
 /// One task as the device ran it, for profiles and traces.
 #[derive(Clone, Copy, Debug)]
@@ -74,17 +74,26 @@ pub struct SimDevice<O: Observer = NoObserver> {
     pub observer: O,
     /// Host threads the kernels run on (results are the same whatever this is).
     pub host: crate::threads::Host,
+    /// The kernels the device can run; a model needing another is refused.
+    pub kernels: KernelSet,
 }
 
 impl SimDevice<NoObserver> {
-    /// A device of `profile` in sink mode.
+    /// A device of `profile` in sink mode with every kernel ([`KernelSet::ALL`]).
     pub fn new(profile: Profile) -> Self {
+        SimDevice::with_kernels(profile, KernelSet::ALL)
+    }
+
+    /// A device of `profile` in sink mode that can run only `kernels`: a binary that builds
+    /// its devices this way from a model's `KERNELS` links no other kernel.
+    pub const fn with_kernels(profile: Profile, kernels: KernelSet) -> Self {
         SimDevice {
             profile,
             mode: LaunchMode::Sink,
             max_cores: 0,
             observer: NoObserver,
             host: crate::threads::Host::SERIAL,
+            kernels,
         }
     }
 }
@@ -104,6 +113,7 @@ impl<O: Observer> SimDevice<O> {
             max_cores: self.max_cores,
             observer,
             host: self.host,
+            kernels: self.kernels,
         }
     }
 
@@ -173,11 +183,18 @@ impl<O: Observer> Device for SimDevice<O> {
         for (i, task) in model.tasks().iter().enumerate() {
             let op = model.task_op(task);
             let params = model.task_params(task);
+            let id = model.task_kernel(task).ok_or(Error::Malformed {
+                what: "task has no output",
+                index: i as u64,
+            })?;
+            let entry = self
+                .kernels
+                .find(id)
+                .ok_or(Error::MissingKernel { kernel: id })?;
             let par = self.host.get();
             let in_place = (task.in_place as usize).checked_sub(1);
-            mem.with_task(model, task, |ins, outs, ws| match in_place {
-                Some(k) => kernels::in_place::run_in_place(op, params, k, ins, outs),
-                None => kernels::execute_on(op, params, ins, outs, ws, par),
+            mem.with_task(model, task, |ins, outs, ws| {
+                kernels::run_entry(&entry, params, in_place, ins, outs, ws, par)
             })
             .map_err(|reason| Error::Task {
                 task: i as u32,
@@ -189,5 +206,12 @@ impl<O: Observer> Device for SimDevice<O> {
             self.observer.task(model, task, &record);
         }
         Ok(tl.finish(&self.profile))
+    }
+
+    fn check(&self, model: &Model<'_>) -> Result<(), Error> {
+        match model.kernels().find(|&id| self.kernels.find(id).is_none()) {
+            Some(kernel) => Err(Error::MissingKernel { kernel }),
+            None => Ok(()),
+        }
     }
 }
