@@ -138,28 +138,47 @@ pub(crate) fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
         .fold(0u64, |a, t| a.saturating_add(t.bytes))
 }
 
-/// The work of a task per the cost model, from the shapes in the tensor table.
-fn task_work(model: &Model<'_>, task: &TaskDesc) -> Work {
+/// The work of a task per `work` (its kind's estimator), from the shapes in the tensor
+/// table.
+fn task_work(model: &Model<'_>, task: &TaskDesc, work: impl Fn(ShapeArgs<'_>) -> Work) -> Work {
+    let n = model
+        .task_inputs(task)
+        .len()
+        .max(model.task_outputs(task).len());
+    if n <= SMALL_TASK_IO {
+        task_work_n::<SMALL_TASK_IO>(model, task, work)
+    } else {
+        task_work_n::<MAX_TASK_IO>(model, task, work)
+    }
+}
+
+/// A task's parameter record, input shapes and output shapes.
+type ShapeArgs<'s> = (&'s [u8], &'s [Option<Shape>], &'s [Shape]);
+
+/// Shapes a side that [`task_work`] keeps on the stack for most tasks.
+const SMALL_TASK_IO: usize = 8;
+
+/// [`task_work`] with room for `N` shapes a side; never inlined, so that its frame exists
+/// only while the work is estimated, not while the kernel runs.
+#[inline(never)]
+fn task_work_n<const N: usize>(
+    model: &Model<'_>,
+    task: &TaskDesc,
+    work: impl Fn(ShapeArgs<'_>) -> Work,
+) -> Work {
     let tensors = model.tensors();
     let shape = |id: u32| tensors.get(id as usize).map(ge_runtime::tensor_shape);
-    let mut ins = [None; MAX_TASK_IO];
-    for (d, &id) in ins.iter_mut().zip(model.task_inputs(task)) {
+    let (in_ids, out_ids) = (model.task_inputs(task), model.task_outputs(task));
+    let mut ins = [None; N];
+    for (d, &id) in ins.iter_mut().zip(in_ids) {
         *d = shape(id);
     }
-    let mut outs = [Shape::scalar(); MAX_TASK_IO];
-    for (d, &id) in outs.iter_mut().zip(model.task_outputs(task)) {
+    let mut outs = [Shape::scalar(); N];
+    for (d, &id) in outs.iter_mut().zip(out_ids) {
         *d = shape(id).unwrap_or_default();
     }
-    let (ni, no) = (
-        model.task_inputs(task).len(),
-        model.task_outputs(task).len(),
-    );
-    estimate_work(
-        model.task_op(task),
-        model.task_params(task),
-        &ins[..ni],
-        &outs[..no],
-    )
+    let (ni, no) = (in_ids.len().min(N), out_ids.len().min(N));
+    work((model.task_params(task), &ins[..ni], &outs[..no]))
 }
 
 impl<O: Observer> SimDevice<O> {
@@ -168,7 +187,8 @@ impl<O: Observer> SimDevice<O> {
     pub fn predict(&self, model: &Model<'_>) -> RunReport {
         let mut tl = Timeline::start(self, model);
         for (i, task) in model.tasks().iter().enumerate() {
-            let work = task_work(model, task);
+            let kind = model.task_op(task);
+            let work = task_work(model, task, |(p, i, o)| estimate_work(kind, p, i, o));
             tl.charge(self, model, i, task, work);
         }
         tl.finish(&self.profile)
@@ -201,7 +221,7 @@ impl<O: Observer> Device for SimDevice<O> {
                 op,
                 reason,
             })?;
-            let work = task_work(model, task);
+            let work = task_work(model, task, |(p, i, o)| (entry.work)(p, i, o));
             let record = tl.charge(self, model, i, task, work);
             self.observer.task(model, task, &record);
         }

@@ -12,7 +12,7 @@ use ge_runtime::format::{
 use super::binary::Arith;
 use super::broadcast::accumulate;
 use super::set::registry_entry;
-use super::unary::apply_activation;
+use super::unary::{apply_activation, apply_unary_op};
 use super::{KernelError, KernelResult, input, output};
 
 /// Runs an in-place task whose input `k` is output 0, through its kind's registry entry.
@@ -68,7 +68,7 @@ pub fn unary(p: &UnaryParams, k: usize, outs: &mut [TensorMut<'_>]) -> KernelRes
         return Err(KernelError::BadParams("in-place unary must update input 0"));
     }
     let (_, y) = f32_output(outs)?;
-    apply_activation(&p.act, y)?;
+    apply_unary_op(&p.act, y)?;
     Ok(())
 }
 
