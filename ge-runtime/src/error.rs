@@ -1,9 +1,11 @@
 //! Errors of loading and running a model. No allocation: every variant carries `'static`
-//! text and numbers, enough to name the section, tensor or task at fault.
+//! text and numbers, enough to name the section, tensor or task at fault. `Display` exists
+//! only with `std`, so that no `core::fmt` formatting code is linked into firmware.
 
+#[cfg(feature = "std")]
 use core::fmt;
 
-use crate::format::{OpKind, ViewError};
+use crate::format::{KernelId, OpKind, ViewError};
 
 /// Why a kernel refused to run. Validated models only hit these on malformed blobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +30,7 @@ impl From<ViewError> for KernelError {
     }
 }
 
+#[cfg(feature = "std")]
 impl fmt::Display for KernelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -87,8 +90,11 @@ pub enum Error {
         needed: u64,
         limit: u64,
     },
+    /// The model runs a kernel the device was not built with (its kernel set lacks it).
+    MissingKernel { kernel: KernelId },
 }
 
+#[cfg(feature = "std")]
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -133,6 +139,11 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "the model needs {needed} bytes of {what}, over the limit of {limit} bytes"
+            ),
+            Error::MissingKernel { kernel } => write!(
+                f,
+                "the model needs kernel {kernel}, which this device's kernel set lacks; give \
+                 the device the model's generated KERNELS or KernelSet::ALL"
             ),
         }
     }

@@ -18,6 +18,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod crc;
 mod error;
 pub mod format;
 mod memory;
@@ -28,6 +29,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
+pub use crc::{Crc32, crc32};
 pub use error::{Error, KernelError};
 pub use memory::Memory;
 pub use model::{

@@ -44,6 +44,9 @@ pub struct Memory<'a> {
     _arena: PhantomData<&'a mut [u8]>,
 }
 
+/// Views a side that [`Memory::with_task`] keeps on the stack for most tasks.
+const SMALL_TASK_IO: usize = 8;
+
 impl<'a> Memory<'a> {
     /// Binds an aligned arena (at least the model's `arena_bytes`), the model's weights and
     /// the caller's input buffers (sizes already checked).
@@ -93,6 +96,32 @@ impl<'a> Memory<'a> {
             &mut [u8],
         ) -> Result<R, KernelError>,
     ) -> Result<R, KernelError> {
+        // Views are ~100 bytes each: most tasks get 8 slots a side, not MAX_TASK_IO, so
+        // a run's stack stays small (the views of 64 are 12 KiB).
+        let n = model
+            .task_inputs(task)
+            .len()
+            .max(model.task_outputs(task).len());
+        if n <= SMALL_TASK_IO {
+            self.views::<SMALL_TASK_IO, R>(model, task, f)
+        } else {
+            self.views::<MAX_TASK_IO, R>(model, task, f)
+        }
+    }
+
+    /// [`Memory::with_task`] with room for `N` views a side; never inlined, so the views'
+    /// frame exists only while the task runs.
+    #[inline(never)]
+    fn views<const N: usize, R>(
+        &mut self,
+        model: &Model<'_>,
+        task: &TaskDesc,
+        f: impl FnOnce(
+            &[Option<TensorRef<'_>>],
+            &mut [TensorMut<'_>],
+            &mut [u8],
+        ) -> Result<R, KernelError>,
+    ) -> Result<R, KernelError> {
         let tensors = model.tensors();
         let get = |id: u32| {
             tensors
@@ -101,10 +130,10 @@ impl<'a> Memory<'a> {
         };
         let in_ids = model.task_inputs(task);
         let out_ids = model.task_outputs(task);
-        if in_ids.len() > MAX_TASK_IO || out_ids.len() > MAX_TASK_IO {
+        if in_ids.len() > N || out_ids.len() > N {
             return Err(KernelError::BadParams("too many task inputs or outputs"));
         }
-        let mut ins: [Option<TensorRef<'_>>; MAX_TASK_IO] = [None; MAX_TASK_IO];
+        let mut ins: [Option<TensorRef<'_>>; N] = [None; N];
         // An in-place input is output 0's bytes: no shared view of it is made.
         let in_place = (task.in_place as usize).checked_sub(1);
         for (i, (slot, &id)) in ins.iter_mut().zip(in_ids).enumerate() {
@@ -117,7 +146,7 @@ impl<'a> Memory<'a> {
                 });
             }
         }
-        let mut outs: [TensorMut<'_>; MAX_TASK_IO] = core::array::from_fn(|_| TensorMut {
+        let mut outs: [TensorMut<'_>; N] = core::array::from_fn(|_| TensorMut {
             dtype: crate::format::DType::U8,
             shape: Shape::scalar(),
             data: &mut [],

@@ -6,7 +6,7 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::format::{
-    ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, Location, MAGIC, MAX_RANK,
+    ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, Location, MAGIC, MAX_RANK,
     MAX_TASK_IO, Meta, NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape, StrRef, TaskDesc,
     TensorDesc,
 };
@@ -55,6 +55,8 @@ pub struct Model<'a> {
     params: &'a [u8],
     weights: &'a [u8],
     events: &'a [EventDesc],
+    /// The `kernels` section, when the blob has one.
+    kernels: Option<&'a [KernelId]>,
 }
 
 /// A model input or output as seen by callers.
@@ -83,7 +85,7 @@ pub fn header_checksum(header: &Header, table: &[u8]) -> u32 {
     let mut h = *header;
     h.header_crc = 0;
     h.body_crc = 0;
-    let mut c = crc32fast::Hasher::new();
+    let mut c = crate::crc::Crc32::new();
     c.update(bytemuck::bytes_of(&h));
     c.update(table);
     c.finalize()
@@ -145,11 +147,12 @@ impl<'a> Model<'a> {
         let body = bytes
             .get(table_end..)
             .ok_or(bad("section table past end of file", 0))?;
-        if crc32fast::hash(body) != header.body_crc {
+        if crate::crc::crc32(body) != header.body_crc {
             return Err(Error::Checksum { section: "body" });
         }
         let entries: &[SectionEntry] = table(table_bytes, "section table")?;
-        let mut found: [Option<&'a [u8]>; 10] = [None; 10];
+        let mut found: [Option<&'a [u8]>; SectionKind::ALL.len() + 1] =
+            [None; SectionKind::ALL.len() + 1];
         for (i, e) in entries.iter().enumerate() {
             let kind = SectionKind::ALL
                 .iter()
@@ -192,6 +195,10 @@ impl<'a> Model<'a> {
             events: match found[SectionKind::Events as usize] {
                 Some(b) => table(b, "event table")?,
                 None => &[],
+            },
+            kernels: match found[SectionKind::Kernels as usize] {
+                Some(b) => Some(table(b, "kernel table")?),
+                None => None,
             },
         };
         if model.meta.arena_bytes > limits.max_arena_bytes {
@@ -256,6 +263,26 @@ impl<'a> Model<'a> {
             let (r, w) = (&self.tasks[e.record as usize], &self.tasks[e.wait as usize]);
             if r.stream == w.stream {
                 return Err(bad("event joins a stream to itself", i as u64));
+            }
+        }
+        if let Some(list) = self.kernels {
+            for (i, k) in list.iter().enumerate() {
+                if !k.is_known() {
+                    return Err(bad("kernel table names an unknown kernel", i as u64));
+                }
+                if i > 0 && list[i - 1] >= *k {
+                    return Err(bad("kernel table is not sorted and unique", i as u64));
+                }
+            }
+            for (i, t) in self.tasks.iter().enumerate() {
+                let listed = KernelId::of_task(t, self.tensors, self.task_io)
+                    .is_some_and(|k| list.binary_search(&k).is_ok());
+                if !listed {
+                    return Err(bad(
+                        "task's kernel is missing from the kernel table",
+                        i as u64,
+                    ));
+                }
             }
         }
         Ok(())
@@ -504,6 +531,12 @@ impl<'a> Model<'a> {
             .unwrap_or(&[])
     }
 
+    /// The kernel a task runs (`None` only for a task without outputs, which validation
+    /// refuses).
+    pub fn task_kernel(&self, t: &TaskDesc) -> Option<KernelId> {
+        KernelId::of_task(t, self.tensors, self.task_io)
+    }
+
     /// A task's parameter record.
     pub fn task_params(&self, t: &TaskDesc) -> &'a [u8] {
         let s = t.params_offset as usize;
@@ -513,6 +546,21 @@ impl<'a> Model<'a> {
     /// Cross-stream events, in table order.
     pub fn events(&self) -> &'a [EventDesc] {
         self.events
+    }
+
+    /// The kernels the tasks run, each at least once: the blob's `kernels` section (sorted,
+    /// unique), or for a blob without one, every task's kernel in task order.
+    pub fn kernels(&self) -> impl Iterator<Item = KernelId> + 'a {
+        let (listed, tasks) = match self.kernels {
+            Some(list) => (list, &[][..]),
+            None => (&[][..], self.tasks),
+        };
+        let (tensors, task_io) = (self.tensors, self.task_io);
+        listed.iter().copied().chain(
+            tasks
+                .iter()
+                .filter_map(move |t| KernelId::of_task(t, tensors, task_io)),
+        )
     }
 
     /// Number of streams.

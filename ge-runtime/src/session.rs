@@ -12,6 +12,13 @@ pub trait Device {
     type Report;
     /// Executes every task of `model` in `mem`.
     fn execute(&mut self, model: &Model<'_>, mem: &mut Memory<'_>) -> Result<Self::Report, Error>;
+
+    /// Refuses a model the device cannot run (e.g. one needing a kernel it was built
+    /// without), when a session binds it rather than midway through a run.
+    fn check(&self, model: &Model<'_>) -> Result<(), Error> {
+        let _ = model;
+        Ok(())
+    }
 }
 
 /// A model bound to an arena and a device.
@@ -38,6 +45,7 @@ impl<'m, 'a, D: Device> Session<'m, 'a, D> {
                 given: arena.len(),
             });
         }
+        device.check(model)?;
         let arena = &mut arena[skip..skip + needed];
         Ok(Session {
             model,

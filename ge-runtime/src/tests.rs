@@ -195,7 +195,7 @@ fn fix(out: &mut [u8]) {
         reserved: [0; 7],
     };
     let table_end = hl + 8 * core::mem::size_of::<SectionEntry>();
-    h.body_crc = crc32fast::hash(&out[table_end..]);
+    h.body_crc = crate::crc32(&out[table_end..]);
     h.header_crc = header_checksum(&h, &out[hl..table_end]);
     out[..hl].copy_from_slice(bytemuck::bytes_of(&h));
 }

@@ -12,4 +12,8 @@ impl<D: Device> Device for DeviceRef<'_, D> {
     fn execute(&mut self, model: &Model<'_>, mem: &mut Memory<'_>) -> Result<D::Report, Error> {
         self.0.execute(model, mem)
     }
+
+    fn check(&self, model: &Model<'_>) -> Result<(), Error> {
+        self.0.check(model)
+    }
 }

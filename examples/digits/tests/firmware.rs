@@ -1,9 +1,39 @@
 //! Builds the `#![no_std]`, `#![no_main]`, allocator-free firmware example (its own
-//! workspace, `panic = "abort"`) with cargo, runs it on held-out images and compares its
-//! exit status (the predicted class) with onnxruntime's predictions.
+//! workspace, size-tuned profile) with cargo, runs it on held-out images and compares its
+//! exit status (the predicted class) with onnxruntime's predictions; then holds it to its
+//! footprint: `.text` (code) at most 64 KiB, no kernel the model does not run, and at most
+//! 16 KiB of stack for `Digits::run`. With the corpus generated, the light SqueezeNet
+//! firmware too links only its own kernels.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Most code the digits firmware may link (x86_64, the example's size profile).
+const TEXT_LIMIT: u64 = 64 * 1024;
+/// Most stack `Digits::run` may use.
+const STACK_LIMIT: usize = 16 * 1024;
+
+/// Kernel modules of ge-sim (`ge_sim::kernels::<module>`) whose code a model running only
+/// Conv, Pool, Gemm, Softmax and GlobalPool (f32) must not link.
+const FOREIGN_KERNELS: &[&str] = &[
+    "attention",
+    "binary",
+    "cast",
+    "concat",
+    "fused",
+    "gather",
+    "grid_sample",
+    "in_place",
+    "indexing",
+    "layer_norm",
+    "norm",
+    "ordered",
+    "pad",
+    "reduce",
+    "resize",
+    "slice",
+    "transpose",
+];
 
 fn target_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -12,17 +42,22 @@ fn target_dir() -> PathBuf {
         .join("firmware")
 }
 
-#[test]
-fn firmware_builds_without_std_and_classifies() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let manifest = root.join("firmware/Cargo.toml");
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Builds the firmware workspace's binaries (with `features`) and returns the release dir.
+fn build(features: &[&str]) -> PathBuf {
+    let manifest = root().join("firmware/Cargo.toml");
     let target = target_dir();
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--manifest-path"])
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--release", "--manifest-path"])
         .arg(&manifest)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("run cargo");
+        .env("CARGO_TARGET_DIR", &target);
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
+    }
+    let out = cmd.output().expect("run cargo");
     // A failure here usually means std or the heap crept into ge, ge-runtime or ge-sim
     // (e.g. `f64::sqrt`, which needs std: use `libm`).
     assert!(
@@ -30,9 +65,71 @@ fn firmware_builds_without_std_and_classifies() {
         "building the no_std firmware failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let exe = target.join("release/firmware");
+    target.join("release")
+}
 
-    let expected = std::fs::read(root.join("digits/data/ort_pred.bin")).unwrap();
+/// A little-endian ELF64 file's section headers: (name, size, file offset, link).
+fn sections(elf: &[u8]) -> Vec<(String, u64, u64, u32)> {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap());
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+    assert_eq!(&elf[..5], b"\x7fELF\x02", "not an ELF64 file");
+    let (shoff, shentsize) = (u64_at(0x28) as usize, u16_at(0x3A) as usize);
+    let (shnum, shstrndx) = (u16_at(0x3C) as usize, u16_at(0x3E) as usize);
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 0x18) as usize;
+    (0..shnum)
+        .map(|i| {
+            let h = header(i);
+            let name = &elf[names + u32_at(h) as usize..];
+            let end = name.iter().position(|&b| b == 0).unwrap();
+            let name = String::from_utf8_lossy(&name[..end]).into_owned();
+            (name, u64_at(h + 0x20), u64_at(h + 0x18), u32_at(h + 0x28))
+        })
+        .collect()
+}
+
+/// Size of the section `name`.
+fn section_size(elf: &[u8], name: &str) -> u64 {
+    sections(elf)
+        .into_iter()
+        .find(|s| s.0 == name)
+        .map_or(0, |s| s.1)
+}
+
+/// The `ge_sim::kernels::<module>` modules the symbol table names (legacy mangling:
+/// `..6ge_sim7kernels4conv..`).
+fn kernel_modules(elf: &[u8]) -> std::collections::BTreeSet<String> {
+    let secs = sections(elf);
+    let strtab = secs
+        .iter()
+        .find(|s| s.0 == ".strtab")
+        .expect("a symbol table (the binary is not stripped)");
+    let strings = &elf[strtab.2 as usize..(strtab.2 + strtab.1) as usize];
+    let mut found = std::collections::BTreeSet::new();
+    for sym in strings.split(|&b| b == 0) {
+        let s = String::from_utf8_lossy(sym);
+        let Some(at) = s.find("6ge_sim7kernels") else {
+            continue;
+        };
+        let rest = &s[at + "6ge_sim7kernels".len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<usize>() {
+            let name = &rest[digits.len()..];
+            if name.len() >= n {
+                found.insert(name[..n].to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn firmware_builds_without_std_and_classifies() {
+    let release = build(&[]);
+    let exe = release.join("firmware");
+
+    let expected = std::fs::read(root().join("digits/data/ort_pred.bin")).unwrap();
     for (i, &class) in expected.iter().enumerate().step_by(37) {
         let st = Command::new(&exe).arg(i.to_string()).status().unwrap();
         assert_eq!(st.code(), Some(i32::from(class)), "image {i}");
@@ -44,4 +141,57 @@ fn firmware_builds_without_std_and_classifies() {
     assert_eq!(st.code(), Some(255));
     let st = Command::new(&exe).arg("x").status().unwrap();
     assert_eq!(st.code(), Some(254));
+
+    // Footprint: code, foreign kernels, stack.
+    let elf = std::fs::read(&exe).unwrap();
+    let text = section_size(&elf, ".text");
+    assert!(
+        text <= TEXT_LIMIT,
+        "the digits firmware links {text} bytes of .text, over {TEXT_LIMIT}"
+    );
+    let modules = kernel_modules(&elf);
+    for m in FOREIGN_KERNELS {
+        assert!(!modules.contains(*m), "digits links ge_sim::kernels::{m}");
+    }
+    let out = Command::new(&exe).arg("stack").output().unwrap();
+    assert_eq!(out.status.code(), Some(i32::from(expected[0])), "stack run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stack: usize = stdout
+        .trim()
+        .strip_prefix("run_stack_bytes ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no stack figure in {stdout:?}"));
+    assert!(
+        stack > 0 && stack <= STACK_LIMIT,
+        "Digits::run used {stack} bytes of stack, over {STACK_LIMIT}"
+    );
+    println!("digits firmware: .text {text} bytes, Digits::run stack {stack} bytes");
+}
+
+#[test]
+fn squeezenet_firmware_links_only_its_kernels() {
+    let model = root().join("../corpus/light/squeezenet/model.onnx");
+    if !model.exists() {
+        eprintln!(
+            "skipped: {} missing (python3 tools/gen_corpus.py)",
+            model.display()
+        );
+        return;
+    }
+    let release = build(&["squeezenet"]);
+    let exe = release.join("squeezenet");
+    let st = Command::new(&exe).status().unwrap();
+    assert_eq!(st.code(), Some(0), "squeezenet firmware run");
+    let elf = std::fs::read(&exe).unwrap();
+    let modules = kernel_modules(&elf);
+    for m in FOREIGN_KERNELS {
+        assert!(
+            !modules.contains(*m),
+            "squeezenet links ge_sim::kernels::{m}"
+        );
+    }
+    println!(
+        "squeezenet firmware: .text {} bytes",
+        section_size(&elf, ".text")
+    );
 }

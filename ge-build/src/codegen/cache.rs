@@ -27,7 +27,7 @@ use crate::error::{CompileError, Result};
 use crate::options::CompileOptions;
 
 /// Bump to invalidate every existing entry.
-const CACHE_VERSION: &str = "ge-cache-v1";
+const CACHE_VERSION: &str = "ge-cache-v2";
 
 /// A compile cache directory.
 #[derive(Clone, Debug)]

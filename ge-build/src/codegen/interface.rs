@@ -67,6 +67,9 @@ pub struct Interface {
     pub arena_bytes: usize,
     pub blob_bytes: usize,
     pub tasks: usize,
+    /// The kernels the tasks run, sorted and unique: (op kind, dtype, variant) numbers of a
+    /// [`ge_runtime::format::KernelId`].
+    pub kernels: Vec<(u16, u8, u8)>,
 }
 
 impl Interface {
@@ -93,6 +96,15 @@ impl Interface {
             arena_bytes: model.arena_bytes(),
             blob_bytes: blob.len(),
             tasks: model.tasks().len(),
+            kernels: {
+                let mut k: Vec<_> = model
+                    .kernels()
+                    .map(|k| (k.op, k.dtype, k.variant))
+                    .collect();
+                k.sort_unstable();
+                k.dedup();
+                k
+            },
         })
     }
 }

@@ -14,6 +14,7 @@
 //!     pub struct Inputs  { pub x: [[[[f32; 8]; 8]; 1]; 1] }
 //!     pub struct Outputs { pub logits: [[f32; 10]; 1], ... }
 //!     pub struct Digits<'a>                     binds an arena; run / run_slices / run_bytes
+//!     pub static KERNELS: &[KernelEntry]        the kernels the model runs, all the device links
 //!     pub fn model() / pub fn device()
 //! }
 //! ```
@@ -245,6 +246,35 @@ fn options_summary(o: &CompileOptions) -> String {
     s
 }
 
+/// `KernelEntry::of(KernelId::new(OpKind::Conv, DType::F32, KernelVariant::Plain))` for
+/// every kernel; an unknown number is an internal error (the blob loaded, so it has none).
+fn kernel_entries(krate: &TokenStream, kernels: &[(u16, u8, u8)]) -> Result<Vec<TokenStream>> {
+    use ge_runtime::format::KernelId;
+    kernels
+        .iter()
+        .map(|&(op, dtype, variant)| {
+            let id = KernelId { op, dtype, variant };
+            let (Some(kind), Some(dtype), Some(variant)) = (id.kind(), id.dtype(), id.variant())
+            else {
+                return Err(CompileError::Model(format!(
+                    "internal error: unknown kernel {op}/{dtype}/{variant}"
+                )));
+            };
+            let kind = format_ident!("{}", kind.name());
+            let dtype = format_ident!("{dtype:?}");
+            let variant = format_ident!("{variant:?}");
+            let f = quote!(#krate::runtime::format);
+            Ok(quote! {
+                #krate::KernelEntry::of(#f::KernelId::new(
+                    #f::OpKind::#kind,
+                    #f::DType::#dtype,
+                    #f::KernelVariant::#variant,
+                ))
+            })
+        })
+        .collect()
+}
+
 /// The bindings module for `iface` as tokens.
 pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     let krate = parse_tokens("crate path", &b.crate_path)?;
@@ -416,6 +446,7 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
         quote!(#krate::LaunchMode::Sink)
     };
     let arena_bytes = usize_lit(iface.arena_bytes);
+    let kernels = kernel_entries(&krate, &iface.kernels)?;
     let tracked_doc = tracked.iter().map(|p| {
         let d = doc(format!("Makes rustc rebuild when `{p}` changes."));
         quote! {
@@ -507,9 +538,16 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
                 #krate::Model::from_bytes(BLOB)
             }
 
-            /// The simulated device the model was compiled for ([`PROFILE`], [`MAX_CORES`]).
+            /// The kernels the model runs (op kind, output element type, variant). The
+            /// device of [`device()`] dispatches through these alone, so a binary that runs
+            /// the model only through it links no other kernel.
+            pub static KERNELS: &[#krate::KernelEntry] = &[#(#kernels),*];
+
+            /// The simulated device the model was compiled for ([`PROFILE`], [`MAX_CORES`])
+            /// with the model's [`KERNELS`].
             pub fn device() -> #krate::SimDevice {
-                let mut device = #krate::SimDevice::new(PROFILE);
+                let kernels = #krate::KernelSet::only(KERNELS);
+                let mut device = #krate::SimDevice::with_kernels(PROFILE, kernels);
                 device.max_cores = MAX_CORES;
                 device.mode = #mode;
                 device
@@ -645,6 +683,7 @@ mod tests {
             arena_bytes: 128,
             blob_bytes: 1000,
             tasks: 2,
+            kernels: vec![(5, 1, 0), (2, 1, 1)],
         }
     }
 
@@ -668,6 +707,11 @@ mod tests {
         assert!(src.contains("::core::include_bytes!(\"/tmp/x.onnx\")"));
         assert!(src.contains("::ge::Profile::EDGE"));
         assert!(src.contains("input_0: [[[0.0; 2]; 3]; 1]"), "{src}");
+        // The kernel set: Conv f32, Binary f32 in place; the device dispatches through it.
+        assert!(src.contains("OpKind::Conv,"), "{src}");
+        assert!(src.contains("DType::F32,"), "{src}");
+        assert!(src.contains("KernelVariant::InPlace,"), "{src}");
+        assert!(src.contains("KernelSet::only(KERNELS)"), "{src}");
     }
 
     #[test]

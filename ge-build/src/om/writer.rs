@@ -3,8 +3,8 @@
 //! `ge_runtime::format`, which this writer only fills in. O(blob size).
 
 use ge_runtime::format::{
-    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, MAGIC, Meta, SectionEntry, SectionKind,
-    StrRef, TaskDesc, TensorDesc,
+    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, MAGIC, Meta, SectionEntry,
+    SectionKind, StrRef, TaskDesc, TensorDesc,
 };
 
 /// Tables of a model being written.
@@ -55,8 +55,21 @@ impl OmBuilder {
         self.weights.len()
     }
 
+    /// The kernels the tasks run, sorted and unique (the `kernels` section).
+    fn kernels(&self) -> Vec<KernelId> {
+        let mut k: Vec<KernelId> = self
+            .tasks
+            .iter()
+            .filter_map(|t| KernelId::of_task(t, &self.tensors, &self.task_io))
+            .collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    }
+
     /// Serializes everything with `meta`.
     pub fn finish(self, meta: Meta) -> Vec<u8> {
+        let kernels = self.kernels();
         let sections: Vec<(SectionKind, Vec<u8>)> = vec![
             (SectionKind::Meta, bytemuck::bytes_of(&meta).to_vec()),
             (SectionKind::Strings, self.strings),
@@ -78,6 +91,10 @@ impl OmBuilder {
             (
                 SectionKind::Events,
                 bytemuck::cast_slice(&self.events).to_vec(),
+            ),
+            (
+                SectionKind::Kernels,
+                bytemuck::cast_slice(&kernels).to_vec(),
             ),
         ];
         let hl = std::mem::size_of::<Header>();
@@ -104,7 +121,7 @@ impl OmBuilder {
             file_len: out.len() as u64,
             section_count: sections.len() as u32,
             header_crc: 0,
-            body_crc: crc32fast::hash(&out[hl + table_len..]),
+            body_crc: ge_runtime::crc32(&out[hl + table_len..]),
             reserved: [0; 7],
         };
         header.header_crc = ge_runtime::header_checksum(&header, table);

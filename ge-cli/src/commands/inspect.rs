@@ -87,6 +87,19 @@ pub(super) fn inspect(path: &Path, list_tasks: bool) -> Res {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let mut kernels: Vec<_> = model.kernels().collect();
+    kernels.sort_unstable();
+    kernels.dedup();
+    let _ = writeln!(
+        out,
+        "kernels: {} ({})",
+        kernels.len(),
+        kernels
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     if list_tasks {
         let tensors = model.tensors();
         let show = |id: u32| match tensors.get(id as usize) {

@@ -2,6 +2,7 @@
 //! `ge-build` writes it and this crate reads it, so there is exactly one definition.
 
 mod dtype;
+mod kernel_id;
 mod ops;
 mod records;
 mod shape;
@@ -9,6 +10,7 @@ mod typed;
 mod view;
 
 pub use dtype::DType;
+pub use kernel_id::{KernelId, KernelVariant};
 pub use ops::*;
 pub use records::*;
 pub use shape::{MAX_RANK, Shape};

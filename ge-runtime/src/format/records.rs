@@ -46,11 +46,13 @@ pub enum SectionKind {
     Params = 7,
     Weights = 8,
     Events = 9,
+    /// The kernels the tasks need ([`crate::format::KernelId`], sorted, unique); optional.
+    Kernels = 10,
 }
 
 impl SectionKind {
     /// All kinds, in file order.
-    pub const ALL: [SectionKind; 9] = [
+    pub const ALL: [SectionKind; 10] = [
         SectionKind::Meta,
         SectionKind::Strings,
         SectionKind::Io,
@@ -60,6 +62,7 @@ impl SectionKind {
         SectionKind::Params,
         SectionKind::Weights,
         SectionKind::Events,
+        SectionKind::Kernels,
     ];
 
     /// Section name for messages and `ge inspect`.
@@ -74,6 +77,7 @@ impl SectionKind {
             SectionKind::Params => "params",
             SectionKind::Weights => "weights",
             SectionKind::Events => "events",
+            SectionKind::Kernels => "kernels",
         }
     }
 }

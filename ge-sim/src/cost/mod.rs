@@ -77,9 +77,13 @@ pub fn cycles_to_ns(p: &Profile, cycles: u64) -> u64 {
 /// The work a task does, from its kind, parameters and shapes alone, so the compiler can
 /// predict a run and the device charges exactly the same. O(rank). Kernels report no work
 /// of their own: this is the only figure, taken from the kind's registry entry
-/// ([`crate::kernels::registry::Kernel::work`]), which names one of the estimators below.
+/// ([`crate::kernels::registry::Kernel::work`], through [`crate::kernels::registry::WORK`]),
+/// which names one of the estimators below.
 pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
-    (crate::kernels::registry::kernel(kind).work)(params, ins, outs)
+    match crate::kernels::registry::WORK.get(kind as usize) {
+        Some(Some(work)) => work(params, ins, outs),
+        _ => Work::default(),
+    }
 }
 
 // The per-kind estimators. Saturating throughout: shapes of a crafted (validated) blob may

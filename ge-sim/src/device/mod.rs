@@ -12,7 +12,7 @@ use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
 use crate::cost::{TaskCost, Work, estimate_work};
-use crate::kernels;
+use crate::kernels::{self, set::KernelSet};
 
 /// One task as the device ran it, for profiles and traces.
 #[derive(Clone, Copy, Debug)]
@@ -74,17 +74,26 @@ pub struct SimDevice<O: Observer = NoObserver> {
     pub observer: O,
     /// Host threads the kernels run on (results are the same whatever this is).
     pub host: crate::threads::Host,
+    /// The kernels the device can run; a model needing another is refused.
+    pub kernels: KernelSet,
 }
 
 impl SimDevice<NoObserver> {
-    /// A device of `profile` in sink mode.
+    /// A device of `profile` in sink mode with every kernel ([`KernelSet::ALL`]).
     pub fn new(profile: Profile) -> Self {
+        SimDevice::with_kernels(profile, KernelSet::ALL)
+    }
+
+    /// A device of `profile` in sink mode that can run only `kernels`: a binary that builds
+    /// its devices this way from a model's `KERNELS` links no other kernel.
+    pub const fn with_kernels(profile: Profile, kernels: KernelSet) -> Self {
         SimDevice {
             profile,
             mode: LaunchMode::Sink,
             max_cores: 0,
             observer: NoObserver,
             host: crate::threads::Host::SERIAL,
+            kernels,
         }
     }
 }
@@ -104,6 +113,7 @@ impl<O: Observer> SimDevice<O> {
             max_cores: self.max_cores,
             observer,
             host: self.host,
+            kernels: self.kernels,
         }
     }
 
@@ -128,28 +138,47 @@ pub(crate) fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
         .fold(0u64, |a, t| a.saturating_add(t.bytes))
 }
 
-/// The work of a task per the cost model, from the shapes in the tensor table.
-fn task_work(model: &Model<'_>, task: &TaskDesc) -> Work {
+/// The work of a task per `work` (its kind's estimator), from the shapes in the tensor
+/// table.
+fn task_work(model: &Model<'_>, task: &TaskDesc, work: impl Fn(ShapeArgs<'_>) -> Work) -> Work {
+    let n = model
+        .task_inputs(task)
+        .len()
+        .max(model.task_outputs(task).len());
+    if n <= SMALL_TASK_IO {
+        task_work_n::<SMALL_TASK_IO>(model, task, work)
+    } else {
+        task_work_n::<MAX_TASK_IO>(model, task, work)
+    }
+}
+
+/// A task's parameter record, input shapes and output shapes.
+type ShapeArgs<'s> = (&'s [u8], &'s [Option<Shape>], &'s [Shape]);
+
+/// Shapes a side that [`task_work`] keeps on the stack for most tasks.
+const SMALL_TASK_IO: usize = 8;
+
+/// [`task_work`] with room for `N` shapes a side; never inlined, so that its frame exists
+/// only while the work is estimated, not while the kernel runs.
+#[inline(never)]
+fn task_work_n<const N: usize>(
+    model: &Model<'_>,
+    task: &TaskDesc,
+    work: impl Fn(ShapeArgs<'_>) -> Work,
+) -> Work {
     let tensors = model.tensors();
     let shape = |id: u32| tensors.get(id as usize).map(ge_runtime::tensor_shape);
-    let mut ins = [None; MAX_TASK_IO];
-    for (d, &id) in ins.iter_mut().zip(model.task_inputs(task)) {
+    let (in_ids, out_ids) = (model.task_inputs(task), model.task_outputs(task));
+    let mut ins = [None; N];
+    for (d, &id) in ins.iter_mut().zip(in_ids) {
         *d = shape(id);
     }
-    let mut outs = [Shape::scalar(); MAX_TASK_IO];
-    for (d, &id) in outs.iter_mut().zip(model.task_outputs(task)) {
+    let mut outs = [Shape::scalar(); N];
+    for (d, &id) in outs.iter_mut().zip(out_ids) {
         *d = shape(id).unwrap_or_default();
     }
-    let (ni, no) = (
-        model.task_inputs(task).len(),
-        model.task_outputs(task).len(),
-    );
-    estimate_work(
-        model.task_op(task),
-        model.task_params(task),
-        &ins[..ni],
-        &outs[..no],
-    )
+    let (ni, no) = (in_ids.len().min(N), out_ids.len().min(N));
+    work((model.task_params(task), &ins[..ni], &outs[..no]))
 }
 
 impl<O: Observer> SimDevice<O> {
@@ -158,7 +187,8 @@ impl<O: Observer> SimDevice<O> {
     pub fn predict(&self, model: &Model<'_>) -> RunReport {
         let mut tl = Timeline::start(self, model);
         for (i, task) in model.tasks().iter().enumerate() {
-            let work = task_work(model, task);
+            let kind = model.task_op(task);
+            let work = task_work(model, task, |(p, i, o)| estimate_work(kind, p, i, o));
             tl.charge(self, model, i, task, work);
         }
         tl.finish(&self.profile)
@@ -173,21 +203,35 @@ impl<O: Observer> Device for SimDevice<O> {
         for (i, task) in model.tasks().iter().enumerate() {
             let op = model.task_op(task);
             let params = model.task_params(task);
+            let id = model.task_kernel(task).ok_or(Error::Malformed {
+                what: "task has no output",
+                index: i as u64,
+            })?;
+            let entry = self
+                .kernels
+                .find(id)
+                .ok_or(Error::MissingKernel { kernel: id })?;
             let par = self.host.get();
             let in_place = (task.in_place as usize).checked_sub(1);
-            mem.with_task(model, task, |ins, outs, ws| match in_place {
-                Some(k) => kernels::in_place::run_in_place(op, params, k, ins, outs),
-                None => kernels::execute_on(op, params, ins, outs, ws, par),
+            mem.with_task(model, task, |ins, outs, ws| {
+                kernels::run_entry(&entry, params, in_place, ins, outs, ws, par)
             })
             .map_err(|reason| Error::Task {
                 task: i as u32,
                 op,
                 reason,
             })?;
-            let work = task_work(model, task);
+            let work = task_work(model, task, |(p, i, o)| (entry.work)(p, i, o));
             let record = tl.charge(self, model, i, task, work);
             self.observer.task(model, task, &record);
         }
         Ok(tl.finish(&self.profile))
+    }
+
+    fn check(&self, model: &Model<'_>) -> Result<(), Error> {
+        match model.kernels().find(|&id| self.kernels.find(id).is_none()) {
+            Some(kernel) => Err(Error::MissingKernel { kernel }),
+            None => Ok(()),
+        }
     }
 }

@@ -23,7 +23,8 @@ use crate::cost::{cycles_to_ns, task_cost, useful_cores};
 pub const MAX_CORES: usize = 64;
 pub const MAX_STREAMS: usize = 64;
 /// Task end times remembered for events.
-pub const END_RING: usize = 1024;
+/// 2 KiB: the timeline lives on the stack of a run (firmware bounds it to 16 KiB).
+pub const END_RING: usize = 256;
 
 pub(super) struct Timeline<'m> {
     events: &'m [ge_runtime::format::EventDesc],
@@ -106,7 +107,16 @@ impl<'m> Timeline<'m> {
         // The k cores that free up first.
         let mut picked = [0usize; MAX_CORES];
         let mut order: [usize; MAX_CORES] = core::array::from_fn(|c| c);
-        order[..self.cores].sort_unstable_by_key(|&c| (self.core_free[c], c));
+        // Insertion sort (keys are unique): a few cores, and no general sort routine (~4 KiB
+        // of code) linked into firmware.
+        let key = |c: usize| (self.core_free[c], c);
+        for i in 1..self.cores {
+            let mut j = i;
+            while j > 0 && key(order[j - 1]) > key(order[j]) {
+                order.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         picked[..k].copy_from_slice(&order[..k]);
         let start = picked[..k]
             .iter()

@@ -5,13 +5,14 @@
 //! place is the kinds' [`super::registry`] entries' [`super::registry::InPlace`].
 
 use ge_runtime::format::{
-    BinaryOp, BinaryParams, OpKind, Shape, TensorMut, TensorRef, UnaryParams,
+    BinaryOp, BinaryParams, DType, KernelId, KernelVariant, OpKind, Shape, TensorMut, TensorRef,
+    UnaryParams,
 };
 
 use super::binary::Arith;
 use super::broadcast::accumulate;
-use super::registry::kernel;
-use super::unary::apply_activation;
+use super::set::registry_entry;
+use super::unary::{apply_activation, apply_unary_op};
 use super::{KernelError, KernelResult, input, output};
 
 /// Runs an in-place task whose input `k` is output 0, through its kind's registry entry.
@@ -22,15 +23,18 @@ pub fn run_in_place(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
-    let ip = kernel(kind)
-        .in_place
-        .ok_or(KernelError::BadParams("op kind does not run in place"))?;
-    if outs.first().is_some_and(|y| !ip.dtypes.contains(y.dtype)) {
-        return Err(KernelError::UnsupportedDType(
-            "in-place kernel on this element type",
-        ));
-    }
-    (ip.run)(params, k, ins, outs)
+    let id = KernelId::new(kind, DType::F32, KernelVariant::InPlace);
+    let entry =
+        registry_entry(id).ok_or(KernelError::BadParams("op kind does not run in place"))?;
+    super::run_entry(
+        &entry,
+        params,
+        Some(k),
+        ins,
+        outs,
+        &mut [],
+        &crate::threads::Serial,
+    )
 }
 
 /// The binary ops the in-place kernel implements, as `f(a, b)` on f32.
@@ -64,7 +68,7 @@ pub fn unary(p: &UnaryParams, k: usize, outs: &mut [TensorMut<'_>]) -> KernelRes
         return Err(KernelError::BadParams("in-place unary must update input 0"));
     }
     let (_, y) = f32_output(outs)?;
-    apply_activation(&p.act, y)?;
+    apply_unary_op(&p.act, y)?;
     Ok(())
 }
 

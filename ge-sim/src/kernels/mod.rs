@@ -26,6 +26,7 @@ pub mod real;
 pub mod reduce;
 pub mod registry;
 pub mod resize;
+pub mod set;
 pub mod slice;
 pub mod softmax;
 #[cfg(test)]
@@ -34,7 +35,7 @@ pub mod transpose;
 pub mod unary;
 pub mod vmath;
 
-use ge_runtime::format::{OpKind, Shape, TensorMut, TensorRef};
+use ge_runtime::format::{DType, KernelId, KernelVariant, OpKind, Shape, TensorMut, TensorRef};
 
 pub use ge_runtime::KernelError;
 
@@ -95,13 +96,38 @@ pub fn execute_on(
     ws: &mut [u8],
     par: &dyn crate::threads::Parallel,
 ) -> KernelResult {
-    let k = registry::kernel(kind);
-    if outs.first().is_some_and(|y| !k.dtypes.contains(y.dtype)) {
+    let id = KernelId::new(kind, DType::U8, KernelVariant::Plain);
+    let entry = set::registry_entry(id).ok_or(KernelError::BadParams("unknown op kind"))?;
+    run_entry(&entry, params, None, ins, outs, ws, par)
+}
+
+/// Runs a task through a kernel-set entry: out of place, or (`in_place = Some(k)`) with
+/// input `k` updated in place as output 0. Rejects first an output element type the
+/// kernel never takes, and a task whose variant is not the entry's.
+pub fn run_entry(
+    entry: &set::KernelEntry,
+    params: &[u8],
+    in_place: Option<usize>,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn crate::threads::Parallel,
+) -> KernelResult {
+    if outs
+        .first()
+        .is_some_and(|y| !entry.dtypes.contains(y.dtype))
+    {
         return Err(KernelError::UnsupportedDType(
             "the kernel does not produce this element type",
         ));
     }
-    (k.run)(params, ins, outs, ws, par)
+    match (entry.run, in_place) {
+        (set::KernelFn::Run(run), None) => run(params, ins, outs, ws, par),
+        (set::KernelFn::InPlace(run), Some(k)) => run(params, k, ins, outs),
+        _ => Err(KernelError::BadParams(
+            "the task's in-place flag differs from its kernel's",
+        )),
+    }
 }
 
 /// Scratch bytes a task needs, decided at compile time from its kind, params and shapes

@@ -271,12 +271,19 @@ fn max_int<T: Element + Ord + Default>(
     Ok(())
 }
 
-/// Windowed pooling over 1 to 3 spatial axes: f32, and Max also on int8 / uint8.
-pub fn run_pool(
+/// The pool kind, input, output and window geometry of a windowed pooling task.
+type Prepared<'x, 'y, 'i, 'o> = (
+    PoolKind,
+    &'x TensorRef<'i>,
+    &'y mut TensorMut<'o>,
+    [Axis; 3],
+);
+
+fn prepare<'x, 'y, 'i, 'o>(
     p: &PoolParams,
-    ins: &[Option<TensorRef<'_>>],
-    outs: &mut [TensorMut<'_>],
-) -> KernelResult {
+    ins: &'x [Option<TensorRef<'i>>],
+    outs: &'y mut [TensorMut<'o>],
+) -> Result<Prepared<'x, 'y, 'i, 'o>, KernelError> {
     let kind = pool_kind(p)?;
     let xt = input(ins, 0, "pool input")?;
     let yt = output(outs, 0, "pool output")?;
@@ -284,49 +291,80 @@ pub fn run_pool(
     if xt.dtype != yt.dtype {
         return Err(KernelError::Shape("pool changes the dtype"));
     }
+    Ok((kind, xt, yt, ax))
+}
+
+const POOL_DTYPES: KernelError =
+    KernelError::UnsupportedDType("pooling is float32 (max pooling also int8/uint8)");
+
+/// Windowed pooling over 1 to 3 spatial axes: f32, and Max also on int8 / uint8.
+pub fn run_pool(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    match ins.first().and_then(Option::as_ref).map(|x| x.dtype) {
+        Some(DType::U8 | DType::I8) => run_pool_int(p, ins, outs),
+        _ => run_pool_f32(p, ins, outs),
+    }
+}
+
+/// [`run_pool`] on int8 / uint8 (Max only).
+fn run_pool_int(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let (kind, xt, yt, ax) = prepare(p, ins, outs)?;
     match (xt.dtype, kind) {
-        (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax)?,
-        (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax)?,
-        (DType::F32, _) => {
-            let x = f32_in(xt)?;
-            let y = f32_out(yt)?;
-            isa::with_simd(
-                #[inline(always)]
-                || match kind {
-                    PoolKind::Max => {
-                        let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
-                        fold_windows(x, y, &ax, f32::NEG_INFINITY, step, |a, n, _| {
-                            if n == 0 { 0.0 } else { a }
-                        })
-                    }
-                    PoolKind::Average => {
-                        let include_pad = p.count_include_pad != 0;
-                        let fin = |a: f32, n: usize, padded: usize| {
-                            let n = if include_pad { padded } else { n };
-                            if n == 0 { 0.0 } else { a / n as f32 }
-                        };
-                        fold_windows(x, y, &ax, 0.0, |a, v| a + v, fin)
-                    }
-                    PoolKind::Lp => {
-                        let e = p.p;
-                        fold_windows(
-                            x,
-                            y,
-                            &ax,
-                            0.0,
-                            |a, v| a + lp_term(v, e),
-                            |a, _, _| lp_root(a, e),
-                        )
-                    }
-                },
-            )
-        }
-        _ => {
-            return Err(KernelError::UnsupportedDType(
-                "pooling is float32 (max pooling also int8/uint8)",
-            ));
-        }
-    };
+        (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax),
+        (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax),
+        _ => Err(POOL_DTYPES),
+    }
+}
+
+/// [`run_pool`] on f32 only, so that a binary pooling f32 alone links no integer code.
+pub fn run_pool_f32(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let (kind, xt, yt, ax) = prepare(p, ins, outs)?;
+    if xt.dtype != DType::F32 {
+        return Err(POOL_DTYPES);
+    }
+    let x = f32_in(xt)?;
+    let y = f32_out(yt)?;
+    isa::with_simd(
+        #[inline(always)]
+        || match kind {
+            PoolKind::Max => {
+                let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
+                fold_windows(x, y, &ax, f32::NEG_INFINITY, step, |a, n, _| {
+                    if n == 0 { 0.0 } else { a }
+                })
+            }
+            PoolKind::Average => {
+                let include_pad = p.count_include_pad != 0;
+                let fin = |a: f32, n: usize, padded: usize| {
+                    let n = if include_pad { padded } else { n };
+                    if n == 0 { 0.0 } else { a / n as f32 }
+                };
+                fold_windows(x, y, &ax, 0.0, |a, v| a + v, fin)
+            }
+            PoolKind::Lp => {
+                let e = p.p;
+                fold_windows(
+                    x,
+                    y,
+                    &ax,
+                    0.0,
+                    |a, v| a + lp_term(v, e),
+                    |a, _, _| lp_root(a, e),
+                )
+            }
+        },
+    );
     Ok(())
 }
 

@@ -243,6 +243,34 @@ const _: () = {
     }
 };
 
+/// One more than the largest kind number.
+const KIND_SLOTS: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < OpKind::ALL.len() {
+        let k = OpKind::ALL[i] as usize;
+        if k >= n {
+            n = k + 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// Every kind's [`Kernel::work`], by kind number. The cost model reads this table rather
+/// than the entries, so that charging a task references no kernel function (a device with
+/// a model's [`super::set::KernelSet`] links only that set's kernels).
+pub static WORK: [Option<ShapeFn<Work>>; KIND_SLOTS] = {
+    let mut t: [Option<ShapeFn<Work>>; KIND_SLOTS] = [None; KIND_SLOTS];
+    let mut i = 0;
+    while i < OpKind::ALL.len() {
+        let kind = OpKind::ALL[i];
+        t[kind as usize] = Some(kernel(kind).work);
+        i += 1;
+    }
+    t
+};
+
 /// For kernels that need no scratch space.
 fn no_workspace(_: &[u8], _: &[Option<Shape>], _: &[Shape]) -> usize {
     0

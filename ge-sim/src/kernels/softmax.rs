@@ -1,6 +1,8 @@
 //! Softmax, LogSoftmax and Hardmax.
 
-use ge_runtime::format::{DType, SoftmaxKind, SoftmaxParams, TensorMut, TensorRef, ViewError};
+use ge_runtime::format::{
+    DType, Element, SoftmaxKind, SoftmaxParams, TensorMut, TensorRef, ViewError,
+};
 
 use super::real::Real;
 use super::{KernelError, KernelResult, input, output};
@@ -158,6 +160,19 @@ pub fn run_softmax(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
+    match ins.first().and_then(Option::as_ref).map(|x| x.dtype) {
+        Some(DType::F64) => run_softmax_of::<f64>(p, ins, outs),
+        _ => run_softmax_of::<f32>(p, ins, outs),
+    }
+}
+
+/// [`run_softmax`] on element type `T` only (any other is refused), so that a binary
+/// running f32 softmax alone links no f64 code.
+pub fn run_softmax_of<T: Real + Element>(
+    p: &SoftmaxParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
     let kind =
         SoftmaxKind::from_u32(p.kind).ok_or(KernelError::BadParams("unknown softmax kind"))?;
     let x = input(ins, 0, "softmax input")?;
@@ -196,12 +211,10 @@ pub fn run_softmax(
         }
         (prod(&dims[..axis])?, dims[axis], prod(&dims[axis + 1..])?)
     };
-    match x.dtype {
-        DType::F32 => softmax_t(kind, x.as_slice::<f32>()?, y.as_slice_mut::<f32>()?, layout)?,
-        DType::F64 => softmax_t(kind, x.as_slice::<f64>()?, y.as_slice_mut::<f64>()?, layout)?,
-        _ => return Err(KernelError::UnsupportedDType("softmax needs f32 or f64")),
+    if x.dtype != T::DTYPE {
+        return Err(KernelError::UnsupportedDType("softmax needs f32 or f64"));
     }
-    Ok(())
+    softmax_t::<T>(kind, x.as_slice::<T>()?, y.as_slice_mut::<T>()?, layout)
 }
 
 #[cfg(test)]

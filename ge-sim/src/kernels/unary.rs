@@ -80,13 +80,15 @@ fn f32_op<M: Map<f32>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
     )
 }
 
-/// The op table: applies `op` (with ONNX `alpha`/`beta`) through `m`.
-/// Bool-valued ops (Not, IsNaN, IsInf) yield 1.0 / 0.0 here.
+/// The activations of [`super::registry::epilogue_activation`] (what conv, GEMM and binary
+/// kernels apply to their results): applies `op` through `m`, or hands `m` back for any
+/// other op. Kept apart from [`float_op`] so that a binary whose kernels only apply these
+/// links none of the other ops (trigonometry, powers, rounding…).
 #[inline(always)]
-fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
+fn epilogue_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) -> Result<(), M> {
     use UnaryOp::*;
     let (a, b) = (T::of(alpha as f64), T::of(beta as f64));
-    let (zero, one) = (T::ZERO, T::ONE);
+    let zero = T::ZERO;
     match op {
         Relu => m.map(|x| if x < zero { zero } else { x }),
         LeakyRelu => m.map(|x| if x < zero { a * x } else { x }),
@@ -102,11 +104,45 @@ fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
         Tanh => m.map(|x| x.tanh()),
         HardSigmoid => m.map(|x| clamp01(a * x + b)),
         Softplus => m.map(softplus),
-        Softsign => m.map(|x| x / (one + x.abs())),
         Clip => m.map(|x| {
             let y = if x < a { a } else { x };
             if y > b { b } else { y }
         }),
+        HardSwish => {
+            let (sixth, half) = (T::of(1.0 / 6.0), T::of(0.5));
+            m.map(move |x| x * clamp01(x * sixth + half))
+        }
+        Mish => m.map(|x| x * softplus(x).tanh()),
+        Gelu => {
+            let (half, one) = (T::of(0.5), T::ONE);
+            if alpha == 0.0 {
+                let r = T::of(core::f64::consts::FRAC_1_SQRT_2);
+                m.map(move |x| half * x * (one + (x * r).erf()))
+            } else {
+                let k = T::of(0.797_884_560_802_865_4); // sqrt(2 / pi)
+                let c = T::of(0.044715);
+                m.map(move |x| half * x * (one + (k * (x + c * x * x * x)).tanh()))
+            }
+        }
+        _ => return Err(m),
+    }
+    Ok(())
+}
+
+/// The op table: applies `op` (with ONNX `alpha`/`beta`) through `m`.
+/// Bool-valued ops (Not, IsNaN, IsInf) yield 1.0 / 0.0 here.
+#[inline(always)]
+fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
+    use UnaryOp::*;
+    let Err(m) = epilogue_op(op, alpha, beta, m) else {
+        return;
+    };
+    let (a, b) = (T::of(alpha as f64), T::of(beta as f64));
+    let (zero, one) = (T::ZERO, T::ONE);
+    match op {
+        Relu | LeakyRelu | Elu | Selu | Sigmoid | Tanh | HardSigmoid | Softplus | Clip
+        | HardSwish | Mish | Gelu => {}
+        Softsign => m.map(|x| x / (one + x.abs())),
         Sqrt => m.map(|x| x.sqrt()),
         Exp => m.map(|x| x.exp()),
         Log => m.map(|x| x.ln()),
@@ -137,22 +173,6 @@ fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
         Asinh => m.map(|x| x.asinh()),
         Acosh => m.map(|x| x.acosh()),
         Atanh => m.map(|x| x.atanh()),
-        HardSwish => {
-            let (sixth, half) = (T::of(1.0 / 6.0), T::of(0.5));
-            m.map(move |x| x * clamp01(x * sixth + half))
-        }
-        Mish => m.map(|x| x * softplus(x).tanh()),
-        Gelu => {
-            let half = T::of(0.5);
-            if alpha == 0.0 {
-                let r = T::of(core::f64::consts::FRAC_1_SQRT_2);
-                m.map(move |x| half * x * (one + (x * r).erf()))
-            } else {
-                let k = T::of(0.797_884_560_802_865_4); // sqrt(2 / pi)
-                let c = T::of(0.044715);
-                m.map(move |x| half * x * (one + (k * (x + c * x * x * x)).tanh()))
-            }
-        }
         Celu => m.map(|x| {
             let pos = if x > zero { x } else { zero };
             let e = a * (x / a).exp_m1();
@@ -222,8 +242,25 @@ pub fn activation_cost(act: &Activation) -> u64 {
     UnaryOp::from_u32(act.op).map_or(0, op_cost)
 }
 
-/// Applies a fused activation (`act.op == 0`: none) to `data` in place.
+/// Applies a fused epilogue activation (`act.op == 0`: none; one of
+/// [`super::registry::epilogue_activation`], the only ones the compiler folds into a
+/// kernel) to `data` in place. Any other op is refused, so kernels calling this link only
+/// the epilogue activations.
 pub fn apply_activation(act: &Activation, data: &mut [f32]) -> Result<(), KernelError> {
+    if act.op == 0 {
+        return Ok(());
+    }
+    let op = UnaryOp::from_u32(act.op).ok_or(KernelError::BadParams("unknown activation op"))?;
+    let (a, b) = (act.alpha, act.beta);
+    isa::with_simd(
+        #[inline(always)]
+        || epilogue_op(op, a, b, InPlace(data)),
+    )
+    .map_err(|_| KernelError::BadParams("not an epilogue activation"))
+}
+
+/// Applies any unary op (`act.op == 0`: none) to `data` in place.
+pub fn apply_unary_op(act: &Activation, data: &mut [f32]) -> Result<(), KernelError> {
     if act.op == 0 {
         return Ok(());
     }
@@ -601,7 +638,7 @@ mod tests {
                 close(&[unary_f32(op, a, b, x)], &[want[i]], 2e-6);
             }
             let mut inplace = X;
-            apply_activation(
+            apply_unary_op(
                 &Activation {
                     op: op as u32,
                     alpha: a,
@@ -978,6 +1015,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d, [-0.5, 2.0]);
+        // Only the epilogue activations: Sin is a unary op, not an epilogue.
+        let sin = Activation {
+            op: UnaryOp::Sin as u32,
+            alpha: 0.0,
+            beta: 0.0,
+        };
+        assert!(apply_activation(&sin, &mut d.clone()).is_err());
+        assert!(apply_unary_op(&sin, &mut d).is_ok());
         assert!(
             apply_activation(
                 &Activation {
