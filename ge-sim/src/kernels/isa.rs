@@ -134,8 +134,49 @@ pub fn forced() -> Result<Option<Isa>, IsaError> {
     }
 }
 
+/// The ISA the kernels run: without `std`, the widest the target's compile-time features
+/// allow — a constant, so the other builds of every kernel are dead code and firmware links
+/// only one.
+#[cfg(not(feature = "std"))]
+#[inline(always)]
+pub fn isa() -> Isa {
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx512f",
+        target_feature = "avx512bw",
+        target_feature = "avx512vl",
+        target_feature = "avx2",
+        target_feature = "fma"
+    ))]
+    {
+        Isa::Avx512
+    }
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma",
+        not(all(
+            target_feature = "avx512f",
+            target_feature = "avx512bw",
+            target_feature = "avx512vl"
+        ))
+    ))]
+    {
+        Isa::Avx2Fma
+    }
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma"
+    )))]
+    {
+        Isa::Portable
+    }
+}
+
 /// The ISA the kernels run: `GE_ISA` when set and usable, else the widest the CPU has.
 /// Decided once per process (a relaxed atomic afterwards).
+#[cfg(feature = "std")]
 pub fn isa() -> Isa {
     use core::sync::atomic::{AtomicU8, Ordering};
     static CHOSEN: AtomicU8 = AtomicU8::new(u8::MAX);

@@ -7,6 +7,14 @@
 
 pub use crate::kernels::isa::{Isa, isa};
 
+/// Whether the x86 tiles can ever run: with `std` (detected at run time) or when the target
+/// enables AVX2+FMA. Otherwise their match arms are dead and firmware does not link them.
+#[cfg(target_arch = "x86_64")]
+const X86_TILES: bool = cfg!(any(
+    feature = "std",
+    all(target_feature = "avx2", target_feature = "fma")
+));
+
 /// Rows of the register tile.
 pub const MR: usize = 6;
 /// Columns of the register tile (packed B panels are this wide).
@@ -71,11 +79,11 @@ pub unsafe fn tile(
     match isa {
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma | Isa::Avx512 => unsafe {
+        Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe {
             super::avx2::tile(kc, a, rs, cs, bp, c, ldc, mr, nr, ep)
         },
         // SAFETY: forwarded contract.
-        Isa::Portable => unsafe { tile_portable(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) },
+        _ => unsafe { tile_portable(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) },
     }
 }
 
@@ -193,11 +201,11 @@ pub unsafe fn conv_tile(
     match isa {
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma | Isa::Avx512 => unsafe {
+        Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe {
             super::avx2::conv_tile(kc, a, x, offs, c, ldc, mr, nr, ep)
         },
         // SAFETY: forwarded contract.
-        Isa::Portable => unsafe { conv_tile_portable(kc, a, x, offs, c, ldc, mr, nr, ep) },
+        _ => unsafe { conv_tile_portable(kc, a, x, offs, c, ldc, mr, nr, ep) },
     }
 }
 
