@@ -768,14 +768,17 @@ fn run_conv_planned(
                         let yc =
                             unsafe { core::slice::from_raw_parts_mut(yptr.get().add(ch * yp), yp) };
                         yc.fill(bias.map_or(0.0, |bv| bv[ch]));
-                        isa::with_simd(|| {
-                            depthwise_plane(
-                                &geo,
-                                &xb[ch * xp..(ch + 1) * xp],
-                                &w[ch * geo.kprod..(ch + 1) * geo.kprod],
-                                yc,
-                            )
-                        });
+                        isa::with_simd(
+                            #[inline(always)]
+                            || {
+                                depthwise_plane(
+                                    &geo,
+                                    &xb[ch * xp..(ch + 1) * xp],
+                                    &w[ch * geo.kprod..(ch + 1) * geo.kprod],
+                                    yc,
+                                )
+                            },
+                        );
                     }
                 };
                 if slots == 1 {
