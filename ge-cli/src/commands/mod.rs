@@ -56,11 +56,13 @@ pub fn dispatch(cli: Cli) -> Res {
             flags,
             rtol,
             atol,
+            check_races,
         } => check(
             case.as_deref(),
             suite.as_deref(),
             &flags,
             Tolerance { rtol, atol },
+            check_races,
         ),
         Command::Bench {
             model,
