@@ -119,6 +119,18 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         }
         o.fusion_switch = Some(f.clone());
     }
+    for (name, v) in [
+        ("--max-nodes", &flags.max_nodes),
+        ("--max-tensor-bytes", &flags.max_tensor_bytes),
+        ("--max-weight-bytes", &flags.max_weight_bytes),
+        ("--max-arena-bytes", &flags.max_arena_bytes),
+    ] {
+        if let Some(v) = v {
+            o.limits
+                .set(&name[2..], v)
+                .map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
     Ok(o)
 }
 
