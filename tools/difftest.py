@@ -54,7 +54,7 @@ def ort_run(model, vals, extra_outputs=()):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.intra_op_num_threads = 1
-    so.log_severity_level = 3
+    so.log_severity_level = 4
     names = [o.name for o in model.graph.output]
     if extra_outputs:
         model = _with_outputs(model, extra_outputs)
@@ -89,7 +89,7 @@ def sane(outs):
     return True
 
 
-def make_case(seed, index):
+def make_case(seed, index, strict=False):
     """(model, input values, ops) for graph `index` of campaign `seed`, retried on a fresh
     sub-seed while the graph is rejected (checker, onnxruntime error, non-finite or huge
     outputs)."""
@@ -104,7 +104,7 @@ def make_case(seed, index):
             outs = ort_run(m, vals)
         except Exception:  # an invalid draw: try the next sub-seed
             continue
-        if sane(outs):
+        if sane(outs) and (not strict or well_conditioned(m, vals, outs)):
             return m, vals, used, outs
     raise RuntimeError(f"no valid graph for seed {seed} index {index}")
 
@@ -141,6 +141,102 @@ def ge_check(ge, path, level, device, suite=True):
         name = os.path.basename(os.path.normpath(path))
         res[name] = ("FAIL", "ge check printed nothing: " + (p.stderr.strip()[-300:] or f"exit {p.returncode}"))
     return res
+
+
+def to_f64(model):
+    """`model` computing in float64 (float tensors, constants, casts and window dtypes moved to
+    double), to tell a ge bug from an f32 inaccuracy of the reference."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    F32, F64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+
+    def tensor(t):
+        if t.data_type == F32:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
+
+    def graph(g):
+        del g.value_info[:]
+        for vi in list(g.input) + list(g.output):
+            if vi.type.tensor_type.elem_type == F32:
+                vi.type.tensor_type.elem_type = F64
+        for t in g.initializer:
+            tensor(t)
+        for n in g.node:
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.TENSOR:
+                    tensor(a.t)
+                elif a.type == onnx.AttributeProto.GRAPH:
+                    graph(a.g)
+                elif a.name in ("to", "output_datatype", "dtype") and a.i == F32:
+                    a.i = F64
+            if n.op_type in ("HannWindow", "HammingWindow", "BlackmanWindow", "EyeLike") and \
+                    not any(a.name in ("output_datatype", "dtype") for a in n.attribute):
+                n.attribute.append(onnx.helper.make_attribute(
+                    "output_datatype" if "Window" in n.op_type else "dtype", F64))
+
+    graph(m.graph)
+    return m
+
+
+def f64_outputs(model, vals):
+    """Outputs of `model` computed in float64 (onnxruntime, or onnx.reference where
+    onnxruntime lacks a double kernel); None if neither runs it."""
+    m64 = to_f64(model)
+    v64 = [v.astype(np.float64) if v.dtype == np.float32 else v for v in vals]
+    try:
+        outs = ort_run(m64, v64)
+    except Exception:  # no double kernel (Conv…): onnx.reference, in float64 too
+        try:
+            from onnx.reference import ReferenceEvaluator
+
+            ys = ReferenceEvaluator(m64).run(None, {i.name: v for i, v in zip(_run_inputs(m64), v64)})
+            outs = {o.name: y for o, y in zip(m64.graph.output, ys)}
+        except Exception:
+            return None
+    return outs
+
+
+def well_conditioned(model, vals, outs):
+    """onnxruntime's f32 outputs agree with float64 well inside ge check's tolerance, so the
+    fixed-seed batch holds no case whose f32 reference is itself off."""
+    ref = f64_outputs(model, vals)
+    if ref is None:
+        return False
+    for k, v in outs.items():
+        r = ref.get(k)
+        if v.dtype.kind == "f" and (r is None or not np.allclose(v, r, rtol=2e-4, atol=2e-5)):
+            return False
+    return True
+
+
+def reference_inaccurate(ge, model, vals, level, device):
+    """True when ge fails against onnxruntime's f32 outputs but passes against its float64
+    outputs (rounded to f32; onnx.reference's where onnxruntime lacks a double kernel): the
+    f32 reference is the inaccurate one. None when the model cannot run in float64."""
+    outs = f64_outputs(model, vals)
+    if outs is None:
+        return None
+    f64 = {k: (v.astype(np.float32) if v.dtype == np.float64 else v) for k, v in outs.items()}
+    # Only the outputs that fail against onnxruntime's f32 take float64 values (onnx.reference
+    # and onnxruntime differ elsewhere, e.g. on LRN), one at a time as ge check names them.
+    want = ort_run(model, vals)
+    names = [o.name for o in model.graph.output]
+    swapped = set()
+    d = tempfile.mkdtemp(prefix="ge-f64-")
+    try:
+        while True:
+            c = os.path.join(d, f"c{len(swapped)}")
+            write_case(c, model, vals, want)
+            verdict, why = next(iter(ge_check(ge, c, level, device, suite=False).values()))
+            if verdict == "PASS":
+                return bool(swapped)
+            k = why.split("output ", 1)[1].split(" ", 1)[0] if why.startswith("output ") else ""
+            if not k.isdigit() or int(k) in swapped or int(k) >= len(names):
+                return False
+            swapped.add(int(k))
+            want[names[int(k)]] = f64[names[int(k)]]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def kind(reason):
@@ -307,12 +403,12 @@ def supported_ops(ge):
     return ops
 
 
-def write_batch(out, seed, start, count):
+def write_batch(out, seed, start, count, strict=False):
     """Writes graphs start..start+count of `seed` as cases under `out`; returns
     {case name: (model, input values)} and the ops used."""
     used, cases = set(), {}
     for i in range(start, start + count):
-        m, vals, ops, outs = make_case(seed, i)
+        m, vals, ops, outs = make_case(seed, i, strict)
         used.update(ops)
         name = f"s{seed}_{i:06d}"
         write_case(os.path.join(out, name), m, vals, outs, {"seed": seed, "index": i})
@@ -329,6 +425,7 @@ def campaign(a):
     t0 = time.time()
     stats = {"seed": a.seed, "start": a.start, "graphs": 0, "runs": 0, "graph_levels": 0,
              "mismatching_graphs": 0, "mismatching_runs": 0, "unsupported": 0, "failures": [],
+             "reference_inaccurate": [],
              "regressions_written": []}
     used, seen = set(), set()
 
@@ -355,8 +452,14 @@ def campaign(a):
             stats["graphs"] += n
             stats["graph_levels"] += n * len(levels)
             for name, fl in sorted(fails.items()):
-                stats["mismatching_graphs"] += 1
                 lv, dev, why = fl[0]
+                m, v = cases[name]
+                if kind(why) == "output" and reference_inaccurate(ge, m, v, lv, dev):
+                    log(f"  REFERENCE-INACCURATE {name} ({why[:160]}): ge matches the float64 reference")
+                    stats["reference_inaccurate"].append({"case": name, "reason": why[:300],
+                                                          "ops": sorted({n_.op_type for n_ in m.graph.node})})
+                    continue
+                stats["mismatching_graphs"] += 1
                 at = sorted({l for l, _, _ in fl})
                 log(f"  MISMATCH {name} at {', '.join(f'{l}/{d_}' for l, d_, _ in fl)}: {why[:300]}")
                 stats["failures"].append({"case": name, "at": [[l, d_] for l, d_, _ in fl], "reason": why[:500]})
@@ -364,7 +467,6 @@ def campaign(a):
                 if a.no_minimize or (sig in seen and not a.all_regressions):
                     continue
                 seen.add(sig)
-                m, v = cases[name]
                 mm, mv = minimize(ge, m, v, lv, dev, kind(why), log)
                 outs = ort_run(mm, mv)
                 dst = os.path.join(a.regressions, f"{name}_{lv}_{dev}")
@@ -378,7 +480,8 @@ def campaign(a):
         finally:
             shutil.rmtree(d, ignore_errors=True)
         log(f"[{stats['graphs']}/{a.graphs} graphs, {stats['runs']} runs ({stats['graph_levels']} graph x level), "
-            f"{stats['mismatching_graphs']} mismatching graphs, {stats['unsupported']} unsupported, "
+            f"{stats['mismatching_graphs']} mismatching graphs, {len(stats['reference_inaccurate'])} where "
+            f"onnxruntime f32 is off, {stats['unsupported']} unsupported, "
             f"{time.time() - t0:.0f}s]")
     sup = supported_ops(ge)
     stats["ops_used"] = sorted(used)
@@ -405,7 +508,7 @@ def corpus(out, force):
     tmp = out.rstrip("/") + f".tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    _, used = write_batch(tmp, CORPUS_SEED, 0, CORPUS_GRAPHS)
+    _, used = write_batch(tmp, CORPUS_SEED, 0, CORPUS_GRAPHS, strict=True)
     with open(os.path.join(tmp, "ops.json"), "w") as f:
         json.dump(sorted(used), f, indent=0)
     with open(os.path.join(tmp, ".stamp"), "w") as f:
@@ -452,7 +555,7 @@ def main(argv=None):
                     bad += v != "PASS"
         return 1 if bad else 0
     stats = campaign(a)
-    print(json.dumps({k: v for k, v in stats.items() if k not in ("failures", "ops_used")}, indent=1))
+    print(json.dumps({k: v for k, v in stats.items() if k not in ("failures", "ops_used", "ops_not_generated", "reference_inaccurate")}, indent=1))
     if a.summary:
         with open(a.summary, "w") as f:
             json.dump(stats, f, indent=1)

@@ -60,7 +60,7 @@ class G:
         self.pool: list[T] = []
         self.n = 0
         self.used_ops: set[str] = set()
-        self.opset = int(rng.choice([13, 17, 18, 21], p=[0.15, 0.2, 0.25, 0.4]))
+        self.opset = int(rng.choice([13, 17, 18, 21, 23, 24], p=[0.12, 0.15, 0.2, 0.3, 0.13, 0.1]))
         self.forced_outputs: list[T] = []
 
     # ---- naming / construction -------------------------------------------------------
@@ -372,7 +372,8 @@ def t_int_island(g: G):
         op = g.ch(["Add", "Sub", "Mul", "Max", "Min", "Abs", "Neg", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Mod"])
         if op.startswith("Bitwise") and g.opset < 18:
             op = "Add"
-        if op in ("Abs", "Neg"):
+        if op in ("Abs", "Neg") or (op == "BitwiseAnd" and g.r() < 0.3):
+            op = "BitwiseNot" if op == "BitwiseAnd" else op
             i = g.op(op, [i], i.shape, dt=dt, exact=True)
         elif op == "Mod":
             i = g.op("Mod", [i, g.const(np.array(g.ch([3, 5, -4]), dtype=npdt))], i.shape, dt=dt, exact=True)
@@ -1083,7 +1084,7 @@ def t_gather(g: G):
         return g.op(op, [x, g.i64(reps)], shape, exact=x.exact, s=x.s)
     # Expand: size-1 dims grow, sometimes a new leading dim.
     shape = [g.ri(2, 4) if dd == 1 and g.r() < 0.6 else dd for dd in x.shape]
-    spec = [1 if (dd != 1 and g.r() < 0.3) else dd for dd in shape]
+    spec = [1 if (dd == xd and dd != 1 and g.r() < 0.3) else dd for dd, xd in zip(shape, x.shape)]
     if g.r() < 0.3 and len(shape) < 4:
         shape = [2] + shape
         spec = [2] + spec
@@ -1142,6 +1143,220 @@ def t_residual(g: G):
     return g.op("Add", [x, y], x.shape, s=x.s + y.s)
 
 
+# ---- more ops: recurrent, quantized, sequences, subgraphs, losses, sampling ---------------
+
+def t_rnn(g: G):
+    """RNN / GRU / LSTM over a [S, B, I] tensor (layout 0), forward, reverse or both ways."""
+    x = g.bounded(g.pick(lambda t: t.rank == 3 and t.shape[2] <= 32), 4.0)
+    sl, b_, i_ = x.shape
+    op = g.ch(["RNN", "GRU", "LSTM"])
+    hid = g.ri(2, 8)
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    direction = g.ch(["forward", "reverse", "bidirectional"])
+    nd = 2 if direction == "bidirectional" else 1
+    sc = 0.6 / math.sqrt(hid + i_)
+    ins = [x, g.fconst((nd, gates * hid, i_), sc), g.fconst((nd, gates * hid, hid), sc)]
+    if g.r() < 0.7:
+        ins.append(g.fconst((nd, 2 * gates * hid), 0.2))
+    attrs = {"hidden_size": hid, "direction": direction}
+    if op == "GRU" and g.r() < 0.5:
+        attrs["linear_before_reset"] = 1
+    y = T(g.fresh(), (sl, nd, b_, hid), F, False, 1.0)
+    yh = T(g.fresh(), (nd, b_, hid), F, False, 1.0)
+    g.node(op, ins, [y, yh], **attrs)
+    return y
+
+
+def t_quant(g: G):
+    """QuantizeLinear -> DequantizeLinear (QDQ) of an exact tensor; DynamicQuantizeLinear;
+    MatMulInteger of the quantized values (exact integer arithmetic)."""
+    x = g.pick(lambda t: t.exact)
+    k = g.r()
+    if k < 0.4:
+        u8 = g.r() < 0.5
+        zp = np.array(128 if u8 else 0, dtype=np.uint8 if u8 else np.int8)
+        scale = g.const(np.array(g.ch([0.05, 0.02, 0.125]), dtype=np.float32))
+        zname = g.const(zp)
+        q = g.op("QuantizeLinear", [x, scale, zname], x.shape, dt="q", exact=True)
+        return g.op("DequantizeLinear", [q, scale, zname], x.shape, exact=True, s=x.s + 1)
+    y, sc, zp = (T(g.fresh(), x.shape, "q", True), T(g.fresh(), (), F, True, 1.0), T(g.fresh(), (), "q", True))
+    g.node("DynamicQuantizeLinear", [x], [y, sc, zp])
+    if k < 0.7 or x.rank != 2 or x.shape[1] > 64:
+        return g.op("DequantizeLinear", [y, sc, zp], x.shape, exact=True, s=x.s + 1)
+    nn = g.ri(1, 8)
+    w = g.const(g.rng.integers(-20, 21, size=(x.shape[1], nn)).astype(np.int8))
+    mi = g.op("MatMulInteger", [y, w, zp], (x.shape[0], nn), dt=I32, exact=True)
+    return g.op("Cast", [mi], mi.shape, exact=True, s=1e4, to=TP.FLOAT)
+
+
+def t_index_ops(g: G):
+    """OneHot, GatherND, ScatterND (unique indices), ReverseSequence, CastLike."""
+    op = g.ch(["OneHot", "GatherND", "ScatterND", "ReverseSequence", "CastLike"])
+    if op == "OneHot":
+        depth = g.ri(2, 6)
+        shp = g.ch([(3,), (2, 3), (g.ri(1, 5),)])
+        idx = g.const(g.rng.integers(-depth, depth, size=shp).astype(np.int64))
+        vals = g.const(np.array([g.ch([0.0, -1.0]), 2.0], dtype=np.float32))
+        oh = g.op("OneHot", [idx, g.const(np.array(depth, dtype=np.int64)), vals], tuple(shp) + (depth,), exact=True, s=2.0, axis=-1)
+        return oh
+    x = g.pick(lambda t: t.rank >= 2)
+    if op == "GatherND":
+        m = g.ri(1, min(2, x.rank - 1))
+        k = g.ri(1, 4)
+        idx = np.stack([g.rng.integers(0, x.shape[a], size=k) for a in range(m)], axis=-1).astype(np.int64)
+        return g.op("GatherND", [x, g.const(idx)], (k,) + x.shape[m:], exact=x.exact, s=x.s)
+    if op == "ScatterND":
+        d0 = x.shape[0]
+        k = g.ri(1, d0)
+        idx = g.rng.permutation(d0)[:k].reshape(k, 1).astype(np.int64)
+        upd = g.fconst((k,) + x.shape[1:], 1.0)
+        return g.op("ScatterND", [x, g.const(idx), upd], x.shape, exact=x.exact, s=max(x.s, upd.s))
+    if op == "ReverseSequence":
+        sl, b_ = x.shape[0], x.shape[1]
+        lens = g.rng.integers(1, sl + 1, size=b_).astype(np.int64)
+        return g.op(op, [x, g.const(lens)], x.shape, exact=x.exact, s=x.s, batch_axis=1, time_axis=0)
+    c = g.op("Greater", [x, g.const(np.array(0.0, dtype=np.float32))], x.shape, dt=B, exact=True) if x.exact else None
+    if c is None or g.opset < 15:
+        raise Skip()
+    return g.op("CastLike", [c, x], x.shape, exact=True, s=1.0)
+
+
+def t_if(g: G):
+    """If on a constant condition whose branches read outer-scope tensors."""
+    x = g.pick()
+    outn = g.fresh()
+    then_y, else_y = g.fresh("th"), g.fresh("el")
+    th = h.make_graph([h.make_node("Relu", [x.name], [then_y])], "then", [], [h.make_tensor_value_info(then_y, TP.FLOAT, list(x.shape))])
+    el = h.make_graph([h.make_node("Neg", [x.name], [else_y])], "else", [], [h.make_tensor_value_info(else_y, TP.FLOAT, list(x.shape))])
+    cond = g.const(np.array(g.r() < 0.5))
+    return g.node("If", [cond], [T(outn, x.shape, F, x.exact, x.s)], then_branch=th, else_branch=el)
+
+
+def t_sequence(g: G):
+    """SequenceConstruct -> ConcatFromSequence / SequenceAt; SplitToSequence -> SequenceAt."""
+    x = g.pick(lambda t: t.rank >= 1)
+    if g.r() < 0.5:
+        y = t_unary_on(g, x)
+        sq = g.op("SequenceConstruct", [x, y], (), dt="seq")
+        ax = g.ri(0, x.rank - 1)
+        if g.r() < 0.5:
+            shp = tuple(2 * d if i == ax else d for i, d in enumerate(x.shape))
+            return g.op("ConcatFromSequence", [sq], shp, s=max(x.s, y.s), axis=ax)
+        return g.op("SequenceAt", [sq, g.const(np.array(g.ch([0, 1, -1]), dtype=np.int64))], x.shape, s=max(x.s, y.s))
+    ax = g.ch([i for i, d in enumerate(x.shape)])
+    d = x.shape[ax]
+    if d < 2:
+        raise Skip()
+    sq = g.op("SplitToSequence", [x, g.const(np.array(1, dtype=np.int64))], (), dt="seq", axis=ax, keepdims=1)
+    shp = tuple(1 if i == ax else dd for i, dd in enumerate(x.shape))
+    return g.op("SequenceAt", [sq, g.const(np.array(g.ri(-d, d - 1), dtype=np.int64))], shp, exact=x.exact, s=x.s)
+
+
+def t_loss(g: G):
+    """NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss on [N, C] scores, constant targets."""
+    x = g.bounded(g.pick(lambda t: t.rank == 2 and t.shape[1] >= 2), 8.0)
+    n, c = x.shape
+    tgt = g.const(g.rng.integers(0, c, size=(n,)).astype(np.int64))
+    red = g.ch(["none", "mean", "sum"])
+    shape = (n,) if red == "none" else ()
+    op = g.ch(["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"])
+    if op == "NegativeLogLikelihoodLoss":
+        x = g.op("LogSoftmax", [x], x.shape, s=20.0, axis=1)
+    return g.op(op, [x, tgt], shape, s=20.0 * n, reduction=red)
+
+
+def t_window(g: G):
+    """Hann/Hamming/Blackman windows (constant) added along the last axis."""
+    if g.opset < 17:
+        raise Skip()
+    x = g.pick(lambda t: t.rank >= 1 and t.shape[-1] >= 2)
+    op = g.ch(["HannWindow", "HammingWindow", "BlackmanWindow"])
+    w = g.op(op, [g.const(np.array(x.shape[-1], dtype=np.int64))], (x.shape[-1],), s=1.0, periodic=g.ch([0, 1]))
+    return g.op("Add", [x, w], x.shape, s=x.s + 1)
+
+
+def t_sampling(g: G):
+    """GridSample (grid from a constant or AffineGrid), CenterCropPad, Col2Im, MaxPool with
+    indices -> MaxUnpool, GlobalLpPool."""
+    x = img(g)
+    n, c, hh, ww = x.shape
+    op = g.ch(["GridSample", "AffineGrid", "CenterCropPad", "Col2Im", "MaxUnpool", "GlobalLpPool"])
+    if op == "GlobalLpPool":
+        if g.opset >= 22:  # onnxruntime has no GlobalLpPool-22 kernel
+            raise Skip()
+        return g.op(op, [x], (n, c, 1, 1), s=x.s * math.sqrt(hh * ww), p=2)
+    if op in ("GridSample", "AffineGrid"):
+        if g.opset < 16 or (g.opset < 20 and op == "AffineGrid"):
+            raise Skip()
+        ho, wo = g.ri(2, 8), g.ri(2, 8)
+        ac = g.ch([0, 1])
+        if op == "AffineGrid":
+            theta = (np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32) + g.rng.normal(0, 0.2, (n, 2, 3))).astype(np.float32)
+            grid = g.op("AffineGrid", [g.const(theta), g.i64([n, c, ho, wo])], (n, ho, wo, 2), s=2.0, align_corners=ac)
+        else:
+            grid = g.fconst((n, ho, wo, 2), 0.6)
+        lin = "linear" if g.opset >= 20 else "bilinear"
+        mode = g.ch([lin, lin, "nearest"]) if op == "GridSample" else lin
+        return g.op("GridSample", [x, grid], (n, c, ho, wo), s=x.s * 2, mode=mode,
+                    padding_mode=g.ch(["zeros", "border", "reflection"]), align_corners=ac)
+    if op == "CenterCropPad":
+        if g.opset < 18:
+            raise Skip()
+        th, tw = g.ri(1, hh + 3), g.ri(1, ww + 3)
+        return g.op(op, [x, g.i64([th, tw])], (n, c, th, tw), exact=x.exact, s=x.s, axes=[2, 3])
+    if op == "Col2Im":
+        if g.opset < 18:
+            raise Skip()
+        k = 2
+        L = (hh - k + 1) * (ww - k + 1)
+        cols = g.fconst((n, c * k * k, L), 1.0)
+        return g.op(op, [cols, g.i64([hh, ww]), g.i64([k, k])], (n, c, hh, ww), s=16.0)
+    # MaxPool with indices -> MaxUnpool (non-overlapping 2x2 windows: no tied positions).
+    if hh % 2 or ww % 2 or not x.exact:
+        raise Skip()
+    y = T(g.fresh(), (n, c, hh // 2, ww // 2), F, True, x.s)
+    ind = T(g.fresh(), y.shape, I64, True)
+    g.node("MaxPool", [x], [y, ind], kernel_shape=[2, 2], strides=[2, 2])
+    return g.op("MaxUnpool", [y, ind], x.shape, exact=True, s=x.s, kernel_shape=[2, 2], strides=[2, 2])
+
+
+def t_new_norms(g: G):
+    """RMSNormalization (opset 23), Swish (24), RotaryEmbedding (23)."""
+    x = g.pick(lambda t: t.rank >= 2 and t.shape[-1] >= 2)
+    op = g.ch(["RMSNormalization", "Swish", "RotaryEmbedding"])
+    if op == "Swish":
+        if g.opset < 24:
+            raise Skip()
+        return g.op(op, [x], x.shape, s=x.s, alpha=float(g.ch([1.0, 1.5])))
+    if g.opset < 23:
+        raise Skip()
+    if op == "RMSNormalization":
+        ax = g.ch([-1, x.rank - 1] + ([-2] if x.rank >= 3 else []))
+        nshape = x.shape[ax:] if ax >= 0 else x.shape[x.rank + ax:]
+        return g.op(op, [x, g.fconst(nshape, 0.5)], x.shape, s=6.0, axis=ax, epsilon=1e-5)
+    # RotaryEmbedding on [B, S, H*D] (3-D input with num_heads) or [B, H, S, D]
+    if x.rank == 4:
+        b_, hd, sl, d = x.shape
+        heads = None
+    elif x.rank == 3:
+        b_, sl, hdim = x.shape
+        heads = g.ch([h_ for h_ in (1, 2) if hdim % h_ == 0])
+        d = hdim // heads
+    else:
+        raise Skip()
+    if d % 2:
+        raise Skip()
+    rot = d
+    maxpos = sl + 2
+    ang = g.rng.uniform(0, 3, size=(maxpos, rot // 2)).astype(np.float32)
+    cos, sin = g.const(np.cos(ang)), g.const(np.sin(ang))
+    pos = g.const(np.tile(np.arange(sl, dtype=np.int64), (b_, 1)))
+    attrs = {"interleaved": g.ch([0, 1])}
+    if heads is not None:
+        attrs["num_heads"] = heads
+    return g.op(op, [x, cos, sin, pos], x.shape, s=x.s * 1.5, **attrs)
+
+
 TEMPLATES = [
     (t_unary, 10, "any"), (t_guarded_unary, 4, "any"), (t_discont, 3, "any"),
     (t_binary, 12, "any"), (t_compare_where, 3, "any"), (t_int_island, 1.5, "any"), (t_clip, 2, "any"),
@@ -1153,6 +1368,9 @@ TEMPLATES = [
     (t_reduce, 6, "any"), (t_argmax_topk, 2, "any"), (t_cumsum_trilu, 2, "any"),
     (t_reshape, 8, "any"), (t_concat, 7, "any"), (t_split, 3, "any"), (t_slice, 4, "any"),
     (t_gather, 5, "any"), (t_shape_subgraph, 1.5, "any"), (t_const_ops, 1.5, "any"), (t_det, 0.5, "any"),
+    (t_rnn, 1.5, "seq"), (t_quant, 1.5, "any"), (t_index_ops, 2, "any"), (t_if, 0.7, "any"),
+    (t_sequence, 1, "any"), (t_loss, 0.7, "mlp"), (t_window, 0.5, "any"), (t_sampling, 2.5, "cnn"),
+    (t_new_norms, 1.5, "any"),
 ]
 
 
@@ -1207,8 +1425,8 @@ def build(seed: int, nodes: int | None = None):
     # Outputs: every unread tensor, and sometimes one that is also read (a fused
     # intermediate must still be written).
     produced = {o for n in g.nodes for o in n.output}
-    outs = [t for t in g.pool if t.uses == 0 and t.name in produced]
-    extra = [t for t in g.pool if t.uses > 0 and t.name in produced and t not in outs]
+    outs = [t for t in g.pool if t.uses == 0 and t.name in produced and t.dt in ELEM]
+    extra = [t for t in g.pool if t.uses > 0 and t.name in produced and t not in outs and t.dt in ELEM]
     if extra and g.r() < 0.3:
         outs.append(g.ch(extra))
     if not outs:
@@ -1216,7 +1434,7 @@ def build(seed: int, nodes: int | None = None):
     outs = outs[-6:]  # the rest stays as dead code for DCE
     graph = h.make_graph(
         g.nodes, f"difftest_{seed}", g.inputs,
-        [h.make_tensor_value_info(t.name, ELEM[t.dt] if t.dt in ELEM else TP.FLOAT16, list(t.shape)) for t in outs],
+        [h.make_tensor_value_info(t.name, ELEM[t.dt], list(t.shape)) for t in outs],
         initializer=g.inits,
     )
     m = h.make_model(graph, opset_imports=[h.make_opsetid("", g.opset)], producer_name="ge-difftest")
