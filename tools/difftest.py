@@ -303,6 +303,16 @@ def minimize(ge, model, vals, level, device, want_kind, log, budget=250):
         return c
 
     cur, cv = prune(copy(model), list(vals))
+
+    def accept(m, v):
+        """Keeps the pruned candidate when it still fails the same way."""
+        nonlocal cur, cv
+        m, v = prune(m, v)
+        if fails(m, v):
+            cur, cv = m, v
+            return True
+        return False
+
     changed = True
     while changed and tries[0] < budget:
         changed = False
@@ -312,9 +322,8 @@ def minimize(ge, model, vals, level, device, want_kind, log, budget=250):
                 m = copy(cur)
                 del m.graph.output[:]
                 m.graph.output.append(o)
-                m, v = prune(m, cv)
-                if fails(m, v):
-                    cur, cv, changed = m, v, True
+                if accept(m, cv):
+                    changed = True
                     break
         # 2. cut: a node's outputs become graph inputs holding onnxruntime's values
         inter = [o for n in cur.graph.node for o in n.output if o and o not in {x.name for x in cur.graph.output}]
@@ -338,10 +347,8 @@ def minimize(ge, model, vals, level, device, want_kind, log, budget=250):
             inits = [i for i in m.graph.input if i not in ins]
             del m.graph.input[:]
             m.graph.input.extend(ins + [typed[o] for o in outs] + inits)
-            v = cv + [allv[o] for o in outs]
-            m, v = prune(m, v)
-            if fails(m, v):
-                cur, cv, changed = m, v, True
+            if accept(m, cv + [allv[o] for o in outs]):
+                changed = True
                 break
         if changed:
             continue
@@ -375,9 +382,8 @@ def minimize(ge, model, vals, level, device, want_kind, log, budget=250):
                         for j, i in enumerate(nn.input):
                             if i == x:
                                 nn.input[j] = y
-                m, v = prune(m, cv)
-                if fails(m, v):
-                    cur, cv, changed = m, v, True
+                if accept(m, cv):
+                    changed = True
                     break
             if changed:
                 break
@@ -453,6 +459,8 @@ def campaign(a):
             stats["graph_levels"] += n * len(levels)
             for name, fl in sorted(fails.items()):
                 lv, dev, why = fl[0]
+                if name not in cases:
+                    sys.exit(f"difftest: {ge} check did not run the batch: {why}")
                 m, v = cases[name]
                 if kind(why) == "output" and reference_inaccurate(ge, m, v, lv, dev):
                     log(f"  REFERENCE-INACCURATE {name} ({why[:160]}): ge matches the float64 reference")
