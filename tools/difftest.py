@@ -336,7 +336,9 @@ def minimize(ge, model, vals, level, device, want_kind, log, budget=250):
             if tries[0] >= budget:
                 break
             outs = [o for o in n.output if o]
-            if not all(o in allv and o in typed for o in outs) or n.op_type == "Constant":
+            # (a sequence-typed value cannot become a tensor input)
+            if not all(o in allv and o in typed and isinstance(allv[o], np.ndarray) for o in outs) \
+                    or n.op_type == "Constant":
                 continue
             if not any(i for i in n.input):  # already a source
                 continue
