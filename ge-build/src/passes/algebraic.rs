@@ -1,5 +1,6 @@
 //! Algebraic simplification: `x + 0`, `x - 0`, `x * 1`, `x / 1` → `x` (when that keeps x's
-//! shape and dtype); division by a float constant → multiplication by its reciprocal;
+//! shape and dtype); division by a float constant that is a power of two → multiplication by
+//! its (exact) reciprocal;
 //! transpose ∘ transpose → one transpose (or none when the permutations cancel).
 //! One pass in topological order: O(V + E + constant bytes inspected).
 
@@ -16,6 +17,15 @@ pub struct Algebraic;
 fn all_equal(d: &TensorData, want: f64) -> bool {
     matches!(d.dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64)
         && d.to_f64_vec().is_ok_and(|v| v.iter().all(|&x| x == want))
+}
+
+/// True when `1 / c` is exact, so `x * (1 / c)` is bitwise `x / c`: c and 1/c are normal
+/// powers of two. Any other reciprocal rounds, and `x * (1/255)` ≠ `x / 255` in the last bit
+/// often enough to move a quantization's rounding (DynamicQuantizeLinear's scale; found by
+/// tools/difftest.py, seed 11 graph 4073).
+fn exact_reciprocal(c: f32) -> bool {
+    let r = 1.0 / c;
+    c.is_normal() && r.is_normal() && c.to_bits() & 0x7f_ffff == 0 && r.to_bits() & 0x7f_ffff == 0
 }
 
 impl Pass for Algebraic {
@@ -56,6 +66,9 @@ impl Pass for Algebraic {
                     } else if op == Some(BinaryOp::Div)
                         && let Some(d) = g.constant(b)
                         && d.dtype == DType::F32
+                        && d.bytes
+                            .chunks_exact(4)
+                            .all(|c| exact_reciprocal(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
                     {
                         let recip: Vec<u8> = d
                             .bytes
