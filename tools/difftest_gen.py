@@ -1414,7 +1414,7 @@ def build(seed: int, nodes: int | None = None):
         mark = (len(g.nodes), len(g.inits), len(g.pool), set(g.used_ops), [t.uses for t in g.pool])
         try:
             f(g)
-        except (Skip, IndexError, ValueError, ZeroDivisionError):
+        except (Skip, IndexError, ValueError, ArithmeticError):
             # Undo a partly built template (also one that met a shape it does not handle,
             # e.g. a zero-sized dim).
             del g.nodes[mark[0]:]
