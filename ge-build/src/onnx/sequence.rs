@@ -134,7 +134,6 @@ impl Cx<'_> {
     /// first), as the importer does for Split itself: SplitToSequence of a 144-wide axis
     /// made a 144-output task the loader refused (found by tools/difftest.py, seed 7 graph
     /// 470). O(n) nodes, depth log_64 n.
-    #[allow(clippy::too_many_arguments)]
     fn split_tree(
         &mut self,
         suffix: &str,
