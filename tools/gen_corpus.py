@@ -56,6 +56,9 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   saved by its optimizer and quantizers or
                                   written directly, with ORT references and a
                                   manifest of op counts
+      difftest/                   300 random valid graphs (fixed seed) written by
+                                  tools/difftest.py (its own stamp,
+                                  difftest/.stamp), onnxruntime references
       <part>/manifest.json        one record per case: opsets, IR version,
                                   op types, input/output types, and flags
                                   "tensor_only" (all graph inputs/outputs are
@@ -1273,8 +1276,10 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     invalidate the parts), run after the parts they belong to:
     tools/gen_transformer_opset17.py writes out/transformer17 when the transformer part is
     selected (it is up to date in well under a second); tools/gen_contrib_models.py writes
-    out/contrib (onnxruntime contrib-op models, ~10 s when stale); tools/gen_real_models.py
-    writes out/real (the trained models of ../shared/corpus/real-models.tsv, downloaded once)."""
+    out/contrib (onnxruntime contrib-op models, ~10 s when stale); tools/difftest.py writes
+    out/difftest (the fixed-seed batch of random graphs, stamped: up to date at once);
+    tools/gen_real_models.py writes out/real (the trained models of
+    ../shared/corpus/real-models.tsv, downloaded once)."""
     if "transformer" in parts:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import gen_transformer_opset17
@@ -1285,6 +1290,9 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     import gen_contrib_models
 
     gen_contrib_models.generate(out, log, force=force)
+    import difftest
+
+    difftest.corpus(os.path.join(out, "difftest"), force)
     # Trained models from PyPI wheels (../shared/corpus/real-models.tsv), cached per model.
     import gen_real_models
 

@@ -183,6 +183,13 @@ impl Builder {
         self
     }
 
+    /// Resource limits (`--max-nodes`, `--max-tensor-bytes`, `--max-weight-bytes`,
+    /// `--max-arena-bytes`): a model over one fails the build naming it.
+    pub fn limits(mut self, limits: crate::Limits) -> Self {
+        self.options.limits = limits;
+        self
+    }
+
     /// All compile options at once (replaces the ones set so far).
     pub fn options(mut self, options: CompileOptions) -> Self {
         self.options = options;
@@ -446,6 +453,37 @@ mod tests {
             .compile()
             .unwrap_err();
         assert!(e.to_string().contains("model_as"), "{e}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
+    fn limits_refuse_a_model_naming_the_limit() {
+        let out = std::env::temp_dir().join(format!("ge-builder-lim-{}", std::process::id()));
+        let build = |limits: crate::Limits| {
+            Builder::new()
+                .out_dir(&out)
+                .cargo_output(false)
+                .input_shape("x", [1, 1, 8, 8])
+                .limits(limits)
+                .model(digits())
+                .compile()
+        };
+        let mut l = crate::Limits::DEFAULT;
+        l.set("max_nodes", "3").unwrap();
+        let e = build(l).unwrap_err().to_string();
+        assert!(
+            e.contains("over the limit of 3") && e.contains("max-nodes"),
+            "{e}"
+        );
+        let mut l = crate::Limits::DEFAULT;
+        l.set("max-arena-bytes", "1K").unwrap();
+        let e = build(l).unwrap_err().to_string();
+        assert!(e.contains("max-arena-bytes"), "{e}");
+        let mut l = crate::Limits::DEFAULT;
+        l.set("max_tensor_bytes", "64").unwrap();
+        assert!(build(l).is_err());
+        assert!(build(crate::Limits::DEFAULT).is_ok());
+        assert!(l.set("max_nodes", "0").is_err() && l.set("max_cats", "1").is_err());
         let _ = std::fs::remove_dir_all(&out);
     }
 }

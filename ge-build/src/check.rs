@@ -167,6 +167,12 @@ fn const_slot(reason: &str) -> Option<usize> {
 /// fed as inputs) are frozen to the data set's values, like symbolic dims are fixed from its
 /// shapes; a data set with other values for them gets its own compile.
 pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
+    check_case_with(case, opts, tol, false)
+}
+
+/// [`check_case`], and with `races` every compiled schedule is also proven race-free
+/// (`ge check --check-races`): a race is a failure naming the two tasks.
+pub fn check_case_with(case: &Path, opts: &CompileOptions, tol: Tolerance, races: bool) -> Outcome {
     let model_path = case.join("model.onnx");
     let sets = data_sets(case);
     let Some(first) = sets.first() else {
@@ -216,8 +222,12 @@ pub fn check_case(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome
         e => Outcome::Fail(format!("compile: {e}")),
     };
     let load = |blob: &[u8]| {
-        Runner::new(ge_runtime::AlignedBlob::from_bytes(blob))
-            .map_err(|e| Outcome::Fail(format!("load: {e}")))
+        let r = Runner::new(ge_runtime::AlignedBlob::from_bytes(blob))
+            .map_err(|e| Outcome::Fail(format!("load: {e}")))?;
+        if races {
+            r.check_races().map_err(Outcome::Fail)?;
+        }
+        Ok(r)
     };
     let compile = |opts: &CompileOptions| -> Result<Runner, Outcome> {
         let c = crate::compile_bytes(&bytes, Some(case), opts).map_err(classify)?;
@@ -318,14 +328,26 @@ pub fn suite_cases(suite: &Path) -> Vec<PathBuf> {
 
 /// Runs a case, turning a panic into a failure so one case cannot stop a suite.
 pub fn check_case_isolated(case: &Path, opts: &CompileOptions, tol: Tolerance) -> Outcome {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(case, opts, tol)))
-        .unwrap_or_else(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-            Outcome::Fail(format!("panic: {}", msg.unwrap_or_default()))
-        })
+    check_case_isolated_with(case, opts, tol, false)
+}
+
+/// [`check_case_isolated`] with [`check_case_with`]'s race check.
+pub fn check_case_isolated_with(
+    case: &Path,
+    opts: &CompileOptions,
+    tol: Tolerance,
+    races: bool,
+) -> Outcome {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_case_with(case, opts, tol, races)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        Outcome::Fail(format!("panic: {}", msg.unwrap_or_default()))
+    })
 }
 
 /// A short reason shared by similar non-passing outcomes (for `ge check --suite`'s summary

@@ -52,17 +52,21 @@ pub fn compile_bytes(
     let parse = ms(t);
     let t = Instant::now();
     let nodes_before = model.graph.as_ref().map_or(0, |g| g.node.len());
+    let all_nodes = model.graph.as_ref().map_or(0, count_nodes);
+    if all_nodes > opts.limits.max_nodes {
+        return Err(CompileError::Model(format!(
+            "the model has {all_nodes} nodes (subgraphs included), over the limit of {} \
+             (raise --max-nodes / max_nodes)",
+            opts.limits.max_nodes
+        )));
+    }
     let graph = import_model(
         &model,
         model_dir,
         &ImportOptions {
             input_shapes: opts.input_shapes.clone(),
             input_values: opts.input_values.clone(),
-            max_tensor_bytes: Some(
-                opts.limits
-                    .max_arena_bytes
-                    .max(opts.limits.max_weight_bytes),
-            ),
+            max_tensor_bytes: Some(opts.limits.max_tensor_bytes),
         },
     )?;
     let import = ms(t);
@@ -87,21 +91,24 @@ pub fn compile_bytes(
     );
     let emitted = crate::om::emit(&graph, &plan, PRODUCER)?;
     let plan_ms = ms(t);
-    for (what, needed, limit) in [
+    for (what, needed, limit, flag) in [
         (
             "arena",
             plan.memory.arena_bytes as u64,
             opts.limits.max_arena_bytes,
+            "max-arena-bytes",
         ),
         (
             "weights",
             emitted.weight_bytes as u64,
             opts.limits.max_weight_bytes,
+            "max-weight-bytes",
         ),
     ] {
         if needed > limit {
             return Err(CompileError::Model(format!(
-                "the model needs {needed} bytes of {what}, over the limit of {limit} bytes"
+                "the model needs {needed} bytes of {what}, over the limit of {limit} bytes \
+                 (raise --{flag})"
             )));
         }
     }
@@ -142,15 +149,34 @@ pub fn compile_bytes(
     })
 }
 
+/// Nodes of `g` and of every subgraph in its attributes (If/Loop/Scan bodies): linear in
+/// the model's size.
+fn count_nodes(g: &crate::onnx::proto::GraphProto) -> usize {
+    g.node
+        .iter()
+        .map(|n| {
+            1 + n
+                .attribute
+                .iter()
+                .map(|a| {
+                    a.g.as_ref().map_or(0, count_nodes)
+                        + a.graphs.iter().map(count_nodes).sum::<usize>()
+                })
+                .sum::<usize>()
+        })
+        .sum()
+}
+
 /// Predicts one run's device figures from the blob with the cost model (no kernels run).
 fn predict(blob: &[u8], opts: &CompileOptions) -> Result<SimStat> {
     let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
-    let model = ge_runtime::Model::from_bytes_with_limits(aligned.as_bytes(), &opts.limits)
-        .map_err(|e| {
-            CompileError::Model(format!(
-                "internal error: the emitted blob does not validate: {e}"
-            ))
-        })?;
+    let model =
+        ge_runtime::Model::from_bytes_with_limits(aligned.as_bytes(), &opts.limits.runtime())
+            .map_err(|e| {
+                CompileError::Model(format!(
+                    "internal error: the emitted blob does not validate: {e}"
+                ))
+            })?;
     let dev = ge_sim::SimDevice::new(opts.device);
     let r = dev.predict(&model);
     Ok(SimStat {

@@ -26,5 +26,5 @@ pub mod viz;
 pub use builder::{BuildError, Builder, BuiltModel};
 pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
 pub use error::{CompileError, Result};
-pub use options::{CompileOptions, OptLevel, Precision, parse_input_shape};
+pub use options::{CompileOptions, Limits, OptLevel, Precision, parse_input_shape};
 pub use report::Report;

@@ -77,9 +77,8 @@ pub struct CompileOptions {
     /// Inputs frozen to constant values (shape tensors: axes, pads, sizes… given as graph
     /// inputs). A frozen input is no longer an input of the compiled model.
     pub input_values: BTreeMap<String, crate::tensor::TensorData>,
-    /// Largest arena and weights the compiled model may need; any one tensor larger than
-    /// either is refused during import (before anything that size is allocated).
-    pub limits: ge_runtime::Limits,
+    /// What the compile may take (nodes, one tensor, weights, arena).
+    pub limits: Limits,
 }
 
 impl Default for CompileOptions {
@@ -94,7 +93,104 @@ impl Default for CompileOptions {
             max_streams: None,
             unsafe_linear_memory_plan: false,
             input_values: BTreeMap::new(),
-            limits: ge_runtime::Limits::DEFAULT,
+            limits: Limits::DEFAULT,
+        }
+    }
+}
+
+/// Resource limits of one compile, so that a huge or hostile model is refused with the
+/// limit named instead of exhausting the host: `ge compile --max-nodes N --max-tensor-bytes
+/// B --max-weight-bytes B --max-arena-bytes B`, `ge_model!(…, max_nodes = N, …)`,
+/// [`crate::Builder::limits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most nodes in the ONNX graph, subgraphs included; checked right after parsing.
+    pub max_nodes: usize,
+    /// Largest single tensor (initializer, constant or activation); checked during import,
+    /// before anything that size is allocated.
+    pub max_tensor_bytes: u64,
+    /// Largest weights section of the blob (also the loader's limit).
+    pub max_weight_bytes: u64,
+    /// Largest activation arena (also the loader's limit).
+    pub max_arena_bytes: u64,
+}
+
+impl Limits {
+    /// 10 million nodes; 8 GiB for one tensor, the weights and the arena.
+    pub const DEFAULT: Limits = Limits {
+        max_nodes: 10_000_000,
+        max_tensor_bytes: 8 << 30,
+        max_weight_bytes: 8 << 30,
+        max_arena_bytes: 8 << 30,
+    };
+
+    /// The names [`Limits::set`] takes (as flags they are spelled with `-`).
+    pub const NAMES: [&'static str; 4] = [
+        "max_nodes",
+        "max_tensor_bytes",
+        "max_weight_bytes",
+        "max_arena_bytes",
+    ];
+
+    /// The part the `.om` loader enforces.
+    pub fn runtime(&self) -> ge_runtime::Limits {
+        ge_runtime::Limits {
+            max_arena_bytes: self.max_arena_bytes,
+            max_weight_bytes: self.max_weight_bytes,
+        }
+    }
+
+    /// Sets the limit `name` (`max_nodes` or `max-nodes`, …) from a decimal number with an
+    /// optional `K`, `M` or `G` suffix (KiB, MiB, GiB): one parser for the CLI and the macro.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        let bad = || {
+            CompileError::Option(format!(
+                "{name} '{value}' must be a positive integer, optionally with K, M or G"
+            ))
+        };
+        let v = value.trim();
+        let (digits, shift) = match v.char_indices().last() {
+            Some((i, 'K' | 'k')) => (&v[..i], 10),
+            Some((i, 'M' | 'm')) => (&v[..i], 20),
+            Some((i, 'G' | 'g')) => (&v[..i], 30),
+            _ => (v, 0),
+        };
+        let n = digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(1u64 << shift))
+            .filter(|&n| n > 0)
+            .ok_or_else(bad)?;
+        match name.replace('-', "_").as_str() {
+            "max_nodes" => self.max_nodes = usize::try_from(n).map_err(|_| bad())?,
+            "max_tensor_bytes" => self.max_tensor_bytes = n,
+            "max_weight_bytes" => self.max_weight_bytes = n,
+            "max_arena_bytes" => self.max_arena_bytes = n,
+            _ => {
+                return Err(CompileError::Option(format!(
+                    "unknown limit '{name}' (one of {})",
+                    Self::NAMES.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// The loader's limits, with one tensor allowed as large as the larger of them.
+impl From<ge_runtime::Limits> for Limits {
+    fn from(l: ge_runtime::Limits) -> Limits {
+        Limits {
+            max_tensor_bytes: l.max_arena_bytes.max(l.max_weight_bytes),
+            max_weight_bytes: l.max_weight_bytes,
+            max_arena_bytes: l.max_arena_bytes,
+            ..Limits::DEFAULT
         }
     }
 }

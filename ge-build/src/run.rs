@@ -27,6 +27,28 @@ impl Runner {
         Model::from_bytes(self.blob.as_bytes()).map_err(|e| CompileError::Model(e.to_string()))
     }
 
+    /// Proves that no two tasks unordered by streams and events touch overlapping arena bytes
+    /// with a write (`--check-races`); the error names both tasks and the bytes.
+    pub fn check_races(&self) -> std::result::Result<ge_sim::race::RaceStats, String> {
+        let model = self.model().map_err(|e| e.to_string())?;
+        ge_sim::race::check_races(&model).map_err(|r| {
+            let name = |i: u32| {
+                model.tasks().get(i as usize).map_or(String::new(), |t| {
+                    format!("{} '{}'", model.task_op(t).name(), model.str(t.name))
+                })
+            };
+            format!(
+                "race: task {} ({}) and task {} ({}) run unordered and touch arena bytes {}..{} with a write",
+                r.first,
+                name(r.first),
+                r.second,
+                name(r.second),
+                r.bytes.0,
+                r.bytes.1
+            )
+        })
+    }
+
     /// Runs with `inputs` in the model's input order; returns outputs and the device report.
     pub fn run<O: Observer>(
         &mut self,

@@ -67,6 +67,9 @@ pub enum Command {
         rtol: f64,
         #[arg(long, default_value_t = 1e-4)]
         atol: f64,
+        /// Also prove every compiled schedule race-free (as `ge run --check-races`).
+        #[arg(long = "check-races")]
+        check_races: bool,
     },
     /// Time runs of an .om (or an .onnx, compiled first) on the host.
     Bench {
@@ -146,4 +149,16 @@ pub struct CompileFlags {
     /// on (default) or off (naive memory plan, for debugging).
     #[arg(long = "memory-reuse", default_value = "on")]
     pub memory_reuse: String,
+    /// Refuse a model with more nodes than this, subgraphs included (default 10000000).
+    #[arg(long = "max-nodes", value_name = "N")]
+    pub max_nodes: Option<String>,
+    /// Refuse any one tensor larger than this many bytes (K, M, G suffixes; default 8G).
+    #[arg(long = "max-tensor-bytes", value_name = "BYTES")]
+    pub max_tensor_bytes: Option<String>,
+    /// Refuse a model whose weights exceed this many bytes (default 8G).
+    #[arg(long = "max-weight-bytes", value_name = "BYTES")]
+    pub max_weight_bytes: Option<String>,
+    /// Refuse a model whose activation arena exceeds this many bytes (default 8G).
+    #[arg(long = "max-arena-bytes", value_name = "BYTES")]
+    pub max_arena_bytes: Option<String>,
 }

@@ -234,3 +234,38 @@ fn every_host_isa_passes_check() {
     let out = ge().env("GE_ISA", "sse9").arg("ops").output().unwrap();
     assert_one_line_error(&out, "GE_ISA=sse9");
 }
+
+/// `--max-nodes`, `--max-tensor-bytes`, `--max-weight-bytes`, `--max-arena-bytes`: a model
+/// over one is a one-line error naming the flag; a bad value is too; within them it compiles.
+#[test]
+fn limit_flags_refuse_models_over_them() {
+    let d = tmp("limits");
+    let model = corpus("light").join("squeezenet/model.onnx");
+    let compile = |extra: &[&str]| {
+        ge().arg("compile")
+            .arg(&model)
+            .arg("-o")
+            .arg(d.join("x.om"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for (flags, want) in [
+        (&["--max-nodes", "10"][..], "--max-nodes"),
+        (&["--max-tensor-bytes", "4K"][..], "--max-tensor-bytes"),
+        (&["--max-weight-bytes", "1M"][..], "--max-weight-bytes"),
+        (&["--max-arena-bytes", "64K"][..], "--max-arena-bytes"),
+        (&["--max-nodes", "lots"][..], "--max-nodes"),
+    ] {
+        let out = compile(flags);
+        assert_one_line_error(&out, &flags.join(" "));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{flags:?}: {err}");
+    }
+    let out = compile(&["--max-nodes", "100000", "--max-arena-bytes", "1G"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

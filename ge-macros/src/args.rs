@@ -9,6 +9,7 @@
 //!         | host_dispatch = true | false
 //!         | memory_reuse = true | false | "on" | "off"
 //!         | fusion_switch = "switch.json"
+//!         | max_nodes = N | max_tensor_bytes = N | "64M" | max_weight_bytes = … | max_arena_bytes = …
 //!         | input_shape(NAME = [D1, D2, …], "name:0" = […], …)
 //!         | input_value(NAME = "value.npy", …)        (or a TensorProto .pb file)
 //!         | crate = path::to::ge
@@ -28,6 +29,10 @@ pub const OPTIONS: &[&str] = &[
     "host_dispatch",
     "memory_reuse",
     "fusion_switch",
+    "max_nodes",
+    "max_tensor_bytes",
+    "max_weight_bytes",
+    "max_arena_bytes",
     "input_shape",
     "input_value",
     "crate",

@@ -132,6 +132,17 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                     .filter(|&n| n > 0)
                     .ok_or_else(|| err(v.span(), "`cores` takes a positive integer"))?;
             }
+            key @ ("max_nodes" | "max_tensor_bytes" | "max_weight_bytes" | "max_arena_bytes") => {
+                let v = value(o);
+                let t = text(
+                    o,
+                    "a positive integer (or a string with a K, M or G suffix)",
+                )?;
+                s.options
+                    .limits
+                    .set(key, &t)
+                    .map_err(|e| err(v.span(), format!("bad `{key}`: {}", reason(e))))?;
+            }
             "host_dispatch" => s.host_dispatch = boolean(o)?,
             "memory_reuse" => s.options.memory_reuse = boolean(o)?,
             "fusion_switch" => {

@@ -13,7 +13,9 @@
 //! Paths are relative to the invoking crate's `CARGO_MANIFEST_DIR`. Options are the CLI's
 //! compile flags: `opt_level` (0–3 or "O0".."O3"), `precision` ("fp32", …), `device`
 //! ("edge", "datacenter", "tiny" or a profile JSON file), `cores`, `host_dispatch`,
-//! `memory_reuse`, `fusion_switch` (a JSON file), `input_shape(NAME = [dims], …)` (quote
+//! `memory_reuse`, `fusion_switch` (a JSON file), the limits `max_nodes`, `max_tensor_bytes`,
+//! `max_weight_bytes`, `max_arena_bytes` (an integer, or a string with a K/M/G suffix; a
+//! model over one is a compile error), `input_shape(NAME = [dims], …)` (quote
 //! names that are not identifiers: `"data:0" = [1, 3]`), `input_value(NAME = "v.npy", …)`
 //! (freezes an input to a tensor file, `.npy` or `TensorProto` `.pb`, like
 //! `--input-value`), and `crate = path` (where the `ge` facade is, `::ge` by default).
@@ -215,6 +217,15 @@ mod tests {
             (quote!(#digits, precision = "fp64"), "bad `precision`"),
             (quote!(#digits, device = "gpu"), "bad `device`"),
             (quote!(#digits, cores = 0), "positive integer"),
+            (quote!(#digits, max_nodes = "many"), "bad `max_nodes`"),
+            (
+                quote!(#digits, input_shape(x = [1, 1, 8, 8]), max_nodes = 3),
+                "over the limit of 3",
+            ),
+            (
+                quote!(#digits, input_shape(x = [1, 1, 8, 8]), max_arena_bytes = "1K"),
+                "max-arena-bytes",
+            ),
             (quote!(#digits, color = 1), "unknown option `color`"),
             (quote!(#digits, cores = 1, cores = 2), "given twice"),
             (quote!(Cargo.toml), "expected the model's path"),

@@ -152,7 +152,7 @@ pub fn onnx_import(data: &[u8]) {
     };
     let opts = CompileOptions {
         opt_level,
-        limits: FUZZ_LIMITS,
+        limits: FUZZ_LIMITS.into(),
         ..CompileOptions::default()
     };
     if let Ok(c) = compile_bytes(model, None, &opts) {

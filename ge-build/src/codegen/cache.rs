@@ -144,13 +144,15 @@ fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
         None => "-".into(),
     };
     Ok(format!(
-        "inputs={:?};values={:?};opt={:?};precision={:?};device={:?};reuse={};fusion={fusion}",
+        "inputs={:?};values={:?};opt={:?};precision={:?};device={:?};reuse={};fusion={fusion};limits={:?}",
         opts.input_shapes,
         opts.input_values,
         opts.opt_level,
         opts.precision,
         opts.device,
-        opts.memory_reuse
+        opts.memory_reuse,
+        // A cached blob must not let a model past limits it was not compiled under.
+        opts.limits
     ))
 }
 

@@ -47,7 +47,7 @@ pub fn check_tensor_size(
         .ok_or_else(|| format!("shape {shape:?} overflows"))?;
     match limit {
         Some(l) if bytes > l => Err(format!(
-            "a {} tensor of shape {shape:?} needs {bytes} bytes, over the limit of {l}",
+            "a {} tensor of shape {shape:?} needs {bytes} bytes, over the limit of {l} (raise --max-tensor-bytes / max_tensor_bytes)",
             dtype.name()
         )),
         _ => Ok(()),

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ge_runtime::format::{AxisParams, DType};
+use ge_runtime::format::{AxisParams, DType, MAX_TASK_IO};
 
 use super::ops::registry::OpEntry;
 use super::proto::NodeProto;
@@ -127,6 +127,87 @@ impl Cx<'_> {
             outputs: ids.clone(),
         });
         ids
+    }
+
+    /// `x` split along `axis` into `sizes`, one output per size named `{out}:{i}`. Past a
+    /// task's slot limit (`MAX_TASK_IO`) it is a tree of Splits (groups of consecutive items
+    /// first), as the importer does for Split itself: SplitToSequence of a 144-wide axis
+    /// made a 144-output task the loader refused (found by tools/difftest.py, seed 7 graph
+    /// 470). O(n) nodes, depth log_64 n.
+    fn split_tree(
+        &mut self,
+        suffix: &str,
+        x: ValueId,
+        axis: usize,
+        sizes: &[usize],
+        first: usize,
+        out: &str,
+    ) -> Vec<ValueId> {
+        let (dtype, shape) = (self.g.value(x).dtype, self.g.value(x).shape.clone());
+        let piece = |name: String, s: usize| {
+            let mut o = shape.clone();
+            o[axis] = s;
+            (name, dtype, o)
+        };
+        let op = Op::Split(AxisParams { axis: axis as u32 });
+        if sizes.len() <= MAX_TASK_IO {
+            let outs = (0..sizes.len())
+                .map(|i| piece(format!("{out}:{}", first + i), sizes[i]))
+                .collect();
+            return self.add(suffix, op, vec![x], outs);
+        }
+        let chunk = sizes.len().div_ceil(MAX_TASK_IO);
+        let groups: Vec<&[usize]> = sizes.chunks(chunk).collect();
+        let outs = groups
+            .iter()
+            .enumerate()
+            .map(|(k, g)| piece(format!("{out}{suffix}:{k}"), g.iter().sum()))
+            .collect();
+        let parts = self.add(suffix, op, vec![x], outs);
+        let mut items = Vec::with_capacity(sizes.len());
+        for (k, (g, p)) in groups.iter().zip(parts).enumerate() {
+            items.extend(self.split_tree(
+                &format!("{suffix}_{k}"),
+                p,
+                axis,
+                g,
+                first + k * chunk,
+                out,
+            ));
+        }
+        items
+    }
+
+    /// Concat of `parts` along `axis` into `out`; a tree of Concats past `MAX_TASK_IO` parts
+    /// (ConcatFromSequence of a long sequence), like [`Cx::split_tree`].
+    fn concat_tree(
+        &mut self,
+        suffix: &str,
+        parts: Vec<ValueId>,
+        axis: usize,
+        out: String,
+    ) -> Vec<ValueId> {
+        let dtype = self.g.value(parts[0]).dtype;
+        let mut shape = self.g.value(parts[0]).shape.clone();
+        shape[axis] = parts.iter().map(|&p| self.g.value(p).shape[axis]).sum();
+        let parts = if parts.len() <= MAX_TASK_IO {
+            parts
+        } else {
+            let chunk = parts.len().div_ceil(MAX_TASK_IO);
+            let groups: Vec<Vec<ValueId>> = parts.chunks(chunk).map(<[ValueId]>::to_vec).collect();
+            let mut joined = Vec::with_capacity(groups.len());
+            for (k, g) in groups.into_iter().enumerate() {
+                let name = format!("{out}{suffix}:{k}");
+                joined.extend(self.concat_tree(&format!("{suffix}_{k}"), g, axis, name));
+            }
+            joined
+        };
+        self.add(
+            suffix,
+            Op::Concat(AxisParams { axis: axis as u32 }),
+            parts,
+            vec![(out, dtype, shape)],
+        )
     }
 }
 
@@ -262,21 +343,7 @@ impl Sequences {
                     return Err(cx.err(format!("split sizes {sizes:?} do not cover dim {dim}")));
                 }
                 let squeeze = !has_split && cx.attr_i("keepdims", 1) == 0;
-                let outs: Vec<(String, DType, Vec<usize>)> = sizes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &s)| {
-                        let mut o = shape.clone();
-                        o[axis] = s;
-                        (format!("{out}:{i}"), dtype, o)
-                    })
-                    .collect();
-                let mut items = cx.add(
-                    "/split",
-                    Op::Split(AxisParams { axis: axis as u32 }),
-                    vec![x],
-                    outs,
-                );
+                let mut items = cx.split_tree("/split", x, axis, &sizes, 0, &out);
                 if squeeze {
                     let mut sq = shape.clone();
                     sq.remove(axis);
@@ -327,7 +394,7 @@ impl Sequences {
                     }
                 }
                 let mut o = cx.g.value(parts[0]).shape.clone();
-                o[axis] = parts.iter().map(|&p| cx.g.value(p).shape[axis]).sum();
+                o[axis] = 0;
                 for &p in &parts {
                     let s = &cx.g.value(p).shape;
                     if s.len() != o.len()
@@ -339,12 +406,7 @@ impl Sequences {
                         return Err(cx.err("sequence elements differ in shape outside the axis"));
                     }
                 }
-                cx.add(
-                    "/concat",
-                    Op::Concat(AxisParams { axis: axis as u32 }),
-                    parts,
-                    vec![(out, dtype, o)],
-                );
+                cx.concat_tree("/concat", parts, axis, out);
             }
             other => return Err(cx.err(format!("{other} is not a sequence op"))),
         }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use ge_build::check::{Outcome, Tolerance, check_case_isolated, reason_group, suite_cases};
+use ge_build::check::{Outcome, Tolerance, check_case_isolated_with, reason_group, suite_cases};
 
 use super::{Res, options};
 use crate::cli::CompileFlags;
@@ -14,6 +14,7 @@ pub(super) fn check(
     suite: Option<&Path>,
     flags: &CompileFlags,
     tol: Tolerance,
+    races: bool,
 ) -> Res {
     let opts = options(flags)?;
     let cases = match (case, suite) {
@@ -38,7 +39,7 @@ pub(super) fn check(
             || c.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let outcome = check_case_isolated(c, &opts, tol);
+        let outcome = check_case_isolated_with(c, &opts, tol, races);
         if let Some(g) = reason_group(&outcome) {
             *groups.entry(g).or_default() += 1;
         }

@@ -57,11 +57,13 @@ pub fn dispatch(cli: Cli) -> Res {
             flags,
             rtol,
             atol,
+            check_races,
         } => check(
             case.as_deref(),
             suite.as_deref(),
             &flags,
             Tolerance { rtol, atol },
+            check_races,
         ),
         Command::Bench {
             model,
@@ -140,6 +142,18 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
             return Err(format!("--fusion-switch {}: no such file", f.display()));
         }
         o.fusion_switch = Some(f.clone());
+    }
+    for (name, v) in [
+        ("--max-nodes", &flags.max_nodes),
+        ("--max-tensor-bytes", &flags.max_tensor_bytes),
+        ("--max-weight-bytes", &flags.max_weight_bytes),
+        ("--max-arena-bytes", &flags.max_arena_bytes),
+    ] {
+        if let Some(v) = v {
+            o.limits
+                .set(&name[2..], v)
+                .map_err(|e| format!("{name}: {e}"))?;
+        }
     }
     Ok(o)
 }

@@ -92,18 +92,7 @@ pub(super) fn run(
     let mut runner = Runner::new(load_blob(om)?).map_err(|e| format!("{}: {e}", om.display()))?;
     let model = runner.model().map_err(|e| e.to_string())?;
     if flags.check_races {
-        let stats = ge_sim::race::check_races(&model).map_err(|r| {
-            let name = |i: u32| model.tasks().get(i as usize).map_or(String::new(), |t| format!("{} '{}'", model.task_op(t).name(), model.str(t.name)));
-            format!(
-                "race: task {} ({}) and task {} ({}) run unordered and touch arena bytes {}..{} with a write",
-                r.first,
-                name(r.first),
-                r.second,
-                name(r.second),
-                r.bytes.0,
-                r.bytes.1
-            )
-        })?;
+        let stats = runner.check_races()?;
         eprintln!(
             "race check: {} tasks on {} streams, {} concurrent pairs, no races",
             stats.tasks, stats.streams, stats.concurrent_pairs
