@@ -255,7 +255,8 @@ fn dequantize(ctx: &NodeCtx<'_>) -> Result<Imported> {
 }
 
 /// DynamicQuantizeLinear: uint8 quantization with the scale and zero point taken from the
-/// input's range (widened to include 0), as the op's function body computes them.
+/// input's range (widened to include 0), as the op's function body computes them (scale 1
+/// for an all-zero input, as onnxruntime).
 fn dynamic_quantize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let x = ctx.input(0)?;
     if x.dtype != DType::F32 {
@@ -278,11 +279,15 @@ fn dynamic_quantize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let mx = s.op("Max", &[&mx, &zero], vec![]);
     let mn = s.op("Min", &[&mn, &zero], vec![]);
     let range = s.op("Sub", &[&mx, &mn], vec![]);
+    // An all-zero x has a zero range, where the spec's formula divides by zero. onnxruntime
+    // (which writes the models that use this op) returns scale 1 there, onnx.reference 1/255;
+    // ge follows onnxruntime (y and the zero point are 0 either way; found by difftest seed
+    // 19 graph 1057, regression case tests/data/difftest/s19_001057_O0_edge).
     let same = s.op("Equal", &[&mx, &mn], vec![]);
     let one = s.scalar(f, 1.0);
-    let range = s.op("Where", &[&same, &one, &range], vec![]);
     let qmax = s.scalar(f, 255.0);
     let scale = s.op("Div", &[&range, &qmax], vec![]);
+    let scale = s.op("Where", &[&same, &one, &scale], vec![]);
     let mns = s.op("Div", &[&mn, &scale], vec![]);
     let izp = s.op("Sub", &[&zero, &mns], vec![]);
     let izp = clip(&mut s, op, &izp, f, 0.0, 255.0);
