@@ -10,14 +10,15 @@
 //! [`direct`] path (the GEMM tile reading a padded copy of the input), the implicit im2col
 //! packing only when the direct path's offsets would not fit in 32 bits.
 
+mod depthwise;
 mod direct;
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef};
 
 use super::copy::{f32_in, f32_out};
 use super::gemm::{
-    Epilogue, MatB, NR, PackB, SendPtr, gemm_packed, gemm_packed_ws_len, sgemm, sgemm_ws_len,
-    tile_act, ws_f32,
+    Epilogue, MatB, NR, PackB, SendPtr, WS_SLOTS, gemm_packed, gemm_packed_ws_len, sgemm,
+    sgemm_ws_len, tile_act, ws_f32,
 };
 use super::{KernelError, KernelResult, input, isa, output};
 use crate::threads::{Parallel, Serial};
@@ -51,8 +52,9 @@ struct Geo {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Path {
-    /// Depthwise conv (group == C == M): direct loops.
-    Depthwise,
+    /// Depthwise conv (group == C == M): a padded, phase-split band per channel and the
+    /// outputs in registers ([`depthwise`]); `None`: the row loop (3-D, or no workspace).
+    Depthwise(Option<depthwise::Layout>),
     /// 1×1, stride 1, unpadded conv: GEMM on the input.
     Pointwise,
     /// Conv: the register tile reading a padded band of the input in place.
@@ -255,12 +257,13 @@ fn plan(
     }
     let rows = geo.cg.checked_mul(geo.kprod).ok_or_else(ovf)?;
     if geo.g == geo.c && geo.m == geo.c {
+        let lay = depthwise::layout(&geo);
         return Ok(Plan {
             geo,
-            path: Path::Depthwise,
+            path: Path::Depthwise(lay),
             rows,
             col_len: 0,
-            gemm_len: 0,
+            gemm_len: lay.map_or(0, |l| l.ws_len()),
         });
     }
     let gemm_len = gemm_packed_ws_len(geo.small_plane, rows);
@@ -750,6 +753,11 @@ pub fn run_conv_on(
         pl.path = Path::Implicit;
         pl.gemm_len = gemm_packed_ws_len(pl.geo.small_plane, pl.rows);
     }
+    if matches!(pl.path, Path::Depthwise(Some(_))) && pl.gemm_len.saturating_mul(4) > ws.len() {
+        // Likewise a depthwise conv planned without workspace: the row loop.
+        pl.path = Path::Depthwise(None);
+        pl.gemm_len = 0;
+    }
     run_conv_planned(p, &pl, ins, outs, ws, par)
 }
 
@@ -775,7 +783,7 @@ fn run_conv_planned(
         Some((scale, shift)) => {
             let padded = p.pad_begin.iter().chain(&p.pad_end).any(|&v| v != 0);
             let act = tile_act(&p.prologue).ok_or(bad("conv prologue activation"))?;
-            if padded || geo.g != 1 || pl.path == Path::Depthwise {
+            if padded || geo.g != 1 || matches!(pl.path, Path::Depthwise(_)) {
                 return Err(bad("conv prologue needs an unpadded, ungrouped conv"));
             }
             if scale.len() != geo.c || shift.len() != geo.c {
@@ -793,31 +801,38 @@ fn run_conv_planned(
         let xb = &ops.x[b * geo.c * xp..(b + 1) * geo.c * xp];
         let yb = &mut y[b * geo.m * yp..(b + 1) * geo.m * yp];
         match pl.path {
-            Path::Depthwise => {
+            Path::Depthwise(lay) => {
                 let (w, bias) = (ops.w, ops.bias);
                 let yptr = SendPtr(yb.as_mut_ptr());
-                let slots = par.threads().min(geo.c).max(1);
+                let slots = par.threads().min(geo.c).clamp(1, WS_SLOTS);
                 let slots = if geo.c * yp * geo.kprod < PAR_MIN_TAPS {
                     1
                 } else {
                     slots
                 };
+                let band_len = lay.map_or(0, |l| l.ws_len() / WS_SLOTS);
+                let bptr = SendPtr(gws.as_mut_ptr());
                 let body = |s: usize| {
+                    // SAFETY: slot `s` alone uses band `s` of the planned workspace
+                    // (`WS_SLOTS` bands of `band_len`; `slots ≤ WS_SLOTS`).
+                    let band = unsafe {
+                        core::slice::from_raw_parts_mut(bptr.get().add(s * band_len), band_len)
+                    };
                     for ch in s * geo.c / slots..(s + 1) * geo.c / slots {
                         // SAFETY: slot `s` alone writes channels `s·c/slots..(s+1)·c/slots`
                         // of this batch's output, all inside `yb`.
                         let yc =
                             unsafe { core::slice::from_raw_parts_mut(yptr.get().add(ch * yp), yp) };
                         yc.fill(bias.map_or(0.0, |bv| bv[ch]));
+                        let (xc, wc) = (
+                            &xb[ch * xp..(ch + 1) * xp],
+                            &w[ch * geo.kprod..(ch + 1) * geo.kprod],
+                        );
                         isa::with_simd(
                             #[inline(always)]
-                            || {
-                                depthwise_plane(
-                                    &geo,
-                                    &xb[ch * xp..(ch + 1) * xp],
-                                    &w[ch * geo.kprod..(ch + 1) * geo.kprod],
-                                    yc,
-                                )
+                            || match &lay {
+                                Some(l) => depthwise::plane(&geo, l, xc, wc, yc, band),
+                                None => depthwise_plane(&geo, xc, wc, yc),
                             },
                         );
                     }
@@ -895,7 +910,7 @@ fn run_conv_planned(
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
         }
     }
-    if pl.path != Path::Depthwise && act.is_some() {
+    if !matches!(pl.path, Path::Depthwise(_)) && act.is_some() {
         // applied in the GEMM's epilogue
         return Ok(());
     }
@@ -1259,6 +1274,22 @@ mod tests {
             .unwrap();
             assert_eq!(y, y3, "direct path differs between 1 and 3 slots");
         }
+        if let Path::Depthwise(Some(_)) = planned.path {
+            // The banded depthwise path gives the row loop's values (same sums, same order).
+            let rows = Plan {
+                path: Path::Depthwise(None),
+                gemm_len: 0,
+                ..planned
+            };
+            let mut y2 = std::vec![0.0f32; y.len()];
+            let mut outs2 = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y2),
+            }];
+            run_conv_planned(&p, &rows, &ins, &mut outs2, &mut [], &Serial).unwrap();
+            assert_eq!(y, y2, "banded depthwise and the row loop differ");
+        }
         let bias = c.bias.then_some(&b[..]);
         let want = if transpose {
             naive_conv_t(c, &x, &w, bias, &yd)
@@ -1286,8 +1317,14 @@ mod tests {
             };
             let pl = plan(&p, transpose, &xs, &wsh, &ys).unwrap();
             let im2col = gemm_packed_ws_len(pl.geo.small_plane, pl.rows) * 4;
-            if matches!(pl.path, Path::Direct(_)) && im2col <= nbytes - 4 {
-                // a direct plan falls back to im2col when only that workspace is there
+            let fallback = match pl.path {
+                Path::Direct(_) => im2col <= nbytes - 4,
+                Path::Depthwise(_) => true,
+                _ => false,
+            };
+            if fallback {
+                // a direct plan falls back to im2col when only that workspace is there, a
+                // depthwise one to the row loop
                 assert_eq!(r, Ok(()));
                 let e = y
                     .iter()
@@ -1386,7 +1423,7 @@ mod tests {
             &[1, 1],
             true,
         );
-        assert_eq!(check(&c, false), Path::Depthwise);
+        assert!(matches!(check(&c, false), Path::Depthwise(Some(_))));
         let c = case(
             &[1, 4, 11, 10],
             &[4, 1, 5, 3],
@@ -1397,7 +1434,7 @@ mod tests {
             &[1, 2],
             false,
         );
-        assert_eq!(check(&c, false), Path::Depthwise);
+        assert!(matches!(check(&c, false), Path::Depthwise(Some(_))));
         // depthwise with channel multiplier 2 goes through im2col
         let c = case(
             &[1, 3, 6, 6],
@@ -1544,6 +1581,80 @@ mod tests {
             false,
         );
         check(&c, true);
+    }
+
+    /// Banded depthwise: strides 2 and 3 with 5×5 and dilated taps, rows wider than a
+    /// 32-column block, planes taller than one band; and bitwise the same on 3 slots.
+    #[test]
+    fn depthwise_bands_strides_and_slots() {
+        for (x, w, s, d, pb, pe) in [
+            ([1, 3, 41, 75], [3, 1, 5, 5], [2, 2], [1, 1], [2, 2], [2, 2]),
+            ([2, 2, 30, 50], [2, 1, 3, 3], [3, 3], [1, 2], [1, 2], [0, 1]),
+            (
+                [1, 1, 400, 90],
+                [1, 1, 3, 3],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+            ([1, 2, 17, 9], [2, 1, 7, 7], [1, 2], [1, 1], [3, 3], [3, 3]),
+        ] {
+            let c = case(&x, &w, x[1], &s, &d, &pb, &pe, true);
+            assert!(matches!(check(&c, false), Path::Depthwise(Some(_))));
+        }
+        // 8 channels × 64² outputs × 9 taps: split between slots
+        let c = case(
+            &[1, 8, 64, 64],
+            &[8, 1, 3, 3],
+            8,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            true,
+        );
+        let mut seed = 5;
+        let x: Vec<f32> = (0..8 * 64 * 64).map(|_| lcg(&mut seed)).collect();
+        let w: Vec<f32> = (0..72).map(|_| lcg(&mut seed)).collect();
+        let b: Vec<f32> = (0..8).map(|_| lcg(&mut seed)).collect();
+        let p = params(&c);
+        let (xs, wsh, bs) = (
+            Shape::new(&c.x).unwrap(),
+            Shape::new(&c.w).unwrap(),
+            Shape::new(&[8]).unwrap(),
+        );
+        let ins = [
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: xs,
+                data: bytemuck::cast_slice(&x),
+            }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: wsh,
+                data: bytemuck::cast_slice(&w),
+            }),
+            Some(TensorRef {
+                dtype: DType::F32,
+                shape: bs,
+                data: bytemuck::cast_slice(&b),
+            }),
+        ];
+        let ys = Shape::new(&[1, 8, 64, 64]).unwrap();
+        let nbytes = conv_workspace_bytes(&p, false, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
+        let run = |par: &dyn Parallel| {
+            let mut ws = std::vec![0u32; nbytes / 4];
+            let mut y = std::vec![0.0f32; 8 * 64 * 64];
+            let mut outs = [TensorMut {
+                dtype: DType::F32,
+                shape: ys,
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            run_conv_on(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws), par).unwrap();
+            y
+        };
+        assert_eq!(run(&Serial), run(&super::super::test_util::Slots(3)));
     }
 
     #[test]
