@@ -3,7 +3,86 @@
 //! (`bytemuck::Pod`: every bit pattern valid, no padding), so writing outputs through the
 //! byte view is sound.
 
-pub use bytemuck::Pod;
+pub use bytemuck::{Pod, Zeroable};
+
+/// A zeroed `T` on the heap, allocated zeroed in place (`alloc_zeroed` with `T`'s layout):
+/// it never passes through the stack, unlike `Box::new(value)` in a debug build, where a
+/// multi-megabyte value overflows it. Allocation failure aborts, as `Box::new`'s does.
+#[cfg(feature = "alloc")]
+pub fn zeroed_box<T: Zeroable>() -> alloc::boxed::Box<T> {
+    use alloc::alloc::{Layout, alloc_zeroed, handle_alloc_error};
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        return alloc::boxed::Box::new(T::zeroed());
+    }
+    // SAFETY: the layout's size is not zero (checked above).
+    let ptr = unsafe { alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` is a live allocation from the global allocator with `T`'s layout, as
+    // `Box` requires, and its bytes are all zero, which `T: Zeroable` says is a valid `T`.
+    unsafe { alloc::boxed::Box::from_raw(ptr) }
+}
+
+/// Defines a struct of tensors (the generated `Inputs` / `Outputs`) as written, and makes it
+/// [`Zeroable`] — which lets [`zeroed_box`] build it on the heap — only after checking
+/// that every field's type is [`Zeroable`] itself: a struct of such fields is valid as all
+/// zeros. The macro sees the whole definition, so it cannot vouch for a field it did not
+/// check. It is a `macro_rules!` of this crate rather than code the proc macro emits, so
+/// the `unsafe impl` is this crate's and not the user's (whose crate may forbid
+/// `unsafe_code`). With the `alloc` feature it also adds `boxed()`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tensor_struct {
+    (
+        $(#[$attr:meta])*
+        $vis:vis struct $name:ident {
+            $( $(#[$fattr:meta])* $fvis:vis $field:ident : $fty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        $vis struct $name {
+            $( $(#[$fattr])* $fvis $field: $fty, )*
+        }
+
+        // Fails to compile unless every field's type is `Zeroable`.
+        const _: fn() = || {
+            fn zeroable<T: $crate::bytes::Zeroable>() {}
+            $( zeroable::<$fty>(); )*
+        };
+
+        // SAFETY: every field's type is `Zeroable` (checked just above, for all of the
+        // fields), so all-zero bytes are a valid value of the struct; padding needs none.
+        unsafe impl $crate::bytes::Zeroable for $name {}
+
+        $crate::__boxed_ctor!($name);
+    };
+}
+
+/// `boxed()` for a [`__tensor_struct!`] when the `alloc` feature is on (the `cfg` is this
+/// crate's, so it is decided here, not in the user's crate).
+#[cfg(feature = "alloc")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __boxed_ctor {
+    ($name:ident) => {
+        impl $name {
+            /// All zeros, on the heap, allocated zeroed in place: never on the stack, unlike
+            /// `Box::new(Self::zeroed())` in a debug build. For big tensors.
+            pub fn boxed() -> $crate::alloc::boxed::Box<Self> {
+                $crate::bytes::zeroed_box()
+            }
+        }
+    };
+}
+
+#[cfg(not(feature = "alloc"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __boxed_ctor {
+    ($name:ident) => {};
+}
 
 /// The bytes of a tensor value (e.g. `[[[[f32; 8]; 8]; 1]; 1]`).
 pub fn of<T: Pod>(value: &T) -> &[u8] {
@@ -34,5 +113,23 @@ mod tests {
         super::of_mut(&mut v)[..4].copy_from_slice(&2.0f32.to_le_bytes());
         assert_eq!(v[0][0], 2.0);
         assert_eq!(super::of_slice(&[1u16, 2]).len(), 4);
+    }
+
+    crate::__tensor_struct! {
+        /// Two fields of another size and alignment, so the struct has padding.
+        struct Pair {
+            big: [[f32; 512]; 1024],
+            small: u8,
+        }
+    }
+
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn tensor_structs_box_zeroed() {
+        let p = Pair::boxed();
+        assert_eq!(p.big[1023][511], 0.0);
+        assert_eq!(p.small, 0);
+        let empty: alloc::boxed::Box<()> = super::zeroed_box();
+        assert_eq!(*empty, ());
     }
 }
