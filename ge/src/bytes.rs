@@ -25,42 +25,34 @@ pub fn zeroed_box<T: Zeroable>() -> alloc::boxed::Box<T> {
     unsafe { alloc::boxed::Box::from_raw(ptr) }
 }
 
-/// Defines a struct of tensors (the generated `Inputs` / `Outputs`) as written, and makes it
-/// [`Zeroable`] — which lets [`zeroed_box`] build it on the heap — only after checking
-/// that every field's type is [`Zeroable`] itself: a struct of such fields is valid as all
-/// zeros. The macro sees the whole definition, so it cannot vouch for a field it did not
-/// check. It is a `macro_rules!` of this crate rather than code the proc macro emits, so
-/// the `unsafe impl` is this crate's and not the user's (whose crate may forbid
+/// Makes a struct of tensors (the generated `Inputs` / `Outputs`) [`Zeroable`] — which lets
+/// [`zeroed_box`] build it on the heap — after checking that every field's type is
+/// [`Zeroable`] itself: a struct of such fields is valid as all zeros. The fields are named
+/// in a struct pattern without `..`, which only compiles when it names all of them, and each
+/// one's own type is checked (not a type the caller claims), so no invocation can vouch for
+/// an unchecked field. It is a `macro_rules!` of this crate rather than code the proc macro
+/// emits, so the `unsafe impl` is this crate's and not the user's (whose crate may forbid
 /// `unsafe_code`). With the `alloc` feature it also adds `boxed()`.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __tensor_struct {
-    (
-        $(#[$attr:meta])*
-        $vis:vis struct $name:ident {
-            $( $(#[$fattr:meta])* $fvis:vis $field:ident : $fty:ty ),* $(,)?
-        }
-    ) => {
-        $(#[$attr])*
-        $vis struct $name {
-            $( $(#[$fattr])* $fvis $field: $fty, )*
-        }
-
-        // Fails to compile unless every field's type is `Zeroable`.
-        const _: fn() = || {
-            fn zeroable<T: $crate::bytes::Zeroable>() {}
-            $( zeroable::<$fty>(); )*
+macro_rules! __zeroable {
+    ($name:ident { $($field:ident),* $(,)? }) => {
+        // Fails to compile unless the pattern names every field and each is `Zeroable`.
+        const _: fn(&$name) = |value: &$name| {
+            fn zeroable<T: $crate::bytes::Zeroable>(_: &T) {}
+            let $name { $($field),* } = value;
+            $( zeroable($field); )*
         };
 
-        // SAFETY: every field's type is `Zeroable` (checked just above, for all of the
-        // fields), so all-zero bytes are a valid value of the struct; padding needs none.
+        // SAFETY: every field of the struct is `Zeroable` (checked just above, for all of
+        // them), so all-zero bytes are a valid value of it; padding needs none.
         unsafe impl $crate::bytes::Zeroable for $name {}
 
         $crate::__boxed_ctor!($name);
     };
 }
 
-/// `boxed()` for a [`__tensor_struct!`] when the `alloc` feature is on (the `cfg` is this
+/// `boxed()` for a [`__zeroable!`] struct when the `alloc` feature is on (the `cfg` is this
 /// crate's, so it is decided here, not in the user's crate).
 #[cfg(feature = "alloc")]
 #[doc(hidden)]
@@ -115,13 +107,12 @@ mod tests {
         assert_eq!(super::of_slice(&[1u16, 2]).len(), 4);
     }
 
-    crate::__tensor_struct! {
-        /// Two fields of another size and alignment, so the struct has padding.
-        struct Pair {
-            big: [[f32; 512]; 1024],
-            small: u8,
-        }
+    /// Two fields of another size and alignment, so the struct has padding.
+    struct Pair {
+        big: [[f32; 512]; 1024],
+        small: u8,
     }
+    crate::__zeroable!(Pair { big, small });
 
     #[cfg(feature = "alloc")]
     #[test]

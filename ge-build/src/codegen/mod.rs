@@ -418,6 +418,8 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     };
     let (in_fields, out_fields) = (struct_fields(&ins, "Input"), struct_fields(&outs, "Output"));
     let (in_zero, out_zero) = (zero_fields(&ins), zero_fields(&outs));
+    let in_idents: Vec<_> = ins.iter().map(|i| &i.field).collect();
+    let out_idents: Vec<_> = outs.iter().map(|o| &o.field).collect();
     let n_in = usize_lit(ins.len());
     let n_out = usize_lit(outs.len());
     let in_name_lits = ins.iter().map(|i| i.spec.name.as_str());
@@ -543,13 +545,13 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
             /// StaticArena::new();` then `A.take()` once. Nothing is built on the stack.
             pub type StaticArena = #krate::StaticArena<ARENA_BYTES>;
 
-            #krate::__tensor_struct! {
-                #inputs_doc
-                #[derive(Clone, Debug, PartialEq)]
-                pub struct Inputs {
-                    #(#in_fields)*
-                }
+            #inputs_doc
+            #[derive(Clone, Debug, PartialEq)]
+            pub struct Inputs {
+                #(#in_fields)*
             }
+
+            #krate::__zeroable!(Inputs { #(#in_idents),* });
 
             impl Inputs {
                 #zeroed_doc
@@ -564,13 +566,13 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
                 }
             }
 
-            #krate::__tensor_struct! {
-                #outputs_doc
-                #[derive(Clone, Debug, PartialEq)]
-                pub struct Outputs {
-                    #(#out_fields)*
-                }
+            #outputs_doc
+            #[derive(Clone, Debug, PartialEq)]
+            pub struct Outputs {
+                #(#out_fields)*
             }
+
+            #krate::__zeroable!(Outputs { #(#out_idents),* });
 
             impl Outputs {
                 #zeroed_doc
@@ -755,8 +757,15 @@ mod tests {
         assert!(src.contains("pub const INPUT_INPUT_0_SHAPE: [usize; 3] = [1, 3, 2];"));
         assert!(src.contains("pub const OUTPUT_INPUT_0_2_SHAPE: [usize; 0] = [];"));
         assert!(src.contains("pub const ARENA_BYTES: usize = 128;"));
-        // Defined through the facade's macro (Zeroable, `boxed()`), sizes in the docs.
-        assert!(src.contains("::ge::__tensor_struct! {"), "{src}");
+        // Zeroable (and `boxed()`) through the facade's macro, sizes in the docs.
+        assert!(
+            src.contains("::ge::__zeroable!(Inputs { input_0 });"),
+            "{src}"
+        );
+        assert!(
+            src.contains("::ge::__zeroable!(Outputs { input_0_2, mask });"),
+            "{src}"
+        );
         assert!(
             src.contains("of exactly [`ARENA_BYTES`] (128 bytes)"),
             "{src}"
