@@ -30,13 +30,16 @@
 //! expansion's cache hit or miss and time to stderr.
 //!
 //! The compiler runs inside rustc as part of this proc macro, built with cargo's
-//! `build-override` profile (opt-level 0 unless configured). Small models compile in
-//! milliseconds either way; for large ones, optimize the compiler in the using workspace:
+//! `build-override` profile: opt-level 0 in dev and release unless the using workspace says
+//! otherwise (a dependency cannot). Small models compile in milliseconds either way; a big
+//! one's first expansion is about 10× slower than `ge compile` (the light ResNet-50: 24.5 s
+//! in a debug build, 2.5 s optimized; `docs/BENCHMARKS.md`). For large models, optimize it
+//! in the using workspace:
 //!
 //! ```toml
-//! [profile.dev.package.ge-build]
-//! opt-level = 2
-//! [profile.release.package.ge-build]
+//! [profile.dev.build-override]
+//! opt-level = 3
+//! [profile.release.build-override]
 //! opt-level = 3
 //! ```
 #![forbid(unsafe_code)]

@@ -3,7 +3,78 @@
 //! (`bytemuck::Pod`: every bit pattern valid, no padding), so writing outputs through the
 //! byte view is sound.
 
-pub use bytemuck::Pod;
+pub use bytemuck::{Pod, Zeroable};
+
+/// A zeroed `T` on the heap, allocated zeroed in place (`alloc_zeroed` with `T`'s layout):
+/// it never passes through the stack, unlike `Box::new(value)` in a debug build, where a
+/// multi-megabyte value overflows it. Allocation failure aborts, as `Box::new`'s does.
+#[cfg(feature = "alloc")]
+pub fn zeroed_box<T: Zeroable>() -> alloc::boxed::Box<T> {
+    use alloc::alloc::{Layout, alloc_zeroed, handle_alloc_error};
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        return alloc::boxed::Box::new(T::zeroed());
+    }
+    // SAFETY: the layout's size is not zero (checked above).
+    let ptr = unsafe { alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` is a live allocation from the global allocator with `T`'s layout, as
+    // `Box` requires, and its bytes are all zero, which `T: Zeroable` says is a valid `T`.
+    unsafe { alloc::boxed::Box::from_raw(ptr) }
+}
+
+/// Makes a struct of tensors (the generated `Inputs` / `Outputs`) [`Zeroable`] — which lets
+/// [`zeroed_box`] build it on the heap — after checking that every field's type is
+/// [`Zeroable`] itself: a struct of such fields is valid as all zeros. The fields are named
+/// in a struct pattern without `..`, which only compiles when it names all of them, and each
+/// one's own type is checked (not a type the caller claims), so no invocation can vouch for
+/// an unchecked field. It is a `macro_rules!` of this crate rather than code the proc macro
+/// emits, so the `unsafe impl` is this crate's and not the user's (whose crate may forbid
+/// `unsafe_code`). With the `alloc` feature it also adds `boxed()`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __zeroable {
+    ($name:ident { $($field:ident),* $(,)? }) => {
+        // Fails to compile unless the pattern names every field and each is `Zeroable`.
+        const _: fn(&$name) = |value: &$name| {
+            fn zeroable<T: $crate::bytes::Zeroable>(_: &T) {}
+            let $name { $($field),* } = value;
+            $( zeroable($field); )*
+        };
+
+        // SAFETY: every field of the struct is `Zeroable` (checked just above, for all of
+        // them), so all-zero bytes are a valid value of it; padding needs none.
+        unsafe impl $crate::bytes::Zeroable for $name {}
+
+        $crate::__boxed_ctor!($name);
+    };
+}
+
+/// `boxed()` for a [`__zeroable!`] struct when the `alloc` feature is on (the `cfg` is this
+/// crate's, so it is decided here, not in the user's crate).
+#[cfg(feature = "alloc")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __boxed_ctor {
+    ($name:ident) => {
+        impl $name {
+            /// All zeros, on the heap, allocated zeroed in place: never on the stack, unlike
+            /// `Box::new(Self::zeroed())` in a debug build. For big tensors.
+            pub fn boxed() -> $crate::alloc::boxed::Box<Self> {
+                $crate::bytes::zeroed_box()
+            }
+        }
+    };
+}
+
+#[cfg(not(feature = "alloc"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __boxed_ctor {
+    ($name:ident) => {};
+}
 
 /// The bytes of a tensor value (e.g. `[[[[f32; 8]; 8]; 1]; 1]`).
 pub fn of<T: Pod>(value: &T) -> &[u8] {
@@ -34,5 +105,22 @@ mod tests {
         super::of_mut(&mut v)[..4].copy_from_slice(&2.0f32.to_le_bytes());
         assert_eq!(v[0][0], 2.0);
         assert_eq!(super::of_slice(&[1u16, 2]).len(), 4);
+    }
+
+    /// Two fields of another size and alignment, so the struct has padding.
+    struct Pair {
+        big: [[f32; 512]; 1024],
+        small: u8,
+    }
+    crate::__zeroable!(Pair { big, small });
+
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn tensor_structs_box_zeroed() {
+        let p = Pair::boxed();
+        assert_eq!(p.big[1023][511], 0.0);
+        assert_eq!(p.small, 0);
+        let empty: alloc::boxed::Box<()> = super::zeroed_box();
+        assert_eq!(*empty, ());
     }
 }

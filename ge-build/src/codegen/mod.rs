@@ -107,6 +107,25 @@ fn usize_lit(n: usize) -> Literal {
     Literal::usize_unsuffixed(n)
 }
 
+/// `104,857,600 bytes (100.0 MiB)`: a size as docs state it.
+fn byte_size(bytes: usize) -> String {
+    let digits = bytes.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if bytes < 1 << 20 {
+        return format!("{grouped} bytes");
+    }
+    format!(
+        "{grouped} bytes, {:.1} MiB",
+        bytes as f64 / f64::from(1 << 20)
+    )
+}
+
 /// Width doc text is wrapped to.
 const DOC_WIDTH: usize = 88;
 
@@ -352,8 +371,10 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
         module_doc += &format!("\n\n{n}");
     }
     module_doc += &format!(
-        "\n\nUse [`{ty}`] with an [`Arena`] (or any `&mut [u8]` of [`ARENA_BYTES_UNALIGNED`] \
-         bytes), fill [`Inputs`], and call [`{ty}::run`]."
+        "\n\nUse [`{ty}`] with an [`Arena`] ({}: `Arena::boxed()` or a [`StaticArena`] for a big \
+         model; or any `&mut [u8]` of [`ARENA_BYTES_UNALIGNED`] bytes), fill [`Inputs`], and \
+         call [`{ty}::run`].",
+        byte_size(iface.arena_bytes)
     );
     let module_doc = doc(module_doc);
 
@@ -397,6 +418,8 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     };
     let (in_fields, out_fields) = (struct_fields(&ins, "Input"), struct_fields(&outs, "Output"));
     let (in_zero, out_zero) = (zero_fields(&ins), zero_fields(&outs));
+    let in_idents: Vec<_> = ins.iter().map(|i| &i.field).collect();
+    let out_idents: Vec<_> = outs.iter().map(|o| &o.field).collect();
     let n_in = usize_lit(ins.len());
     let n_out = usize_lit(outs.len());
     let in_name_lits = ins.iter().map(|i| i.spec.name.as_str());
@@ -454,6 +477,33 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
             const _: &[u8] = ::core::include_bytes!(#p);
         }
     });
+    let arena_doc = doc(format!(
+        "A 64-byte aligned arena of exactly [`ARENA_BYTES`] ({}). `Arena::new()` builds it by \
+         value: as a local, on the stack (in a debug build even inside `Box::new`), which \
+         suits a small model only. `Arena::boxed()` (feature `alloc`, part of the default \
+         `std`) allocates it zeroed on the heap without touching the stack, and \
+         [`StaticArena`] puts it in `.bss`.",
+        byte_size(iface.arena_bytes)
+    ));
+    let tensors_doc = |what: &str, name: &str, v: &[Io<'_>]| {
+        let bytes = v
+            .iter()
+            .map(|i| i.spec.numel() * i.spec.dtype().size())
+            .sum();
+        doc(format!(
+            "The model's {what}: {} of tensors. `{name}::zeroed()` builds them by value (as a \
+             local, on the stack); `{name}::boxed()` (feature `alloc`, part of the default \
+             `std`) allocates them zeroed on the heap without touching the stack, and \
+             `ge::StaticCell::new({name}::zeroed())` puts them in a `static`.",
+            byte_size(bytes),
+        ))
+    };
+    let inputs_doc = tensors_doc("inputs", "Inputs", &ins);
+    let outputs_doc = tensors_doc("outputs", "Outputs", &outs);
+    let zeroed_doc = doc(
+        "All zeros, by value: on the stack as a local (in a debug build even inside \
+         `Box::new`); `boxed()` never is. Const, so it can initialize a `static`.",
+    );
     let type_doc = doc(format!(
         "`{source}` bound to an arena and a simulated device; [`{ty}::run`] runs it without \
          allocating. Generic over the device's task observer (none by default)."
@@ -488,21 +538,23 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
             /// Most AI cores a task may use (0 = all).
             pub const MAX_CORES: u32 = #max_cores;
 
-            /// A 64-byte aligned arena of exactly [`ARENA_BYTES`], without the heap.
+            #arena_doc
             pub type Arena = #krate::Arena<ARENA_BYTES>;
 
-            /// An [`Arena`] for a `static`: `static A: StaticArena = StaticArena::new();` then
-            /// `A.take()` once.
+            /// An [`Arena`] for a `static` (in `.bss`): `static A: StaticArena =
+            /// StaticArena::new();` then `A.take()` once. Nothing is built on the stack.
             pub type StaticArena = #krate::StaticArena<ARENA_BYTES>;
 
-            /// The model's inputs.
+            #inputs_doc
             #[derive(Clone, Debug, PartialEq)]
             pub struct Inputs {
                 #(#in_fields)*
             }
 
+            #krate::__zeroable!(Inputs { #(#in_idents),* });
+
             impl Inputs {
-                /// All zeros.
+                #zeroed_doc
                 pub const fn zeroed() -> Self {
                     Inputs { #(#in_zero)* }
                 }
@@ -514,14 +566,16 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
                 }
             }
 
-            /// The model's outputs.
+            #outputs_doc
             #[derive(Clone, Debug, PartialEq)]
             pub struct Outputs {
                 #(#out_fields)*
             }
 
+            #krate::__zeroable!(Outputs { #(#out_idents),* });
+
             impl Outputs {
-                /// All zeros.
+                #zeroed_doc
                 pub const fn zeroed() -> Self {
                     Outputs { #(#out_zero)* }
                 }
@@ -703,6 +757,27 @@ mod tests {
         assert!(src.contains("pub const INPUT_INPUT_0_SHAPE: [usize; 3] = [1, 3, 2];"));
         assert!(src.contains("pub const OUTPUT_INPUT_0_2_SHAPE: [usize; 0] = [];"));
         assert!(src.contains("pub const ARENA_BYTES: usize = 128;"));
+        // Zeroable (and `boxed()`) through the facade's macro, sizes in the docs.
+        assert!(
+            src.contains("::ge::__zeroable!(Inputs { input_0 });"),
+            "{src}"
+        );
+        assert!(
+            src.contains("::ge::__zeroable!(Outputs { input_0_2, mask });"),
+            "{src}"
+        );
+        assert!(
+            src.contains("of exactly [`ARENA_BYTES`] (128 bytes)"),
+            "{src}"
+        );
+        assert!(
+            src.contains("The model's inputs: 24 bytes of tensors."),
+            "{src}"
+        );
+        assert!(
+            src.contains("The model's outputs: 12 bytes of tensors."),
+            "{src}"
+        );
         assert!(src.contains("include_bytes_aligned!(64, \"/tmp/x.om\")"));
         assert!(src.contains("::core::include_bytes!(\"/tmp/x.onnx\")"));
         assert!(src.contains("::ge::Profile::EDGE"));
@@ -712,6 +787,13 @@ mod tests {
         assert!(src.contains("DType::F32,"), "{src}");
         assert!(src.contains("KernelVariant::InPlace,"), "{src}");
         assert!(src.contains("KernelSet::only(KERNELS)"), "{src}");
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(byte_size(0), "0 bytes");
+        assert_eq!(byte_size(13_376), "13,376 bytes");
+        assert_eq!(byte_size(104_857_600), "104,857,600 bytes, 100.0 MiB");
     }
 
     #[test]
