@@ -13,7 +13,8 @@
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, RECURRENT_BIDIRECTIONAL,
+    RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
 use crate::device::Profile;
@@ -229,6 +230,41 @@ pub fn attention(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     Work {
         cube_macs: rows.saturating_mul(t).saturating_mul(d.saturating_add(e)),
         vector_ops: rows.saturating_mul(t).saturating_mul(4),
+    }
+}
+
+/// A recurrent layer (RNN / GRU / LSTM), per direction: the input projection
+/// `T·B × in × gates·H` and the recurrent products `T·B × H × gates·H` on the cube; on the
+/// vector unit, the bias add and the gate math the unrolled graph does per hidden unit and
+/// step (adds, products, clips and activations at [`crate::kernels::unary::op_cost`]'s
+/// rates: RNN 6, GRU 21, LSTM 30 operations).
+pub fn recurrent(params: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    let p: RecurrentParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let x = ins.first().copied().flatten().unwrap_or_default();
+    let (g, per_unit) = match RecurrentCell::from_u32(p.cell) {
+        Some(RecurrentCell::Rnn) => (1u64, 6u64),
+        Some(RecurrentCell::Gru) => (3, 21),
+        Some(RecurrentCell::Lstm) => (4, 30),
+        None => return Work::default(),
+    };
+    let dirs: u64 = if p.direction == RECURRENT_BIDIRECTIONAL {
+        2
+    } else {
+        1
+    };
+    let h = u64::from(p.hidden);
+    let rows = (x.dim(0) as u64).saturating_mul(x.dim(1) as u64);
+    let input = x.dim(2) as u64;
+    let gh = g.saturating_mul(h);
+    let per_dir_macs = rows
+        .saturating_mul(gh)
+        .saturating_mul(input.saturating_add(h));
+    let per_dir_ops = rows
+        .saturating_mul(gh)
+        .saturating_add(rows.saturating_mul(h).saturating_mul(per_unit));
+    Work {
+        cube_macs: dirs.saturating_mul(per_dir_macs),
+        vector_ops: dirs.saturating_mul(per_dir_ops),
     }
 }
 
