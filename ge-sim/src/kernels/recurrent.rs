@@ -1192,7 +1192,6 @@ mod tests {
     fn malformed_is_an_error() {
         let (_, c) = cases().remove(9);
         let dt = data(&c, 1);
-        let mut p = params(&c);
         let xs = [c.t, c.b, c.i];
         let ins = [
             Some(t(&xs, &dt.x)),
@@ -1203,7 +1202,7 @@ mod tests {
         let mut yh = vec![0.0f32; 2 * c.b * c.h];
         let mut ws = vec![0u64; 1 << 14];
         for bad in 0..5 {
-            p = params(&c);
+            let mut p = params(&c);
             match bad {
                 0 => p.cell = 9,
                 1 => p.hidden = 6,
@@ -1222,7 +1221,7 @@ mod tests {
             assert!(r.is_err(), "case {bad} ran");
         }
         // Too little workspace.
-        p = params(&c);
+        let p = params(&c);
         let mut outs = vec![tm(&[c.t, 2, c.b, c.h], &mut y), tm(&[2, c.b, c.h], &mut yh)];
         let r = run_recurrent(&p, &ins, &mut outs, &mut [0u8; 64], &Serial);
         assert!(r.is_err());
