@@ -245,13 +245,13 @@ fn clip(p: &RecurrentParams, v: &mut [f32]) {
     )
 }
 
-/// `dst[j] = a[j] + dst[j]`.
+/// `dst[j] = a[j] + dst[j]` (the unrolled graph's `Add(a, dst)`: addition commutes exactly).
 fn add_into(a: &[f32], dst: &mut [f32]) {
     isa::with_simd(
         #[inline(always)]
         || {
             for (d, &x) in dst.iter_mut().zip(a) {
-                *d = x + *d;
+                *d += x;
             }
         },
     )
@@ -613,7 +613,7 @@ pub fn run_recurrent(
                             #[inline(always)]
                             || {
                                 for (c, &o) in cg.iter_mut().zip(&*og) {
-                                    *c = o * *c;
+                                    *c *= o;
                                 }
                             },
                         );
