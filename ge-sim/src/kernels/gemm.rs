@@ -542,8 +542,8 @@ fn gemv_row(
                 }
                 // Four rows of B per pass over c (a quarter of c's loads and stores); each
                 // element still adds its products in row order, so the sums are the same as
-                // one row at a time.
-                let quads = k / 4;
+                // one row at a time. Firmware (no `std`) keeps the one-row loop: less code.
+                let quads = if cfg!(feature = "std") { k / 4 } else { 0 };
                 for q in 0..quads {
                     let p = 4 * q;
                     let s = [0, 1, 2, 3].map(|i| alpha * a[(p + i) * inc_a]);
