@@ -55,7 +55,8 @@ pub enum Error {
     /// The blob is not a valid `.om` file: `what` says which check failed, `index` which
     /// record (or 0).
     Malformed { what: &'static str, index: u64 },
-    /// The blob was written by another format version.
+    /// The blob was written by a format version this reader does not know (`supported`:
+    /// the newest it reads; it reads every version from `MIN_FORMAT_VERSION` on).
     Version { found: u32, supported: u32 },
     /// A checksum does not match: the file is corrupt.
     Checksum { section: &'static str },
@@ -104,7 +105,8 @@ impl fmt::Display for Error {
             ),
             Error::Version { found, supported } => write!(
                 f,
-                ".om format version {found} is not supported (this runtime reads version {supported}); recompile the model with a matching ge"
+                ".om format version {found} is not supported (this runtime reads versions {} to {supported}); recompile the model with a matching ge",
+                crate::format::MIN_FORMAT_VERSION
             ),
             Error::Checksum { section } => {
                 write!(f, ".om checksum mismatch in {section}: the file is corrupt")

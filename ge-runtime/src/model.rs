@@ -7,8 +7,8 @@ use bytemuck::Pod;
 use crate::error::Error;
 use crate::format::{
     ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, Location, MAGIC, MAX_RANK,
-    MAX_TASK_IO, Meta, NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape, StrRef, TaskDesc,
-    TensorDesc,
+    MAX_TASK_IO, MIN_FORMAT_VERSION, Meta, NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape,
+    StrRef, TaskDesc, TensorDesc,
 };
 
 /// Most sections a file may list.
@@ -57,6 +57,8 @@ pub struct Model<'a> {
     events: &'a [EventDesc],
     /// The `kernels` section, when the blob has one.
     kernels: Option<&'a [KernelId]>,
+    /// The header's format version.
+    version: u32,
 }
 
 /// A model input or output as seen by callers.
@@ -121,7 +123,7 @@ impl<'a> Model<'a> {
         if header.magic != MAGIC {
             return Err(bad("not a .om file (bad magic)", 0));
         }
-        if header.version != FORMAT_VERSION {
+        if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&header.version) {
             return Err(Error::Version {
                 found: header.version,
                 supported: FORMAT_VERSION,
@@ -200,6 +202,7 @@ impl<'a> Model<'a> {
                 Some(b) => Some(table(b, "kernel table")?),
                 None => None,
             },
+            version: header.version,
         };
         if model.meta.arena_bytes > limits.max_arena_bytes {
             return Err(Error::Limit {
@@ -345,6 +348,12 @@ impl<'a> Model<'a> {
     fn validate_task(&self, i: usize, t: &TaskDesc) -> Result<(), Error> {
         let idx = i as u64;
         let op = OpKind::from_u16(t.op).ok_or(bad("task has an unknown op", idx))?;
+        if op.since_version() > self.version {
+            return Err(bad(
+                "task kind is newer than the blob's format version",
+                idx,
+            ));
+        }
         if t.params_len as usize != op.params_len() {
             return Err(bad("task parameter record has the wrong length", idx));
         }
@@ -438,6 +447,11 @@ impl<'a> Model<'a> {
     /// A string of the string table (validated at load; empty if somehow absent).
     pub fn str(&self, r: StrRef) -> &'a str {
         self.str_checked(r).unwrap_or("")
+    }
+
+    /// The blob's format version (see [`FORMAT_VERSION`]).
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// Model metadata.

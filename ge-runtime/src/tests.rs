@@ -183,10 +183,15 @@ fn write(t: &Tables) -> Vec<u8> {
 
 /// Recomputes `file_len` and both checksums.
 fn fix(out: &mut [u8]) {
+    fix_version(out, FORMAT_VERSION);
+}
+
+/// Stamps `version` in the header, with `file_len` and both checksums recomputed.
+fn fix_version(out: &mut [u8], version: u32) {
     let hl = core::mem::size_of::<Header>();
     let mut h = Header {
         magic: MAGIC,
-        version: FORMAT_VERSION,
+        version,
         flags: 0,
         file_len: out.len() as u64,
         section_count: 8,
@@ -393,6 +398,47 @@ fn validator_rejects_bad_tables() {
     let mut t = tables();
     t.strings[0] = 0xff;
     reject(&t, "string is not UTF-8");
+}
+
+#[test]
+fn every_format_version_loads_with_only_its_kinds() {
+    // A version-1 blob (written before `Recurrent` existed) loads and runs.
+    let mut blob = write(&tables());
+    fix_version(&mut blob, 1);
+    let b = aligned(&blob);
+    let m = Model::from_bytes(&b.0[..blob.len()]).expect("a version-1 blob loads");
+    assert_eq!(m.version(), 1);
+    let mut arena = aligned(&[]);
+    assert_eq!(
+        run(&m, &mut arena.0).expect("runs"),
+        [11.0, 22.0, 33.0, 44.0]
+    );
+    // A task kind newer than the blob's version is malformed.
+    let mut t = tables();
+    t.tasks[1].op = OpKind::Recurrent as u16;
+    let mut blob = write(&t);
+    fix_version(&mut blob, 1);
+    let b = aligned(&blob);
+    assert!(matches!(
+        Model::from_bytes(&b.0[..blob.len()]),
+        Err(Error::Malformed {
+            what: "task kind is newer than the blob's format version",
+            ..
+        })
+    ));
+    // Versions outside the range this reader knows.
+    for v in [crate::format::MIN_FORMAT_VERSION - 1, FORMAT_VERSION + 1] {
+        let mut blob = write(&tables());
+        fix_version(&mut blob, v);
+        let b = aligned(&blob);
+        assert_eq!(
+            Model::from_bytes(&b.0[..blob.len()]).err(),
+            Some(Error::Version {
+                found: v,
+                supported: FORMAT_VERSION
+            })
+        );
+    }
 }
 
 #[test]

@@ -66,7 +66,7 @@ fn wrong_version_om_is_a_version_error() {
         Model::from_bytes(a.as_bytes()).err(),
         Some(Error::Version {
             found: 99,
-            supported: 1
+            supported: ge_runtime::format::FORMAT_VERSION
         })
     );
 }

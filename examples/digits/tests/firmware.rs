@@ -29,6 +29,7 @@ const FOREIGN_KERNELS: &[&str] = &[
     "norm",
     "ordered",
     "pad",
+    "recurrent",
     "reduce",
     "resize",
     "slice",

@@ -51,6 +51,8 @@ pub enum Op {
     LayerNorm(LayerNormParams),
     /// Fused attention (recognized from MatMul → scale → mask → Softmax → MatMul).
     Attention(AttentionParams),
+    /// A whole RNN / GRU / LSTM layer (imported from the ONNX node).
+    Recurrent(ge_runtime::format::RecurrentParams),
     GatherElements(AxisParams),
     ScatterElements(ge_runtime::format::ScatterParams),
     ScatterNd(ge_runtime::format::ScatterParams),
@@ -117,6 +119,7 @@ impl Op {
             Op::Fused(p) => (OpKind::Fused, b(p)),
             Op::LayerNorm(p) => (OpKind::LayerNorm, b(p)),
             Op::Attention(p) => (OpKind::Attention, b(p)),
+            Op::Recurrent(p) => (OpKind::Recurrent, b(p)),
             Op::GatherElements(p) => (OpKind::GatherElements, b(p)),
             Op::ScatterElements(p) => (OpKind::ScatterElements, b(p)),
             Op::ScatterNd(p) => (OpKind::ScatterNd, b(p)),
@@ -149,6 +152,7 @@ impl Op {
             | Op::Resize(_)
             | Op::TopK(_)
             | Op::Cumulative(_)
+            | Op::Recurrent(_)
             | Op::GridSample(_) => true,
             Op::ScatterElements(p) | Op::ScatterNd(p) => {
                 p.reduction != ge_runtime::format::ScatterReduction::None as u32

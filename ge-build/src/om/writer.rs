@@ -3,8 +3,8 @@
 //! `ge_runtime::format`, which this writer only fills in. O(blob size).
 
 use ge_runtime::format::{
-    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, MAGIC, Meta, SectionEntry,
-    SectionKind, StrRef, TaskDesc, TensorDesc,
+    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, MAGIC, MIN_FORMAT_VERSION, Meta,
+    OpKind, SectionEntry, SectionKind, StrRef, TaskDesc, TensorDesc,
 };
 
 /// Tables of a model being written.
@@ -70,6 +70,15 @@ impl OmBuilder {
     /// Serializes everything with `meta`.
     pub fn finish(self, meta: Meta) -> Vec<u8> {
         let kernels = self.kernels();
+        // The oldest format version that holds every task kind (see `FORMAT_VERSION`).
+        let version = self
+            .tasks
+            .iter()
+            .filter_map(|t| OpKind::from_u16(t.op))
+            .map(OpKind::since_version)
+            .max()
+            .unwrap_or(1)
+            .clamp(MIN_FORMAT_VERSION, FORMAT_VERSION);
         let sections: Vec<(SectionKind, Vec<u8>)> = vec![
             (SectionKind::Meta, bytemuck::bytes_of(&meta).to_vec()),
             (SectionKind::Strings, self.strings),
@@ -116,7 +125,7 @@ impl OmBuilder {
         out[hl..hl + table_len].copy_from_slice(table);
         let mut header = Header {
             magic: MAGIC,
-            version: FORMAT_VERSION,
+            version,
             flags: 0,
             file_len: out.len() as u64,
             section_count: sections.len() as u32,

@@ -43,6 +43,7 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::Cast
         | Op::Fused(_)
         | Op::Attention(_)
+        | Op::Recurrent(_)
         | Op::GatherElements(_)
         | Op::ScatterElements(_)
         | Op::ScatterNd(_)

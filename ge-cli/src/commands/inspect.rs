@@ -18,7 +18,7 @@ pub(super) fn inspect(path: &Path, list_tasks: bool) -> Res {
         out,
         "{}: .om v{}, {} bytes",
         path.display(),
-        ge_runtime::format::FORMAT_VERSION,
+        model.version(),
         bytes.len()
     );
     let _ = writeln!(

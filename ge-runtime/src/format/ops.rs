@@ -36,6 +36,15 @@ macro_rules! op_kinds {
             pub const fn runs_in_place(self) -> bool {
                 matches!(self, OpKind::Unary | OpKind::Binary)
             }
+            /// The first format version whose blobs may hold tasks of this kind: the writer
+            /// stamps a blob with the largest over its tasks, and the reader refuses a task
+            /// whose kind is newer than its blob's version.
+            pub const fn since_version(self) -> u32 {
+                match self {
+                    OpKind::Recurrent => 2,
+                    _ => 1,
+                }
+            }
         }
     };
 }
@@ -103,6 +112,10 @@ op_kinds! {
     /// Fused attention `softmax(Q·Kt·scale + mask)·V`: inputs Q [b…, S, D], Kt [b…, D, T],
     /// V [b…, T, E], optional additive mask broadcasting to [b…, S, T].
     Attention = 102 => AttentionParams,
+    /// A whole RNN / GRU / LSTM layer (every direction): inputs X, W, R and the optional B,
+    /// sequence_lens, initial_h, initial_c, P as ONNX orders them; outputs Y, Y_h (and Y_c
+    /// for LSTM). New in format version 2.
+    Recurrent = 103 => RecurrentParams,
     /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
     GatherElements = 40 => AxisParams,
     /// Copy of data with updates written at per-element indices along an axis.
@@ -508,4 +521,71 @@ pub struct AttentionParams {
     /// Multiplies Q·Kt before the mask is added.
     pub scale: f32,
     pub reserved: u32,
+}
+
+numbered! {
+    /// The cell of a [`RecurrentParams`] layer.
+    RecurrentCell { Rnn = 1, Gru = 2, Lstm = 3, }
+}
+
+numbered! {
+    /// ONNX's recurrent activation functions (`activations`), with their `alpha`/`beta`.
+    RecurrentAct {
+        Sigmoid = 1, Tanh = 2, Relu = 3, LeakyRelu = 4, ThresholdedRelu = 5, Elu = 6,
+        HardSigmoid = 7, Softsign = 8, Softplus = 9,
+        /// `alpha · x + beta`.
+        Affine = 10,
+        /// `alpha · tanh(beta · x)`.
+        ScaledTanh = 11,
+    }
+}
+
+/// One activation function of a recurrent cell.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq)]
+pub struct RecurrentActivation {
+    /// A [`RecurrentAct`] number.
+    pub func: u32,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+/// `direction` of a [`RecurrentParams`] layer.
+pub const RECURRENT_FORWARD: u32 = 1;
+/// Walks time backwards.
+pub const RECURRENT_REVERSE: u32 = 2;
+/// A forward then a reverse direction (weights, states and Y carry both).
+pub const RECURRENT_BIDIRECTIONAL: u32 = 3;
+/// `weights` bit: W is stored `[dirs, input, gates·H]` (transposed at compile time) instead
+/// of ONNX's `[dirs, gates·H, input]`.
+pub const RECURRENT_W_TRANSPOSED: u32 = 1;
+/// `weights` bit: R is stored `[dirs, H, gates·H]` instead of `[dirs, gates·H, H]`.
+pub const RECURRENT_R_TRANSPOSED: u32 = 2;
+
+/// Parameters of `Recurrent`: one ONNX RNN, GRU or LSTM node. Gates are in ONNX order
+/// (GRU z, r, h; LSTM i, o, f, c).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct RecurrentParams {
+    /// A [`RecurrentCell`] number.
+    pub cell: u32,
+    /// H.
+    pub hidden: u32,
+    /// [`RECURRENT_FORWARD`], [`RECURRENT_REVERSE`] or [`RECURRENT_BIDIRECTIONAL`].
+    pub direction: u32,
+    /// 1: X, Y, the states batch-major (ONNX `layout = 1`).
+    pub layout: u32,
+    /// GRU: apply the reset gate after the recurrent product.
+    pub linear_before_reset: u32,
+    /// LSTM: couple the input and forget gates (`f = 1 − i`).
+    pub input_forget: u32,
+    /// [`RECURRENT_W_TRANSPOSED`] | [`RECURRENT_R_TRANSPOSED`].
+    pub weights: u32,
+    /// Nonzero: pre-activations are clipped to `[-clip, clip]`.
+    pub has_clip: u32,
+    pub clip: f32,
+    pub reserved: u32,
+    /// Per direction (forward first): the cell's activations f, g, h (RNN uses f, GRU f and
+    /// g).
+    pub acts: [RecurrentActivation; 6],
 }

@@ -8,8 +8,17 @@ use super::shape::MAX_RANK;
 
 /// File magic: `GEOM` then the major format version as text-free bytes.
 pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
-/// The format version this crate reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this crate reads and writes. A version adds to the previous
+/// one only (new task kinds: [`super::OpKind::since_version`]); the writer stamps a blob with
+/// the oldest version that holds everything in it, so blobs without the newer kinds stay
+/// readable by older runtimes, and this reader takes every version from
+/// [`MIN_FORMAT_VERSION`] on.
+///
+/// - 1: the original format.
+/// - 2: `Recurrent` tasks (whole RNN / GRU / LSTM layers).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this crate reads.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 /// Alignment of the weights section and of every arena offset.
 pub const ALIGN: usize = 64;
 /// Marks an absent optional tensor in a task's input list.

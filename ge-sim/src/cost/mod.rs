@@ -13,7 +13,8 @@
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, RECURRENT_BIDIRECTIONAL,
+    RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
 use crate::device::Profile;
@@ -26,6 +27,9 @@ pub struct Work {
     pub cube_macs: u64,
     /// Elementwise operations on the vector unit.
     pub vector_ops: u64,
+    /// Global-memory bytes moved beyond reading each input and writing each output once
+    /// (which the device charges every task): operands a kernel streams again, spills.
+    pub extra_gm_bytes: u64,
 }
 
 /// What one task costs.
@@ -120,6 +124,7 @@ fn vector(ops: u64) -> Work {
     Work {
         cube_macs: 0,
         vector_ops: ops,
+        ..Work::default()
     }
 }
 
@@ -162,6 +167,7 @@ pub fn conv(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
             .saturating_mul(dim(ins.get(1), 1))
             .saturating_mul(window(&p.kernel, p.spatial)),
         vector_ops: out,
+        ..Work::default()
     }
 }
 
@@ -173,6 +179,7 @@ pub fn conv_transpose(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> W
             .saturating_mul(dim(ins.get(1), 1))
             .saturating_mul(window(&p.kernel, p.spatial)),
         vector_ops: out_elems(outs),
+        ..Work::default()
     }
 }
 
@@ -182,6 +189,7 @@ fn matrix(k: usize, outs: &[Shape]) -> Work {
     Work {
         cube_macs: out.saturating_mul(k as u64),
         vector_ops: out,
+        ..Work::default()
     }
 }
 
@@ -229,6 +237,51 @@ pub fn attention(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     Work {
         cube_macs: rows.saturating_mul(t).saturating_mul(d.saturating_add(e)),
         vector_ops: rows.saturating_mul(t).saturating_mul(4),
+        ..Work::default()
+    }
+}
+
+/// A recurrent layer (RNN / GRU / LSTM), per direction: the input projection
+/// `T·B × in × gates·H` and the recurrent products `T·B × H × gates·H` on the cube; on the
+/// vector unit, the bias add and the gate math the unrolled graph does per hidden unit and
+/// step (adds, products, clips and activations at [`crate::kernels::unary::op_cost`]'s
+/// rates: RNN 6, GRU 21, LSTM 30 operations). Traffic beyond the task's inputs and outputs:
+/// the projected gates written and read back, and R read again every step after the first
+/// (a layer's R rarely fits on chip; the unrolled graph's per-step tasks read it too).
+pub fn recurrent(params: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    let p: RecurrentParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let x = ins.first().copied().flatten().unwrap_or_default();
+    let (g, per_unit) = match RecurrentCell::from_u32(p.cell) {
+        Some(RecurrentCell::Rnn) => (1u64, 6u64),
+        Some(RecurrentCell::Gru) => (3, 21),
+        Some(RecurrentCell::Lstm) => (4, 30),
+        None => return Work::default(),
+    };
+    let dirs: u64 = if p.direction == RECURRENT_BIDIRECTIONAL {
+        2
+    } else {
+        1
+    };
+    let h = u64::from(p.hidden);
+    let rows = (x.dim(0) as u64).saturating_mul(x.dim(1) as u64);
+    let input = x.dim(2) as u64;
+    let gh = g.saturating_mul(h);
+    let per_dir_macs = rows
+        .saturating_mul(gh)
+        .saturating_mul(input.saturating_add(h));
+    let per_dir_ops = rows
+        .saturating_mul(gh)
+        .saturating_add(rows.saturating_mul(h).saturating_mul(per_unit));
+    let steps = x.dim(if p.layout != 0 { 1 } else { 0 }) as u64;
+    let per_dir_bytes = rows.saturating_mul(gh).saturating_mul(8).saturating_add(
+        steps
+            .saturating_sub(1)
+            .saturating_mul(gh.saturating_mul(h).saturating_mul(4)),
+    );
+    Work {
+        cube_macs: dirs.saturating_mul(per_dir_macs),
+        vector_ops: dirs.saturating_mul(per_dir_ops),
+        extra_gm_bytes: dirs.saturating_mul(per_dir_bytes),
     }
 }
 
@@ -250,6 +303,7 @@ mod tests {
             Work {
                 cube_macs: 0,
                 vector_ops: 100,
+                ..Work::default()
             },
             26_000,
             2,
@@ -275,6 +329,7 @@ mod tests {
             Work {
                 cube_macs: 1 << 30,
                 vector_ops: 0,
+                ..Work::default()
             },
             0,
             1,
@@ -285,6 +340,7 @@ mod tests {
             Work {
                 cube_macs: 1 << 30,
                 vector_ops: 0,
+                ..Work::default()
             },
             0,
             2,

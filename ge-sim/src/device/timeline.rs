@@ -124,7 +124,7 @@ impl<'m> Timeline<'m> {
             .max()
             .unwrap_or(0)
             .max(ready);
-        let traffic = super::task_traffic(model, task);
+        let traffic = super::task_traffic(model, task).saturating_add(work.extra_gm_bytes);
         let cost = task_cost(&dev.profile, work, traffic, k as u32, self.cores as u32);
         let end = start.saturating_add(cost.cycles);
         for &c in &picked[..k] {

@@ -23,6 +23,7 @@ pub mod ordered;
 pub mod pad;
 pub mod pool;
 pub mod real;
+pub mod recurrent;
 pub mod reduce;
 pub mod registry;
 pub mod resize;

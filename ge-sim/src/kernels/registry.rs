@@ -18,8 +18,8 @@ use ge_runtime::format::{
 
 use super::{
     KernelResult, attention, binary, cast, concat, conv, copy, fused, gather, gemm, grid_sample,
-    in_place, indexing, layer_norm, norm, ordered, pad, pool, read_params, reduce, resize, slice,
-    softmax, transpose, unary,
+    in_place, indexing, layer_norm, norm, ordered, pad, pool, read_params, recurrent, reduce,
+    resize, slice, softmax, transpose, unary,
 };
 use crate::cost::{self, Work};
 use crate::threads::Parallel;
@@ -214,6 +214,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::Fused => &FUSED,
         OpKind::LayerNorm => &LAYER_NORM,
         OpKind::Attention => &ATTENTION,
+        OpKind::Recurrent => &RECURRENT,
         OpKind::GatherElements => &GATHER_ELEMENTS,
         OpKind::ScatterElements => &SCATTER_ELEMENTS,
         OpKind::ScatterNd => &SCATTER_ND,
@@ -440,6 +441,16 @@ const ATTENTION: Kernel = Kernel {
     run: |p, ins, outs, ws, _| attention::run_attention(&read_params(p)?, ins, outs, ws),
     workspace: |_, ins, _| attention::attention_workspace_bytes(ins),
     work: cost::attention,
+    dtypes: DTypes::F32,
+    in_place: None,
+    epilogue: None,
+};
+
+const RECURRENT: Kernel = Kernel {
+    kind: OpKind::Recurrent,
+    run: |p, ins, outs, ws, par| recurrent::run_recurrent(&read_params(p)?, ins, outs, ws, par),
+    workspace: recurrent::recurrent_workspace_bytes,
+    work: cost::recurrent,
     dtypes: DTypes::F32,
     in_place: None,
     epilogue: None,

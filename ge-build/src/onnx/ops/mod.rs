@@ -28,6 +28,7 @@ mod pool_indices;
 mod qlinear;
 mod quant;
 mod recurrent;
+mod recurrent_task;
 pub mod registry;
 mod resize;
 mod reverse;

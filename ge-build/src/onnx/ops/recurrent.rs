@@ -1,4 +1,7 @@
-//! RNN, GRU and LSTM unrolled over their (static) sequence length into MatMul, Add, the
+//! RNN, GRU and LSTM: validated here, then lowered to one `Recurrent` task per node
+//! ([`super::recurrent_task`]) when the kernel covers them (f32 and halves: every attribute
+//! and optional input of the spec). Otherwise — f64 layers and onnxruntime's
+//! DynamicQuantizeLSTM — unrolled over their (static) sequence length into MatMul, Add, the
 //! gate activations and Concat: the input projection of every step is one MatMul up front,
 //! each step adds the recurrent projection. Directions run separately (reverse walks time
 //! backwards); `sequence_lens` masks steps past a batch entry's length with Where, which
@@ -9,11 +12,12 @@
 //! (DynamicQuantizeLinear over the whole operand: all steps of X at once, the batch's H per
 //! step) and multiplies in int32, as onnxruntime's kernel does.
 
-use ge_runtime::format::DType;
+use ge_runtime::format::{DType, RecurrentCell};
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, reshape, slice};
 use super::is_float;
+use super::recurrent_task;
 use super::registry::OpEntry;
 use super::registry::dtypes::FLOAT;
 use super::sub::{A, Sub};
@@ -21,10 +25,12 @@ use crate::error::Result;
 
 /// The ops this family imports: one registry line each (see [`super::registry`]).
 pub const OPS: &[OpEntry] = &[
-    OpEntry::decomposed("GRU", 7, FLOAT, |c| recurrent(c, Kind::Gru, false)),
-    OpEntry::decomposed("LSTM", 7, FLOAT, |c| recurrent(c, Kind::Lstm, false)),
-    OpEntry::decomposed("RNN", 7, FLOAT, |c| recurrent(c, Kind::Rnn, false)),
+    OpEntry::kernel("GRU", 7, FLOAT, |c| recurrent(c, Kind::Gru, false)).note(LAYER),
+    OpEntry::kernel("LSTM", 7, FLOAT, |c| recurrent(c, Kind::Lstm, false)).note(LAYER),
+    OpEntry::kernel("RNN", 7, FLOAT, |c| recurrent(c, Kind::Rnn, false)).note(LAYER),
 ];
+
+const LAYER: &str = "one Recurrent task per node (f64: unrolled over the sequence)";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -575,6 +581,40 @@ fn recurrent(ctx: &NodeCtx<'_>, kind: Kind, quantized: bool) -> Result<Imported>
         return Err(ctx.err("zero-sized sequence, batch or hidden size"));
     }
     let acts = activations(ctx, kind, dirs)?;
+    if !quantized && recurrent_task::covers(dt) {
+        let resolved: Vec<Vec<(String, f32, f32)>> = acts
+            .iter()
+            .map(|dir| {
+                dir.iter()
+                    .map(|a| {
+                        (
+                            a.name.clone(),
+                            a.alpha.unwrap_or(1.0),
+                            a.beta.unwrap_or(0.0),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let cell = match kind {
+            Kind::Rnn => RecurrentCell::Rnn,
+            Kind::Gru => RecurrentCell::Gru,
+            Kind::Lstm => RecurrentCell::Lstm,
+        };
+        return recurrent_task::task(
+            ctx,
+            &recurrent_task::Layer {
+                cell,
+                dtype: dt,
+                dirs,
+                t,
+                b,
+                h,
+                layout,
+                acts: &resolved,
+            },
+        );
+    }
     let mut s = Sub::new(ctx);
     let x_tbi = if layout {
         s.op(
