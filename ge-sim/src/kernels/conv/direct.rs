@@ -12,7 +12,7 @@
 //!
 //! Cost: O(input · rows re-read at band borders) to copy, O(M·K·output) multiply-adds.
 
-use super::super::gemm::micro::{MR, NR, TileAct, TileEp, conv_tile, isa};
+use super::super::gemm::micro::{MR, NR, TileAct, TileEp, conv_tile, conv_tile_pair, isa};
 use super::super::gemm::{SendPtr, k_block};
 use super::{Geo, KernelError, bad};
 use crate::threads::Parallel;
@@ -21,6 +21,9 @@ use crate::threads::Parallel;
 const BAND_CAP: usize = 1 << 16;
 /// Readable f32 past the band: a row's last tile reads up to `NR` values past its columns.
 const SLACK: usize = NR;
+/// Target f32 size of one K block's weight panels (an M block) kept in L2 while the band's
+/// tiles read them.
+const MC_FLOATS: usize = 96 * 1024;
 
 /// The band geometry of one convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +36,8 @@ pub(super) struct Layout {
     band: usize,
     /// Input rows held per band (per channel and depth tap).
     rin: usize,
+    /// Channels a band holds: those of one K block.
+    chans: usize,
     /// f32 of the band, slack included.
     buf: usize,
     /// f32 of the packed weight panels.
@@ -51,6 +56,13 @@ impl Layout {
 /// The band layout, or `None` when output rows are too narrow for row tiles, offsets would
 /// not fit in u32 or the conv is empty (the im2col path takes those).
 pub(super) fn layout(geo: &Geo) -> Option<Layout> {
+    layout_within(geo, usize::MAX)
+}
+
+/// [`layout`] with at most `ws` f32 of workspace: bands of fewer rows when the preferred
+/// band does not fit (a blob planned by an older ge, whose band formula differed), `None`
+/// when not even one output row fits.
+pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
     if geo.cg == 0 || geo.mg == 0 || geo.small.contains(&0) {
         return None;
     }
@@ -71,14 +83,24 @@ pub(super) fn layout(geo: &Geo) -> Option<Layout> {
     let pw = span2.div_ceil(s2);
     let wp = pw.checked_mul(s2)?;
     let reach1 = (k1 - 1).checked_mul(d1)? + 1;
-    let per_row = geo.cg.checked_mul(k0)?.checked_mul(wp)?;
-    let fit = (BAND_CAP / per_row.max(1)).saturating_sub(reach1) / s1 + 1;
+    let taps = geo.cg.checked_mul(geo.kprod)?;
+    // A K block of `kb` consecutive taps spans at most this many channels.
+    let chans = geo
+        .cg
+        .min((k_block(taps).max(1) - 1) / geo.kprod.max(1) + 2);
+    let per_row = chans.checked_mul(k0)?.checked_mul(wp)?;
+    let taps_len = geo
+        .mg
+        .next_multiple_of(MR)
+        .checked_mul(taps)?
+        .checked_add(taps)?;
+    let cap = BAND_CAP.min(ws.checked_sub(taps_len + SLACK)?);
+    let fit = (cap / per_row.max(1)).saturating_sub(reach1) / s1 + 1;
     let band = fit.clamp(1, geo.small[1].max(1));
     let rin = (band - 1).checked_mul(s1)?.checked_add(reach1)?;
     let buf = per_row.checked_mul(rin)?.checked_add(SLACK)?;
-    let taps = geo.cg.checked_mul(geo.kprod)?;
     let apack = geo.mg.next_multiple_of(MR).checked_mul(taps)?;
-    if buf > u32::MAX as usize {
+    if buf > u32::MAX as usize || (ws != usize::MAX && buf - SLACK > cap) {
         return None;
     }
     buf.checked_add(apack)?.checked_add(taps)?;
@@ -87,6 +109,7 @@ pub(super) fn layout(geo: &Geo) -> Option<Layout> {
         wp,
         band,
         rin,
+        chans,
         buf,
         apack,
         taps,
@@ -134,25 +157,21 @@ pub(super) fn run(
     let (apack, offs) = rest.split_at_mut(lay.apack);
     let offs: &mut [u32] = bytemuck::cast_slice_mut(offs);
 
-    // Weight panels: apack[(panel·K + p)·MR + i] = w[panel·MR + i][p], zero past M/g.
-    for (q, panel) in apack.chunks_exact_mut(k * MR).enumerate() {
-        for (p, lanes) in panel.chunks_exact_mut(MR).enumerate() {
-            for (i, v) in lanes.iter_mut().enumerate() {
-                let row = q * MR + i;
-                *v = if row < geo.mg { g.w[row * k + p] } else { 0.0 };
-            }
-        }
-    }
-    // Tap offsets into the band, in the weights' (channel, kd, kh, kw) order.
+    pack_weight_panels(g.w, geo.mg, k, apack);
+    // Tap offsets into the band of the tap's K block (which holds that block's channels
+    // from its first), in the weights' (channel, kd, kh, kw) order.
     let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
+    let kb = k_block(k);
     let mut max_off = 0;
     let mut p = 0;
     for ci in 0..geo.cg {
         for t0 in 0..k0 {
             for t1 in 0..k1 {
                 for t2 in 0..k2 {
+                    let c0 = p / kb * kb / geo.kprod;
                     let h = t2 * geo.d[2];
-                    let off = ((ci * k0 + t0) * rin + t1 * geo.d[1]) * wp + (h % s2) * pw + h / s2;
+                    let off =
+                        (((ci - c0) * k0 + t0) * rin + t1 * geo.d[1]) * wp + (h % s2) * pw + h / s2;
                     offs[p] = off as u32;
                     max_off = max_off.max(off);
                     p += 1;
@@ -168,33 +187,44 @@ pub(super) fn run(
     }
 
     let isa = isa();
-    let kb = k_block(k);
     let panels = geo.mg.div_ceil(MR);
     let yptr = SendPtr(g.y.as_mut_ptr());
+    // K blocks outermost: a band holds one block's channels only, so it covers many output
+    // rows and the block's weights are read once per band instead of once per few rows
+    // (deep layers: thousands of channels on a 7 × 7 output). Then M blocks: one block's
+    // weight panels (`kb × mc` values) stay in L2 while every (output row, column block) of
+    // the band reads them, each item's band lines staying in L1 across the panels. The K
+    // blocks of an output still run in order, so the sums are the same whatever the split.
     for o0 in 0..small0 {
-        let mut r0 = 0;
-        while r0 < small1 {
-            let rows = lay.band.min(small1 - r0);
-            fill_band(geo, lay, &g, o0, r0, band);
-            let (band, apack, offs): (&[f32], &[f32], &[u32]) = (band, apack, offs);
-            // Items are (output row, column block); inside one, each K block's band lines are
-            // read once from L2 and reused from L1 by every channel panel.
-            let blocks = small2.div_ceil(NR);
-            let items = rows * blocks;
-            let slots = par.threads().min(items).max(1);
-            let body = |s: usize| {
-                for item in s * items / slots..(s + 1) * items / slots {
-                    let (ro, j) = (item / blocks, item % blocks * NR);
-                    let nr = (small2 - j).min(NR);
-                    let out_col = (o0 * small1 + r0 + ro) * small2 + j;
-                    let xat = ro * geo.s[1] * wp + j;
-                    let mut pc = 0;
-                    while pc < k {
-                        let kc = kb.min(k - pc);
-                        let last = pc + kc >= k;
-                        for q in 0..panels {
+        let mut pc = 0;
+        while pc < k {
+            let kc = kb.min(k - pc);
+            let last = pc + kc >= k;
+            let chans = pc / geo.kprod..((pc + kc - 1) / geo.kprod + 1).min(geo.cg);
+            let mut r0 = 0;
+            while r0 < small1 {
+                let rows = lay.band.min(small1 - r0);
+                fill_band(geo, lay, &g, chans.clone(), o0, r0, band);
+                let (band, apack, offs): (&[f32], &[f32], &[u32]) = (band, apack, offs);
+                let blocks = small2.div_ceil(NR);
+                let items = rows * blocks;
+                let mpanels = (MC_FLOATS / (kc * MR)).clamp(1, panels);
+                let units = panels.div_ceil(mpanels) * items;
+                let slots = par.threads().min(units).max(1);
+                let body = |s: usize| {
+                    for unit in s * units / slots..(s + 1) * units / slots {
+                        let (mb, item) = (unit / items, unit % items);
+                        let (ro, j) = (item / blocks, item % blocks * NR);
+                        let nr = (small2 - j).min(NR);
+                        let out_col = (o0 * small1 + r0 + ro) * small2 + j;
+                        let xat = ro * geo.s[1] * wp + j;
+                        let (mut q, qend) = (mb * mpanels, ((mb + 1) * mpanels).min(panels));
+                        while q < qend {
                             let m0 = q * MR;
-                            let mr = (geo.mg - m0).min(MR);
+                            // Narrow rows: two panels per pass (only with std: firmware keeps
+                            // one tile build).
+                            let pair = cfg!(feature = "std") && nr <= NR / 2 && q + 1 < qend;
+                            let mr = (geo.mg - m0).min(if pair { 2 * MR } else { MR });
                             let at = m0 * yp + out_col;
                             let ep = TileEp {
                                 alpha: 1.0,
@@ -210,49 +240,87 @@ pub(super) fn run(
                                 ldr: yp,
                                 act: if last { g.act } else { TileAct::None },
                             };
-                            // SAFETY: the panel holds K·MR values; every `band[xat +
+                            let a0 = apack[(q * k + pc) * MR..].as_ptr();
+                            // SAFETY: each panel holds K·MR values; every `band[xat +
                             // offs[p]..][..NR]` is inside `band` (checked above); rows
                             // `m0..m0 + mr` and columns `j..j + nr` of this output row are
-                            // inside `y` (and the residual) and written by this item only;
-                            // `isa` was detected.
+                            // inside `y` (and the residual) and written by this unit only
+                            // within this K block; `isa` was detected.
                             unsafe {
-                                conv_tile(
-                                    isa,
-                                    kc,
-                                    apack[(q * k + pc) * MR..].as_ptr(),
-                                    band.as_ptr().add(xat),
-                                    offs[pc..].as_ptr(),
-                                    yptr.get().add(at),
-                                    yp,
-                                    mr,
-                                    nr,
-                                    &ep,
-                                );
+                                let x = band.as_ptr().add(xat);
+                                let (y, offs) = (yptr.get().add(at), offs[pc..].as_ptr());
+                                if pair {
+                                    let a1 = apack[((q + 1) * k + pc) * MR..].as_ptr();
+                                    conv_tile_pair(isa, kc, a0, a1, x, offs, y, yp, mr, nr, &ep);
+                                } else {
+                                    conv_tile(isa, kc, a0, x, offs, y, yp, mr, nr, &ep);
+                                }
                             }
+                            q += if pair { 2 } else { 1 };
                         }
-                        pc += kc;
                     }
+                };
+                if slots == 1 {
+                    body(0);
+                } else {
+                    par.run(slots, &body);
                 }
-            };
-            if slots == 1 {
-                body(0);
-            } else {
-                par.run(slots, &body);
+                r0 += rows;
             }
-            r0 += rows;
+            pc += kc;
         }
     }
     Ok(())
 }
 
-/// Copies the input rows of output rows `r0..r0 + band` at output depth `o0` into the band:
+/// Weight panels: `apack[(panel·K + p)·MR + i] = w[panel·MR + i][p]`, zero past `m` rows.
+/// Six rows are read side by side (one pass over each, no per-element bounds checks).
+/// O(m·k).
+fn pack_weight_panels(w: &[f32], m: usize, k: usize, apack: &mut [f32]) {
+    for (q, panel) in apack.chunks_exact_mut(k * MR).enumerate() {
+        let rows: [&[f32]; MR] = core::array::from_fn(|i| {
+            let row = q * MR + i;
+            if row < m {
+                &w[row * k..(row + 1) * k]
+            } else {
+                &[]
+            }
+        });
+        // (The side-by-side pass only with std: firmware keeps the short loop below.)
+        if cfg!(feature = "std") && rows.iter().all(|r| r.len() == k) {
+            for (p, lanes) in panel.chunks_exact_mut(MR).enumerate() {
+                let lanes: &mut [f32; MR] = lanes.try_into().unwrap_or_else(|_| unreachable!());
+                *lanes = [
+                    rows[0][p], rows[1][p], rows[2][p], rows[3][p], rows[4][p], rows[5][p],
+                ];
+            }
+        } else {
+            for (p, lanes) in panel.chunks_exact_mut(MR).enumerate() {
+                for (v, r) in lanes.iter_mut().zip(&rows) {
+                    *v = r.get(p).copied().unwrap_or(0.0);
+                }
+            }
+        }
+    }
+}
+
+/// Copies the input rows of channels `chans` (band channel 0 = `chans.start`) for output rows `r0..r0 + band` at output depth `o0` into the band:
 /// zero rows outside the input, horizontal padding as zeros, each row split into stride
 /// phases, the prologue applied to real values.
-fn fill_band(geo: &Geo, lay: &Layout, g: &Group<'_>, o0: usize, r0: usize, band: &mut [f32]) {
+fn fill_band(
+    geo: &Geo,
+    lay: &Layout,
+    g: &Group<'_>,
+    chans: core::ops::Range<usize>,
+    o0: usize,
+    r0: usize,
+    band: &mut [f32],
+) {
     let [k0, _, _] = geo.k;
     let (big0, big1, big2) = (geo.big[0], geo.big[1], geo.big[2]);
     let (wp, pw, s2, pb2) = (lay.wp, lay.pw, geo.s[2], geo.pb[2]);
-    for ci in 0..geo.cg {
+    let c0 = chans.start;
+    for ci in chans.clone() {
         let (scale, shift, pact) = match g.prologue {
             Some((sc, sh, a)) => (sc[ci], sh[ci], Some(a)),
             None => (1.0, 0.0, None),
@@ -260,7 +328,7 @@ fn fill_band(geo: &Geo, lay: &Layout, g: &Group<'_>, o0: usize, r0: usize, band:
         for t0 in 0..k0 {
             let b0 = (o0 * geo.s[0] + t0 * geo.d[0]).checked_sub(geo.pb[0]);
             for r in 0..lay.rin {
-                let dst = &mut band[((ci * k0 + t0) * lay.rin + r) * wp..][..wp];
+                let dst = &mut band[(((ci - c0) * k0 + t0) * lay.rin + r) * wp..][..wp];
                 let b1 = (r0 * geo.s[1] + r).checked_sub(geo.pb[1]);
                 let src = match (b0, b1) {
                     (Some(b0), Some(b1)) if b0 < big0 && b1 < big1 => {
@@ -295,6 +363,6 @@ fn fill_band(geo: &Geo, lay: &Layout, g: &Group<'_>, o0: usize, r0: usize, band:
         }
     }
     // The slack past the last row is read (never stored) by partial tiles.
-    let used = geo.cg * k0 * lay.rin * wp;
+    let used = chans.len() * k0 * lay.rin * wp;
     band[used..].fill(0.0);
 }

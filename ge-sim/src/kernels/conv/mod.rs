@@ -759,10 +759,19 @@ pub fn run_conv_on(
         && matches!(pl.path, Path::Direct(_))
         && pl.gemm_len.saturating_mul(4) > ws.len()
     {
-        // A blob whose workspace was planned for im2col (by a ge from before the direct path
-        // took this shape) keeps running, on that path.
-        pl.path = Path::Implicit;
-        pl.gemm_len = gemm_packed_ws_len(pl.geo.small_plane, pl.rows);
+        // A blob whose workspace was planned by an older ge keeps running: on narrower
+        // bands if they fit what it planned, else on im2col (planned before the direct path
+        // took this shape).
+        match direct::layout_within(&pl.geo, ws.len() / 4) {
+            Some(lay) => {
+                pl.path = Path::Direct(lay);
+                pl.gemm_len = lay.ws_len();
+            }
+            None => {
+                pl.path = Path::Implicit;
+                pl.gemm_len = gemm_packed_ws_len(pl.geo.small_plane, pl.rows);
+            }
+        }
     }
     if cfg!(feature = "std")
         && matches!(pl.path, Path::Depthwise(Some(_)))
@@ -1345,20 +1354,24 @@ mod tests {
             let pl = plan(&p, transpose, &xs, &wsh, &ys).unwrap();
             let im2col = gemm_packed_ws_len(pl.geo.small_plane, pl.rows) * 4;
             let fallback = match pl.path {
-                Path::Direct(_) => cfg!(feature = "std") && im2col <= nbytes - 4,
+                Path::Direct(_) => {
+                    cfg!(feature = "std")
+                        && (im2col <= nbytes - 4
+                            || direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some())
+                }
                 Path::Depthwise(_) => true,
                 _ => false,
             };
             if fallback {
-                // a direct plan falls back to im2col when only that workspace is there, a
-                // depthwise one to the row loop
+                // a direct plan falls back to narrower bands or to im2col when only that
+                // workspace is there, a depthwise one to the row loop
                 assert_eq!(r, Ok(()));
                 let e = y
                     .iter()
                     .zip(&want)
                     .map(|(a, b)| (a - b).abs())
                     .fold(0.0f32, f32::max);
-                assert!(e < 1e-4, "im2col fallback err {e}");
+                assert!(e < 1e-4, "fallback err {e}");
             } else {
                 assert_eq!(r, Err(KernelError::Workspace));
             }
@@ -1659,6 +1672,20 @@ mod tests {
         let c = case(
             &[1, 64, 70, 40],
             &[7, 64, 3, 3],
+            1,
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            true,
+        );
+        assert!(matches!(check(&c, false), Path::Direct(_)));
+        // Rows 7 wide (two channel panels per pass) and 17 filters (a pair, then a partial
+        // single panel); 70·9 = 630 taps: three K blocks of 210, splitting channels 23 and
+        // 46 between two bands' channel ranges.
+        let c = case(
+            &[1, 70, 9, 7],
+            &[17, 70, 3, 3],
             1,
             &[1, 1],
             &[1, 1],

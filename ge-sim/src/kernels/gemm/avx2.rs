@@ -137,52 +137,41 @@ pub unsafe fn conv_tile(
     nr: usize,
     ep: &TileEp,
 ) {
+    if nr <= 8 {
+        // SAFETY: forwarded contract.
+        unsafe { conv_narrow::<1>(kc, [a], x, offs, c, ldc, mr, nr, ep) };
+        return;
+    }
     let z = _mm256_setzero_ps();
     let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
     let (mut c30, mut c31, mut c40, mut c41, mut c50, mut c51) = (z, z, z, z, z, z);
     let mut ap = a;
-    if nr <= 8 {
-        // SAFETY: (whole loop) step `p < kc` reads `a[p·MR..p·MR + MR]` and 8 of the `NR`
-        // readable values at `x + offs[p]`, per the contract; AVX2 and FMA are enabled.
-        unsafe {
-            for p in 0..kc {
-                let b0 = _mm256_loadu_ps(x.add(*offs.add(p) as usize));
-                c00 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap), b0, c00);
-                c10 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(1)), b0, c10);
-                c20 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(2)), b0, c20);
-                c30 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(3)), b0, c30);
-                c40 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(4)), b0, c40);
-                c50 = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(5)), b0, c50);
-                ap = ap.add(MR);
-            }
-        }
-    } else {
-        // SAFETY: (whole loop) as above, reading all `NR` = 16 values at `x + offs[p]`.
-        unsafe {
-            for p in 0..kc {
-                let b = x.add(*offs.add(p) as usize);
-                let b0 = _mm256_loadu_ps(b);
-                let b1 = _mm256_loadu_ps(b.add(8));
-                let a0 = _mm256_broadcast_ss(&*ap);
-                c00 = _mm256_fmadd_ps(a0, b0, c00);
-                c01 = _mm256_fmadd_ps(a0, b1, c01);
-                let a1 = _mm256_broadcast_ss(&*ap.add(1));
-                c10 = _mm256_fmadd_ps(a1, b0, c10);
-                c11 = _mm256_fmadd_ps(a1, b1, c11);
-                let a2 = _mm256_broadcast_ss(&*ap.add(2));
-                c20 = _mm256_fmadd_ps(a2, b0, c20);
-                c21 = _mm256_fmadd_ps(a2, b1, c21);
-                let a3 = _mm256_broadcast_ss(&*ap.add(3));
-                c30 = _mm256_fmadd_ps(a3, b0, c30);
-                c31 = _mm256_fmadd_ps(a3, b1, c31);
-                let a4 = _mm256_broadcast_ss(&*ap.add(4));
-                c40 = _mm256_fmadd_ps(a4, b0, c40);
-                c41 = _mm256_fmadd_ps(a4, b1, c41);
-                let a5 = _mm256_broadcast_ss(&*ap.add(5));
-                c50 = _mm256_fmadd_ps(a5, b0, c50);
-                c51 = _mm256_fmadd_ps(a5, b1, c51);
-                ap = ap.add(MR);
-            }
+    // SAFETY: (whole loop) step `p < kc` reads `a[p·MR..p·MR + MR]` and the `NR` = 16 values
+    // at `x + offs[p]`, per the contract; AVX2 and FMA are enabled.
+    unsafe {
+        for p in 0..kc {
+            let b = x.add(*offs.add(p) as usize);
+            let b0 = _mm256_loadu_ps(b);
+            let b1 = _mm256_loadu_ps(b.add(8));
+            let a0 = _mm256_broadcast_ss(&*ap);
+            c00 = _mm256_fmadd_ps(a0, b0, c00);
+            c01 = _mm256_fmadd_ps(a0, b1, c01);
+            let a1 = _mm256_broadcast_ss(&*ap.add(1));
+            c10 = _mm256_fmadd_ps(a1, b0, c10);
+            c11 = _mm256_fmadd_ps(a1, b1, c11);
+            let a2 = _mm256_broadcast_ss(&*ap.add(2));
+            c20 = _mm256_fmadd_ps(a2, b0, c20);
+            c21 = _mm256_fmadd_ps(a2, b1, c21);
+            let a3 = _mm256_broadcast_ss(&*ap.add(3));
+            c30 = _mm256_fmadd_ps(a3, b0, c30);
+            c31 = _mm256_fmadd_ps(a3, b1, c31);
+            let a4 = _mm256_broadcast_ss(&*ap.add(4));
+            c40 = _mm256_fmadd_ps(a4, b0, c40);
+            c41 = _mm256_fmadd_ps(a4, b1, c41);
+            let a5 = _mm256_broadcast_ss(&*ap.add(5));
+            c50 = _mm256_fmadd_ps(a5, b0, c50);
+            c51 = _mm256_fmadd_ps(a5, b1, c51);
+            ap = ap.add(MR);
         }
     }
     let acc = [
@@ -195,6 +184,75 @@ pub unsafe fn conv_tile(
     ];
     // SAFETY: forwarded contract.
     unsafe { store(&acc, c, ldc, mr, nr, ep) };
+}
+
+/// AVX2+FMA build of [`super::micro::conv_tile_pair`]: two `MR`-row panels over the same
+/// ≤ 8 columns in 12 accumulators, so narrow rows (a 7×7 stage) keep both FMA pipes busy
+/// where one 6 × 8 tile would wait on FMA latency. Per element the same operations as
+/// [`conv_tile`].
+///
+/// # Safety
+/// As [`super::micro::conv_tile_pair`]; the CPU must support AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn conv_tile_pair(
+    kc: usize,
+    a0: *const f32,
+    a1: *const f32,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { conv_narrow::<2>(kc, [a0, a1], x, offs, c, ldc, mr, nr, ep) };
+}
+
+/// `P` channel panels (`P·MR` rows) over ≤ 8 columns read in place: `P·MR` accumulators.
+///
+/// # Safety
+/// As [`conv_tile`] for each panel `a[q]` (rows `q·MR..`), with `c`, `ep.bias` and
+/// `ep.res` covering `mr ≤ P·MR` rows and every panel but the last full.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn conv_narrow<const P: usize>(
+    kc: usize,
+    a: [*const f32; P],
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    let z = _mm256_setzero_ps();
+    let mut acc = [[z; MR]; P];
+    // SAFETY: (whole loop) step `p < kc` reads `a[q][p·MR..p·MR + MR]` and 8 of the `NR`
+    // readable values at `x + offs[p]`, per the contract; AVX2 and FMA are enabled.
+    unsafe {
+        for p in 0..kc {
+            let b = _mm256_loadu_ps(x.add(*offs.add(p) as usize));
+            for (rows, panel) in acc.iter_mut().zip(a) {
+                let ap = panel.add(p * MR);
+                for (i, v) in rows.iter_mut().enumerate() {
+                    *v = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(i)), b, *v);
+                }
+            }
+        }
+    }
+    let mut ep = *ep;
+    for (q, rows) in acc.iter().enumerate() {
+        let rows = rows.map(|v| [v, z]);
+        let m = mr.saturating_sub(q * MR).min(MR);
+        // SAFETY: forwarded contract: rows `q·MR..q·MR + m` of C, bias and residual.
+        unsafe { store(&rows, c.add(q * MR * ldc), ldc, m, nr, &ep) };
+        ep = super::micro::lower_half(&ep);
+    }
 }
 
 /// The epilogue and store of a tile's accumulators (rows `< mr`, columns `< nr`).

@@ -209,6 +209,59 @@ pub unsafe fn conv_tile(
     }
 }
 
+/// Two [`conv_tile`]s over the same `nr ≤ 8` columns: rows `0..MR` from panel `a0`, rows
+/// `MR..mr` from panel `a1` (`MR < mr ≤ 2·MR`). The same values as two `conv_tile` calls,
+/// computed in one pass on x86 (narrow rows keep both FMA pipes busy).
+///
+/// # Safety
+/// As [`conv_tile`] for each half, with `c`, `ep.bias` and `ep.res` covering `mr` rows.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub unsafe fn conv_tile_pair(
+    isa: Isa,
+    kc: usize,
+    a0: *const f32,
+    a1: *const f32,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    ep: &TileEp,
+) {
+    match isa {
+        // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe {
+            super::avx2::conv_tile_pair(kc, a0, a1, x, offs, c, ldc, mr, nr, ep)
+        },
+        // SAFETY: forwarded contract, one panel each.
+        _ => unsafe {
+            conv_tile_portable(kc, a0, x, offs, c, ldc, MR, nr, ep);
+            let ep1 = lower_half(ep);
+            conv_tile_portable(kc, a1, x, offs, c.add(MR * ldc), ldc, mr - MR, nr, &ep1);
+        },
+    }
+}
+
+/// The epilogue of a pair tile's second panel: bias and residual moved down `MR` rows.
+pub(super) fn lower_half(ep: &TileEp) -> TileEp {
+    TileEp {
+        bias: if ep.bias.is_null() {
+            ep.bias
+        } else {
+            ep.bias.wrapping_add(MR)
+        },
+        res: if ep.res.is_null() {
+            ep.res
+        } else {
+            ep.res.wrapping_add(MR * ep.ldr)
+        },
+        ..*ep
+    }
+}
+
 /// # Safety
 /// As [`conv_tile`].
 #[allow(clippy::too_many_arguments)]
@@ -350,6 +403,63 @@ mod tests {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The pair tile is bitwise two single tiles (rows `0..MR` and `MR..mr`), with every
+    /// epilogue, on every ISA this CPU has.
+    #[test]
+    fn pair_tile_is_two_tiles() {
+        let mut seed = 5;
+        let kc = 131;
+        let a0: Vec<f32> = (0..kc * MR).map(|_| lcg(&mut seed)).collect();
+        let a1: Vec<f32> = (0..kc * MR).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..kc + 2 * NR).map(|_| lcg(&mut seed)).collect();
+        let offs: Vec<u32> = (0..kc as u32).map(|p| (p * 5) % (kc as u32)).collect();
+        let bias: Vec<f32> = (0..2 * MR).map(|_| lcg(&mut seed)).collect();
+        let res: Vec<f32> = (0..2 * MR * NR).map(|_| lcg(&mut seed)).collect();
+        let c0: Vec<f32> = (0..2 * MR * NR).map(|_| lcg(&mut seed)).collect();
+        for &isa in Isa::ALL {
+            if !isa.supported() {
+                std::println!("skipping the {} tiles: this CPU lacks them", isa.name());
+                continue;
+            }
+            for (mr, nr) in [(2 * MR, 8), (MR + 1, 7), (11, 1)] {
+                for act in [TileAct::None, TileAct::Leaky { alpha: 0.1 }] {
+                    let ep = TileEp {
+                        alpha: 1.0,
+                        add: true,
+                        bias: bias.as_ptr(),
+                        res: res.as_ptr(),
+                        ldr: NR,
+                        act,
+                    };
+                    let (mut pair, mut two) = (c0.clone(), c0.clone());
+                    // SAFETY: a0/a1 hold kc·MR values, x every offset + NR, c and res
+                    // 2·MR rows of NR, bias 2·MR values.
+                    unsafe {
+                        conv_tile_pair(
+                            isa,
+                            kc,
+                            a0.as_ptr(),
+                            a1.as_ptr(),
+                            x.as_ptr(),
+                            offs.as_ptr(),
+                            pair.as_mut_ptr(),
+                            NR,
+                            mr,
+                            nr,
+                            &ep,
+                        );
+                        let (x, o, c) = (x.as_ptr(), offs.as_ptr(), two.as_mut_ptr());
+                        conv_tile(isa, kc, a0.as_ptr(), x, o, c, NR, MR, nr, &ep);
+                        let ep1 = lower_half(&ep);
+                        let c1 = c.add(MR * NR);
+                        conv_tile(isa, kc, a1.as_ptr(), x, o, c1, NR, mr - MR, nr, &ep1);
+                    }
+                    assert_eq!(pair, two, "{} {mr}x{nr} {act:?}", isa.name());
                 }
             }
         }
