@@ -53,10 +53,8 @@ tools/gen_corpus.py calls `generate` in its extras step.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -326,12 +324,12 @@ def lstm_float(rng, T=6, B=2, I=16, Hd=24):
 
 
 class Calib:
-    """Random calibration batches for quantize_static."""
+    """Random N(0, 1) calibration batches for quantize_static (input `name`)."""
 
-    def __init__(self, rng, shape, n=8):
+    def __init__(self, rng, shape, n=8, name="x"):
         import numpy as np
 
-        self.data = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(n)]
+        self.data = [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(n)]
         self.i = 0
 
     def get_next(self):
@@ -824,11 +822,8 @@ def generate(out: str, log=print, force: bool = False) -> str:
     if not force and is_current(dest):
         log(f"{PART}: up to date ({dest})")
         return dest
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    tmp = f"{dest}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    try:
+
+    def fill(tmp):
         log(f"{PART}: generating {len(CASES)} models -> {dest}")
         entries = [build_case(name, tmp, log) for name in CASES]
         contrib_ops: dict = {}
@@ -838,22 +833,13 @@ def generate(out: str, log=print, force: bool = False) -> str:
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump({"cases": entries, "op_totals": dict(sorted(contrib_ops.items()))}, f,
                       indent=1)
-        with open(os.path.join(tmp, ".stamp"), "w") as f:
-            f.write(stamp_text())
-        gen_transformer_opset17.install(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    gen_transformer_opset17.build_into(dest, stamp_text(), fill)
     return dest
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(REPO_ROOT, "corpus"))
-    ap.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    a = ap.parse_args(argv)
-    generate(a.out, force=a.force)
-    return 0
+    return gen_transformer_opset17.cli(generate, __doc__, argv)
 
 
 if __name__ == "__main__":

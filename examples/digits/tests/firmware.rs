@@ -22,6 +22,7 @@ const FOREIGN_KERNELS: &[&str] = &[
     "concat",
     "fused",
     "gather",
+    "gemm_i8",
     "grid_sample",
     "in_place",
     "indexing",

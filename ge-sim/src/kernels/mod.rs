@@ -13,6 +13,7 @@ pub mod copy;
 pub mod fused;
 pub mod gather;
 pub mod gemm;
+pub mod gemm_i8;
 pub mod grid_sample;
 pub mod in_place;
 pub mod indexing;

@@ -1,0 +1,321 @@
+//! The int8 GEMM against an exact integer reference (i64 sums, i128 rounding) on every ISA
+//! path this CPU runs, with full-range weights (pairs `vpmaddubsw` would saturate).
+
+extern crate std;
+use std::vec;
+use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// xorshift values, a quarter of them at the type's extremes.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn int(&mut self, lo: i32, hi: i32) -> i32 {
+        let r = self.next();
+        match r % 8 {
+            0 => lo,
+            1 => hi,
+            _ => lo + ((r >> 8) % (hi - lo + 1) as u64) as i32,
+        }
+    }
+}
+
+/// `Σ_k (a−za)(b−zb_j) + bias_j` in i64 (b row-major `k × n`).
+#[allow(clippy::too_many_arguments)]
+fn reference(
+    a: &[i32],
+    b: &[i8],
+    m: usize,
+    n: usize,
+    k: usize,
+    za: i32,
+    zb: &[i32],
+    bias: &[i32],
+) -> Vec<i64> {
+    let mut c = vec![0i64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let zbj = i64::from(zb[if zb.len() == 1 { 0 } else { j }]);
+            let mut s = i64::from(bias[j]);
+            for kk in 0..k {
+                s += (i64::from(a[i * k + kk]) - i64::from(za)) * (i64::from(b[kk * n + j]) - zbj);
+            }
+            c[i * n + j] = s;
+        }
+    }
+    c
+}
+
+/// `round_half_even(acc·mult / 2^shift)` in i128.
+fn rounded(acc: i64, r: Requant) -> i64 {
+    let x = i128::from(acc) * i128::from(r.mult);
+    let d = 1i128 << r.shift;
+    let (q, rem) = (x.div_euclid(d), x.rem_euclid(d));
+    (q + i128::from(2 * rem > d || (2 * rem == d && q % 2 != 0))) as i64
+}
+
+fn paths() -> Vec<Isa> {
+    Isa::ALL.iter().copied().filter(|i| i.supported()).collect()
+}
+
+/// Runs one random case with activations of type `A` on every path.
+fn case<A: Act>(
+    m: usize,
+    n: usize,
+    k: usize,
+    per_channel: bool,
+    seed: u64,
+    to_a: fn(i32) -> A,
+    range: (i32, i32),
+) {
+    let mut g = Gen(seed | 1);
+    let a_int: Vec<i32> = (0..m * k).map(|_| g.int(range.0, range.1)).collect();
+    let a: Vec<A> = a_int.iter().map(|&v| to_a(v)).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| g.int(-128, 127) as i8).collect();
+    let za = g.int(range.0, range.1);
+    let zb: Vec<i32> = (0..if per_channel { n } else { 1 })
+        .map(|_| {
+            if seed.is_multiple_of(3) {
+                0
+            } else {
+                g.int(-128, 127)
+            }
+        })
+        .collect();
+    let bias: Vec<i32> = (0..n).map(|_| g.int(-100_000, 100_000)).collect();
+    let want = reference(&a_int, &b, m, n, k, za, &zb, &bias);
+
+    let mut packed = vec![0i8; packed_len(k, n).unwrap()];
+    pack_b(&b, k, n, n, 1, &mut packed).unwrap();
+    let mut corr = vec![0i32; n];
+    fold_zero_points(&b, k, n, n, 1, za, &zb, Some(&bias), &mut corr).unwrap();
+    let zb_run: &[i32] = if zb.iter().all(|&z| z == 0) { &[] } else { &zb };
+    let q = QGemm {
+        m,
+        n,
+        k,
+        a: &a,
+        lda: k,
+        b: &packed,
+        corr: &corr,
+        zb: zb_run,
+    };
+    let rq: Vec<Requant> = (0..if per_channel { n } else { 1 })
+        .map(|_| Requant::from_real(f64::from(g.int(1, 1000)) * 1e-5).unwrap())
+        .collect();
+    let zp = g.int(-20, 20);
+    for isa in paths() {
+        let mut c = vec![0i32; m * n];
+        qgemm_on(isa, &q, QOut::I32 { c: &mut c, ldc: n }).unwrap();
+        let got: Vec<i64> = c.iter().map(|&v| i64::from(v)).collect();
+        assert_eq!(got, want, "i32 output on {isa:?}, m={m} n={n} k={k}");
+        let params = QOutParams { rq: &rq, zp };
+        let mut c8 = vec![0i8; m * n];
+        qgemm_on(
+            isa,
+            &q,
+            QOut::I8 {
+                c: &mut c8,
+                ldc: n,
+                q: params,
+            },
+        )
+        .unwrap();
+        let mut cu = vec![0u8; m * n];
+        qgemm_on(
+            isa,
+            &q,
+            QOut::U8 {
+                c: &mut cu,
+                ldc: n,
+                q: params,
+            },
+        )
+        .unwrap();
+        for (idx, &w) in want.iter().enumerate() {
+            let r = rq[if rq.len() == 1 { 0 } else { idx % n }];
+            let y = rounded(w, r) + i64::from(zp);
+            assert_eq!(
+                i64::from(c8[idx]),
+                y.clamp(-128, 127),
+                "i8 output {idx} on {isa:?}"
+            );
+            assert_eq!(
+                i64::from(cu[idx]),
+                y.clamp(0, 255),
+                "u8 output {idx} on {isa:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn u8_activations_match_the_integer_reference(m in 1usize..15, n in 1usize..40, k in 0usize..70, pc in any::<bool>(), seed in any::<u64>()) {
+        case::<u8>(m, n, k, pc, seed, |v| v as u8, (0, 255));
+    }
+
+    #[test]
+    fn i8_activations_match_the_integer_reference(m in 1usize..15, n in 1usize..40, k in 0usize..70, pc in any::<bool>(), seed in any::<u64>()) {
+        case::<i8>(m, n, k, pc, seed, |v| v as i8, (-128, 127));
+    }
+
+    #[test]
+    fn requantization_is_exact_fixed_point(acc in any::<i32>(), m in 1e-9f64..1e3) {
+        let r = Requant::from_real(m).unwrap();
+        prop_assert!((f64::from(r.mult) * 2f64.powi(-r.shift) - m).abs() <= m * 2f64.powi(-30));
+        let want = rounded(i64::from(acc), r).clamp(-128, 127) as i32;
+        prop_assert_eq!(r.apply(acc, 0, -128, 127), want);
+    }
+}
+
+/// Every pair of products here is `2·255·(−128) = −65,280`, which `vpmaddubsw` would clip to
+/// −32,768; the result must be exact.
+#[test]
+fn extreme_pairs_do_not_saturate() {
+    let (m, n, k) = (7, 17, 33);
+    let a = vec![255u8; m * k];
+    let b = vec![-128i8; k * n];
+    let mut packed = vec![0i8; packed_len(k, n).unwrap()];
+    pack_b(&b, k, n, n, 1, &mut packed).unwrap();
+    let mut corr = vec![0i32; n];
+    fold_zero_points(&b, k, n, n, 1, 0, &[0], None, &mut corr).unwrap();
+    let q = QGemm {
+        m,
+        n,
+        k,
+        a: &a,
+        lda: k,
+        b: &packed,
+        corr: &corr,
+        zb: &[],
+    };
+    for isa in paths() {
+        let mut c = vec![0i32; m * n];
+        qgemm_on(isa, &q, QOut::I32 { c: &mut c, ldc: n }).unwrap();
+        assert!(c.iter().all(|&v| v == 255 * -128 * 33), "{isa:?}");
+    }
+}
+
+/// ONNX rounds half to even: with a multiplier of exactly 0.5 every odd accumulator is a tie.
+#[test]
+fn ties_round_to_even() {
+    let r = Requant::from_real(0.5).unwrap();
+    assert_eq!((r.mult, r.shift), (1 << 30, 31));
+    for acc in -9..=9 {
+        let want = (f64::from(acc) * 0.5).round_ties_even() as i32;
+        assert_eq!(r.apply(acc, 0, -128, 127), want, "acc {acc}");
+    }
+    assert_eq!(r.apply(1000, 3, -128, 127), 127);
+    assert_eq!(r.apply(-1000, 3, 0, 255), 0);
+}
+
+/// Transposed weights (`[n, k]`, a conv's or Gemm's transB) pack to the same panels.
+#[test]
+fn transposed_weights_pack_alike() {
+    let (k, n) = (5, 19);
+    let b: Vec<i8> = (0..k * n)
+        .map(|v| (v as i32 * 37 % 251 - 125) as i8)
+        .collect();
+    let bt: Vec<i8> = (0..n * k).map(|idx| b[(idx % k) * n + idx / k]).collect();
+    let (mut p1, mut p2) = (
+        vec![0i8; packed_len(k, n).unwrap()],
+        vec![1i8; packed_len(k, n).unwrap()],
+    );
+    pack_b(&b, k, n, n, 1, &mut p1).unwrap();
+    pack_b(&bt, k, n, 1, k, &mut p2).unwrap();
+    assert_eq!(p1, p2);
+}
+
+#[test]
+fn malformed_inputs_are_errors() {
+    for m in [-1.0, f64::NAN, f64::INFINITY, 2f64.powi(30)] {
+        assert!(Requant::from_real(m).is_err(), "{m}");
+    }
+    assert_eq!(
+        Requant::from_real(0.0).unwrap().apply(12345, 7, -128, 127),
+        7
+    );
+    let b = [1i8; 6];
+    assert!(pack_b(&b, 3, 3, 3, 1, &mut [0; 64]).is_err());
+    assert!(pack_b(&b, 3, 2, 2, 1, &mut [0; 8]).is_err());
+    assert!(fold_zero_points(&b, 3, 2, 2, 1, 0, &[0, 0, 0], None, &mut [0; 2]).is_err());
+    assert!(fold_zero_points(&[127; 4], 2, 2, 2, 1, i32::MAX, &[0], None, &mut [0; 2]).is_err());
+    let mut packed = vec![0i8; packed_len(3, 2).unwrap()];
+    pack_b(&b, 3, 2, 2, 1, &mut packed).unwrap();
+    let a = [1u8; 5];
+    let q = QGemm {
+        m: 2,
+        n: 2,
+        k: 3,
+        a: &a,
+        lda: 3,
+        b: &packed,
+        corr: &[0, 0],
+        zb: &[],
+    };
+    assert!(
+        qgemm(
+            &q,
+            QOut::I32 {
+                c: &mut [0; 4],
+                ldc: 2
+            }
+        )
+        .is_err(),
+        "short A"
+    );
+    let a = [1u8; 6];
+    let q = QGemm { a: &a, ..q };
+    assert!(
+        qgemm(
+            &q,
+            QOut::I32 {
+                c: &mut [0; 3],
+                ldc: 2
+            }
+        )
+        .is_err(),
+        "short C"
+    );
+    let q2 = QGemm { corr: &[0], ..q };
+    assert!(
+        qgemm(
+            &q2,
+            QOut::I32 {
+                c: &mut [0; 4],
+                ldc: 2
+            }
+        )
+        .is_err(),
+        "short correction"
+    );
+    let params = QOutParams {
+        rq: &[Requant { mult: 1, shift: 1 }; 3],
+        zp: 0,
+    };
+    assert!(
+        qgemm(
+            &q,
+            QOut::U8 {
+                c: &mut [0; 4],
+                ldc: 2,
+                q: params
+            }
+        )
+        .is_err(),
+        "3 multipliers for n = 2"
+    );
+    let mut c = [0i32; 4];
+    qgemm(&q, QOut::I32 { c: &mut c, ldc: 2 }).unwrap();
+    assert_eq!(c, [3, 3, 3, 3]);
+}
