@@ -177,6 +177,9 @@ pub struct Resolved {
     pub overrides: BTreeSet<(String, usize)>,
 }
 
+/// An input's dims, `None` where a gear may set them.
+type Template = Vec<Option<usize>>;
+
 /// Resolves `opts.gears` against the graph's inputs. O(gears × inputs × rank).
 pub fn resolve(gp: &GraphProto, opts: &CompileOptions) -> Result<Resolved> {
     let spec = &opts.gears;
@@ -189,7 +192,7 @@ pub fn resolve(gp: &GraphProto, opts: &CompileOptions) -> Result<Resolved> {
     }
     let inits: BTreeSet<&str> = gp.initializer.iter().map(|t| t.name()).collect();
     // Each runtime input's dims: `None` where a gear may set them.
-    let mut templates: Vec<(String, Vec<Option<usize>>, Vec<Option<usize>>)> = Vec::new();
+    let mut templates: Vec<(String, Template, Template)> = Vec::new();
     for vi in &gp.input {
         let name = vi.name();
         if inits.contains(name) || opts.input_values.contains_key(name) {

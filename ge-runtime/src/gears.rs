@@ -207,7 +207,7 @@ fn pad_copy(src: &[u8], a: &[usize], g: &[usize], elem: usize, dst: &mut [u8]) {
         return;
     }
     let row = a[r - 1] * elem;
-    if row == 0 || a.iter().any(|&d| d == 0) {
+    if row == 0 || a.contains(&0) {
         return;
     }
     let mut stride = [0usize; MAX_RANK];
