@@ -82,6 +82,8 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     bindings_file: String,
     cargo_output: bool,
+    /// An invalid option combination, reported by [`Builder::compile`].
+    option_error: Option<String>,
 }
 
 impl Default for Builder {
@@ -106,6 +108,7 @@ impl Builder {
             out_dir: None,
             bindings_file: "ge_models.rs".into(),
             cargo_output: true,
+            option_error: None,
         }
     }
 
@@ -137,6 +140,55 @@ impl Builder {
     pub fn input_value(mut self, name: &str, file: impl AsRef<Path>) -> Self {
         self.input_values
             .push((name.to_string(), file.as_ref().to_path_buf()));
+        self
+    }
+
+    /// `--input-shape NAME:-1,…`: an input shape where `None` marks a dim the gears set
+    /// (even one the model file fixes).
+    pub fn gear_input(mut self, name: &str, dims: impl Into<Vec<Option<usize>>>) -> Self {
+        self.options
+            .gear_inputs
+            .insert(name.to_string(), dims.into());
+        self
+    }
+
+    /// `--dynamic-batch 1,2,4,8`: one gear per batch size (dim 0 of every input whose dim 0
+    /// is symbolic). Gear kinds are mutually exclusive.
+    pub fn dynamic_batch(self, batches: impl Into<Vec<usize>>) -> Self {
+        self.gears(crate::GearSpec::Batch(batches.into()))
+    }
+
+    /// `--dynamic-image-size "H,W;H,W"`: one gear per `[H, W]`.
+    pub fn dynamic_image_size(self, sizes: impl Into<Vec<[usize; 2]>>) -> Self {
+        self.gears(crate::GearSpec::ImageSize(sizes.into()))
+    }
+
+    /// `--dynamic-dims "NAME:D1,D2;NAME:D1,D2"`.
+    pub fn dynamic_dims(self, spec: &str) -> Self {
+        match crate::GearSpec::parse_dims(spec) {
+            Ok(g) => self.gears(g),
+            Err(e) => self.refuse(e),
+        }
+    }
+
+    /// `--gear-pad batch|spatial`: which dims `Session::run` may zero-pad up to a gear.
+    pub fn gear_pad(mut self, pad: crate::GearPad) -> Self {
+        self.options.gear_pad = pad;
+        self
+    }
+
+    fn gears(mut self, spec: crate::GearSpec) -> Self {
+        match crate::gears::set_gears(&mut self.options.gears, spec) {
+            Ok(()) => self,
+            Err(e) => self.refuse(e),
+        }
+    }
+
+    fn refuse(mut self, e: CompileError) -> Self {
+        self.option_error.get_or_insert(match e {
+            CompileError::Option(m) => m,
+            e => e.to_string(),
+        });
         self
     }
 
@@ -243,6 +295,9 @@ impl Builder {
             model: model.map(Path::to_path_buf),
             source,
         };
+        if let Some(e) = &self.option_error {
+            return Err(err(None, CompileError::Option(e.clone())));
+        }
         let out_dir = match &self.out_dir {
             Some(d) => d.clone(),
             None => std::env::var_os("OUT_DIR")

@@ -33,6 +33,15 @@ pub enum CompileError {
     Model(String),
     #[error("invalid option: {0}")]
     Option(String),
+    /// One gear of a multi-shape compile failed (`shapes`: its input shapes).
+    #[error("gear {gear} ({shapes}): {source}{hint}")]
+    Gear {
+        gear: usize,
+        shapes: String,
+        source: Box<CompileError>,
+        /// Why the gear's shapes may have caused it, or empty.
+        hint: String,
+    },
 }
 
 /// Result of compiler steps.

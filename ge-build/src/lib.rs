@@ -12,6 +12,7 @@ pub mod check;
 pub mod codegen;
 mod compile;
 pub mod error;
+pub mod gears;
 pub mod ir;
 pub mod om;
 pub mod onnx;
@@ -26,5 +27,8 @@ pub mod viz;
 pub use builder::{BuildError, Builder, BuiltModel};
 pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
 pub use error::{CompileError, Result};
-pub use options::{CompileOptions, Limits, OptLevel, Precision, parse_input_shape};
+pub use gears::{GearPad, GearSpec};
+pub use options::{
+    CompileOptions, Limits, OptLevel, Precision, parse_input_shape, parse_input_shape_gears,
+};
 pub use report::Report;

@@ -79,6 +79,14 @@ pub struct CompileOptions {
     pub input_values: BTreeMap<String, crate::tensor::TensorData>,
     /// What the compile may take (nodes, one tensor, weights, arena).
     pub limits: Limits,
+    /// Several static shapes in one blob (`--dynamic-batch`, `--dynamic-image-size`,
+    /// `--dynamic-dims`); see [`crate::gears`].
+    pub gears: crate::gears::GearSpec,
+    /// Which dims `Session::run` may zero-pad up to a gear (`--gear-pad`).
+    pub gear_pad: crate::gears::GearPad,
+    /// Inputs given with `-1` dims (`--input-shape x:-1,3,224,224`): the gears set those
+    /// dims, even where the model file fixes them.
+    pub gear_inputs: BTreeMap<String, Vec<Option<usize>>>,
 }
 
 impl Default for CompileOptions {
@@ -94,6 +102,9 @@ impl Default for CompileOptions {
             unsafe_linear_memory_plan: false,
             input_values: BTreeMap::new(),
             limits: Limits::DEFAULT,
+            gears: crate::gears::GearSpec::None,
+            gear_pad: crate::gears::GearPad::Batch,
+            gear_inputs: BTreeMap::new(),
         }
     }
 }
@@ -197,6 +208,17 @@ impl From<ge_runtime::Limits> for Limits {
 
 /// Parses `NAME:D1,D2,…` (the name may itself contain `:`; the last `:` splits).
 pub fn parse_input_shape(spec: &str) -> Result<(String, Vec<usize>)> {
+    let (name, dims) = parse_input_shape_gears(spec)?;
+    let dims = dims.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| {
+        CompileError::Option(format!(
+            "--input-shape '{spec}': dimensions must be non-negative integers (-1 only with gears)"
+        ))
+    })?;
+    Ok((name, dims))
+}
+
+/// [`parse_input_shape`] where a dim may be `-1` (`None`): a dim the gears set.
+pub fn parse_input_shape_gears(spec: &str) -> Result<(String, Vec<Option<usize>>)> {
     let (name, dims) = spec.rsplit_once(':').ok_or_else(|| {
         CompileError::Option(format!(
             "--input-shape '{spec}' must look like NAME:D1,D2,..."
@@ -206,11 +228,14 @@ pub fn parse_input_shape(spec: &str) -> Result<(String, Vec<usize>)> {
         Vec::new()
     } else {
         dims.split(',')
-            .map(|d| d.trim().parse::<usize>())
+            .map(|d| match d.trim() {
+                "-1" => Ok(None),
+                d => d.parse::<usize>().map(Some),
+            })
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|_| {
                 CompileError::Option(format!(
-                    "--input-shape '{spec}': dimensions must be non-negative integers"
+                    "--input-shape '{spec}': dimensions must be non-negative integers or -1"
                 ))
             })?
     };

@@ -23,6 +23,9 @@ pub struct MemoryStat {
     /// No execution order peaks below this (the largest single-node footprint).
     pub order_peak_lower_bound_bytes: u64,
     pub weight_bytes: u64,
+    /// With gears: arena bytes after the largest gear's plan (`arena_bytes`) where
+    /// `Session::run` stages padded inputs; the blob's arena is the sum. 0 without gears.
+    pub gear_staging_bytes: u64,
 }
 
 /// Compile time per stage.
@@ -64,4 +67,21 @@ pub struct Report {
     pub compile_millis: CompileMillis,
     pub sim: SimStat,
     pub blob_bytes: usize,
+    /// One entry per gear, smallest first (empty without gears); the fields above describe
+    /// the largest gear.
+    pub gears: Vec<GearStat>,
+}
+
+/// One gear of a multi-shape blob.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GearStat {
+    /// Input shapes by name.
+    pub inputs: std::collections::BTreeMap<String, Vec<usize>>,
+    /// Output shapes, in output order.
+    pub outputs: Vec<Vec<usize>>,
+    /// The gear's own activation plan (every gear's starts at offset 0 of the one arena).
+    pub arena_bytes: u64,
+    pub tasks: usize,
+    pub streams: usize,
+    pub sim: SimStat,
 }

@@ -124,9 +124,27 @@ pub struct DeviceFlags {
 /// Flags of `ge compile` (also accepted by check and bench).
 #[derive(Args, Debug, Clone)]
 pub struct CompileFlags {
-    /// NAME:D1,D2,... fixes an input's shape; repeat per input.
-    #[arg(long = "input-shape", value_name = "NAME:DIMS")]
+    /// NAME:D1,D2,... fixes an input's shape; repeat per input. With gears, -1 marks a dim
+    /// the gears set (even one the model file fixes).
+    #[arg(
+        long = "input-shape",
+        value_name = "NAME:DIMS",
+        allow_hyphen_values = true
+    )]
     pub input_shapes: Vec<String>,
+    /// Batch gears: B1,B2,... for dim 0 of every input whose dim 0 is symbolic (or -1).
+    #[arg(long = "dynamic-batch", value_name = "B1,B2,..")]
+    pub dynamic_batch: Option<String>,
+    /// Image-size gears: "H,W;H,W" for the spatial dims of NCHW/NHWC inputs.
+    #[arg(long = "dynamic-image-size", value_name = "H,W;H,W")]
+    pub dynamic_image_size: Option<String>,
+    /// ND gears: "NAME:D1,D2;NAME:D1,D2", one value per symbolic dim (or the full shape).
+    #[arg(long = "dynamic-dims", value_name = "NAME:D,..;..")]
+    pub dynamic_dims: Option<String>,
+    /// What `run` may zero-pad up to a gear: batch (default; dim 0 of batch gears) or
+    /// spatial (any gear dim; ops over a padded axis see the zeros).
+    #[arg(long = "gear-pad", default_value = "batch")]
+    pub gear_pad: String,
     /// NAME=FILE.npy fixes a graph input's value at compile time (a shape tensor fed as an
     /// input: axes, pads, sizes…); the compiled model no longer takes that input.
     #[arg(long = "input-value", value_name = "NAME=FILE")]

@@ -93,6 +93,14 @@ pub enum Error {
     },
     /// The model runs a kernel the device was not built with (its kernel set lacks it).
     MissingKernel { kernel: KernelId },
+    /// No gear of the model takes these inputs (or gear `given` does not exist): `what`
+    /// says why, for input `input`'s dim `dim` of size `given`.
+    Gear {
+        what: &'static str,
+        input: usize,
+        dim: usize,
+        given: usize,
+    },
 }
 
 #[cfg(feature = "std")]
@@ -142,6 +150,12 @@ impl fmt::Display for Error {
                 f,
                 "the model needs {needed} bytes of {what}, over the limit of {limit} bytes"
             ),
+            Error::Gear {
+                what,
+                input,
+                dim,
+                given,
+            } => write!(f, "gears: input {input}, dim {dim} = {given}: {what}"),
             Error::MissingKernel { kernel } => write!(
                 f,
                 "the model needs kernel {kernel}, which this device's kernel set lacks; give \

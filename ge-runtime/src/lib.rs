@@ -21,6 +21,8 @@ extern crate std;
 mod crc;
 mod error;
 pub mod format;
+#[cfg(feature = "gears")]
+mod gears;
 mod memory;
 mod model;
 #[cfg(feature = "std")]

@@ -5,6 +5,8 @@
 use bytemuck::Pod;
 
 use crate::error::Error;
+#[cfg(feature = "gears")]
+use crate::format::GearDesc;
 use crate::format::{
     ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, Location, MAGIC, MAX_RANK,
     MAX_TASK_IO, MIN_FORMAT_VERSION, Meta, NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape,
@@ -39,26 +41,44 @@ impl Default for Limits {
     }
 }
 
-fn bad(what: &'static str, index: u64) -> Error {
+pub(crate) fn bad(what: &'static str, index: u64) -> Error {
     Error::Malformed { what, index }
 }
 
 /// A validated model, borrowing the blob.
 #[derive(Clone, Copy, Debug)]
 pub struct Model<'a> {
-    meta: Meta,
-    strings: &'a [u8],
-    io: &'a [IoDesc],
-    tensors: &'a [TensorDesc],
-    tasks: &'a [TaskDesc],
-    task_io: &'a [u32],
-    params: &'a [u8],
-    weights: &'a [u8],
-    events: &'a [EventDesc],
+    pub(crate) meta: Meta,
+    pub(crate) strings: &'a [u8],
+    pub(crate) io: &'a [IoDesc],
+    pub(crate) tensors: &'a [TensorDesc],
+    pub(crate) tasks: &'a [TaskDesc],
+    pub(crate) task_io: &'a [u32],
+    pub(crate) params: &'a [u8],
+    pub(crate) weights: &'a [u8],
+    pub(crate) events: &'a [EventDesc],
     /// The `kernels` section, when the blob has one.
-    kernels: Option<&'a [KernelId]>,
+    pub(crate) kernels: Option<&'a [KernelId]>,
     /// The header's format version.
-    version: u32,
+    pub(crate) version: u32,
+    /// The gear table (empty in single-shape blobs and in a gear's own view).
+    #[cfg(feature = "gears")]
+    pub(crate) gears: &'a [GearDesc],
+    /// The whole tables every gear's view slices (this model's own tables when it has no
+    /// gears).
+    #[cfg(feature = "gears")]
+    pub(crate) all: Tables<'a>,
+}
+
+/// The tables a gear slices.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "gears"), allow(dead_code))]
+pub(crate) struct Tables<'a> {
+    pub io: &'a [IoDesc],
+    pub tensors: &'a [TensorDesc],
+    pub tasks: &'a [TaskDesc],
+    pub task_io: &'a [u32],
+    pub events: &'a [EventDesc],
 }
 
 /// A model input or output as seen by callers.
@@ -185,24 +205,35 @@ impl<'a> Model<'a> {
         if meta_bytes.len() != core::mem::size_of::<Meta>() {
             return Err(bad("meta section has the wrong size", 0));
         }
-        let model = Model {
-            meta: bytemuck::pod_read_unaligned(meta_bytes),
-            strings: get(SectionKind::Strings)?,
+        let all = Tables {
             io: table(get(SectionKind::Io)?, "io table")?,
             tensors: table(get(SectionKind::Tensors)?, "tensor table")?,
             tasks: table(get(SectionKind::Tasks)?, "task table")?,
             task_io: table(get(SectionKind::TaskIo)?, "task io table")?,
-            params: get(SectionKind::Params)?,
-            weights: get(SectionKind::Weights)?,
             events: match found[SectionKind::Events as usize] {
                 Some(b) => table(b, "event table")?,
                 None => &[],
             },
+        };
+        let model = Model {
+            meta: bytemuck::pod_read_unaligned(meta_bytes),
+            strings: get(SectionKind::Strings)?,
+            io: all.io,
+            tensors: all.tensors,
+            tasks: all.tasks,
+            task_io: all.task_io,
+            params: get(SectionKind::Params)?,
+            weights: get(SectionKind::Weights)?,
+            events: all.events,
             kernels: match found[SectionKind::Kernels as usize] {
                 Some(b) => Some(table(b, "kernel table")?),
                 None => None,
             },
             version: header.version,
+            #[cfg(feature = "gears")]
+            gears: &[],
+            #[cfg(feature = "gears")]
+            all,
         };
         if model.meta.arena_bytes > limits.max_arena_bytes {
             return Err(Error::Limit {
@@ -218,11 +249,22 @@ impl<'a> Model<'a> {
                 limit: limits.max_weight_bytes,
             });
         }
-        model.validate()?;
-        Ok(model)
+        match found[SectionKind::Gears as usize] {
+            None => {
+                model.validate()?;
+                Ok(model)
+            }
+            #[cfg(feature = "gears")]
+            Some(b) => model.with_gears(table(b, "gear table")?),
+            #[cfg(not(feature = "gears"))]
+            Some(_) => Err(bad(
+                "the blob has gears, which need ge-runtime's `gears` feature",
+                0,
+            )),
+        }
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    pub(crate) fn validate(&self) -> Result<(), Error> {
         let m = &self.meta;
         self.str_checked(m.name)?;
         self.str_checked(m.producer)?;

@@ -23,9 +23,9 @@ pub trait Device {
 
 /// A model bound to an arena and a device.
 pub struct Session<'m, 'a, D: Device> {
-    model: &'m Model<'m>,
-    arena: &'a mut [u8],
-    device: D,
+    pub(crate) model: &'m Model<'m>,
+    pub(crate) arena: &'a mut [u8],
+    pub(crate) device: D,
 }
 
 impl<'m, 'a, D: Device> Session<'m, 'a, D> {
@@ -70,9 +70,25 @@ impl<'m, 'a, D: Device> Session<'m, 'a, D> {
     }
 
     /// Runs the model: `inputs[i]` holds input `i`'s bytes (C order, the input's dtype),
-    /// `outputs[i]` receives output `i`. Allocates nothing.
+    /// `outputs[i]` receives output `i`. Allocates nothing. On a model with gears (feature
+    /// `gears`), inputs of a gear's sizes run that gear, and batch gears take any batch up to
+    /// the largest, padded (see `Session::run_shaped`).
     pub fn run(&mut self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<D::Report, Error> {
+        #[cfg(feature = "gears")]
+        if self.model.gear_count() > 0 {
+            return self.run_auto(inputs, outputs);
+        }
         let m = self.model;
+        self.run_on(m, inputs, outputs)
+    }
+
+    /// Runs `m` (this session's model or one of its gears) on exact-size buffers.
+    pub(crate) fn run_on(
+        &mut self,
+        m: &Model<'_>,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<D::Report, Error> {
         if inputs.len() != m.input_count() {
             return Err(Error::IoCount {
                 what: "inputs",

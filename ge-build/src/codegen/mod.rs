@@ -256,6 +256,9 @@ fn options_summary(o: &CompileOptions) -> String {
             t.dims
         );
     }
+    if !o.gears.is_empty() {
+        s += &format!(", gears {:?} (pad {:?})", o.gears, o.gear_pad);
+    }
     if !o.memory_reuse {
         s += ", memory reuse off";
     }

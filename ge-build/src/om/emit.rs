@@ -1,12 +1,15 @@
-//! Lowers a planned IR graph into `.om` tables: one tensor per used value (inputs bound to
+//! Lowers planned IR graphs into `.om` tables: one tensor per used value (inputs bound to
 //! input slots, constants to the weights section, activations and workspaces to planned arena
 //! offsets, aliases inside their root's bytes) and one task per non-elided node in execution
-//! order. O(nodes + values + weight bytes).
+//! order. Several plans of one model (gears) go into one blob, each over its own slices of the
+//! tables, sharing weights (byte-identical constants stored once), params and strings.
+//! O(nodes + values + weight bytes) per gear.
 
 use std::collections::HashMap;
 
 use ge_runtime::format::{
-    DType, EventDesc, IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, TaskDesc, TensorDesc,
+    ALIGN, DType, EventDesc, GearDesc, IoDesc, Location, MAX_RANK, Meta, NO_TENSOR, TaskDesc,
+    TensorDesc,
 };
 
 use super::OmBuilder;
@@ -14,7 +17,8 @@ use crate::error::{CompileError, Result};
 use crate::ir::{Graph, ValueId};
 use crate::plan::{Aliases, Lifetimes, MemoryPlan, Plan};
 
-/// What emission produced besides the blob.
+/// What emission produced besides the blob (for a blob with gears: its largest gear's
+/// figures, and the weights of all).
 #[derive(Clone, Debug)]
 pub struct Emitted {
     pub blob: Vec<u8>,
@@ -22,10 +26,98 @@ pub struct Emitted {
     pub events: usize,
     pub tasks: usize,
     pub weight_bytes: usize,
+    /// Arena bytes past the largest gear's plan where padded inputs are staged (0 without
+    /// gears).
+    pub staging_bytes: u64,
 }
 
 /// Serializes `g` as planned by `plan` (see [`crate::plan::plan`]); decides nothing itself.
 pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
+    emit_gears(&[(g, plan)], None, producer_name)
+}
+
+/// Serializes one plan per gear (smallest first) into one blob with a gears table and
+/// `gear_flags` (`None`: a single-shape blob, `gears` holding one plan). Every gear's tensor,
+/// task and event ids are relative to its own slices; the arena holds the largest gear's
+/// plan and then one staging buffer per input (the largest gear's input, 64-byte aligned).
+pub fn emit_gears(
+    gears: &[(&Graph, &Plan)],
+    gear_flags: Option<u32>,
+    producer_name: &str,
+) -> Result<Emitted> {
+    let (&(g0, _), &(top, top_plan)) = gears
+        .first()
+        .zip(gears.last())
+        .ok_or_else(|| CompileError::Model("internal error: no plan to emit".into()))?;
+    let mut om = OmBuilder::default();
+    let mut weight_of: HashMap<ValueId, u64> = HashMap::new();
+    let mut descs = Vec::with_capacity(gears.len());
+    for &(g, plan) in gears {
+        if g.inputs.len() != g0.inputs.len() || g.outputs.len() != g0.outputs.len() {
+            return Err(CompileError::Model(
+                "internal error: gears differ in their inputs or outputs".into(),
+            ));
+        }
+        // Constants are per gear (shapes fold differently); the content dedup in
+        // `OmBuilder::weights` shares the identical ones.
+        weight_of.clear();
+        descs.push(emit_plan(&mut om, &mut weight_of, g, plan)?);
+    }
+    let plan_bytes = descs.iter().map(|d| d.arena_bytes).max().unwrap_or(0);
+    let staging_bytes = match gear_flags {
+        None => 0,
+        Some(_) => (0..g0.inputs.len())
+            .map(|i| {
+                gears
+                    .iter()
+                    .map(|(g, _)| {
+                        (g.value(g.inputs[i]).bytes() as u64).next_multiple_of(ALIGN as u64)
+                    })
+                    .max()
+                    .unwrap_or(0)
+            })
+            .sum(),
+    };
+    let arena_bytes = match gear_flags {
+        None => plan_bytes,
+        Some(_) => plan_bytes.next_multiple_of(ALIGN as u64) + staging_bytes,
+    };
+    let last = descs.last().copied().unwrap_or_default();
+    let weight_bytes = om.weight_bytes();
+    let stream_count = descs.iter().map(|d| d.stream_count).max().unwrap_or(1);
+    if gear_flags.is_some() {
+        om.gears = descs;
+    }
+    let meta = Meta {
+        name: om.string(&top.name),
+        producer: om.string(producer_name),
+        arena_bytes,
+        input_count: top.inputs.len() as u32,
+        output_count: top.outputs.len() as u32,
+        stream_count,
+        precision: 0,
+        opset: top.opset as u32,
+        gear_flags: gear_flags.unwrap_or(0),
+        reserved: [0; 4],
+    };
+    Ok(Emitted {
+        blob: om.finish(meta),
+        tasks: last.task_count as usize,
+        weight_bytes,
+        streams: top_plan.streams.stream_count,
+        events: last.event_count as usize,
+        staging_bytes,
+    })
+}
+
+/// Appends one plan's tensors, tasks, task I/O, io entries and events to `om`; returns the
+/// slices it took.
+fn emit_plan(
+    om: &mut OmBuilder,
+    weight_of: &mut HashMap<ValueId, u64>,
+    g: &Graph,
+    plan: &Plan,
+) -> Result<GearDesc> {
     let (order, aliases, streams, lt, memory) = (
         plan.order(),
         &plan.aliases,
@@ -33,10 +125,21 @@ pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
         &plan.lifetimes,
         &plan.memory,
     );
+    let start = GearDesc {
+        io_start: om.io.len() as u32,
+        tensor_start: om.tensors.len() as u32,
+        task_start: om.tasks.len() as u32,
+        task_io_start: om.task_io.len() as u32,
+        event_start: om.events.len() as u32,
+        stream_count: streams.stream_count as u32,
+        arena_bytes: memory.arena_bytes as u64,
+        ..GearDesc::default()
+    };
     let mut t = Tables {
-        om: OmBuilder::default(),
+        om,
+        tensor_start: start.tensor_start as usize,
         tensor_of: HashMap::new(),
-        weight_of: HashMap::new(),
+        weight_of,
         g,
         memory,
         lt,
@@ -50,9 +153,9 @@ pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
         if aliases.elided.contains(&n) {
             continue;
         }
-        task_of_step[step] = t.om.tasks.len() as u32;
+        task_of_step[step] = t.om.tasks.len() as u32 - start.task_start;
         let node = &g.g[n];
-        let io_start = t.om.task_io.len() as u32;
+        let io_start = t.om.task_io.len() as u32 - start.task_io_start;
         let mut ids = Vec::with_capacity(node.inputs.len() + node.outputs.len());
         for i in &node.inputs {
             ids.push(match i {
@@ -82,7 +185,7 @@ pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
                     bytes: lt.buffers[b].bytes as u64,
                     name,
                 });
-                (t.om.tensors.len() - 1) as u32
+                t.local_id()
             }
             None => NO_TENSOR,
         };
@@ -126,36 +229,24 @@ pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
             t.om.events.push(EventDesc { record: r, wait: w });
         }
     }
-    let weight_bytes = t.om.weight_bytes();
-    let tasks = t.om.tasks.len();
-    let mut om = t.om;
-    let meta = Meta {
-        name: om.string(&g.name),
-        producer: om.string(producer_name),
-        arena_bytes: memory.arena_bytes as u64,
-        input_count: g.inputs.len() as u32,
-        output_count: g.outputs.len() as u32,
-        stream_count: streams.stream_count as u32,
-        precision: 0,
-        opset: g.opset as u32,
-        reserved: [0; 5],
-    };
-    let events = om.events.len();
-    Ok(Emitted {
-        blob: om.finish(meta),
-        tasks,
-        weight_bytes,
-        streams: streams.stream_count,
-        events,
+    let om = t.om;
+    Ok(GearDesc {
+        tensor_count: om.tensors.len() as u32 - start.tensor_start,
+        task_count: om.tasks.len() as u32 - start.task_start,
+        task_io_count: om.task_io.len() as u32 - start.task_io_start,
+        event_count: om.events.len() as u32 - start.event_start,
+        ..start
     })
 }
 
 /// The tensor table being built, and the value → tensor id map.
 struct Tables<'a> {
-    om: OmBuilder,
+    om: &'a mut OmBuilder,
+    /// The gear's first tensor: ids are relative to it.
+    tensor_start: usize,
     tensor_of: HashMap<ValueId, u32>,
     /// Weight offset of each constant root written so far.
-    weight_of: HashMap<ValueId, u64>,
+    weight_of: &'a mut HashMap<ValueId, u64>,
     g: &'a Graph,
     memory: &'a MemoryPlan,
     lt: &'a Lifetimes,
@@ -163,6 +254,11 @@ struct Tables<'a> {
 }
 
 impl Tables<'_> {
+    /// The id of the tensor pushed last, relative to the gear.
+    fn local_id(&self) -> u32 {
+        (self.om.tensors.len() - 1 - self.tensor_start) as u32
+    }
+
     fn add_tensor(
         &mut self,
         v: ValueId,
@@ -196,7 +292,7 @@ impl Tables<'_> {
             bytes: val.bytes() as u64,
             name,
         });
-        let id = (self.om.tensors.len() - 1) as u32;
+        let id = self.local_id();
         self.tensor_of.insert(v, id);
         Ok(id)
     }

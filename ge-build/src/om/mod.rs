@@ -3,5 +3,5 @@
 mod emit;
 mod writer;
 
-pub use emit::{Emitted, emit};
+pub use emit::{Emitted, emit, emit_gears};
 pub use writer::OmBuilder;

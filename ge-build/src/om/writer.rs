@@ -2,15 +2,24 @@
 //! checksums over the header+table and over the body. The format itself is defined in
 //! `ge_runtime::format`, which this writer only fills in. O(blob size).
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use ge_runtime::format::{
-    ALIGN, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, MAGIC, MIN_FORMAT_VERSION, Meta,
-    OpKind, SectionEntry, SectionKind, StrRef, TaskDesc, TensorDesc,
+    ALIGN, EventDesc, FORMAT_VERSION, GEARS_VERSION, GearDesc, Header, IoDesc, KernelId, MAGIC,
+    MIN_FORMAT_VERSION, Meta, OpKind, SectionEntry, SectionKind, StrRef, TaskDesc, TensorDesc,
 };
 
 /// Tables of a model being written.
 #[derive(Default, Debug)]
 pub struct OmBuilder {
     strings: Vec<u8>,
+    /// Each string written so far (gears repeat every name).
+    string_of: HashMap<String, StrRef>,
+    /// Weight offsets by a hash of their bytes, to store identical constants once.
+    weight_of: HashMap<u64, Vec<(u64, usize)>>,
+    /// One record per gear; empty for a single-shape blob.
+    pub gears: Vec<GearDesc>,
     pub io: Vec<IoDesc>,
     pub tensors: Vec<TensorDesc>,
     pub tasks: Vec<TaskDesc>,
@@ -21,13 +30,17 @@ pub struct OmBuilder {
 }
 
 impl OmBuilder {
-    /// Interns a string (no dedup; names are mostly unique).
+    /// Interns a string (each distinct string once).
     pub fn string(&mut self, s: &str) -> StrRef {
+        if let Some(&r) = self.string_of.get(s) {
+            return r;
+        }
         let r = StrRef {
             offset: self.strings.len() as u32,
             len: s.len() as u32,
         };
         self.strings.extend_from_slice(s.as_bytes());
+        self.string_of.insert(s.to_string(), r);
         r
     }
 
@@ -41,12 +54,25 @@ impl OmBuilder {
         (off, bytes.len() as u32)
     }
 
-    /// Appends weight bytes at a 64-byte aligned offset and returns it.
+    /// Appends weight bytes at a 64-byte aligned offset and returns it; bytes identical to
+    /// some already written (the same constant in another gear) are not written again, and
+    /// their offset is returned. O(len) expected.
     pub fn weights(&mut self, bytes: &[u8]) -> u64 {
+        let mut h = DefaultHasher::new();
+        bytes.hash(&mut h);
+        let same = self.weight_of.entry(h.finish()).or_default();
+        let w = &self.weights;
+        if let Some(&(off, _)) = same
+            .iter()
+            .find(|&&(o, n)| n == bytes.len() && &w[o as usize..o as usize + n] == bytes)
+        {
+            return off;
+        }
         let pad = self.weights.len().next_multiple_of(ALIGN);
         self.weights.resize(pad, 0);
         let off = self.weights.len() as u64;
         self.weights.extend_from_slice(bytes);
+        same.push((off, bytes.len()));
         off
     }
 
@@ -57,10 +83,27 @@ impl OmBuilder {
 
     /// The kernels the tasks run, sorted and unique (the `kernels` section).
     fn kernels(&self) -> Vec<KernelId> {
-        let mut k: Vec<KernelId> = self
-            .tasks
+        let whole = GearDesc {
+            tensor_count: self.tensors.len() as u32,
+            task_count: self.tasks.len() as u32,
+            task_io_count: self.task_io.len() as u32,
+            ..GearDesc::default()
+        };
+        let gears = if self.gears.is_empty() {
+            std::slice::from_ref(&whole)
+        } else {
+            &self.gears
+        };
+        let mut k: Vec<KernelId> = gears
             .iter()
-            .filter_map(|t| KernelId::of_task(t, &self.tensors, &self.task_io))
+            .flat_map(|g| {
+                let r = |s: u32, n: u32| s as usize..(s + n) as usize;
+                let tensors = &self.tensors[r(g.tensor_start, g.tensor_count)];
+                let task_io = &self.task_io[r(g.task_io_start, g.task_io_count)];
+                self.tasks[r(g.task_start, g.task_count)]
+                    .iter()
+                    .filter_map(move |t| KernelId::of_task(t, tensors, task_io))
+            })
             .collect();
         k.sort_unstable();
         k.dedup();
@@ -78,8 +121,19 @@ impl OmBuilder {
             .map(OpKind::since_version)
             .max()
             .unwrap_or(1)
+            .max(if self.gears.is_empty() {
+                1
+            } else {
+                GEARS_VERSION
+            })
             .clamp(MIN_FORMAT_VERSION, FORMAT_VERSION);
-        let sections: Vec<(SectionKind, Vec<u8>)> = vec![
+        let gears = (!self.gears.is_empty()).then(|| {
+            (
+                SectionKind::Gears,
+                bytemuck::cast_slice(&self.gears).to_vec(),
+            )
+        });
+        let mut sections: Vec<(SectionKind, Vec<u8>)> = vec![
             (SectionKind::Meta, bytemuck::bytes_of(&meta).to_vec()),
             (SectionKind::Strings, self.strings),
             (SectionKind::Io, bytemuck::cast_slice(&self.io).to_vec()),
@@ -106,6 +160,7 @@ impl OmBuilder {
                 bytemuck::cast_slice(&kernels).to_vec(),
             ),
         ];
+        sections.extend(gears);
         let hl = std::mem::size_of::<Header>();
         let table_len = sections.len() * std::mem::size_of::<SectionEntry>();
         let mut out = vec![0u8; hl + table_len];

@@ -32,6 +32,14 @@ pub struct ImportOptions {
     pub input_values: BTreeMap<String, TensorData>,
     /// Largest tensor (bytes) the graph may hold; `None`: only overflow is refused.
     pub max_tensor_bytes: Option<u64>,
+    /// (input, dim) pairs whose fixed declared value `input_shapes` may change (gear dims
+    /// marked `-1`).
+    pub overrides: std::collections::BTreeSet<(String, usize)>,
+}
+
+/// An input's declared dims (`None`: symbolic), or `None` for a non-tensor input.
+pub fn declared_dims(vi: &ValueInfoProto) -> Option<Vec<Option<usize>>> {
+    declared_type(vi).map(|(_, dims, _)| dims.iter().map(|d| d.map(|v| v as usize)).collect())
 }
 
 /// Checks that a tensor of `shape` fits in memory: the byte size must not overflow and must
@@ -168,6 +176,7 @@ pub fn import_model(
                 for (i, (&given, decl)) in s.iter().zip(&dims).enumerate() {
                     if let Some(d) = decl
                         && *d as usize != given
+                        && !opts.overrides.contains(&(vi.name().to_string(), i))
                     {
                         return Err(CompileError::Input {
                             input: vi.name().into(),

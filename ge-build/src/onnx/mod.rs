@@ -16,5 +16,5 @@ mod sequence;
 mod values;
 
 pub use ctx::{Imported, InputInfo, NodeCtx};
-pub use import::{ImportOptions, decode_model, default_opset, import_model};
+pub use import::{ImportOptions, declared_dims, decode_model, default_opset, import_model};
 pub use ops::{broadcast_shapes, is_float, registry, supported, table};

@@ -73,6 +73,9 @@ pub(super) fn inspect(path: &Path, list_tasks: bool) -> Res {
             );
         }
     }
+    if model.gear_count() > 0 {
+        gears(&mut out, &model)?;
+    }
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
     for t in model.tasks() {
         *counts.entry(model.task_op(t).name()).or_default() += 1;
@@ -135,6 +138,44 @@ pub(super) fn inspect(path: &Path, list_tasks: bool) -> Res {
         for e in model.events() {
             let _ = writeln!(out, "event: task {} → task {}", e.record, e.wait);
         }
+    }
+    Ok(())
+}
+
+/// One line per gear: input and output shapes, the gear's arena, tasks and simulated time
+/// (the cost model on the default device).
+fn gears(out: &mut impl Write, model: &Model<'_>) -> Res {
+    let m = model.meta();
+    let pad = match m.gear_flags {
+        f if f & ge_runtime::format::GEAR_PAD_ANY != 0 => "any gear dim (zeros at the end)",
+        f if f & ge_runtime::format::GEAR_PAD_BATCH != 0 => "batch (dim 0)",
+        _ => "none (exact gear shapes only)",
+    };
+    let _ = writeln!(
+        out,
+        "gears: {} (run pads: {pad}; arena {} bytes = largest plan + staging)",
+        model.gear_count(),
+        m.arena_bytes
+    );
+    let dev = ge_sim::SimDevice::new(ge_sim::Profile::EDGE);
+    for i in 0..model.gear_count() {
+        let g = model.gear(i).map_err(|e| e.to_string())?;
+        let shapes = |io: Option<ge_runtime::IoInfo<'_>>| io.map(|io| io.shape.dims().to_vec());
+        let ins: Vec<_> = (0..g.input_count())
+            .filter_map(|k| shapes(g.input(k)))
+            .collect();
+        let outs: Vec<_> = (0..g.output_count())
+            .filter_map(|k| shapes(g.output(k)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  gear {i}: in {ins:?} out {outs:?}  arena {} bytes  tasks {}  streams {}  sim {:.1} µs ({})",
+            g.arena_bytes(),
+            g.tasks().len(),
+            g.stream_count(),
+            dev.predict(&g).time_ns as f64 / 1000.0,
+            ge_sim::Profile::EDGE.name
+        );
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use ge_build::check::Tolerance;
-use ge_build::{CompileOptions, parse_input_shape};
+use ge_build::{CompileOptions, GearSpec, parse_input_shape_gears};
 use ge_runtime::AlignedBlob;
 
 use crate::cli::{Cli, Command, CompileFlags};
@@ -112,10 +112,30 @@ pub fn host_isa() -> Res<ge_sim::kernels::isa::Isa> {
 
 fn options(flags: &CompileFlags) -> Res<CompileOptions> {
     let mut o = CompileOptions::default();
+    let err = |e: ge_build::CompileError| e.to_string();
     for s in &flags.input_shapes {
-        let (name, dims) = parse_input_shape(s).map_err(|e| e.to_string())?;
-        o.input_shapes.insert(name, dims);
+        let (name, dims) = parse_input_shape_gears(s).map_err(err)?;
+        if let Some(fixed) = dims.iter().copied().collect::<Option<Vec<_>>>() {
+            o.input_shapes.insert(name, fixed);
+        } else {
+            o.gear_inputs.insert(name, dims);
+        }
     }
+    for (spec, parse) in [
+        (&flags.dynamic_batch, GearSpec::parse_batch as fn(&str) -> _),
+        (&flags.dynamic_image_size, GearSpec::parse_image_size),
+        (&flags.dynamic_dims, GearSpec::parse_dims),
+    ] {
+        if let Some(spec) = spec {
+            ge_build::gears::set_gears(&mut o.gears, parse(spec).map_err(err)?).map_err(err)?;
+        }
+    }
+    if !o.gear_inputs.is_empty() && o.gears.is_empty() {
+        return Err("--input-shape with -1 dims needs gears (--dynamic-batch, \
+                    --dynamic-image-size or --dynamic-dims)"
+            .into());
+    }
+    o.gear_pad = flags.gear_pad.parse().map_err(err)?;
     o.unsafe_linear_memory_plan = flags.unsafe_linear_memory_plan;
     if let Some(n) = flags.streams {
         if n == 0 {
@@ -179,6 +199,12 @@ fn compile(model: &Path, output: &Path, flags: &CompileFlags, report: Option<&Pa
         r.memory.lower_bound_bytes,
         r.compile_millis.total
     );
+    for (i, g) in r.gears.iter().enumerate() {
+        eprintln!(
+            "  gear {i}: {:?} → {:?}: arena {} B, {} tasks, sim {:.1} µs",
+            g.inputs, g.outputs, g.arena_bytes, g.tasks, g.sim.time_us
+        );
+    }
     Ok(())
 }
 

@@ -16,7 +16,12 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 ///
 /// - 1: the original format.
 /// - 2: `Recurrent` tasks (whole RNN / GRU / LSTM layers).
-pub const FORMAT_VERSION: u32 = 2;
+/// - 3: gears (a [`SectionKind::Gears`] table: several static shapes in one blob).
+pub const FORMAT_VERSION: u32 = 3;
+/// The first format version that may hold a gears section.
+pub const GEARS_VERSION: u32 = 3;
+/// Most gears one blob may hold (atc's limit).
+pub const MAX_GEARS: usize = 100;
 /// The oldest format version this crate reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// Alignment of the weights section and of every arena offset.
@@ -57,11 +62,13 @@ pub enum SectionKind {
     Events = 9,
     /// The kernels the tasks need ([`crate::format::KernelId`], sorted, unique); optional.
     Kernels = 10,
+    /// One [`GearDesc`] per gear (format version 3); absent in single-shape blobs.
+    Gears = 11,
 }
 
 impl SectionKind {
     /// All kinds, in file order.
-    pub const ALL: [SectionKind; 10] = [
+    pub const ALL: [SectionKind; 11] = [
         SectionKind::Meta,
         SectionKind::Strings,
         SectionKind::Io,
@@ -72,6 +79,7 @@ impl SectionKind {
         SectionKind::Weights,
         SectionKind::Events,
         SectionKind::Kernels,
+        SectionKind::Gears,
     ];
 
     /// Section name for messages and `ge inspect`.
@@ -87,6 +95,7 @@ impl SectionKind {
             SectionKind::Weights => "weights",
             SectionKind::Events => "events",
             SectionKind::Kernels => "kernels",
+            SectionKind::Gears => "gears",
         }
     }
 }
@@ -123,7 +132,39 @@ pub struct Meta {
     /// 0 = fp32, 1 = fp16, 2 = allow_fp32_to_fp16.
     pub precision: u32,
     pub opset: u32,
-    pub reserved: [u32; 5],
+    /// [`GEAR_PAD_BATCH`] / [`GEAR_PAD_ANY`]: which dims `Session::run` may zero-pad up to
+    /// a gear's (0 in single-shape blobs, which were written with zeros here).
+    pub gear_flags: u32,
+    pub reserved: [u32; 4],
+}
+
+/// `Meta::gear_flags`: inputs may be zero-padded along dim 0 (the batch of `--dynamic-batch`).
+pub const GEAR_PAD_BATCH: u32 = 1;
+/// `Meta::gear_flags`: any gear dim may be zero-padded at its end (`--gear-pad spatial`: the
+/// user accepts that ops over a padded axis, e.g. Softmax, see the zeros).
+pub const GEAR_PAD_ANY: u32 = 2;
+
+/// One gear of a blob with several static shapes: its slices of the io, tensor, task,
+/// task-I/O and event tables. Ids inside a gear (task I/O, io entries, workspaces, events,
+/// `io_start`) are relative to the gear's slices, so a gear reads as a whole single-shape
+/// model; params, weights and strings are shared by all gears. Gears are stored smallest
+/// first (by input elements).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq, Eq)]
+pub struct GearDesc {
+    /// First io entry (each gear has `input_count + output_count`).
+    pub io_start: u32,
+    pub tensor_start: u32,
+    pub tensor_count: u32,
+    pub task_start: u32,
+    pub task_count: u32,
+    pub task_io_start: u32,
+    pub task_io_count: u32,
+    pub event_start: u32,
+    pub event_count: u32,
+    pub stream_count: u32,
+    /// The gear's own activation plan; every gear's plan starts at arena offset 0.
+    pub arena_bytes: u64,
 }
 
 /// A model input or output.
