@@ -1,13 +1,15 @@
 //! The compile pipeline: parse → import (typed IR, shapes, constant folding of shape logic)
 //! → passes → plan → emit `.om`, with a report of every stage.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 
 use crate::error::{CompileError, Result};
 use crate::ir::Graph;
 use crate::onnx::{ImportOptions, decode_model, import_model};
-use crate::options::{CompileOptions, Precision};
+use crate::options::CompileOptions;
+use crate::passes::precision::PrecisionConfig;
 use crate::report::{MemoryStat, Report, SimStat};
 
 /// A compiled model.
@@ -42,13 +44,17 @@ pub fn compile_bytes(
     opts: &CompileOptions,
 ) -> Result<Compiled> {
     let start = Instant::now();
-    if opts.precision != Precision::Fp32 {
-        return Err(CompileError::Option(
-            "only --precision fp32 is implemented so far".into(),
-        ));
-    }
     let t = Instant::now();
     let model = decode_model(bytes)?;
+    let precision = {
+        let names: BTreeSet<&str> = model
+            .graph
+            .iter()
+            .flat_map(|g| g.node.iter().map(|n| n.name()))
+            .filter(|n| !n.is_empty())
+            .collect();
+        PrecisionConfig::from_options(opts, &names)?
+    };
     let parse = ms(t);
     let t = Instant::now();
     let nodes_before = model.graph.as_ref().map_or(0, |g| g.node.len());
@@ -72,11 +78,26 @@ pub fn compile_bytes(
     let import = ms(t);
     let t = Instant::now();
     let mut graph = graph;
+    precision.mark_kept(&mut graph);
     let switch = match &opts.fusion_switch {
         Some(p) => crate::passes::FusionSwitch::load(p, &crate::passes::fusion_pattern_names())?,
         None => crate::passes::FusionSwitch::default(),
     };
-    let passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch, &opts.device)?;
+    let mut passes = crate::passes::run_passes(&mut graph, opts.opt_level, &switch, &opts.device)?;
+    let t_precision = Instant::now();
+    let precision_stat = crate::passes::precision::lower(&mut graph, &precision)?;
+    if crate::ir::verify::verify_each_pass() {
+        graph.verify().map_err(|e| {
+            CompileError::Model(format!(
+                "internal error: pass 'precision' broke the IR: {e}"
+            ))
+        })?;
+    }
+    passes.push(crate::report::PassStat {
+        name: "precision".into(),
+        changed: precision_stat.lowered_nodes + precision_stat.casts > 0,
+        millis: ms(t_precision),
+    });
     let passes_ms = ms(t);
     let t = Instant::now();
     let plan = crate::plan::plan(
@@ -141,6 +162,7 @@ pub fn compile_bytes(
         },
         sim,
         blob_bytes: emitted.blob.len(),
+        precision: precision_stat,
     };
     Ok(Compiled {
         blob: emitted.blob,

@@ -7,6 +7,7 @@
 //! helper are thin layers over it.
 #![forbid(unsafe_code)]
 
+pub mod accuracy;
 mod builder;
 pub mod check;
 pub mod codegen;
@@ -20,11 +21,12 @@ pub mod passes;
 pub mod plan;
 pub mod report;
 pub mod run;
+mod suggest;
 pub mod tensor;
 pub mod viz;
 
 pub use builder::{BuildError, Builder, BuiltModel};
 pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
 pub use error::{CompileError, Result};
-pub use options::{CompileOptions, Limits, OptLevel, Precision, parse_input_shape};
+pub use options::{CompileOptions, Limits, LowerPolicy, OptLevel, Precision, parse_input_shape};
 pub use report::Report;

@@ -47,6 +47,24 @@ pub struct SimStat {
     pub vector_ops: u64,
 }
 
+/// What the precision pass did (`--precision`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PrecisionStat {
+    pub mode: String,
+    /// Nodes running in the reduced dtype (or reading it, under `cube_fp16in_fp32out`).
+    pub lowered_nodes: usize,
+    /// Nodes a keep-dtype entry kept in their original dtype.
+    pub kept_nodes: usize,
+    /// Cast tasks the pass added.
+    pub casts: usize,
+    /// Constants stored in the reduced dtype (read by kernels that take halves).
+    pub converted_weights: usize,
+    /// Constants rounded to the reduced dtype but stored in f32 (read by f32 kernels).
+    pub rounded_weights: usize,
+    /// Weight values beyond fp16's range, clamped to ±65504.
+    pub clamped_values: u64,
+}
+
 /// The whole report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
@@ -64,4 +82,5 @@ pub struct Report {
     pub compile_millis: CompileMillis,
     pub sim: SimStat,
     pub blob_bytes: usize,
+    pub precision: PrecisionStat,
 }
