@@ -293,15 +293,16 @@ impl Builder {
             options.input_values.insert(name.clone(), t);
             rerun.push(file);
         }
-        for file in [
+        for f in [
             &mut options.fusion_switch,
             &mut options.keep_dtype,
             &mut options.modify_mixlist,
-        ] {
-            if let Some(f) = file {
-                *f = base.join(&*f);
-                rerun.push(f.clone());
-            }
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *f = base.join(&*f);
+            rerun.push(f.clone());
         }
         std::fs::create_dir_all(&out_dir).map_err(|e| {
             err(
