@@ -204,6 +204,20 @@ impl Builder {
         self
     }
 
+    /// `--keep-dtype FILE`: nodes or op types kept in their original dtype (relative to
+    /// `CARGO_MANIFEST_DIR`).
+    pub fn keep_dtype(mut self, path: impl AsRef<Path>) -> Self {
+        self.options.keep_dtype = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// `--modify-mixlist FILE.json`: edits to the mixed-precision op lists (relative to
+    /// `CARGO_MANIFEST_DIR`).
+    pub fn modify_mixlist(mut self, path: impl AsRef<Path>) -> Self {
+        self.options.modify_mixlist = Some(path.as_ref().to_path_buf());
+        self
+    }
+
     /// `--device`: `edge`, `datacenter`, `tiny`, or a JSON profile file (relative to
     /// `CARGO_MANIFEST_DIR`).
     pub fn device(mut self, device: &str) -> Self {
@@ -334,10 +348,16 @@ impl Builder {
             options.input_values.insert(name.clone(), t);
             rerun.push(file);
         }
-        if let Some(f) = &options.fusion_switch {
-            let f = base.join(f);
+        for f in [
+            &mut options.fusion_switch,
+            &mut options.keep_dtype,
+            &mut options.modify_mixlist,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *f = base.join(&*f);
             rerun.push(f.clone());
-            options.fusion_switch = Some(f);
         }
         std::fs::create_dir_all(&out_dir).map_err(|e| {
             err(

@@ -8,7 +8,8 @@ use std::time::Instant;
 use crate::error::{CompileError, Result};
 use crate::ir::Graph;
 use crate::onnx::{ImportOptions, decode_model, import_model};
-use crate::options::{CompileOptions, Precision};
+use crate::options::CompileOptions;
+use crate::passes::precision::PrecisionConfig;
 use crate::report::{GearStat, MemoryStat, Report, SimStat};
 
 /// A compiled model.
@@ -45,13 +46,17 @@ pub fn compile_bytes(
     opts: &CompileOptions,
 ) -> Result<Compiled> {
     let start = Instant::now();
-    if opts.precision != Precision::Fp32 {
-        return Err(CompileError::Option(
-            "only --precision fp32 is implemented so far".into(),
-        ));
-    }
     let t = Instant::now();
     let model = decode_model(bytes)?;
+    let precision = {
+        let names: BTreeSet<&str> = model
+            .graph
+            .iter()
+            .flat_map(|g| g.node.iter().map(|n| n.name()))
+            .filter(|n| !n.is_empty())
+            .collect();
+        PrecisionConfig::from_options(opts, &names)?
+    };
     let parse = ms(t);
     let nodes_before = model.graph.as_ref().map_or(0, |g| g.node.len());
     let all_nodes = model.graph.as_ref().map_or(0, count_nodes);
@@ -78,7 +83,7 @@ pub fn compile_bytes(
     let gears = !opts.gears.is_empty();
     let mut stages = Vec::with_capacity(gear_shapes.len());
     for (k, shapes) in gear_shapes.iter().enumerate() {
-        let s = optimize(&model, model_dir, opts, &switch, shapes, &overrides);
+        let s = optimize(&model, model_dir, opts, &switch, &precision, shapes, &overrides);
         stages.push(s.map_err(|e| if gears { gear_error(k, shapes, e) } else { e })?);
     }
     let t = Instant::now();
@@ -160,6 +165,7 @@ pub fn compile_bytes(
         sim: sims.into_iter().last().unwrap_or_default(),
         blob_bytes: emitted.blob.len(),
         gears: gear_stats,
+        precision: top.precision,
     };
     Ok(Compiled {
         blob: emitted.blob,
@@ -173,6 +179,7 @@ struct Stage {
     graph: Graph,
     plan: crate::plan::Plan,
     passes: Vec<crate::report::PassStat>,
+    precision: crate::report::PrecisionStat,
     import_ms: f64,
     passes_ms: f64,
     plan_ms: f64,
@@ -184,6 +191,7 @@ fn optimize(
     model_dir: Option<&Path>,
     opts: &CompileOptions,
     switch: &crate::passes::FusionSwitch,
+    precision: &PrecisionConfig,
     input_shapes: &BTreeMap<String, Vec<usize>>,
     overrides: &BTreeSet<(String, usize)>,
 ) -> Result<Stage> {
@@ -200,7 +208,22 @@ fn optimize(
     )?;
     let import_ms = ms(t);
     let t = Instant::now();
-    let passes = crate::passes::run_passes(&mut graph, opts.opt_level, switch, &opts.device)?;
+    precision.mark_kept(&mut graph);
+    let mut passes = crate::passes::run_passes(&mut graph, opts.opt_level, switch, &opts.device)?;
+    let t_precision = Instant::now();
+    let precision_stat = crate::passes::precision::lower(&mut graph, precision)?;
+    if crate::ir::verify::verify_each_pass() {
+        graph.verify().map_err(|e| {
+            CompileError::Model(format!(
+                "internal error: pass 'precision' broke the IR: {e}"
+            ))
+        })?;
+    }
+    passes.push(crate::report::PassStat {
+        name: "precision".into(),
+        changed: precision_stat.lowered_nodes + precision_stat.casts > 0,
+        millis: ms(t_precision),
+    });
     let passes_ms = ms(t);
     let t = Instant::now();
     let plan = crate::plan::plan(
@@ -217,6 +240,7 @@ fn optimize(
         graph,
         plan,
         passes,
+        precision: precision_stat,
         import_ms,
         passes_ms,
         plan_ms: ms(t),

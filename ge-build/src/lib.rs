@@ -7,6 +7,7 @@
 //! helper are thin layers over it.
 #![forbid(unsafe_code)]
 
+pub mod accuracy;
 mod builder;
 pub mod check;
 pub mod codegen;
@@ -21,6 +22,7 @@ pub mod passes;
 pub mod plan;
 pub mod report;
 pub mod run;
+mod suggest;
 pub mod tensor;
 pub mod viz;
 
@@ -29,6 +31,7 @@ pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
 pub use error::{CompileError, Result};
 pub use gears::{GearPad, GearSpec};
 pub use options::{
-    CompileOptions, Limits, OptLevel, Precision, parse_input_shape, parse_input_shape_gears,
+    CompileOptions, Limits, LowerPolicy, OptLevel, Precision, parse_input_shape,
+    parse_input_shape_gears,
 };
 pub use report::Report;

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use ge_runtime::format::DType;
 use ge_sim::Profile;
 
 use crate::error::{CompileError, Result};
@@ -32,26 +33,116 @@ impl std::str::FromStr for OptLevel {
     }
 }
 
-/// Numeric precision of compute.
+/// Numeric precision of compute (`--precision`, atc's `precision_mode`). The default is
+/// fp32-exact; the others trade accuracy for half the bytes (see docs/PRECISION.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Precision {
+    /// Everything in fp32 (`fp32` is an alias).
     #[default]
-    Fp32,
-    Fp16,
+    ForceFp32,
+    /// Cube ops (Conv, ConvTranspose, Gemm, MatMul, Attention) read fp16, write fp32.
+    CubeFp16InFp32Out,
+    /// The model's own dtypes: fp16/bf16 models run in their dtype, fp32 ones in fp32.
+    MustKeepOriginDtype,
+    /// Cube ops in fp16 (fp32 accumulation); vector ops stay fp32.
     AllowFp32ToFp16,
+    /// Every float op in fp16.
+    ForceFp16,
+    /// fp16 by the white/black/gray op lists.
+    AllowMixPrecision,
+    /// [`Precision::AllowFp32ToFp16`] with bf16.
+    AllowFp32ToBf16,
+    /// [`Precision::ForceFp16`] with bf16.
+    ForceBf16,
+    /// [`Precision::AllowMixPrecision`] with bf16.
+    AllowMixPrecisionBf16,
+}
+
+/// Which nodes a mode lowers, independent of the low dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LowerPolicy {
+    /// None.
+    Nothing,
+    /// Cube ops' inputs only (their outputs stay fp32).
+    CubeInputs,
+    /// Cube ops.
+    Cube,
+    /// Every float op.
+    All,
+    /// By the white/black/gray lists.
+    Lists,
+}
+
+impl Precision {
+    /// Every mode, by its `--precision` name.
+    pub const ALL: [(&'static str, Precision); 9] = [
+        ("force_fp32", Precision::ForceFp32),
+        ("cube_fp16in_fp32out", Precision::CubeFp16InFp32Out),
+        ("must_keep_origin_dtype", Precision::MustKeepOriginDtype),
+        ("allow_fp32_to_fp16", Precision::AllowFp32ToFp16),
+        ("force_fp16", Precision::ForceFp16),
+        ("allow_mix_precision", Precision::AllowMixPrecision),
+        ("allow_fp32_to_bf16", Precision::AllowFp32ToBf16),
+        ("force_bf16", Precision::ForceBf16),
+        ("allow_mix_precision_bf16", Precision::AllowMixPrecisionBf16),
+    ];
+
+    /// Other spellings: our old `fp32`, atc's `allow_mix_precision_fp16`.
+    const ALIASES: [(&'static str, Precision); 2] = [
+        ("fp32", Precision::ForceFp32),
+        ("allow_mix_precision_fp16", Precision::AllowMixPrecision),
+    ];
+
+    /// The `--precision` name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map_or("force_fp32", |(n, _)| n)
+    }
+
+    /// The reduced dtype this mode stores lowered values in (`None`: nothing is lowered).
+    pub fn low_dtype(self) -> Option<DType> {
+        match self {
+            Precision::ForceFp32 | Precision::MustKeepOriginDtype => None,
+            Precision::CubeFp16InFp32Out
+            | Precision::AllowFp32ToFp16
+            | Precision::ForceFp16
+            | Precision::AllowMixPrecision => Some(DType::F16),
+            Precision::AllowFp32ToBf16
+            | Precision::ForceBf16
+            | Precision::AllowMixPrecisionBf16 => Some(DType::Bf16),
+        }
+    }
+
+    /// Which nodes the mode lowers.
+    pub fn policy(self) -> LowerPolicy {
+        match self {
+            Precision::ForceFp32 | Precision::MustKeepOriginDtype => LowerPolicy::Nothing,
+            Precision::CubeFp16InFp32Out => LowerPolicy::CubeInputs,
+            Precision::AllowFp32ToFp16 | Precision::AllowFp32ToBf16 => LowerPolicy::Cube,
+            Precision::ForceFp16 | Precision::ForceBf16 => LowerPolicy::All,
+            Precision::AllowMixPrecision | Precision::AllowMixPrecisionBf16 => LowerPolicy::Lists,
+        }
+    }
 }
 
 impl std::str::FromStr for Precision {
     type Err = CompileError;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "fp32" => Ok(Precision::Fp32),
-            "fp16" => Ok(Precision::Fp16),
-            "allow_fp32_to_fp16" => Ok(Precision::AllowFp32ToFp16),
-            _ => Err(CompileError::Option(format!(
-                "precision '{s}' is not fp32, fp16 or allow_fp32_to_fp16"
-            ))),
+        if let Some((_, p)) = Self::ALL
+            .iter()
+            .chain(&Self::ALIASES)
+            .find(|(n, _)| *n == s)
+        {
+            return Ok(*p);
         }
+        let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+        Err(CompileError::Option(format!(
+            "precision '{s}' is not a mode{} (modes: {})",
+            crate::suggest::did_you_mean(s, names.iter().copied()),
+            names.join(", ")
+        )))
     }
 }
 
@@ -62,6 +153,13 @@ pub struct CompileOptions {
     pub input_shapes: BTreeMap<String, Vec<usize>>,
     pub opt_level: OptLevel,
     pub precision: Precision,
+    /// Nodes (by ONNX node name) or op types kept in their original dtype (`--keep-dtype`).
+    pub keep_dtype: Option<PathBuf>,
+    /// Changes to the mixed-precision op lists (`--modify-mixlist FILE.json`).
+    pub modify_mixlist: Option<PathBuf>,
+    /// Graph inputs and outputs in this reduced dtype instead of the model's
+    /// (`--io-dtype fp16|bf16`); it must be the precision mode's.
+    pub io_dtype: Option<DType>,
     /// Device the model is planned for (and the report's simulated figures use).
     pub device: Profile,
     /// `false` gives the naive memory plan (`--memory-reuse off`).
@@ -94,7 +192,10 @@ impl Default for CompileOptions {
         CompileOptions {
             input_shapes: BTreeMap::new(),
             opt_level: OptLevel::O2,
-            precision: Precision::Fp32,
+            precision: Precision::ForceFp32,
+            keep_dtype: None,
+            modify_mixlist: None,
+            io_dtype: None,
             device: Profile::EDGE,
             memory_reuse: true,
             fusion_switch: None,

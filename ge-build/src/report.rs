@@ -50,6 +50,24 @@ pub struct SimStat {
     pub vector_ops: u64,
 }
 
+/// What the precision pass did (`--precision`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PrecisionStat {
+    pub mode: String,
+    /// Nodes running in the reduced dtype (or reading it, under `cube_fp16in_fp32out`).
+    pub lowered_nodes: usize,
+    /// Nodes a keep-dtype entry kept in their original dtype.
+    pub kept_nodes: usize,
+    /// Cast tasks the pass added.
+    pub casts: usize,
+    /// Constants stored in the reduced dtype (read by kernels that take halves).
+    pub converted_weights: usize,
+    /// Constants rounded to the reduced dtype but stored in f32 (read by f32 kernels).
+    pub rounded_weights: usize,
+    /// Weight values beyond fp16's range, clamped to ±65504.
+    pub clamped_values: u64,
+}
+
 /// The whole report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
@@ -70,6 +88,7 @@ pub struct Report {
     /// One entry per gear, smallest first (empty without gears); the fields above describe
     /// the largest gear.
     pub gears: Vec<GearStat>,
+    pub precision: PrecisionStat,
 }
 
 /// One gear of a multi-shape blob.

@@ -27,6 +27,13 @@ pub enum Command {
         /// Write the compile report (JSON) here.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Run the fp32 and the --precision compile on the same inputs and write per-output
+        /// errors, cosine similarity and top-1 agreement (JSON) here.
+        #[arg(long = "accuracy-report", value_name = "FILE.json")]
+        accuracy_report: Option<PathBuf>,
+        /// Inputs for --accuracy-report: DIR/<input name>.npy (default: seeded random).
+        #[arg(long, value_name = "DIR", requires = "accuracy_report")]
+        calib: Option<PathBuf>,
     },
     /// Run an .om blob on the simulated device.
     Run {
@@ -151,8 +158,23 @@ pub struct CompileFlags {
     pub input_values: Vec<String>,
     #[arg(long = "opt-level", default_value = "O2")]
     pub opt_level: String,
-    #[arg(long, default_value = "fp32")]
+    /// force_fp32 (default; fp32 is an alias), cube_fp16in_fp32out, must_keep_origin_dtype,
+    /// allow_fp32_to_fp16, force_fp16, allow_mix_precision, allow_fp32_to_bf16, force_bf16,
+    /// allow_mix_precision_bf16.
+    #[arg(long, default_value = "force_fp32")]
     pub precision: String,
+    /// Node names or op types kept in their original dtype, one per line (`OpName:NAME`,
+    /// `OpType:TYPE`, or a bare name).
+    #[arg(long = "keep-dtype", value_name = "FILE")]
+    pub keep_dtype: Option<PathBuf>,
+    /// Edits to the mixed-precision op lists:
+    /// {"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ..., "gray-list": ...}.
+    #[arg(long = "modify-mixlist", value_name = "FILE.json")]
+    pub modify_mixlist: Option<PathBuf>,
+    /// model (default): inputs and outputs in the model's dtypes; fp16 or bf16: in the
+    /// precision mode's reduced dtype.
+    #[arg(long = "io-dtype", default_value = "model")]
+    pub io_dtype: String,
     #[command(flatten)]
     pub device: DeviceFlags,
     #[arg(long = "fusion-switch")]

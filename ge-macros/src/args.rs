@@ -3,7 +3,7 @@
 //! ```text
 //! ge_model!( [VIS] [Name =] "path.onnx" (, OPTION)* [,] )
 //! OPTION := opt_level = 0..3 | "O2" | O2
-//!         | precision = "fp32" | fp32
+//!         | precision = "force_fp32" | "allow_mix_precision" | force_fp16 | …
 //!         | device = "edge" | edge | "profile.json"
 //!         | cores = N
 //!         | host_dispatch = true | false

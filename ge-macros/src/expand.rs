@@ -107,7 +107,10 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
             }
             "precision" => {
                 let v = value(o);
-                let t = text(o, "\"fp32\", \"fp16\" or \"allow_fp32_to_fp16\"")?;
+                let t = text(
+                    o,
+                    "a mode such as \"force_fp32\" or \"allow_mix_precision\"",
+                )?;
                 s.options.precision = t
                     .parse::<Precision>()
                     .map_err(|e| err(v.span(), format!("bad `precision`: {}", reason(e))))?;

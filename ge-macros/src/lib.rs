@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Paths are relative to the invoking crate's `CARGO_MANIFEST_DIR`. Options are the CLI's
-//! compile flags: `opt_level` (0–3 or "O0".."O3"), `precision` ("fp32", …), `device`
+//! compile flags: `opt_level` (0–3 or "O0".."O3"), `precision` ("force_fp32", "allow_mix_precision", …), `device`
 //! ("edge", "datacenter", "tiny" or a profile JSON file), `cores`, `host_dispatch`,
 //! `memory_reuse`, `fusion_switch` (a JSON file), the limits `max_nodes`, `max_tensor_bytes`,
 //! `max_weight_bytes`, `max_arena_bytes` (an integer, or a string with a K/M/G suffix; a
@@ -235,7 +235,7 @@ mod tests {
             (quote!("Cargo.toml"), "not a valid ONNX model"),
             (
                 quote!(#digits, input_shape(x = [1, 1, 8, 8]), precision = fp16),
-                "bad `precision` for",
+                "did you mean 'force_fp16'",
             ),
         ];
         for (call, want) in cases {

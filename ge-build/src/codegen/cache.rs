@@ -133,22 +133,30 @@ fn loaded_object() -> Option<String> {
     None
 }
 
-/// Everything in `opts` that changes the blob, as a stable string (the fusion switch file
-/// by content).
-fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
-    let fusion = match &opts.fusion_switch {
+/// The digest of an option file's content, or `-` for none.
+fn file_digest(path: Option<&Path>) -> Result<String> {
+    match path {
         Some(p) => {
             let bytes = std::fs::read(p).map_err(|e| io_err(p, e))?;
-            hex(&Sha256::digest(&bytes))
+            Ok(hex(&Sha256::digest(&bytes)))
         }
-        None => "-".into(),
-    };
+        None => Ok("-".into()),
+    }
+}
+
+/// Everything in `opts` that changes the blob, as a stable string (the fusion switch and
+/// precision list files by content).
+fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
+    let fusion = file_digest(opts.fusion_switch.as_deref())?;
+    let keep = file_digest(opts.keep_dtype.as_deref())?;
+    let mixlist = file_digest(opts.modify_mixlist.as_deref())?;
     Ok(format!(
-        "inputs={:?};values={:?};opt={:?};precision={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?}",
+        "inputs={:?};values={:?};opt={:?};precision={:?};keep={keep};mixlist={mixlist};io={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?}",
         opts.input_shapes,
         opts.input_values,
         opts.opt_level,
         opts.precision,
+        opts.io_dtype,
         opts.device,
         opts.memory_reuse,
         // A cached blob must not let a model past limits it was not compiled under.
@@ -351,9 +359,12 @@ impl Cache {
             h.update(&data);
         }
         let key = hex(&h.finalize());
-        if let Some(f) = &opts.fusion_switch {
-            deps.push(f.clone());
-        }
+        deps.extend(
+            [&opts.fusion_switch, &opts.keep_dtype, &opts.modify_mixlist]
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
         let mut index_deps = deps.clone();
         index_deps.push(model.clone());
 

@@ -237,11 +237,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
 }
 
 fn options_summary(o: &CompileOptions) -> String {
-    let precision = match o.precision {
-        crate::Precision::Fp32 => "fp32",
-        crate::Precision::Fp16 => "fp16",
-        crate::Precision::AllowFp32ToFp16 => "allow_fp32_to_fp16",
-    };
+    let precision = o.precision.name();
     let mut s = format!(
         "opt level {:?}, precision {precision}, device `{}`",
         o.opt_level, o.device.name
@@ -264,6 +260,15 @@ fn options_summary(o: &CompileOptions) -> String {
     }
     if let Some(f) = &o.fusion_switch {
         s += &format!(", fusion switch {}", f.display());
+    }
+    if let Some(f) = &o.keep_dtype {
+        s += &format!(", keep-dtype list {}", f.display());
+    }
+    if let Some(f) = &o.modify_mixlist {
+        s += &format!(", mixlist changes {}", f.display());
+    }
+    if let Some(d) = o.io_dtype {
+        s += &format!(", inputs and outputs in {}", d.name());
     }
     s
 }

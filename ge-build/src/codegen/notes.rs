@@ -57,6 +57,12 @@ pub fn findings(report: &Report, b: &Bindings) -> Vec<String> {
             m.weight_bytes as f64 / (1 << 20) as f64
         ));
     }
+    if report.precision.clamped_values > 0 {
+        f.push(format!(
+            "{} weight values beyond fp16's range were clamped to ±65504",
+            report.precision.clamped_values
+        ));
+    }
     if b.host_dispatch && report.tasks > 1 {
         f.push(format!(
             "host-dispatched launches: {} launches per run where sink mode needs 1",

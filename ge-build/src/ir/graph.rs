@@ -64,6 +64,9 @@ pub struct Graph {
     pub output_names: Vec<String>,
     /// Default-domain opset the model imports.
     pub opset: i64,
+    /// Nodes `--keep-dtype` names by node name, and the nodes passes fused them into (see
+    /// [`Graph::merge_into`]): the precision pass keeps these in their original dtype.
+    pub kept: std::collections::HashSet<NodeIndex>,
 }
 
 impl Graph {
@@ -109,6 +112,18 @@ impl Graph {
             }
         }
         Some(node)
+    }
+
+    /// Removes `dead`, whose work the fused node `into` now does; `into` inherits `dead`'s
+    /// keep-dtype mark ([`Graph::kept`]), so a fused node stays in the original dtype if any
+    /// of its members was kept. O(degree).
+    pub fn merge_into(&mut self, dead: NodeIndex, into: Option<NodeIndex>) {
+        if self.kept.remove(&dead)
+            && let Some(i) = into
+        {
+            self.kept.insert(i);
+        }
+        self.remove_node(dead);
     }
 
     /// Nodes consuming any output of `n`.

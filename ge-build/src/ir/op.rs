@@ -177,6 +177,35 @@ impl Op {
         }
     }
 
+    /// True for the cube ops (matrix multiplies), which a precision mode may run in fp16
+    /// with fp32 accumulation.
+    pub fn is_cube(&self) -> bool {
+        matches!(
+            self,
+            Op::Conv(_) | Op::ConvTranspose(_) | Op::Gemm(_) | Op::MatMul | Op::Attention(_)
+        )
+    }
+
+    /// True for ops that only move or select elements: exact in any dtype, so the precision
+    /// pass lets them follow their inputs' dtype.
+    pub fn moves_elements(&self) -> bool {
+        matches!(
+            self,
+            Op::Transpose(_)
+                | Op::Slice(_)
+                | Op::Concat(_)
+                | Op::Split(_)
+                | Op::Gather(_)
+                | Op::Pad(_)
+                | Op::Reshape
+                | Op::Expand
+                | Op::Tile
+                | Op::Where
+                | Op::GatherElements(_)
+                | Op::GatherNd(_)
+        )
+    }
+
     /// True for ops whose output is the input's bytes under a new shape.
     pub fn is_reshape(&self) -> bool {
         matches!(self, Op::Reshape)

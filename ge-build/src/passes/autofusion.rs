@@ -190,7 +190,7 @@ impl Pass for AutoFusion {
             taken.extend(chain.iter().copied());
             let label: Vec<String> = chain.iter().map(|&n| g.g[n].op_type.clone()).collect();
             for &n in &chain[..len - 1] {
-                g.remove_node(n);
+                g.merge_into(n, Some(last));
             }
             g.g[last].op = Op::Fused(prog.params);
             g.g[last].op_type = format!("Fused[{}]", label.join("+"));

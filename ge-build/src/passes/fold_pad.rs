@@ -61,7 +61,7 @@ impl Pass for FoldPad {
             let mut ins = g.g[next].inputs.clone();
             ins[0] = Some(x);
             g.set_inputs(next, ins);
-            g.remove_node(pad);
+            g.merge_into(pad, Some(next));
             changed = true;
         }
         Ok(changed)

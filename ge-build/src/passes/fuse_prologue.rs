@@ -82,7 +82,7 @@ impl Pass for FusePrologue {
             new.resize(4, None);
             new.extend([Some(s), Some(t)]);
             let label = format!("{}+{}", g.g[bn].op_type, g.g[conv].op_type);
-            g.remove_node(bn);
+            g.merge_into(bn, Some(conv));
             g.g[conv].op = Op::Conv(cp);
             g.g[conv].op_type = label;
             g.set_inputs(conv, new);

@@ -50,7 +50,7 @@ impl Pass for FuseResidual {
             inputs.resize(3, None);
             inputs.push(Some(residual));
             let label = format!("{}+{}", g.g[conv].op_type, g.g[add].op_type);
-            g.remove_node(conv);
+            g.merge_into(conv, Some(add));
             g.g[add].op = fused;
             g.g[add].op_type = label;
             g.set_inputs(add, inputs);

@@ -71,7 +71,7 @@ impl Pass for MatMulAddToGemm {
             g.g[add].op = Op::Gemm(p);
             g.g[add].op_type = "Gemm".into();
             g.set_inputs(add, vec![Some(a), Some(b), Some(bias)]);
-            g.remove_node(mm);
+            g.merge_into(mm, Some(add));
             changed = true;
         }
         Ok(changed)

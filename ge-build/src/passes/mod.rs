@@ -42,6 +42,7 @@ mod fuse_residual;
 mod fusion_switch;
 mod matmul_add_to_gemm;
 mod pattern;
+pub mod precision;
 mod remove_identities;
 
 use std::time::Instant;

@@ -80,12 +80,14 @@ pub fn out(g: &Graph, n: NodeIndex) -> ValueId {
 }
 
 /// Removes `n`, a node whose output `y` now reads as `x` (its input, whose only reader was
-/// `n`), keeping `users` current. O(users of y).
+/// `n`), keeping `users` current; `x`'s producer inherits `n`'s keep-dtype mark. O(users
+/// of y).
 pub fn bypass(g: &mut Graph, users: &mut Users, n: NodeIndex, y: ValueId, x: ValueId) {
     let u = users.remove(&y).unwrap_or_default();
     g.replace_uses(y, x, &u);
     users.insert(x, u);
-    g.remove_node(n);
+    let into = g.value(x).producer;
+    g.merge_into(n, into);
 }
 
 /// A matched pattern: the nodes it removes, and the node that becomes the fused op.
@@ -148,7 +150,7 @@ pub fn rewrite_each(
             for v in &g.g[d].outputs {
                 users.remove(v);
             }
-            g.remove_node(d);
+            g.merge_into(d, Some(r.last));
         }
         for v in r.inputs.iter().flatten() {
             let us = users.entry(*v).or_default();

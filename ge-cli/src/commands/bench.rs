@@ -52,7 +52,7 @@ pub fn random_input(dtype: DType, dims: &[usize], seed: u64, int_bound: u64) -> 
 /// Exclusive upper bound for the random values of each integer input: the smallest gathered
 /// axis among the Gather/GatherElements tasks that read it as indices (through Cast and
 /// byte-copy tasks), 2 for inputs named like masks, else 4. O(tasks × inputs).
-fn integer_bounds(model: &Model<'_>) -> Vec<u64> {
+pub(super) fn integer_bounds(model: &Model<'_>) -> Vec<u64> {
     use ge_runtime::format::{AxisParams, OpKind};
     let tensors = model.tensors();
     let dim = |t: u32, axis: u32| {

@@ -11,6 +11,7 @@ use ge_runtime::AlignedBlob;
 use crate::cli::{Cli, Command, CompileFlags};
 use crate::profile;
 
+mod accuracy;
 mod bench;
 mod check;
 mod inspect;
@@ -31,7 +32,15 @@ pub fn dispatch(cli: Cli) -> Res {
             output,
             flags,
             report,
-        } => compile(&model, &output, &flags, report.as_deref()),
+            accuracy_report,
+            calib,
+        } => compile(
+            &model,
+            &output,
+            &flags,
+            report.as_deref(),
+            accuracy_report.as_deref().map(|a| (a, calib.as_deref())),
+        ),
         Command::Run {
             om,
             inputs,
@@ -151,6 +160,27 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         .precision
         .parse()
         .map_err(|e: ge_build::CompileError| e.to_string())?;
+    o.io_dtype = match flags.io_dtype.as_str() {
+        "model" => None,
+        "fp16" => Some(ge_runtime::format::DType::F16),
+        "bf16" => Some(ge_runtime::format::DType::Bf16),
+        d => return Err(format!("--io-dtype '{d}' must be model, fp16 or bf16")),
+    };
+    for (flag, file, slot) in [
+        ("--keep-dtype", &flags.keep_dtype, &mut o.keep_dtype),
+        (
+            "--modify-mixlist",
+            &flags.modify_mixlist,
+            &mut o.modify_mixlist,
+        ),
+    ] {
+        if let Some(f) = file {
+            if !f.is_file() {
+                return Err(format!("{flag} {}: no such file", f.display()));
+            }
+            *slot = Some(f.clone());
+        }
+    }
     o.device = profile::resolve(&flags.device.device)?;
     o.memory_reuse = match flags.memory_reuse.as_str() {
         "on" => true,
@@ -178,9 +208,25 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
     Ok(o)
 }
 
-fn compile(model: &Path, output: &Path, flags: &CompileFlags, report: Option<&Path>) -> Res {
+/// `ge compile`; `accuracy`: the `--accuracy-report` file and the `--calib` directory.
+fn compile(
+    model: &Path,
+    output: &Path,
+    flags: &CompileFlags,
+    report: Option<&Path>,
+    accuracy: Option<(&Path, Option<&Path>)>,
+) -> Res {
     let opts = options(flags)?;
     let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
+    if c.report.precision.clamped_values > 0 {
+        eprintln!(
+            "warning: {} weight values beyond fp16's range were clamped to ±65504",
+            c.report.precision.clamped_values
+        );
+    }
+    if let Some((file, calib)) = accuracy {
+        accuracy::accuracy_report(model, &c, &opts, calib, file)?;
+    }
     std::fs::write(output, &c.blob)
         .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
     if let Some(r) = report {

@@ -24,11 +24,17 @@ impl Observer for Recorder {
             model.str(task.name).to_string(),
         );
         if self.print {
+            // The kernel's element type: the task's precision.
+            let dtype = model
+                .task_kernel(task)
+                .and_then(|k| k.dtype())
+                .map_or("-", |d| d.name());
             println!(
-                "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>12} {:>14}",
+                "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14}",
                 r.index,
                 op,
                 truncate(&name, 32),
+                dtype,
                 r.stream,
                 r.cores,
                 r.start_cycle,
@@ -78,7 +84,7 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-fn sanitize(name: &str) -> String {
+pub(super) fn sanitize(name: &str) -> String {
     name.replace(['/', ':'], "_")
 }
 
@@ -128,8 +134,8 @@ pub(super) fn run(
     let clock = device.profile.clock_mhz;
     if flags.profile {
         println!(
-            "{:>5} {:<14} {:<32} {:>6} {:>5} {:>12} {:>12} {:>14}",
-            "task", "op", "name", "stream", "cores", "start", "cycles", "gm_bytes"
+            "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14}",
+            "task", "op", "name", "dtype", "stream", "cores", "start", "cycles", "gm_bytes"
         );
     }
     let mut recorder = Recorder {

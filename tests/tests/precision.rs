@@ -1,0 +1,335 @@
+//! Precision modes (`--precision`, issue 13): the default stays fp32-exact; the reduced
+//! modes lower the nodes their lists say, plan one cast per value and dtype, store fp16
+//! weights (clamped, counted), keep graph I/O in the model's dtypes; list files and
+//! conflicting options give one clear error each. Outputs are compared with the fp32 run
+//! (small graphs) and with onnxruntime's fp32 references (the light architectures).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use ge_build::accuracy::{argmax, cosine};
+use ge_build::ir::Op;
+use ge_build::tensor::TensorData;
+use ge_build::{CompileOptions, Compiled, Precision, compile_bytes};
+use ge_runtime::format::DType;
+use ge_tests::onnx_builder::{Attr, ModelBuilder};
+use ge_tests::{random_inputs, run};
+
+/// Conv(+bias) → Relu → MatMul → Softmax: a cube op with an epilogue, a second cube op and a
+/// black-listed op.
+fn net() -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 3, 8, 8])
+        .weight("w", &[4, 3, 3, 3], -0.5, 0.5)
+        .weight("b", &[4], -0.1, 0.1)
+        .ints("shape", &[1, 256])
+        .weight("fc", &[256, 10], -0.2, 0.2)
+        .node(
+            "Conv",
+            &["x", "w", "b"],
+            &["c"],
+            &[("pads", Attr::Is(vec![1, 1, 1, 1]))],
+        )
+        .node("Relu", &["c"], &["r"], &[])
+        .node("Reshape", &["r", "shape"], &["f"], &[])
+        .node("MatMul", &["f", "fc"], &["l"], &[])
+        .node("Softmax", &["l"], &["y"], &[("axis", Attr::I(1))])
+        .output("y", &[1, 10]);
+    m
+}
+
+fn with(mode: Precision) -> CompileOptions {
+    CompileOptions {
+        precision: mode,
+        ..CompileOptions::default()
+    }
+}
+
+fn compile(m: &ModelBuilder, o: &CompileOptions) -> Compiled {
+    compile_bytes(&m.build(), None, o).expect("compiles")
+}
+
+fn floats(t: &TensorData) -> Vec<f64> {
+    t.to_f32_vec().into_iter().map(f64::from).collect()
+}
+
+/// A scratch file with `text`.
+fn file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ge-precision-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+/// Every Cast node's (input, output dtype): no value is cast twice to one dtype.
+fn assert_one_cast_per_value_and_dtype(c: &Compiled) {
+    let g = &c.graph;
+    let mut seen = HashSet::new();
+    for n in g.g.node_indices() {
+        if matches!(g.g[n].op, Op::Cast) {
+            let (Some(Some(i)), Some(&o)) = (g.g[n].inputs.first(), g.g[n].outputs.first()) else {
+                continue;
+            };
+            assert!(
+                seen.insert((*i, g.value(o).dtype)),
+                "value {} is cast to {} twice",
+                g.value(*i).name,
+                g.value(o).dtype.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn force_fp32_is_the_default_and_exact() {
+    let m = net();
+    let default = compile(&m, &CompileOptions::default());
+    for spelling in ["force_fp32", "fp32"] {
+        let p: Precision = spelling.parse().expect("a mode");
+        assert_eq!(p, Precision::ForceFp32);
+        assert_eq!(compile(&m, &with(p)).blob, default.blob, "{spelling}");
+    }
+    assert_eq!(default.report.precision.casts, 0);
+    assert_eq!(default.report.precision.lowered_nodes, 0);
+    // must_keep_origin_dtype on an fp32 model is fp32 too.
+    let keep = compile(&m, &with(Precision::MustKeepOriginDtype));
+    assert_eq!(keep.blob, default.blob);
+}
+
+#[test]
+fn every_mode_parses_and_runs_close_to_fp32() {
+    let m = net();
+    let fp32 = compile(&m, &CompileOptions::default());
+    let inputs = random_inputs(&fp32, 11);
+    let want = floats(&run(&fp32, &inputs)[0]);
+    for (name, mode) in Precision::ALL {
+        assert_eq!(name.parse::<Precision>().expect("parses"), mode);
+        assert_eq!(mode.name(), name);
+        let c = compile(&m, &with(mode));
+        assert_one_cast_per_value_and_dtype(&c);
+        let got = &run(&c, &inputs)[0];
+        assert_eq!(
+            got.dtype,
+            DType::F32,
+            "{name}: the output keeps the model's dtype"
+        );
+        let got = floats(got);
+        let cos = cosine(&got, &want);
+        // fp16 keeps 11 significant bits, bf16 8: the stated tolerances.
+        let min = if mode.low_dtype() == Some(DType::Bf16) {
+            0.999
+        } else {
+            0.9999
+        };
+        assert!(cos >= min, "{name}: cosine {cos} < {min}");
+        assert_eq!(argmax(&got), argmax(&want), "{name}: top-1 changed");
+        if mode.low_dtype().is_some() {
+            assert!(
+                c.report.precision.lowered_nodes > 0,
+                "{name} lowered nothing"
+            );
+            assert!(got != want, "{name}: no rounding visible");
+        }
+    }
+}
+
+#[test]
+fn mixed_precision_follows_the_lists_with_the_fewest_casts() {
+    let c = compile(&net(), &with(Precision::AllowMixPrecision));
+    let g = &c.graph;
+    let mut softmax_in = None;
+    for n in g.g.node_indices() {
+        let node = &g.g[n];
+        if let Op::Softmax(_) = node.op {
+            softmax_in = node.inputs[0].map(|v| g.value(v).dtype);
+        }
+        if let Op::Conv(_) | Op::MatMul | Op::Gemm(_) = node.op {
+            // The f32 kernel reads its weight rounded to fp16 at compile time.
+            let w = g.value(node.inputs[1].expect("weight"));
+            let d = w.data.as_deref().expect("a constant");
+            assert!(
+                d.to_f32_vec()
+                    .iter()
+                    .all(|&x| f32::from(half::f16::from_f32(x)) == x),
+                "{}: weight not rounded to fp16",
+                node.name
+            );
+        }
+    }
+    assert_eq!(softmax_in, Some(DType::F32), "Softmax is black-listed");
+    let p = &c.report.precision;
+    // Conv, the Reshape after it and MatMul run in fp16: x is rounded (f32→f16→f32); w, b
+    // and fc are rounded at compile time; the fp16 Reshape output is widened for MatMul's
+    // f32 kernel; Conv and MatMul narrow their results; Softmax reads MatMul's widened.
+    assert_eq!(p.lowered_nodes, 3, "{p:?}");
+    assert_eq!((p.converted_weights, p.rounded_weights), (0, 3), "{p:?}");
+    assert_eq!(p.casts, 2 + 1 + 2 + 1, "{p:?}");
+    assert!(
+        c.report
+            .passes
+            .iter()
+            .any(|s| s.name == "precision" && s.changed)
+    );
+}
+
+#[test]
+fn keep_dtype_names_survive_fusion() {
+    let m = net();
+    let lowered = compile(&m, &with(Precision::AllowFp32ToFp16))
+        .report
+        .precision;
+    assert_eq!(
+        lowered.lowered_nodes, 3,
+        "Conv, its Reshape, MatMul: {lowered:?}"
+    );
+    // Relu_1 is fused into the Conv's epilogue: keeping it keeps the fused Conv.
+    let o = CompileOptions {
+        keep_dtype: Some(file("keep_relu.txt", "# fused member\nOpName:Relu_1\n")),
+        ..with(Precision::AllowFp32ToFp16)
+    };
+    let kept = compile(&m, &o).report.precision;
+    assert_eq!(kept.lowered_nodes, 1, "{kept:?}");
+    assert_eq!(kept.kept_nodes, 1, "{kept:?}");
+    let o = CompileOptions {
+        keep_dtype: Some(file("keep_types.txt", "OpType:MatMul\nConv\n")),
+        ..with(Precision::ForceFp16)
+    };
+    let c = compile(&m, &o);
+    assert_eq!(c.report.precision.kept_nodes, 2);
+    assert!(
+        c.graph
+            .g
+            .node_indices()
+            .all(|n| !matches!(c.graph.g[n].op, Op::Conv(_))
+                || c.graph.g[n].inputs[1].is_some_and(
+                    |w| c.graph.value(w).data.is_some() && c.graph.value(w).dtype == DType::F32
+                ))
+    );
+}
+
+#[test]
+fn modify_mixlist_moves_ops_between_lists() {
+    let m = net();
+    let o = CompileOptions {
+        modify_mixlist: Some(file(
+            "mix.json",
+            r#"{"white-list": {"to-remove": ["MatMul"]}, "black-list": {"to-add": ["Conv"]}}"#,
+        )),
+        ..with(Precision::AllowMixPrecision)
+    };
+    assert_eq!(compile(&m, &o).report.precision.lowered_nodes, 0);
+    let o = CompileOptions {
+        modify_mixlist: Some(file(
+            "mix2.json",
+            r#"{"black-list": {"to-remove": ["Softmax"]}, "white-list": {"to-add": ["Softmax"]}}"#,
+        )),
+        ..with(Precision::AllowMixPrecision)
+    };
+    assert_eq!(
+        compile(&m, &o).report.precision.lowered_nodes,
+        4,
+        "Conv, Reshape, MatMul, Softmax"
+    );
+}
+
+#[test]
+fn fp16_weights_are_clamped_and_counted() {
+    let mut m = ModelBuilder::new(13);
+    let mut w: Vec<f32> = (0..12).map(|i| i as f32 * 0.1 - 0.5).collect();
+    w[3] = 1.0e5;
+    w[7] = -7.0e4;
+    m.input("x", &[1, 3, 4])
+        .constant("w", &[3, 4], &w[..12])
+        .constant("v", &[1, 4, 4], &[0.25; 16])
+        .node("Mul", &["x", "w"], &["p"], &[])
+        .node("MatMul", &["p", "v"], &["y"], &[])
+        .output("y", &[1, 3, 4]);
+    let c = compile(&m, &with(Precision::ForceFp16));
+    assert_eq!(
+        c.report.precision.clamped_values, 2,
+        "{:?}",
+        c.report.precision
+    );
+    let c = compile(&m, &with(Precision::ForceBf16));
+    assert_eq!(
+        c.report.precision.clamped_values, 0,
+        "bf16 has fp32's range"
+    );
+}
+
+#[test]
+fn io_dtype_fp16_moves_the_interface() {
+    let m = net();
+    let o = CompileOptions {
+        io_dtype: Some(DType::F16),
+        ..with(Precision::ForceFp16)
+    };
+    let c = compile(&m, &o);
+    let g = &c.graph;
+    assert_eq!(g.value(g.inputs[0]).dtype, DType::F16);
+    assert_eq!(g.value(g.outputs[0]).dtype, DType::F16);
+}
+
+#[test]
+fn bad_names_and_conflicts_give_one_clear_error_each() {
+    let m = net().build();
+    let err = |o: CompileOptions| {
+        compile_bytes(&m, None, &o)
+            .map(|_| ())
+            .expect_err("must fail")
+            .to_string()
+    };
+    let e = "forse_fp16"
+        .parse::<Precision>()
+        .expect_err("unknown")
+        .to_string();
+    assert!(e.contains("did you mean 'force_fp16'"), "{e}");
+    let e = "fp16"
+        .parse::<Precision>()
+        .expect_err("unknown")
+        .to_string();
+    assert!(e.contains("did you mean 'force_fp16'"), "{e}");
+    let e = err(CompileOptions {
+        keep_dtype: Some(file("typo.txt", "OpName:Conv_9\n")),
+        ..with(Precision::ForceFp16)
+    });
+    assert!(
+        e.contains("unknown node 'Conv_9'") && e.contains("did you mean 'Conv_0'"),
+        "{e}"
+    );
+    let e = err(CompileOptions {
+        keep_dtype: Some(file("typo2.txt", "Sofmax\n")),
+        ..with(Precision::ForceFp16)
+    });
+    assert!(e.contains("did you mean 'Softmax'"), "{e}");
+    let e = err(CompileOptions {
+        modify_mixlist: Some(file(
+            "typo.json",
+            r#"{"black-list": {"to-add": ["Reluu"]}}"#,
+        )),
+        ..with(Precision::AllowMixPrecision)
+    });
+    assert!(
+        e.contains("unknown op type 'Reluu'") && e.contains("did you mean 'Relu'"),
+        "{e}"
+    );
+    let e = err(CompileOptions {
+        modify_mixlist: Some(file("ok.json", r#"{"black-list": {"to-add": ["Relu"]}}"#)),
+        ..with(Precision::ForceFp16)
+    });
+    assert!(e.contains("only applies to allow_mix_precision"), "{e}");
+    let e = err(CompileOptions {
+        io_dtype: Some(DType::F16),
+        ..CompileOptions::default()
+    });
+    assert!(
+        e.contains("--io-dtype fp16 conflicts with --precision force_fp32"),
+        "{e}"
+    );
+    let e = err(CompileOptions {
+        io_dtype: Some(DType::F16),
+        ..with(Precision::ForceBf16)
+    });
+    assert!(e.contains("conflicts"), "{e}");
+}
