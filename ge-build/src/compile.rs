@@ -83,7 +83,9 @@ pub fn compile_bytes(
     let gears = !opts.gears.is_empty();
     let mut stages = Vec::with_capacity(gear_shapes.len());
     for (k, shapes) in gear_shapes.iter().enumerate() {
-        let s = optimize(&model, model_dir, opts, &switch, &precision, shapes, &overrides);
+        let s = optimize(
+            &model, model_dir, opts, &switch, &precision, shapes, &overrides,
+        );
         stages.push(s.map_err(|e| if gears { gear_error(k, shapes, e) } else { e })?);
     }
     let t = Instant::now();
