@@ -36,8 +36,6 @@ pub(super) struct Layout {
     band: usize,
     /// Input rows held per band (per channel and depth tap).
     rin: usize,
-    /// Channels a band holds: those of one K block.
-    chans: usize,
     /// f32 of the band, slack included.
     buf: usize,
     /// f32 of the packed weight panels.
@@ -109,7 +107,6 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         wp,
         band,
         rin,
-        chans,
         buf,
         apack,
         taps,
@@ -304,7 +301,8 @@ fn pack_weight_panels(w: &[f32], m: usize, k: usize, apack: &mut [f32]) {
     }
 }
 
-/// Copies the input rows of channels `chans` (band channel 0 = `chans.start`) for output rows `r0..r0 + band` at output depth `o0` into the band:
+/// Copies the input rows of channels `chans` (band channel 0 = `chans.start`: one K block's)
+/// for output rows `r0..r0 + band` at output depth `o0` into the band:
 /// zero rows outside the input, horizontal padding as zeros, each row split into stride
 /// phases, the prologue applied to real values.
 fn fill_band(
