@@ -52,7 +52,7 @@ pub fn compile_bytes(
         let names: BTreeSet<&str> = model
             .graph
             .iter()
-            .flat_map(|g| g.node.iter().map(|n| n.name()))
+            .flat_map(|g| g.node.iter().map(crate::accuracy::probe::keep_name))
             .filter(|n| !n.is_empty())
             .collect();
         PrecisionConfig::from_options(opts, &names)?

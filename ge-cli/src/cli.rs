@@ -31,9 +31,23 @@ pub enum Command {
         /// errors, cosine similarity and top-1 agreement (JSON) here.
         #[arg(long = "accuracy-report", value_name = "FILE.json")]
         accuracy_report: Option<PathBuf>,
-        /// Inputs for --accuracy-report: DIR/<input name>.npy (default: seeded random).
-        #[arg(long, value_name = "DIR", requires = "accuracy_report")]
+        /// Inputs for --accuracy-report and --auto-mixed-precision: DIR/<input name>.npy
+        /// (default: seeded random).
+        #[arg(long, value_name = "DIR")]
         calib: Option<PathBuf>,
+        /// Search the smallest set of nodes that must stay in fp32 for every output to stay
+        /// within --rtol of the fp32 compile, write it here as a --keep-dtype file and compile
+        /// with it.
+        #[arg(long = "auto-mixed-precision", value_name = "KEEP_FILE")]
+        auto_mixed_precision: Option<PathBuf>,
+        /// Tolerance of --auto-mixed-precision: max |reduced − fp32| / max |fp32| per output.
+        #[arg(
+            long,
+            value_name = "R",
+            default_value_t = 1e-2,
+            requires = "auto_mixed_precision"
+        )]
+        rtol: f64,
     },
     /// Run an .om blob on the simulated device.
     Run {

@@ -333,3 +333,76 @@ fn bad_names_and_conflicts_give_one_clear_error_each() {
     });
     assert!(e.contains("conflicts"), "{e}");
 }
+
+/// MatMul → Add(3000) → LayerNorm → MatMul → Softmax: the LayerNorm's input has a mean of
+/// 3000 and a spread of about 1, which fp16 (spacing 2 at 3000) cannot hold, so plain
+/// `force_fp16` loses the signal; fp32 up to the LayerNorm restores it.
+fn big_mean() -> ModelBuilder {
+    let mut m = ModelBuilder::new(17);
+    m.input("x", &[4, 64])
+        .weight("w1", &[64, 64], -0.5, 0.5)
+        .constant("off", &[64], &[3000.0; 64])
+        .constant("gamma", &[64], &[1.0; 64])
+        .constant("beta", &[64], &[0.0; 64])
+        .weight("w2", &[64, 10], -0.5, 0.5)
+        .node("MatMul", &["x", "w1"], &["m1"], &[])
+        .node("Add", &["m1", "off"], &["shifted"], &[])
+        .node(
+            "LayerNormalization",
+            &["shifted", "gamma", "beta"],
+            &["ln"],
+            &[("axis", Attr::I(-1))],
+        )
+        .node("MatMul", &["ln", "w2"], &["m2"], &[])
+        .node("Softmax", &["m2"], &["y"], &[("axis", Attr::I(-1))])
+        .output("y", &[4, 10]);
+    m
+}
+
+#[test]
+fn auto_mixed_search_finds_a_minimal_keep_set_that_reproduces() {
+    use ge_build::accuracy::auto_mixed::{keep_file_text, search};
+    use ge_build::accuracy::probe::{normalized_error, op_deviations};
+    const RTOL: f64 = 1e-2;
+    let m = big_mean();
+    let bytes = m.build();
+    let fp32 = compile(&m, &CompileOptions::default());
+    let ins = random_inputs(&fp32, 7);
+    let want = run(&fp32, &ins);
+    let error = |keep: Option<PathBuf>| {
+        let o = CompileOptions {
+            keep_dtype: keep,
+            ..with(Precision::ForceFp16)
+        };
+        normalized_error(&run(&compile(&m, &o), &ins)[0], &want[0])
+    };
+    let plain = error(None);
+    assert!(plain > RTOL, "force_fp16 should break --rtol here: {plain}");
+
+    // The deviation ranking names the LayerNorm as the op that adds the most error.
+    let devs = op_deviations(&bytes, None, &with(Precision::ForceFp16), &ins).expect("probe");
+    assert_eq!(devs[0].op_type, "LayerNormalization", "{devs:?}");
+
+    let found = search(&bytes, None, &with(Precision::ForceFp16), &ins, RTOL).expect("search");
+    eprintln!(
+        "auto-mixed: keep {:?}, error {:.3e} → {:.3e}, {} rounds",
+        found.keep, found.error_without, found.error_with, found.rounds
+    );
+    assert!(!found.keep.is_empty() && found.keep.len() < 5);
+    assert_eq!(found.error_without, plain);
+    // The written keep file reproduces the passing compile…
+    let keep = file("auto.keep", &keep_file_text("", &found.keep, RTOL));
+    let with_keep = error(Some(keep));
+    assert!(with_keep <= RTOL, "{with_keep}");
+    assert_eq!(with_keep, found.error_with);
+    // …and no single node can leave it.
+    for i in 0..found.keep.len() {
+        let mut less = found.keep.clone();
+        less.remove(i);
+        let p = file(&format!("less{i}.keep"), &keep_file_text("", &less, RTOL));
+        assert!(error(Some(p)) > RTOL, "{less:?} passes too");
+    }
+    // The search needs a reduced mode to search in.
+    let e = search(&bytes, None, &with(Precision::ForceFp32), &ins, RTOL).unwrap_err();
+    assert!(e.to_string().contains("needs a reduced --precision"), "{e}");
+}

@@ -1,18 +1,29 @@
 //! `ge compile --precision MODE --accuracy-report FILE.json [--calib DIR]`: runs the fp32
 //! compile and the reduced-precision one of the same model on the same inputs (the given
-//! ones, else seeded random) and writes how far apart their outputs are.
+//! ones, else seeded random) and writes how far apart their outputs are, and which ops add
+//! the most error. `--auto-mixed-precision KEEP_FILE --rtol R` searches the nodes that must
+//! stay in fp32 on the same inputs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use ge_build::accuracy::auto_mixed::{keep_file_text, search};
+use ge_build::accuracy::probe::{fp32_options, op_deviations, run_converted};
 use ge_build::accuracy::{AccuracyReport, compare};
-use ge_build::run::Runner;
 use ge_build::tensor::{TensorData, read_tensor_file};
-use ge_build::{CompileOptions, Compiled, Precision};
+use ge_build::{CompileOptions, Compiled};
 use ge_runtime::{AlignedBlob, Model};
 
 use super::Res;
 use super::bench::{integer_bounds, random_input};
 use super::run::sanitize;
+
+/// The accuracy flags of `ge compile`.
+pub(super) struct AccuracyFlags {
+    pub report: Option<PathBuf>,
+    pub calib: Option<PathBuf>,
+    pub auto_mixed: Option<PathBuf>,
+    pub rtol: f64,
+}
 
 /// Inputs for `model`: `DIR/<input name>.npy` from `calib`, else seeded random ones.
 fn inputs(model: &Model<'_>, calib: Option<&Path>) -> Res<Vec<TensorData>> {
@@ -35,24 +46,21 @@ fn inputs(model: &Model<'_>, calib: Option<&Path>) -> Res<Vec<TensorData>> {
         .collect()
 }
 
-/// Runs `blob` on `ins`, converted to its input dtypes (an `--io-dtype fp16` model takes
-/// halves).
-fn run(blob: &[u8], ins: &[TensorData], opts: &CompileOptions) -> Res<Vec<TensorData>> {
-    let mut r = Runner::new(AlignedBlob::from_bytes(blob)).map_err(|e| e.to_string())?;
-    let model = r.model().map_err(|e| e.to_string())?;
-    let ins: Vec<TensorData> = ins
-        .iter()
-        .zip((0..model.input_count()).filter_map(|i| model.input(i)))
-        .map(|(t, io)| {
-            if t.dtype == io.dtype {
-                Ok(t.clone())
-            } else {
-                ge_build::onnx::cast_data(t, io.dtype).map_err(|e| e.to_string())
-            }
-        })
-        .collect::<Res<_>>()?;
-    let out = r.run(&ins, ge_sim::SimDevice::new(opts.device));
-    out.map(|(o, _)| o).map_err(|e| e.to_string())
+/// The fp32 compile of `model` and the sample inputs for it.
+fn fp32_and_inputs(
+    model: &Path,
+    opts: &CompileOptions,
+    calib: Option<&Path>,
+) -> Res<(Compiled, Vec<TensorData>)> {
+    let fp32 = ge_build::compile_file(model, &fp32_options(opts)).map_err(|e| e.to_string())?;
+    let aligned = AlignedBlob::from_bytes(&fp32.blob);
+    let m = Model::from_bytes(aligned.as_bytes()).map_err(|e| e.to_string())?;
+    let ins = inputs(&m, calib)?;
+    Ok((fp32, ins))
+}
+
+fn read_model(model: &Path) -> Res<Vec<u8>> {
+    std::fs::read(model).map_err(|e| format!("cannot read {}: {e}", model.display()))
 }
 
 /// Compiles `model` in fp32 beside `reduced`, runs both and writes the report to `out`.
@@ -63,34 +71,33 @@ pub(super) fn accuracy_report(
     calib: Option<&Path>,
     out: &Path,
 ) -> Res {
-    let fp32_opts = CompileOptions {
-        precision: Precision::ForceFp32,
-        io_dtype: None,
-        keep_dtype: None,
-        modify_mixlist: None,
-        ..opts.clone()
+    let (fp32, ins) = fp32_and_inputs(model, opts, calib)?;
+    let want = run_converted(&fp32.blob, &ins, opts).map_err(|e| e.to_string())?;
+    let got = run_converted(&reduced.blob, &ins, opts).map_err(|e| e.to_string())?;
+    let ops = match op_deviations(&read_model(model)?, model.parent(), opts, &ins) {
+        Ok(mut d) => {
+            d.truncate(10);
+            d
+        }
+        Err(e) => {
+            eprintln!("warning: no per-op deviations (every value exposed as an output): {e}");
+            Vec::new()
+        }
     };
-    let fp32 = ge_build::compile_file(model, &fp32_opts).map_err(|e| e.to_string())?;
-    let aligned = AlignedBlob::from_bytes(&fp32.blob);
-    let m = Model::from_bytes(aligned.as_bytes()).map_err(|e| e.to_string())?;
-    let ins = inputs(&m, calib)?;
-    let names: Vec<String> = (0..m.output_count())
-        .filter_map(|i| m.output(i))
-        .map(|o| o.name.to_string())
-        .collect();
-    let want = run(&fp32.blob, &ins, opts)?;
-    let got = run(&reduced.blob, &ins, opts)?;
     let report = AccuracyReport {
         precision: opts.precision.name().to_string(),
         inputs: calib.map_or_else(
             || "random (seed 42)".to_string(),
             |d| d.display().to_string(),
         ),
-        outputs: names
+        outputs: fp32
+            .graph
+            .output_names
             .iter()
             .zip(got.iter().zip(&want))
             .map(|(n, (g, w))| compare(n, g, w))
             .collect(),
+        ops,
     };
     for o in &report.outputs {
         eprintln!(
@@ -105,6 +112,42 @@ pub(super) fn accuracy_report(
             ))
         );
     }
+    for d in report.ops.iter().take(3) {
+        eprintln!(
+            "  deviates: node '{}' ({}) adds {:.3e} (output '{}' at {:.3e} of its scale)",
+            d.node, d.op_type, d.added, d.output, d.error
+        );
+    }
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))
+}
+
+/// Runs the `--auto-mixed-precision` search and writes the keep-dtype file `keep`.
+pub(super) fn auto_mixed(
+    model: &Path,
+    opts: &CompileOptions,
+    calib: Option<&Path>,
+    rtol: f64,
+    keep: &Path,
+) -> Res {
+    let (_, ins) = fp32_and_inputs(model, opts, calib)?;
+    let base = match &opts.keep_dtype {
+        Some(p) => {
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?
+        }
+        None => String::new(),
+    };
+    let found =
+        search(&read_model(model)?, model.parent(), opts, &ins, rtol).map_err(|e| e.to_string())?;
+    eprintln!(
+        "auto-mixed precision: {} node(s) kept in fp32 ({}), output error {:.3e} → {:.3e} \
+         (--rtol {rtol}), {} compile-and-run rounds",
+        found.keep.len(),
+        found.keep.join(", "),
+        found.error_without,
+        found.error_with,
+        found.rounds
+    );
+    std::fs::write(keep, keep_file_text(&base, &found.keep, rtol))
+        .map_err(|e| format!("cannot write {}: {e}", keep.display()))
 }

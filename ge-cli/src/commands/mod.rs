@@ -34,12 +34,19 @@ pub fn dispatch(cli: Cli) -> Res {
             report,
             accuracy_report,
             calib,
+            auto_mixed_precision,
+            rtol,
         } => compile(
             &model,
             &output,
             &flags,
             report.as_deref(),
-            accuracy_report.as_deref().map(|a| (a, calib.as_deref())),
+            &accuracy::AccuracyFlags {
+                report: accuracy_report,
+                calib,
+                auto_mixed: auto_mixed_precision,
+                rtol,
+            },
         ),
         Command::Run {
             om,
@@ -208,15 +215,19 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
     Ok(o)
 }
 
-/// `ge compile`; `accuracy`: the `--accuracy-report` file and the `--calib` directory.
+/// `ge compile`, with the accuracy report and the auto-mixed search `accuracy` asks for.
 fn compile(
     model: &Path,
     output: &Path,
     flags: &CompileFlags,
     report: Option<&Path>,
-    accuracy: Option<(&Path, Option<&Path>)>,
+    accuracy: &accuracy::AccuracyFlags,
 ) -> Res {
-    let opts = options(flags)?;
+    let mut opts = options(flags)?;
+    if let Some(keep) = &accuracy.auto_mixed {
+        accuracy::auto_mixed(model, &opts, accuracy.calib.as_deref(), accuracy.rtol, keep)?;
+        opts.keep_dtype = Some(keep.clone());
+    }
     let c = ge_build::compile_file(model, &opts).map_err(|e| e.to_string())?;
     if c.report.precision.clamped_values > 0 {
         eprintln!(
@@ -224,8 +235,8 @@ fn compile(
             c.report.precision.clamped_values
         );
     }
-    if let Some((file, calib)) = accuracy {
-        accuracy::accuracy_report(model, &c, &opts, calib, file)?;
+    if let Some(file) = &accuracy.report {
+        accuracy::accuracy_report(model, &c, &opts, accuracy.calib.as_deref(), file)?;
     }
     std::fs::write(output, &c.blob)
         .map_err(|e| format!("cannot write {}: {e}", output.display()))?;

@@ -1,7 +1,11 @@
 //! Accuracy of a reduced-precision compile against the fp32 one (`ge compile
 //! --accuracy-report`, and the precision tests): per output, the largest and mean absolute
 //! and relative errors, the cosine similarity and, for classifier-shaped outputs, top-1
-//! agreement.
+//! agreement; [`probe`] ranks the ops that deviate most and [`auto_mixed`] searches the
+//! nodes that must stay in fp32.
+
+pub mod auto_mixed;
+pub mod probe;
 
 use serde::Serialize;
 
@@ -81,6 +85,8 @@ pub struct AccuracyReport {
     /// Where the inputs came from (`random (seed 42)` or the calibration directory).
     pub inputs: String,
     pub outputs: Vec<OutputAccuracy>,
+    /// The ten ops that add the most error (see [`probe::op_deviations`]).
+    pub ops: Vec<probe::OpDeviation>,
 }
 
 #[cfg(test)]

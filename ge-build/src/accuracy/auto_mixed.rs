@@ -1,0 +1,179 @@
+//! `--auto-mixed-precision --rtol R`: the smallest set of nodes that must stay in fp32 for
+//! every output of a reduced-precision compile to stay within `R` of the fp32 compile
+//! ([`normalized_error`] on the given inputs), written as a `--keep-dtype` file.
+//!
+//! Nodes are ranked by the error they add ([`op_deviations`]); a binary search finds the
+//! shortest passing prefix of the ranking, then each kept node is dropped again if the
+//! outputs stay within `R` without it, so the set is 1-minimal: no single node can leave it.
+//! O(log V + K) compile-and-run rounds for a keep set of K nodes, each linear in the model.
+
+use std::path::{Path, PathBuf};
+
+use super::probe::{fp32_options, normalized_error, op_deviations, run_converted};
+use crate::error::{CompileError, Result};
+use crate::options::CompileOptions;
+use crate::tensor::TensorData;
+
+/// What the search found.
+#[derive(Clone, Debug)]
+pub struct AutoMixed {
+    /// Nodes kept in fp32 (keep-dtype names), most error-adding first.
+    pub keep: Vec<String>,
+    /// The largest output error with nothing kept, and with `keep`.
+    pub error_without: f64,
+    pub error_with: f64,
+    /// Compile-and-run rounds the search took.
+    pub rounds: usize,
+}
+
+/// The keep-dtype file text: `base` (the user's own list, if any) and one `OpName:` line per
+/// kept node.
+pub fn keep_file_text(base: &str, keep: &[String], rtol: f64) -> String {
+    let mut s = format!("# --auto-mixed-precision --rtol {rtol}: nodes that stay in fp32\n{base}");
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    for k in keep {
+        s.push_str(&format!("OpName:{k}\n"));
+    }
+    s
+}
+
+/// Scratch keep-dtype files, removed when dropped.
+struct Scratch {
+    dir: PathBuf,
+    n: usize,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        let dir = std::env::temp_dir().join(format!(
+            "ge-auto-mixed-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Scratch { dir, n: 0 })
+    }
+
+    fn write(&mut self, text: &str) -> Result<PathBuf> {
+        self.n += 1;
+        let p = self.dir.join(format!("keep{}.txt", self.n));
+        std::fs::write(&p, text).map_err(|source| CompileError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        Ok(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Searches the keep set for `opts` (a reduced `--precision`; its `--keep-dtype` file, if any,
+/// stays in every trial) on `inputs`.
+pub fn search(
+    model_bytes: &[u8],
+    model_dir: Option<&Path>,
+    opts: &CompileOptions,
+    inputs: &[TensorData],
+    rtol: f64,
+) -> Result<AutoMixed> {
+    if opts.precision.low_dtype().is_none() {
+        return Err(CompileError::Option(format!(
+            "--auto-mixed-precision needs a reduced --precision (force_fp16, allow_mix_precision, \
+             …), not {}",
+            opts.precision.name()
+        )));
+    }
+    if !(rtol.is_finite() && rtol > 0.0) {
+        return Err(CompileError::Option(format!(
+            "--rtol must be a positive number, not {rtol}"
+        )));
+    }
+    let base = match &opts.keep_dtype {
+        Some(p) => std::fs::read_to_string(p).map_err(|source| CompileError::Io {
+            path: p.clone(),
+            source,
+        })?,
+        None => String::new(),
+    };
+    let fp32 = crate::compile_bytes(model_bytes, model_dir, &fp32_options(opts))?;
+    let want = run_converted(&fp32.blob, inputs, opts)?;
+    let mut scratch = Scratch::new()?;
+    let mut rounds = 0;
+    let mut error_of = |keep: &[String]| -> Result<f64> {
+        rounds += 1;
+        let file = scratch.write(&keep_file_text(&base, keep, rtol))?;
+        let o = CompileOptions {
+            keep_dtype: Some(file),
+            ..opts.clone()
+        };
+        let c = crate::compile_bytes(model_bytes, model_dir, &o)?;
+        let got = run_converted(&c.blob, inputs, &o)?;
+        Ok(got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| normalized_error(g, w))
+            .fold(0f64, f64::max))
+    };
+    let error_without = error_of(&[])?;
+    if error_without <= rtol {
+        return Ok(AutoMixed {
+            keep: Vec::new(),
+            error_without,
+            error_with: error_without,
+            rounds,
+        });
+    }
+    let mut ranking: Vec<String> = Vec::new();
+    for d in op_deviations(model_bytes, model_dir, opts, inputs)? {
+        if !ranking.contains(&d.node) {
+            ranking.push(d.node);
+        }
+    }
+    let all = error_of(&ranking)?;
+    if all > rtol {
+        return Err(CompileError::Option(format!(
+            "--auto-mixed-precision: even with all {} nodes kept in fp32 the outputs are {all:.3e} \
+             from fp32's (--rtol {rtol}); the difference comes from the graph inputs/outputs \
+             or the op lists, not from a node: raise --rtol or use --precision force_fp32",
+            ranking.len()
+        )));
+    }
+    // Shortest passing prefix: `lo` fails, `hi` passes.
+    let (mut lo, mut hi, mut error_with) = (0, ranking.len(), all);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        let e = error_of(&ranking[..mid])?;
+        if e <= rtol {
+            (hi, error_with) = (mid, e);
+        } else {
+            lo = mid;
+        }
+    }
+    let mut keep: Vec<String> = ranking[..hi].to_vec();
+    for i in (0..keep.len()).rev() {
+        if keep.len() == 1 {
+            break;
+        }
+        let mut without = keep.clone();
+        without.remove(i);
+        let e = error_of(&without)?;
+        if e <= rtol {
+            (keep, error_with) = (without, e);
+        }
+    }
+    Ok(AutoMixed {
+        keep,
+        error_without,
+        error_with,
+        rounds,
+    })
+}
