@@ -62,6 +62,9 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   quantize_static (QDQ, per channel) and
                                   quantize_dynamic, plus a quantized LSTM, with
                                   onnxruntime's int8 references
+      fp16/                       written by tools/gen_fp16_corpus.py (own
+                                  stamp): light CNNs stored in float16, with
+                                  onnxruntime's float16 references
       difftest/                   300 random valid graphs (fixed seed) written by
                                   tools/difftest.py (its own stamp,
                                   difftest/.stamp), onnxruntime references
@@ -1308,6 +1311,10 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     import gen_quant_corpus
 
     gen_quant_corpus.generate(out, log, force=force)
+    # light/ CNNs stored in float16, with onnxruntime's float16 references (own stamp).
+    import gen_fp16_corpus
+
+    gen_fp16_corpus.generate(out, log, force=force)
     return rc
 
 

@@ -95,3 +95,53 @@ fn every_mode_runs_the_light_architectures() {
     }
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
 }
+
+/// Models stored in fp16 (`corpus/fp16`: light CNNs converted by tools/gen_fp16_corpus.py)
+/// run in their own dtype under `must_keep_origin_dtype` and match onnxruntime's fp16 run.
+/// Both round every op's output to fp16 and accumulate in f32, so they differ only by
+/// accumulation order and the odd ulp that flips downstream: cosine ≥ 0.9999, same top-1,
+/// max |err| ≤ 1 % of the output's largest magnitude.
+#[test]
+fn fp16_stored_models_match_onnxruntime_fp16() {
+    let cases = ge_build::check::suite_cases(&ge_tests::corpus("fp16"));
+    assert_eq!(cases.len(), 2, "{cases:?}");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap_or_default().to_string_lossy();
+        let data = case.join("test_data_set_0");
+        let inputs = read_numbered(&data, "input").expect("inputs");
+        let want = read_numbered(&data, "output").expect("outputs").remove(0);
+        let o = CompileOptions {
+            precision: Precision::MustKeepOriginDtype,
+            ..CompileOptions::default()
+        };
+        let c = compile_file(&case.join("model.onnx"), &o).expect("compiles");
+        let got = ge_tests::run(&c, &inputs).remove(0);
+        assert_eq!(
+            got.dtype,
+            ge_runtime::format::DType::F16,
+            "{name}: output dtype"
+        );
+        let a = compare("output", &got, &want);
+        let scale = want
+            .to_f32_vec()
+            .iter()
+            .fold(0f64, |m, &v| m.max(f64::from(v).abs()));
+        let r = &c.report;
+        println!(
+            "{name:12} must_keep_origin_dtype vs onnxruntime fp16: cosine {:.6} max|err| {:.2e} \
+             ({:.2} % of scale) top1 {:?} sim {:.1} us weights {} B arena {} B",
+            a.cosine,
+            a.max_abs,
+            100.0 * a.max_abs / scale,
+            a.top1_agreement,
+            r.sim.time_us,
+            r.memory.weight_bytes,
+            r.memory.arena_bytes
+        );
+        if a.cosine < 0.9999 || a.top1_agreement != Some(1.0) || a.max_abs > 0.01 * scale {
+            failures.push(format!("{name}: {a:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
+}

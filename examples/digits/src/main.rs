@@ -12,6 +12,32 @@ use std::path::Path;
 
 ge::ge_model!(pub Digits = "models/digits.onnx", opt_level = 2, input_shape(x = [1, 1, 8, 8]));
 
+// The same network compiled in reduced precision (issue 13): fp16 by the default op lists,
+// everything fp16, and bf16 by the lists. Each must stay within one image of fp32.
+ge::ge_model!(pub DigitsMixFp16 = "models/digits.onnx", opt_level = 2,
+    input_shape(x = [1, 1, 8, 8]), precision = "allow_mix_precision");
+ge::ge_model!(pub DigitsForceFp16 = "models/digits.onnx", opt_level = 2,
+    input_shape(x = [1, 1, 8, 8]), precision = "force_fp16");
+ge::ge_model!(pub DigitsMixBf16 = "models/digits.onnx", opt_level = 2,
+    input_shape(x = [1, 1, 8, 8]), precision = "allow_mix_precision_bf16");
+
+/// Correct predictions of a reduced-precision model `$module::$net` on `$data`.
+macro_rules! count_correct {
+    ($module:ident :: $net:ident, $data:expr) => {{
+        let mut arena = $module::Arena::new();
+        let mut net = $module::$net::new(&mut arena)?;
+        let mut inputs = $module::Inputs::zeroed();
+        let mut outputs = $module::Outputs::zeroed();
+        let mut correct = 0usize;
+        for (image, &label) in $data.images.iter().zip(&$data.labels) {
+            inputs.x[0][0] = *image;
+            net.run(&inputs, &mut outputs)?;
+            correct += usize::from(argmax(&outputs.logits[0]) == usize::from(label));
+        }
+        correct
+    }};
+}
+
 /// The held-out split and onnxruntime's results on it (written by tools/train_digits.py).
 struct TestSet {
     images: Vec<[[f32; 8]; 8]>,
@@ -136,6 +162,37 @@ fn main() -> Result<(), Box<dyn Error>> {
         total.launches,
         total.tasks
     );
+    let mut reduced_off = Vec::new();
+    for (mode, c) in [
+        (
+            "allow_mix_precision",
+            count_correct!(digits_mix_fp16::DigitsMixFp16, data),
+        ),
+        (
+            "force_fp16",
+            count_correct!(digits_force_fp16::DigitsForceFp16, data),
+        ),
+        (
+            "allow_mix_precision_bf16",
+            count_correct!(digits_mix_bf16::DigitsMixBf16, data),
+        ),
+    ] {
+        println!(
+            "accuracy with precision = \"{mode}\": {c}/{n} = {:.6} ({:+} images against fp32)",
+            c as f64 / n as f64,
+            c as i64 - correct as i64
+        );
+        if c.abs_diff(correct) > 1 {
+            reduced_off.push(format!("{mode}: {c}/{n}"));
+        }
+    }
+    if !reduced_off.is_empty() {
+        return Err(format!(
+            "reduced precision is more than one image from fp32's {correct}/{n}: {}",
+            reduced_off.join(", ")
+        )
+        .into());
+    }
     if correct != data.ort_correct {
         return Err(format!(
             "ge's accuracy {correct}/{n} differs from onnxruntime's {}/{n}",

@@ -34,4 +34,24 @@ fn digits_accuracy_equals_onnxruntime() {
         "agreement with onnxruntime's predictions: {n}/{n}"
     )));
     assert!(stdout.contains("device profile, one inference:"));
+    // Reduced precision: each mode's accuracy is printed and within one image of fp32's.
+    let correct: i64 = ort_correct.parse().unwrap();
+    for mode in [
+        "allow_mix_precision",
+        "force_fp16",
+        "allow_mix_precision_bf16",
+    ] {
+        let prefix = format!("accuracy with precision = \"{mode}\": ");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {mode} line"));
+        let c: i64 = line[prefix.len()..]
+            .split('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((c - correct).abs() <= 1, "{line}");
+    }
 }
