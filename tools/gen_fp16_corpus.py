@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import time
 import zlib
 
 PART = "fp16"
@@ -103,25 +102,15 @@ def generate(out: str, log=print, force: bool = False) -> str | None:
     """Writes out/fp16 unless it is current; returns its path (None when a source is
     missing)."""
     out = os.path.abspath(out)
-    missing = [m for m in MODELS if not os.path.isfile(source_path(out, m))]
-    if missing:
-        log(f"{PART}: skipped, sources missing: {', '.join(missing)}")
-        return None
-    dest = os.path.join(out, PART)
-    stamp = stamp_text(out)
-    if not force and is_current(dest, stamp):
-        log(f"{PART}: up to date ({dest})")
-        return dest
-    t0 = time.time()
 
     def fill(tmp):
-        log(f"{PART}: generating {len(MODELS)} models -> {dest}")
+        log(f"{PART}: generating {len(MODELS)} models")
         for m in MODELS:
             build_case(out, m, tmp, log)
 
-    gen_transformer_opset17.build_into(dest, stamp, fill)
-    log(f"{PART}: done in {time.time() - t0:.0f}s")
-    return dest
+    return gen_transformer_opset17.refresh_part(
+        out, PART, [source_path(out, m) for m in MODELS], stamp_text, is_current, fill, log,
+        force)
 
 
 def main(argv=None) -> int:

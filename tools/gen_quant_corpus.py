@@ -295,27 +295,17 @@ def generate(out: str, log=print, force: bool = False) -> str | None:
     """Writes out/quant unless it is current; returns its path (None when a source is
     missing, e.g. the corpus was generated with --only)."""
     out = os.path.abspath(out)
-    missing = [f"{p}/{m}" for _, p, m in SOURCES if not os.path.isfile(source_path(out, p, m))]
-    if missing:
-        log(f"{PART}: skipped, sources missing: {', '.join(missing)}")
-        return None
-    dest = os.path.join(out, PART)
-    stamp = stamp_text(out)
-    if not force and is_current(dest, stamp):
-        log(f"{PART}: up to date ({dest})")
-        return dest
-    t0 = time.time()
 
     def fill(tmp):
         todo = cases(out)
-        log(f"{PART}: generating {len(todo)} models -> {dest}")
+        log(f"{PART}: generating {len(todo)} models")
         entries = [build_case(name, make, tmp, log) for name, make in todo.items()]
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump({"models": entries}, f, indent=1)
 
-    gen_transformer_opset17.build_into(dest, stamp, fill)
-    log(f"{PART}: done in {time.time() - t0:.0f}s")
-    return dest
+    return gen_transformer_opset17.refresh_part(
+        out, PART, [source_path(out, p, m) for _, p, m in SOURCES], stamp_text, is_current,
+        fill, log, force)
 
 
 def main(argv=None) -> int:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import time
 import shutil
 import sys
 
@@ -86,6 +87,26 @@ def build_into(dest: str, stamp: str, fill) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def refresh_part(out: str, part: str, sources: list, stamp_of, current, fill, log,
+                 force: bool) -> str | None:
+    """The generate() of a corpus part built from other parts' models: None when a path of
+    `sources` is missing; else out/part, rebuilt by `fill(tmp)` unless `current(dest,
+    stamp)` (with `stamp_of(out)`)."""
+    missing = [s for s in sources if not os.path.isfile(s)]
+    if missing:
+        log(f"{part}: skipped, sources missing: {', '.join(missing)}")
+        return None
+    dest = os.path.join(out, part)
+    stamp = stamp_of(out)
+    if not force and current(dest, stamp):
+        log(f"{part}: up to date ({dest})")
+        return dest
+    t0 = time.time()
+    build_into(dest, stamp, fill)
+    log(f"{part}: done in {time.time() - t0:.0f}s")
+    return dest
 
 
 def cli(generate, doc: str, argv=None) -> int:
