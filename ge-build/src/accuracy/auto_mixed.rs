@@ -2,10 +2,10 @@
 //! every output of a reduced-precision compile to stay within `R` of the fp32 compile
 //! ([`normalized_error`] on the given inputs), written as a `--keep-dtype` file.
 //!
-//! Nodes are ranked by the error they add ([`op_deviations`]); a binary search finds the
-//! shortest passing prefix of the ranking, then each kept node is dropped again if the
-//! outputs stay within `R` without it, so the set is 1-minimal: no single node can leave it.
-//! O(log V + K) compile-and-run rounds for a keep set of K nodes, each linear in the model.
+//! Nodes are ranked by the error they add ([`op_deviations`]); QuickXplain then finds a
+//! passing subset that prefers the top of the ranking, and each kept node is tried once more
+//! without, so the set is 1-minimal: no single node can leave it. O(K · log(V / K) + K)
+//! compile-and-run rounds for a keep set of K nodes out of V, each linear in the model.
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +76,67 @@ impl Drop for Scratch {
     }
 }
 
+/// One compile-and-run per trial keep set, against the fp32 outputs.
+struct Trials<'a> {
+    model_bytes: &'a [u8],
+    model_dir: Option<&'a Path>,
+    opts: &'a CompileOptions,
+    inputs: &'a [TensorData],
+    want: Vec<TensorData>,
+    base: String,
+    rtol: f64,
+    scratch: Scratch,
+    rounds: usize,
+}
+
+impl Trials<'_> {
+    /// The largest output error with `keep` (and the user's list) in fp32.
+    fn error(&mut self, keep: &[String]) -> Result<f64> {
+        self.rounds += 1;
+        let file = self
+            .scratch
+            .write(&keep_file_text(&self.base, keep, self.rtol))?;
+        let o = CompileOptions {
+            keep_dtype: Some(file),
+            ..self.opts.clone()
+        };
+        let c = crate::compile_bytes(self.model_bytes, self.model_dir, &o)?;
+        let got = run_converted(&c.blob, self.inputs, &o)?;
+        Ok(got
+            .iter()
+            .zip(&self.want)
+            .map(|(g, w)| normalized_error(g, w))
+            .fold(0f64, f64::max))
+    }
+
+    fn passes(&mut self, keep: &[String]) -> Result<bool> {
+        Ok(self.error(keep)? <= self.rtol)
+    }
+
+    /// QuickXplain (Junker 2004): given that `base ∪ cands` passes, a subset `M` of `cands`
+    /// such that `base ∪ M` passes, preferring earlier candidates; `grew` says whether
+    /// `base` gained nodes since it was last tried. O(|M| · log(|cands| / |M|)) trials.
+    fn quick_xplain(
+        &mut self,
+        base: &[String],
+        grew: bool,
+        cands: &[String],
+    ) -> Result<Vec<String>> {
+        if grew && self.passes(base)? {
+            return Ok(Vec::new());
+        }
+        if cands.len() <= 1 {
+            return Ok(cands.to_vec());
+        }
+        let (first, second) = cands.split_at(cands.len() / 2);
+        let with_first = [base, first].concat();
+        let m2 = self.quick_xplain(&with_first, !first.is_empty(), second)?;
+        let with_m2 = [base, &m2].concat();
+        let m1 = self.quick_xplain(&with_m2, !m2.is_empty(), first)?;
+        Ok([m1, m2].concat())
+    }
+}
+
 /// Searches the keep set for `opts` (a reduced `--precision`; its `--keep-dtype` file, if any,
 /// stays in every trial) on `inputs`.
 pub fn search(
@@ -105,31 +166,24 @@ pub fn search(
         None => String::new(),
     };
     let fp32 = crate::compile_bytes(model_bytes, model_dir, &fp32_options(opts))?;
-    let want = run_converted(&fp32.blob, inputs, opts)?;
-    let mut scratch = Scratch::new()?;
-    let mut rounds = 0;
-    let mut error_of = |keep: &[String]| -> Result<f64> {
-        rounds += 1;
-        let file = scratch.write(&keep_file_text(&base, keep, rtol))?;
-        let o = CompileOptions {
-            keep_dtype: Some(file),
-            ..opts.clone()
-        };
-        let c = crate::compile_bytes(model_bytes, model_dir, &o)?;
-        let got = run_converted(&c.blob, inputs, &o)?;
-        Ok(got
-            .iter()
-            .zip(&want)
-            .map(|(g, w)| normalized_error(g, w))
-            .fold(0f64, f64::max))
+    let mut t = Trials {
+        want: run_converted(&fp32.blob, inputs, opts)?,
+        model_bytes,
+        model_dir,
+        opts,
+        inputs,
+        base,
+        rtol,
+        scratch: Scratch::new()?,
+        rounds: 0,
     };
-    let error_without = error_of(&[])?;
+    let error_without = t.error(&[])?;
     if error_without <= rtol {
         return Ok(AutoMixed {
             keep: Vec::new(),
             error_without,
             error_with: error_without,
-            rounds,
+            rounds: t.rounds,
         });
     }
     let mut ranking: Vec<String> = Vec::new();
@@ -138,7 +192,7 @@ pub fn search(
             ranking.push(d.node);
         }
     }
-    let all = error_of(&ranking)?;
+    let all = t.error(&ranking)?;
     if all > rtol {
         return Err(CompileError::Option(format!(
             "--auto-mixed-precision: even with all {} nodes kept in fp32 the outputs are {all:.3e} \
@@ -147,33 +201,23 @@ pub fn search(
             ranking.len()
         )));
     }
-    // Shortest passing prefix: `lo` fails, `hi` passes.
-    let (mut lo, mut hi, mut error_with) = (0, ranking.len(), all);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        let e = error_of(&ranking[..mid])?;
-        if e <= rtol {
-            (hi, error_with) = (mid, e);
-        } else {
-            lo = mid;
-        }
-    }
-    let mut keep: Vec<String> = ranking[..hi].to_vec();
+    let mut keep = t.quick_xplain(&[], false, &ranking)?;
+    // QuickXplain's answer is minimal when the error only falls as nodes are kept; rounding
+    // is not that regular, so each node is tried once more without.
     for i in (0..keep.len()).rev() {
-        if keep.len() == 1 {
-            break;
-        }
-        let mut without = keep.clone();
-        without.remove(i);
-        let e = error_of(&without)?;
-        if e <= rtol {
-            (keep, error_with) = (without, e);
+        if keep.len() > 1 {
+            let mut without = keep.clone();
+            without.remove(i);
+            if t.passes(&without)? {
+                keep = without;
+            }
         }
     }
+    let error_with = t.error(&keep)?;
     Ok(AutoMixed {
         keep,
         error_without,
         error_with,
-        rounds,
+        rounds: t.rounds,
     })
 }
