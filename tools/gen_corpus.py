@@ -56,6 +56,11 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   saved by its optimizer and quantizers or
                                   written directly, with ORT references and a
                                   manifest of op counts
+      ocr_gears/                  written by tools/gen_ocr_gears.py (own stamp,
+                                  run by the extras step): a CRNN-shaped OCR
+                                  recognizer (symbolic width) with onnxruntime's
+                                  outputs at widths 320, 960 and 250 (and 250
+                                  zero-padded to 320), for the width gears
       quant/                      written by tools/gen_quant_corpus.py (own
                                   stamp, run last by the extras step): light and
                                   real CNNs quantized by onnxruntime's
@@ -1288,7 +1293,8 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     out/contrib (onnxruntime contrib-op models, ~10 s when stale); tools/difftest.py writes
     out/difftest (the fixed-seed batch of random graphs, stamped: up to date at once);
     tools/gen_real_models.py writes out/real (the trained models of
-    ../shared/corpus/real-models.tsv, downloaded once); tools/gen_quant_corpus.py then
+    ../shared/corpus/real-models.tsv, downloaded once); tools/gen_ocr_gears.py writes
+    out/ocr_gears (an OCR recognizer for the width gears, ~1 s when stale); tools/gen_quant_corpus.py then
     writes out/quant from light/ and real/ (~3 min when stale, up to date at once)."""
     if "transformer" in parts:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1307,6 +1313,10 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     import gen_real_models
 
     rc = gen_real_models.main(["--out", os.path.join(out, "real")] + ["--force"] * force)
+    # An OCR recognizer with onnxruntime's outputs at the width gears' sizes (own stamp).
+    import gen_ocr_gears
+
+    gen_ocr_gears.generate(out, log, force=force)
     # light/ and real/ CNNs quantized by onnxruntime, with its int8 references (own stamp).
     import gen_quant_corpus
 

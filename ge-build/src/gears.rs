@@ -95,13 +95,17 @@ impl GearSpec {
                 .or_default()
                 .push(numbers(flag, spec, dims)?);
         }
+        GearSpec::dims(per_input).map_err(|why| opt_err(flag, spec, &why))
+    }
+
+    /// Dims gears from each input's list of gears (gear k takes the k-th entry of each);
+    /// the reason when the lists' lengths differ.
+    pub fn dims(
+        per_input: BTreeMap<String, Vec<Vec<usize>>>,
+    ) -> std::result::Result<GearSpec, String> {
         let count = per_input.values().map(Vec::len).max().unwrap_or(0);
         if per_input.values().any(|v| v.len() != count) {
-            return Err(opt_err(
-                flag,
-                spec,
-                "every input named must have the same number of gears",
-            ));
+            return Err("every input named must have the same number of gears".into());
         }
         Ok(GearSpec::Dims(
             (0..count)

@@ -10,7 +10,10 @@
 //!         | memory_reuse = true | false | "on" | "off"
 //!         | fusion_switch = "switch.json"
 //!         | max_nodes = N | max_tensor_bytes = N | "64M" | max_weight_bytes = … | max_arena_bytes = …
-//!         | input_shape(NAME = [D1, D2, …], "name:0" = […], …)
+//!         | input_shape(NAME = [D1, D2, …], "name:0" = […], …)   (-1: a dim the gears set)
+//!         | gears(batch = [B1, B2, …] [, pad = batch | spatial])
+//!         | gears(image_size = [[H, W], [H, W], …] [, pad = …])
+//!         | gears(NAME = [[D1, …], [D1, …], …], "name:0" = [[…], …] [, pad = …])
 //!         | input_value(NAME = "value.npy", …)        (or a TensorProto .pb file)
 //!         | crate = path::to::ge
 //! ```
@@ -35,6 +38,7 @@ pub const OPTIONS: &[&str] = &[
     "max_arena_bytes",
     "input_shape",
     "input_value",
+    "gears",
     "crate",
 ];
 
@@ -68,11 +72,37 @@ impl Value {
     }
 }
 
-/// One `input_shape` entry.
+/// One `input_shape` entry; `None` is a `-1` dim, which the gears set.
 pub struct ShapeArg {
     pub name: String,
     pub span: Span,
-    pub dims: Vec<usize>,
+    pub dims: Vec<Option<usize>>,
+}
+
+/// The gears of `gears(…)`: one kind.
+pub enum GearList {
+    Batch(Vec<usize>),
+    ImageSize(Vec<[usize; 2]>),
+    /// Per input (name, its span), its gears' dims.
+    Dims(Vec<(String, Span, Vec<Vec<usize>>)>),
+}
+
+impl GearList {
+    fn kind(&self) -> &'static str {
+        match self {
+            GearList::Batch(_) => "`batch`",
+            GearList::ImageSize(_) => "`image_size`",
+            GearList::Dims(_) => "input dims",
+        }
+    }
+}
+
+/// `gears(…)`.
+pub struct GearsArg {
+    /// The gears and the span of their list (or first input).
+    pub list: Option<(GearList, Span)>,
+    /// `pad = batch | spatial` and its span.
+    pub pad: Option<(String, Span)>,
 }
 
 /// One `input_value` entry.
@@ -88,6 +118,19 @@ pub struct OptArg {
     pub value: Option<Value>,
     pub shapes: Vec<ShapeArg>,
     pub values: Vec<ValueArg>,
+    pub gears: Option<GearsArg>,
+}
+
+impl OptArg {
+    fn new(key: Ident) -> OptArg {
+        OptArg {
+            key,
+            value: None,
+            shapes: Vec::new(),
+            values: Vec::new(),
+            gears: None,
+        }
+    }
 }
 
 /// Everything between the parentheses.
@@ -124,12 +167,127 @@ fn parse_shape(input: ParseStream) -> syn::Result<ShapeArg> {
     let (name, span) = parse_input_name(input)?;
     let content;
     syn::bracketed!(content in input);
-    let dims = content.parse_terminated(LitInt::parse, Token![,])?;
-    let dims = dims
+    let dims = content.parse_terminated(
+        |d: ParseStream| {
+            if d.peek(Token![-]) {
+                d.parse::<Token![-]>()?;
+                let one: LitInt = d.parse()?;
+                if one.base10_digits() != "1" {
+                    return Err(syn::Error::new(
+                        one.span(),
+                        "a dim is a non-negative integer, or -1 for one the gears set",
+                    ));
+                }
+                return Ok(None);
+            }
+            Ok(Some(d.parse::<LitInt>()?.base10_parse::<usize>()?))
+        },
+        Token![,],
+    )?;
+    Ok(ShapeArg {
+        name,
+        span,
+        dims: dims.into_iter().collect(),
+    })
+}
+
+/// `[1, 4, 8]`: positive integers.
+fn positive_list(input: ParseStream) -> syn::Result<Vec<usize>> {
+    let content;
+    syn::bracketed!(content in input);
+    let items = content.parse_terminated(LitInt::parse, Token![,])?;
+    items
         .iter()
-        .map(|d| d.base10_parse::<usize>())
-        .collect::<syn::Result<Vec<_>>>()?;
-    Ok(ShapeArg { name, span, dims })
+        .map(|d| match d.base10_parse::<usize>()? {
+            0 => Err(syn::Error::new(d.span(), "gear dims are positive integers")),
+            v => Ok(v),
+        })
+        .collect()
+}
+
+/// `[[48, 320], [48, 960]]`.
+fn nested_lists(input: ParseStream) -> syn::Result<Vec<Vec<usize>>> {
+    let content;
+    syn::bracketed!(content in input);
+    let lists = content.parse_terminated(positive_list, Token![,])?;
+    Ok(lists.into_iter().collect())
+}
+
+/// The inside of `gears(…)`.
+fn parse_gears(input: ParseStream) -> syn::Result<GearsArg> {
+    let mut g = GearsArg {
+        list: None,
+        pad: None,
+    };
+    while !input.is_empty() {
+        let (key, span, quoted) = if input.peek(LitStr) {
+            let s: LitStr = input.parse()?;
+            (s.value(), s.span(), true)
+        } else {
+            let i = input.call(Ident::parse_any)?;
+            (i.to_string(), i.span(), false)
+        };
+        input.parse::<Token![=]>()?;
+        if !quoted && key == "pad" {
+            if g.pad.is_some() {
+                return Err(syn::Error::new(span, "`pad` is given twice"));
+            }
+            let v = if input.peek(LitStr) {
+                let s: LitStr = input.parse()?;
+                (s.value(), s.span())
+            } else {
+                let i: Ident = input.parse()?;
+                (i.to_string(), i.span())
+            };
+            g.pad = Some(v);
+        } else {
+            let list_span = input.span();
+            let new = match key.as_str() {
+                "batch" if !quoted => GearList::Batch(positive_list(input)?),
+                "image_size" if !quoted => {
+                    let hws = nested_lists(input)?;
+                    let hws = hws
+                        .iter()
+                        .map(|hw| match hw[..] {
+                            [h, w] => Ok([h, w]),
+                            _ => Err(syn::Error::new(list_span, "each image size is [H, W]")),
+                        })
+                        .collect::<syn::Result<Vec<_>>>()?;
+                    GearList::ImageSize(hws)
+                }
+                _ => GearList::Dims(vec![(key.clone(), span, nested_lists(input)?)]),
+            };
+            match (&mut g.list, new) {
+                (None, new) => g.list = Some((new, span)),
+                (Some((GearList::Dims(have), _)), GearList::Dims(mut more)) => {
+                    if have.iter().any(|(n, ..)| *n == key) {
+                        return Err(syn::Error::new(
+                            span,
+                            format!("input `{key}` is given gears twice"),
+                        ));
+                    }
+                    have.append(&mut more);
+                }
+                (Some((old, _)), new) => {
+                    return Err(syn::Error::new(
+                        span,
+                        format!(
+                            "`gears` takes one kind of gears, but {} follows {}: give \
+                             `batch = [B, …]`, `image_size = [[H, W], …]` or input dims \
+                             (`x = [[D, …], …]`), not several",
+                            new.kind(),
+                            old.kind()
+                        ),
+                    ));
+                }
+            }
+        }
+        if input.is_empty() {
+            break;
+        }
+        input.parse::<Token![,]>()?;
+    }
+    Ok(g)
 }
 
 impl Parse for Args {
@@ -177,10 +335,8 @@ impl Parse for Args {
                 syn::parenthesized!(content in input);
                 let shapes = content.parse_terminated(parse_shape, Token![,])?;
                 options.push(OptArg {
-                    key,
-                    value: None,
                     shapes: shapes.into_iter().collect(),
-                    values: Vec::new(),
+                    ..OptArg::new(key)
                 });
                 continue;
             }
@@ -189,10 +345,18 @@ impl Parse for Args {
                 syn::parenthesized!(content in input);
                 let values = content.parse_terminated(parse_value, Token![,])?;
                 options.push(OptArg {
-                    key,
-                    value: None,
-                    shapes: Vec::new(),
                     values: values.into_iter().collect(),
+                    ..OptArg::new(key)
+                });
+                continue;
+            }
+            if name == "gears" {
+                let content;
+                syn::parenthesized!(content in input);
+                let gears = parse_gears(&content)?;
+                options.push(OptArg {
+                    gears: Some(gears),
+                    ..OptArg::new(key)
                 });
                 continue;
             }
@@ -205,10 +369,8 @@ impl Parse for Args {
                 Value::Lit(input.parse()?)
             };
             options.push(OptArg {
-                key,
                 value: Some(value),
-                shapes: Vec::new(),
-                values: Vec::new(),
+                ..OptArg::new(key)
             });
         }
         Ok(Args {

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ge_build::codegen::{self, Bindings, cache::Cache};
-use ge_build::{CompileError, CompileOptions, OptLevel, Precision};
+use ge_build::{CompileError, CompileOptions, GearPad, GearSpec, OptLevel, Precision};
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 
-use crate::args::{Args, OptArg, Value};
+use crate::args::{Args, GearList, OptArg, Value};
 
 /// Where the expansion happens.
 pub struct Context {
@@ -58,6 +58,7 @@ struct Settings {
     fusion_span: Option<Span>,
     device_span: Option<Span>,
     shape_spans: Vec<(String, Span)>,
+    gears_span: Option<Span>,
 }
 
 fn value(o: &OptArg) -> &Value {
@@ -94,6 +95,7 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
         fusion_span: None,
         device_span: None,
         shape_spans: Vec::new(),
+        gears_span: None,
     };
     for o in &args.options {
         match o.key.to_string().as_str() {
@@ -173,11 +175,51 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                             format!("input `{}` is given two shapes", sh.name),
                         ));
                     }
-                    s.options
-                        .input_shapes
-                        .insert(sh.name.clone(), sh.dims.clone());
+                    if s.options.gear_inputs.contains_key(&sh.name) {
+                        return Err(err(
+                            sh.span,
+                            format!("input `{}` is given two shapes", sh.name),
+                        ));
+                    }
+                    match sh.dims.iter().copied().collect::<Option<Vec<_>>>() {
+                        Some(fixed) => s.options.input_shapes.insert(sh.name.clone(), fixed),
+                        None => s.options.input_shapes.remove(&sh.name),
+                    };
+                    if sh.dims.contains(&None) {
+                        s.options
+                            .gear_inputs
+                            .insert(sh.name.clone(), sh.dims.clone());
+                    }
                     s.shape_spans.push((sh.name.clone(), sh.span));
                 }
+            }
+            "gears" => {
+                let g = o.gears.as_ref().expect("gears(…) parses into gears");
+                let (list, span) = g.list.as_ref().ok_or_else(|| {
+                    err(
+                        o.key.span(),
+                        "`gears` needs `batch = [B, …]`, `image_size = [[H, W], …]` or input \
+                         dims (`x = [[D, …], …]`)",
+                    )
+                })?;
+                s.options.gears = match list {
+                    GearList::Batch(b) => GearSpec::Batch(b.clone()),
+                    GearList::ImageSize(hw) => GearSpec::ImageSize(hw.clone()),
+                    GearList::Dims(d) => {
+                        GearSpec::dims(d.iter().map(|(n, _, v)| (n.clone(), v.clone())).collect())
+                            .map_err(|why| err(*span, format!("bad `gears`: {why}")))?
+                    }
+                };
+                if let GearList::Dims(d) = list {
+                    s.shape_spans
+                        .extend(d.iter().map(|(n, sp, _)| (n.clone(), *sp)));
+                }
+                if let Some((pad, sp)) = &g.pad {
+                    s.options.gear_pad = pad.parse::<GearPad>().map_err(|_| {
+                        err(*sp, format!("bad `pad`: '{pad}' is not batch or spatial"))
+                    })?;
+                }
+                s.gears_span = Some(*span);
             }
             "input_value" => {
                 for v in &o.values {
@@ -207,6 +249,19 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
             "crate" => s.crate_path = value(o).to_token_stream_string(),
             other => return Err(err(o.key.span(), format!("unknown option `{other}`"))),
         }
+    }
+    if s.options.gears.is_empty()
+        && let Some(name) = s.options.gear_inputs.keys().next()
+    {
+        let span = s
+            .shape_spans
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or_else(Span::call_site, |(_, sp)| *sp);
+        return Err(err(
+            span,
+            format!("input `{name}` has -1 dims, which only gears set: add `gears(…)`"),
+        ));
     }
     Ok(s)
 }
@@ -244,6 +299,20 @@ fn symbolic_hint(input: &str, reason: &str) -> Option<String> {
     ))
 }
 
+/// A compiler message in the macro's terms: the CLI's gear flags become `gears(…)` keys.
+fn macro_terms(msg: &str) -> String {
+    [
+        ("--dynamic-batch", "gears(batch)"),
+        ("--dynamic-image-size", "gears(image_size)"),
+        ("--dynamic-dims", "gears(NAME = …)"),
+        ("--gear-pad spatial", "gears(…, pad = spatial)"),
+        ("--input-shape NAME:-1,...", "input_shape(NAME = [-1, …])"),
+        ("--input-shape", "input_shape"),
+    ]
+    .iter()
+    .fold(msg.to_string(), |m, (cli, mac)| m.replace(cli, mac))
+}
+
 /// Maps a compile error to a diagnostic at the argument responsible for it.
 fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> syn::Error {
     let lit = args.path.value();
@@ -265,7 +334,7 @@ fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> sy
                 .iter()
                 .find(|(n, _)| *n == input)
                 .map_or(at_path, |(_, sp)| *sp);
-            let mut msg = format!("`{lit}`: input '{input}': {reason}");
+            let mut msg = format!("`{lit}`: input '{input}': {}", macro_terms(&reason));
             if reason.contains("symbolic")
                 && let Some(h) = symbolic_hint(&input, &reason)
             {
@@ -277,7 +346,9 @@ fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> sy
         }
         CompileError::Option(msg) => {
             let m = msg.to_ascii_lowercase();
-            let blame = if m.contains("precision") {
+            let blame = if m.contains("--dynamic") || m.contains("gear") {
+                s.gears_span.map(|sp| ("gears", sp))
+            } else if m.contains("precision") {
                 s.precision_span.map(|sp| ("precision", sp))
             } else if m.contains("fusion") {
                 s.fusion_span.map(|sp| ("fusion_switch", sp))
@@ -289,7 +360,10 @@ fn compile_error(e: CompileError, args: &Args, s: &Settings, model: &Path) -> sy
                 None
             };
             match blame {
-                Some((name, span)) => err(span, format!("bad `{name}` for `{lit}`: {msg}")),
+                Some((name, span)) => err(
+                    span,
+                    format!("bad `{name}` for `{lit}`: {}", macro_terms(&msg)),
+                ),
                 None => err(at_path, format!("`{lit}`: bad option: {msg}")),
             }
         }

@@ -18,7 +18,11 @@
 //! model over one is a compile error), `input_shape(NAME = [dims], …)` (quote
 //! names that are not identifiers: `"data:0" = [1, 3]`), `input_value(NAME = "v.npy", …)`
 //! (freezes an input to a tensor file, `.npy` or `TensorProto` `.pb`, like
-//! `--input-value`), and `crate = path` (where the `ge` facade is, `::ge` by default).
+//! `--input-value`), `gears(batch = [1, 4, 8])` / `gears(image_size = [[48, 320], [48, 960]])`
+//! / `gears(x = [[1, 3, 48, 320], [1, 3, 48, 960]])` (several static shapes in one blob,
+//! optionally `pad = spatial`; `-1` in `input_shape` marks a dim the gears set; the typed
+//! bindings per kind of gears are described in `ge_build::codegen`'s `gears` module), and
+//! `crate = path` (where the `ge` facade is, `::ge` by default).
 //!
 //! The macro is thin: it parses the arguments, asks `ge-build`'s cache for the compiled
 //! blob (`target/ge-cache/`, keyed by a digest of the model bytes, the options and the

@@ -33,22 +33,31 @@ pub fn zeroed_box<T: Zeroable>() -> alloc::boxed::Box<T> {
 /// an unchecked field. It is a `macro_rules!` of this crate rather than code the proc macro
 /// emits, so the `unsafe impl` is this crate's and not the user's (whose crate may forbid
 /// `unsafe_code`). With the `alloc` feature it also adds `boxed()`.
+///
+/// A struct generic over the batch of batch gears is written `Inputs<const N: usize> where
+/// Batch<N>: Fits { … }`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __zeroable {
-    ($name:ident { $($field:ident),* $(,)? }) => {
+    ($name:ident $(< const $n:ident : usize > where $b:ty : $t:path)? { $($field:ident),* $(,)? }) => {
         // Fails to compile unless the pattern names every field and each is `Zeroable`.
-        const _: fn(&$name) = |value: &$name| {
-            fn zeroable<T: $crate::bytes::Zeroable>(_: &T) {}
-            let $name { $($field),* } = value;
-            $( zeroable($field); )*
+        const _: () = {
+            #[allow(dead_code)]
+            fn fields_are_zeroable $(<const $n: usize>)? (value: &$name $(<$n>)?)
+            $(where $b: $t)?
+            {
+                fn zeroable<T: $crate::bytes::Zeroable>(_: &T) {}
+                let $name { $($field),* } = value;
+                $( zeroable($field); )*
+            }
         };
 
         // SAFETY: every field of the struct is `Zeroable` (checked just above, for all of
-        // them), so all-zero bytes are a valid value of it; padding needs none.
-        unsafe impl $crate::bytes::Zeroable for $name {}
+        // them and every `N`), so all-zero bytes are a valid value of it; padding needs none.
+        unsafe impl $(<const $n: usize>)? $crate::bytes::Zeroable for $name $(<$n>)?
+        $(where $b: $t)? {}
 
-        $crate::__boxed_ctor!($name);
+        $crate::__boxed_ctor!($name $(< const $n : usize > where $b : $t)?);
     };
 }
 
@@ -58,8 +67,8 @@ macro_rules! __zeroable {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __boxed_ctor {
-    ($name:ident) => {
-        impl $name {
+    ($name:ident $(< const $n:ident : usize > where $b:ty : $t:path)?) => {
+        impl $(<const $n: usize>)? $name $(<$n>)? $(where $b: $t)? {
             /// All zeros, on the heap, allocated zeroed in place: never on the stack, unlike
             /// `Box::new(Self::zeroed())` in a debug build. For big tensors.
             pub fn boxed() -> $crate::alloc::boxed::Box<Self> {
@@ -73,7 +82,7 @@ macro_rules! __boxed_ctor {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __boxed_ctor {
-    ($name:ident) => {};
+    ($($t:tt)*) => {};
 }
 
 /// The bytes of a tensor value (e.g. `[[[[f32; 8]; 8]; 1]; 1]`).

@@ -1,5 +1,6 @@
 //! trybuild UI tests of `ge_model!`: each diagnostic (missing file, unparsable model,
-//! unsupported op, bad options, unset symbolic dim) and a wrong input shape at the call site,
+//! unsupported op, bad options, unset symbolic dim, gears: too large, conflicting, too many,
+//! mixed, padded without opt-in) and a wrong input shape at the call site,
 //! with their expected stderr committed next to them; plus a case that must build and run.
 //!
 //! trybuild compiles the cases as a crate in `<target>/tests/trybuild/ge/`, which is then
@@ -7,7 +8,9 @@
 //! Regenerate the expected stderr with `TRYBUILD=overwrite cargo test -p ge --test ui`.
 //!
 //! `tests/ui/models/unsupported.onnx` is one `TfIdfVectorizer` node (opset 13), made with
-//! `onnx.helper`; `garbage.onnx` is a line of text.
+//! `onnx.helper`; `garbage.onnx` is a line of text; `widths.onnx` (for image-size gears) is
+//! x `[1, 1, H, W]` → Conv 3×3 (2 channels, pad 1, seeded normal weights) → MaxPool 2×2 → y
+//! `[1, 2, H/2, W/2]`, opset 17, made with `onnx.helper`.
 
 use std::path::Path;
 
@@ -22,6 +25,7 @@ fn ui() {
     let fixtures = [
         here.join("tests/ui/models/garbage.onnx"),
         here.join("tests/ui/models/unsupported.onnx"),
+        here.join("tests/ui/models/widths.onnx"),
         here.join("../examples/digits/models/digits.onnx"),
     ];
     for f in fixtures {

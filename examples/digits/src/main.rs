@@ -8,7 +8,8 @@
 #![forbid(unsafe_code)]
 
 use std::error::Error;
-use std::path::Path;
+
+use digits_data::{argmax, load};
 
 ge::ge_model!(pub Digits = "models/digits.onnx", opt_level = 2, input_shape(x = [1, 1, 8, 8]));
 
@@ -38,54 +39,8 @@ macro_rules! count_correct {
     }};
 }
 
-/// The held-out split and onnxruntime's results on it (written by tools/train_digits.py).
-struct TestSet {
-    images: Vec<[[f32; 8]; 8]>,
-    labels: Vec<u8>,
-    ort_predictions: Vec<u8>,
-    ort_correct: usize,
-}
-
-fn load(dir: &Path) -> Result<TestSet, Box<dyn Error>> {
-    let read = |name: &str| {
-        std::fs::read(dir.join(name)).map_err(|e| format!("{}: {e}", dir.join(name).display()))
-    };
-    let x = read("test_x.bin")?;
-    let labels = read("test_y.bin")?;
-    let ort_predictions = read("ort_pred.bin")?;
-    let accuracy = String::from_utf8(read("ort_accuracy.txt")?)?;
-    let ort_correct: usize = accuracy
-        .split_whitespace()
-        .next()
-        .ok_or("ort_accuracy.txt is empty")?
-        .parse()?;
-    if x.len() != labels.len() * 64 * 4 || ort_predictions.len() != labels.len() {
-        return Err("test_x.bin, test_y.bin and ort_pred.bin disagree on the sample count".into());
-    }
-    let images = x
-        .chunks_exact(64 * 4)
-        .map(|img| {
-            let mut m = [[0f32; 8]; 8];
-            for (k, px) in img.chunks_exact(4).enumerate() {
-                m[k / 8][k % 8] = f32::from_le_bytes(px.try_into().unwrap());
-            }
-            m
-        })
-        .collect();
-    Ok(TestSet {
-        images,
-        labels,
-        ort_predictions,
-        ort_correct,
-    })
-}
-
-fn argmax(v: &[f32]) -> usize {
-    (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best })
-}
-
 fn main() -> Result<(), Box<dyn Error>> {
-    let data = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data"))?;
+    let data = load(&digits_data::data_dir())?;
     let n = data.labels.len();
 
     // No heap for the model: a 64-byte aligned arena of exactly ARENA_BYTES on the stack.

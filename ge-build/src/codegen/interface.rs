@@ -56,6 +56,16 @@ impl IoSpec {
     }
 }
 
+/// One gear of a model with gears: its I/O shapes (in model order) and plan size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GearIo {
+    pub inputs: Vec<Vec<usize>>,
+    pub outputs: Vec<Vec<usize>>,
+    /// The gear's own plan (the arena holds the largest gear's plus staging).
+    pub arena_bytes: usize,
+    pub tasks: usize,
+}
+
 /// What the bindings need to know about a compiled model.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interface {
@@ -70,6 +80,10 @@ pub struct Interface {
     /// The kernels the tasks run, sorted and unique: (op kind, dtype, variant) numbers of a
     /// [`ge_runtime::format::KernelId`].
     pub kernels: Vec<(u16, u8, u8)>,
+    /// Every gear, smallest first (empty for a single-shape model); `inputs` and `outputs`
+    /// above are the largest gear's.
+    #[serde(default)]
+    pub gears: Vec<GearIo>,
 }
 
 impl Interface {
@@ -83,7 +97,24 @@ impl Interface {
             dtype: io.dtype as u8,
             shape: io.shape.dims().to_vec(),
         };
+        let dims = |io: Option<ge_runtime::IoInfo<'_>>| {
+            io.map_or(Vec::new(), |io| io.shape.dims().to_vec())
+        };
+        let gears = (0..model.gear_count())
+            .map(|g| {
+                let g = model.gear(g).map_err(|e| {
+                    CompileError::Model(format!("the compiled blob's gear {g} does not load: {e}"))
+                })?;
+                Ok(GearIo {
+                    inputs: (0..g.input_count()).map(|i| dims(g.input(i))).collect(),
+                    outputs: (0..g.output_count()).map(|i| dims(g.output(i))).collect(),
+                    arena_bytes: g.arena_bytes(),
+                    tasks: g.tasks().len(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Interface {
+            gears,
             model_name: model.name().to_string(),
             inputs: (0..model.input_count())
                 .filter_map(|i| model.input(i))

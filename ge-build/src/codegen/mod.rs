@@ -25,9 +25,11 @@
 
 pub mod cache;
 mod device;
+mod gears;
 mod interface;
 pub mod names;
 mod notes;
+mod tensors;
 
 use std::path::{Path, PathBuf};
 
@@ -37,7 +39,7 @@ use quote::{format_ident, quote};
 use ge_sim::Profile;
 
 pub use device::{DeviceSpec, parse_profile, resolve_device};
-pub use interface::{Interface, IoSpec};
+pub use interface::{GearIo, Interface, IoSpec};
 pub use notes::{findings, report_notes};
 
 use crate::error::{CompileError, Result};
@@ -161,18 +163,6 @@ fn array_type(elem: &TokenStream, shape: &[usize]) -> TokenStream {
     shape.iter().rev().fold(elem.clone(), |t, &d| {
         let d = usize_lit(d);
         quote!([#t; #d])
-    })
-}
-
-/// `[[0.0; 8]; 8]`.
-fn zero_value(spec: &IoSpec) -> TokenStream {
-    let zero = match spec.rust_elem() {
-        "f32" | "f64" => quote!(0.0),
-        _ => quote!(0),
-    };
-    spec.shape.iter().rev().fold(zero, |v, &d| {
-        let d = usize_lit(d);
-        quote!([#v; #d])
     })
 }
 
@@ -302,6 +292,102 @@ fn kernel_entries(krate: &TokenStream, kernels: &[(u16, u8, u8)]) -> Result<Vec<
         .collect()
 }
 
+/// The model type's `run` (and, with gears, `run_shaped`): typed tensors in, the device's
+/// report out. `batch`: generic over the batch `N`; `gears` without `batch`: generic over a
+/// gear's `Inputs` (see [`gears`]).
+fn run_method(
+    krate: &TokenStream,
+    ins: &[tensors::Io],
+    outs: &[tensors::Io],
+    batch: bool,
+    gears: bool,
+) -> TokenStream {
+    let (run_in, run_out) = tensors::byte_views(krate, ins, outs);
+    let session = quote! {
+        let device = #krate::DeviceRef(&mut self.device);
+        let mut session = #krate::Session::new(&self.model, &mut *self.arena, device)?;
+    };
+    let run = if batch {
+        let n_in = usize_lit(ins.len());
+        let shapes = ins.iter().map(|i| {
+            if i.batched {
+                let dims = i.spec.shape[1..].iter().map(|&d| usize_lit(d));
+                quote!(&[N, #(#dims),*])
+            } else {
+                let c = &i.shape_const;
+                quote!(&#c)
+            }
+        });
+        quote! {
+            /// Runs a batch of `N` (1 to [`MAX_BATCH`]): on the gear of batch `N`, or zero-padded
+            /// on the next larger gear, with the outputs cut back to `N` items. Returns the
+            /// device's report (simulated time, cycles, traffic, launches, tasks).
+            pub fn run<const N: usize>(
+                &mut self,
+                inputs: &Inputs<N>,
+                outputs: &mut Outputs<N>,
+            ) -> Result<#krate::RunReport, #krate::Error>
+            where
+                Batch<N>: Fits,
+            {
+                let shapes: [&[usize]; #n_in] = [#(#shapes),*];
+                #session
+                let (report, gear) =
+                    session.run_shaped(&[#(#run_in),*], &shapes, &mut [#(#run_out),*])?;
+                debug_assert_eq!(gear, <Batch<N> as Fits>::GEAR);
+                Ok(report)
+            }
+        }
+    } else if gears {
+        quote! {
+            /// Runs the gear whose `Inputs` these are (e.g. `h48_w320::Inputs`), exactly, and
+            /// returns the device's report (simulated time, cycles, traffic, launches, tasks).
+            pub fn run<I: Gear>(
+                &mut self,
+                inputs: &I,
+                outputs: &mut I::Outputs,
+            ) -> Result<#krate::RunReport, #krate::Error> {
+                let (ins, mut outs) = I::io(inputs, outputs);
+                #session
+                session.run_gear(I::GEAR, &ins, &mut outs)
+            }
+        }
+    } else {
+        quote! {
+            /// Runs the model: reads `inputs`, writes `outputs`, returns the device's
+            /// report (simulated time, cycles, traffic, launches, tasks).
+            pub fn run(
+                &mut self,
+                inputs: &Inputs,
+                outputs: &mut Outputs,
+            ) -> Result<#krate::RunReport, #krate::Error> {
+                self.run_bytes(&[#(#run_in),*], &mut [#(#run_out),*])
+            }
+        }
+    };
+    if !gears {
+        return run;
+    }
+    quote! {
+        #run
+
+        /// Runs raw inputs of shapes `shapes` (C order, the inputs' dtypes) on the smallest
+        /// gear they fit, zero-padded at the end of each smaller dim where the blob allows it
+        /// (the batch of batch gears; any dim when compiled with `pad = spatial`); outputs
+        /// are cut back to the actual batch, else have the gear's shapes. Returns the report
+        /// and the gear's index.
+        pub fn run_shaped(
+            &mut self,
+            inputs: &[&[u8]],
+            shapes: &[&[usize]],
+            outputs: &mut [&mut [u8]],
+        ) -> Result<(#krate::RunReport, usize), #krate::Error> {
+            #session
+            session.run_shaped(inputs, shapes, outputs)
+        }
+    }
+}
+
 /// The bindings module for `iface` as tokens.
 pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     let krate = parse_tokens("crate path", &b.crate_path)?;
@@ -326,34 +412,19 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     let field_names = names::unique_snake(&all, &[]);
     let (in_names, out_names) = field_names.split_at(iface.inputs.len());
 
-    struct Io<'x> {
-        spec: &'x IoSpec,
-        field: proc_macro2::Ident,
-        shape_const: proc_macro2::Ident,
-        ty: TokenStream,
-        elem: TokenStream,
-    }
-    fn io<'x>(specs: &'x [IoSpec], names: &[String], kind: &str) -> Vec<Io<'x>> {
-        specs
-            .iter()
-            .zip(names)
-            .map(|(spec, n)| {
-                let elem = parse_tokens("type", spec.rust_elem()).unwrap_or_default();
-                Io {
-                    spec,
-                    field: format_ident!("{n}"),
-                    shape_const: format_ident!("{}_{}_SHAPE", kind, n.to_ascii_uppercase()),
-                    ty: array_type(&elem, &spec.shape),
-                    elem,
-                }
-            })
-            .collect()
-    }
-    let ins = io(&iface.inputs, in_names, "INPUT");
-    let outs = io(&iface.outputs, out_names, "OUTPUT");
+    let mut ins = tensors::ios(&iface.inputs, in_names, "INPUT");
+    let mut outs = tensors::ios(&iface.outputs, out_names, "OUTPUT");
+    let batches = gears::batch_form(iface, &b.options.gears, &mut ins, &mut outs);
+    let (gear_items, gear_lines) = match &batches {
+        Some(bs) => (gears::batch_items(bs, &b.source), Vec::new()),
+        None if !iface.gears.is_empty() => {
+            gears::per_gear_items(&krate, iface, &b.options.gears, (in_names, out_names))
+        }
+        None => (TokenStream::new(), Vec::new()),
+    };
 
     let source = &b.source;
-    let io_line = |v: &[Io<'_>]| {
+    let io_line = |v: &[tensors::Io]| {
         v.iter()
             .map(|i| format!("`{}` ({})", i.spec.name, i.spec.describe()))
             .collect::<Vec<_>>()
@@ -378,6 +449,19 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     for n in &b.notes {
         module_doc += &format!("\n\n{n}");
     }
+    if let Some(bs) = &batches {
+        module_doc += &format!(
+            "\n\nBatch gears {bs:?}: [`Inputs`] and [`Outputs`] take the batch `N` (1 to \
+             [`MAX_BATCH`]) as a const parameter; a batch between gears runs zero-padded on the \
+             next gear. The shapes above are the largest gear's."
+        );
+    } else if !gear_lines.is_empty() {
+        module_doc += "\n\nGears (one module each; `run` takes a gear's `Inputs`):";
+        for l in &gear_lines {
+            module_doc += &format!("\n- {l}");
+        }
+        module_doc += "\n\nThe shapes above are the largest gear's.";
+    }
     module_doc += &format!(
         "\n\nUse [`{ty}`] with an [`Arena`] ({}: `Arena::boxed()` or a [`StaticArena`] for a big \
          model; or any `&mut [u8]` of [`ARENA_BYTES_UNALIGNED`] bytes), fill [`Inputs`], and \
@@ -386,61 +470,12 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
     );
     let module_doc = doc(module_doc);
 
-    let shape_consts = ins
-        .iter()
-        .map(|i| (i, "Input"))
-        .chain(outs.iter().map(|o| (o, "Output")));
-    let shape_consts = shape_consts.map(|(i, kind)| {
-        let c = &i.shape_const;
-        let rank = usize_lit(i.spec.shape.len());
-        let dims = i.spec.shape.iter().map(|&d| usize_lit(d));
-        let d = doc(format!("{kind} `{}`: {}.", i.spec.name, i.spec.describe()));
-        quote! {
-            #d
-            pub const #c: [usize; #rank] = [#(#dims),*];
-        }
-    });
-
-    let struct_fields = |v: &[Io<'_>], kind: &str| {
-        v.iter()
-            .map(|i| {
-                let (f, t) = (&i.field, &i.ty);
-                let d = doc(format!(
-                    "{kind} `{}`: {}, C order (ONNX name `{}`).",
-                    i.spec.name,
-                    i.spec.describe(),
-                    i.spec.name
-                ));
-                quote!(#d pub #f: #t,)
-            })
-            .collect::<Vec<_>>()
-    };
-    let zero_fields = |v: &[Io<'_>]| {
-        v.iter()
-            .map(|i| {
-                let f = &i.field;
-                let z = zero_value(i.spec);
-                quote!(#f: #z,)
-            })
-            .collect::<Vec<_>>()
-    };
-    let (in_fields, out_fields) = (struct_fields(&ins, "Input"), struct_fields(&outs, "Output"));
-    let (in_zero, out_zero) = (zero_fields(&ins), zero_fields(&outs));
-    let in_idents: Vec<_> = ins.iter().map(|i| &i.field).collect();
-    let out_idents: Vec<_> = outs.iter().map(|o| &o.field).collect();
+    let shape_consts = tensors::shape_consts(&ins, &outs);
     let n_in = usize_lit(ins.len());
     let n_out = usize_lit(outs.len());
     let in_name_lits = ins.iter().map(|i| i.spec.name.as_str());
     let out_name_lits = outs.iter().map(|i| i.spec.name.as_str());
 
-    let run_in = ins.iter().map(|i| {
-        let f = &i.field;
-        quote!(#krate::bytes::of(&inputs.#f))
-    });
-    let run_out = outs.iter().map(|o| {
-        let f = &o.field;
-        quote!(#krate::bytes::of_mut(&mut outputs.#f))
-    });
     let slice_params = ins
         .iter()
         .map(|i| {
@@ -493,24 +528,20 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
          [`StaticArena`] puts it in `.bss`.",
         byte_size(iface.arena_bytes)
     ));
-    let tensors_doc = |what: &str, name: &str, v: &[Io<'_>]| {
-        let bytes = v
-            .iter()
-            .map(|i| i.spec.numel() * i.spec.dtype().size())
-            .sum();
-        doc(format!(
-            "The model's {what}: {} of tensors. `{name}::zeroed()` builds them by value (as a \
-             local, on the stack); `{name}::boxed()` (feature `alloc`, part of the default \
-             `std`) allocates them zeroed on the heap without touching the stack, and \
-             `ge::StaticCell::new({name}::zeroed())` puts them in a `static`.",
-            byte_size(bytes),
-        ))
+    let structs = if iface.gears.is_empty() || batches.is_some() {
+        let batch = batches.is_some();
+        let i = tensors::tensor_struct(&krate, "Inputs", &ins, batch);
+        let o = tensors::tensor_struct(&krate, "Outputs", &outs, batch);
+        quote!(#i #o)
+    } else {
+        TokenStream::new()
     };
-    let inputs_doc = tensors_doc("inputs", "Inputs", &ins);
-    let outputs_doc = tensors_doc("outputs", "Outputs", &outs);
-    let zeroed_doc = doc(
-        "All zeros, by value: on the stack as a local (in a debug build even inside \
-         `Box::new`); `boxed()` never is. Const, so it can initialize a `static`.",
+    let run = run_method(
+        &krate,
+        &ins,
+        &outs,
+        batches.is_some(),
+        !iface.gears.is_empty(),
     );
     let type_doc = doc(format!(
         "`{source}` bound to an arena and a simulated device; [`{ty}::run`] runs it without \
@@ -532,7 +563,7 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
             /// Arena bytes that suffice for a buffer of any alignment (e.g. a `Vec<u8>`).
             pub const ARENA_BYTES_UNALIGNED: usize = ARENA_BYTES + #krate::ALIGN - 1;
 
-            #(#shape_consts)*
+            #shape_consts
 
             /// ONNX names of the inputs, in model order.
             pub const INPUT_NAMES: [&str; #n_in] = [#(#in_name_lits),*];
@@ -553,47 +584,9 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
             /// StaticArena::new();` then `A.take()` once. Nothing is built on the stack.
             pub type StaticArena = #krate::StaticArena<ARENA_BYTES>;
 
-            #inputs_doc
-            #[derive(Clone, Debug, PartialEq)]
-            pub struct Inputs {
-                #(#in_fields)*
-            }
+            #structs
 
-            #krate::__zeroable!(Inputs { #(#in_idents),* });
-
-            impl Inputs {
-                #zeroed_doc
-                pub const fn zeroed() -> Self {
-                    Inputs { #(#in_zero)* }
-                }
-            }
-
-            impl Default for Inputs {
-                fn default() -> Self {
-                    Self::zeroed()
-                }
-            }
-
-            #outputs_doc
-            #[derive(Clone, Debug, PartialEq)]
-            pub struct Outputs {
-                #(#out_fields)*
-            }
-
-            #krate::__zeroable!(Outputs { #(#out_idents),* });
-
-            impl Outputs {
-                #zeroed_doc
-                pub const fn zeroed() -> Self {
-                    Outputs { #(#out_zero)* }
-                }
-            }
-
-            impl Default for Outputs {
-                fn default() -> Self {
-                    Self::zeroed()
-                }
-            }
+            #gear_items
 
             /// Validates the embedded blob (checksums, every offset and id).
             pub fn model() -> Result<#krate::Model<'static>, #krate::Error> {
@@ -642,15 +635,7 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
                     Ok(#ty { model, arena, device })
                 }
 
-                /// Runs the model: reads `inputs`, writes `outputs`, returns the device's
-                /// report (simulated time, cycles, traffic, launches, tasks).
-                pub fn run(
-                    &mut self,
-                    inputs: &Inputs,
-                    outputs: &mut Outputs,
-                ) -> Result<#krate::RunReport, #krate::Error> {
-                    self.run_bytes(&[#(#run_in),*], &mut [#(#run_out),*])
-                }
+                #run
 
                 #slice_doc
                 #[allow(clippy::too_many_arguments)]
@@ -746,6 +731,7 @@ mod tests {
             blob_bytes: 1000,
             tasks: 2,
             kernels: vec![(5, 1, 0), (2, 1, 1)],
+            gears: Vec::new(),
         }
     }
 
