@@ -8,7 +8,7 @@ pub use profile::{LaunchMode, Profile};
 use timeline::Timeline;
 pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
 
-use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
+use ge_runtime::format::{DType, MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
 use crate::cost::{TaskCost, Work, estimate_work};
@@ -178,7 +178,15 @@ fn task_work_n<const N: usize>(
         *d = shape(id).unwrap_or_default();
     }
     let (ni, no) = (in_ids.len().min(N), out_ids.len().min(N));
-    work((model.task_params(task), &ins[..ni], &outs[..no]))
+    let half = |ids: &[u32]| {
+        ids.first()
+            .and_then(|&id| tensors.get(id as usize))
+            .is_some_and(|t| t.dtype == DType::F16 as u8 || t.dtype == DType::Bf16 as u8)
+    };
+    Work {
+        half: half(in_ids) || half(out_ids),
+        ..work((model.task_params(task), &ins[..ni], &outs[..no]))
+    }
 }
 
 impl<O: Observer> SimDevice<O> {
