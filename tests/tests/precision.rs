@@ -12,6 +12,7 @@ use ge_build::ir::Op;
 use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, Precision, compile_bytes};
 use ge_runtime::format::DType;
+use ge_runtime::{AlignedBlob, Model};
 use ge_tests::onnx_builder::{Attr, ModelBuilder};
 use ge_tests::{random_inputs, run};
 
@@ -92,9 +93,26 @@ fn force_fp32_is_the_default_and_exact() {
     }
     assert_eq!(default.report.precision.casts, 0);
     assert_eq!(default.report.precision.lowered_nodes, 0);
-    // must_keep_origin_dtype on an fp32 model is fp32 too.
+    // must_keep_origin_dtype on an fp32 model is fp32 too: the same plan and weights; only
+    // the mode the blob records (`Meta::precision`) differs.
     let keep = compile(&m, &with(Precision::MustKeepOriginDtype));
-    assert_eq!(keep.blob, default.blob);
+    let (kb, db) = (
+        AlignedBlob::from_bytes(&keep.blob),
+        AlignedBlob::from_bytes(&default.blob),
+    );
+    let (k, d) = (
+        Model::from_bytes(kb.as_bytes()).expect("loads"),
+        Model::from_bytes(db.as_bytes()).expect("loads"),
+    );
+    assert_eq!((k.meta().precision, d.meta().precision), (4, 0));
+    let bytes = |m: &Model<'_>| {
+        [
+            bytemuck::cast_slice::<_, u8>(m.tasks()).to_vec(),
+            bytemuck::cast_slice::<_, u8>(m.tensors()).to_vec(),
+            m.weights().to_vec(),
+        ]
+    };
+    assert_eq!(bytes(&k), bytes(&d));
 }
 
 #[test]
