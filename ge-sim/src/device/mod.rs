@@ -145,10 +145,14 @@ fn task_work(model: &Model<'_>, task: &TaskDesc, work: impl Fn(ShapeArgs<'_>) ->
         .task_inputs(task)
         .len()
         .max(model.task_outputs(task).len());
-    if n <= SMALL_TASK_IO {
+    let w = if n <= SMALL_TASK_IO {
         task_work_n::<SMALL_TASK_IO>(model, task, work)
     } else {
         task_work_n::<MAX_TASK_IO>(model, task, work)
+    };
+    Work {
+        half: task_is_half(model, task),
+        ..w
     }
 }
 
@@ -178,15 +182,17 @@ fn task_work_n<const N: usize>(
         *d = shape(id).unwrap_or_default();
     }
     let (ni, no) = (in_ids.len().min(N), out_ids.len().min(N));
-    let half = |ids: &[u32]| {
+    work((model.task_params(task), &ins[..ni], &outs[..no]))
+}
+
+/// True when the task's input 0 or output 0 is fp16/bf16 ([`Work::half`]).
+fn task_is_half(model: &Model<'_>, task: &TaskDesc) -> bool {
+    let first_half = |ids: &[u32]| {
         ids.first()
-            .and_then(|&id| tensors.get(id as usize))
+            .and_then(|&id| model.tensors().get(id as usize))
             .is_some_and(|t| t.dtype == DType::F16 as u8 || t.dtype == DType::Bf16 as u8)
     };
-    Work {
-        half: half(in_ids) || half(out_ids),
-        ..work((model.task_params(task), &ins[..ni], &outs[..no]))
-    }
+    first_half(model.task_inputs(task)) || first_half(model.task_outputs(task))
 }
 
 impl<O: Observer> SimDevice<O> {

@@ -98,11 +98,15 @@ impl<'m> Timeline<'m> {
             }
             self.next_event += 1;
         }
-        // A cube task's output tiles are its accumulators (L0C: 4 bytes an element whatever
-        // dtype it stores), so an fp16 conv splits over as many cores as an fp32 one.
-        let tile_bytes = |t: &TensorDesc| match DType::from_u8(t.dtype) {
-            Some(d) if work.cube_macs > 0 => t.bytes / d.size().max(1) as u64 * 4,
-            _ => t.bytes,
+        // A cube task's output tiles are its f32 accumulators (L0C) whatever it stores, so
+        // an fp16 conv splits over as many cores as an fp32 one.
+        let half = |d: u8| d == DType::F16 as u8 || d == DType::Bf16 as u8;
+        let tile_bytes = |t: &TensorDesc| {
+            if work.cube_macs > 0 && half(t.dtype) {
+                t.bytes.saturating_mul(2)
+            } else {
+                t.bytes
+            }
         };
         let out_bytes: u64 = model
             .task_outputs(task)
