@@ -92,7 +92,7 @@ pub fn compile_bytes(
     let refs: Vec<(&Graph, &crate::plan::Plan)> =
         stages.iter().map(|s| (&s.graph, &s.plan)).collect();
     let flags = gears.then(|| crate::gears::gear_flags(opts));
-    let emitted = crate::om::emit_gears(&refs, flags, PRODUCER)?;
+    let emitted = crate::om::emit_gears(&refs, flags, opts.precision.code(), PRODUCER)?;
     let emit_ms = ms(t);
     let plan_arena = stages
         .iter()

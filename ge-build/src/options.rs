@@ -101,6 +101,27 @@ impl Precision {
             .map_or("force_fp32", |(n, _)| n)
     }
 
+    /// The mode's number in the blob's `Meta::precision` (0 = force_fp32, as blobs written
+    /// before the modes existed; 1 and 2 as that field always documented).
+    pub fn code(self) -> u32 {
+        match self {
+            Precision::ForceFp32 => 0,
+            Precision::ForceFp16 => 1,
+            Precision::AllowFp32ToFp16 => 2,
+            Precision::CubeFp16InFp32Out => 3,
+            Precision::MustKeepOriginDtype => 4,
+            Precision::AllowMixPrecision => 5,
+            Precision::AllowFp32ToBf16 => 6,
+            Precision::ForceBf16 => 7,
+            Precision::AllowMixPrecisionBf16 => 8,
+        }
+    }
+
+    /// The mode a blob's `Meta::precision` names.
+    pub fn from_code(code: u32) -> Option<Precision> {
+        Self::ALL.iter().map(|&(_, p)| p).find(|p| p.code() == code)
+    }
+
     /// The reduced dtype this mode stores lowered values in (`None`: nothing is lowered).
     pub fn low_dtype(self) -> Option<DType> {
         match self {

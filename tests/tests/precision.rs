@@ -12,6 +12,7 @@ use ge_build::ir::Op;
 use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, Precision, compile_bytes};
 use ge_runtime::format::DType;
+use ge_runtime::{AlignedBlob, Model};
 use ge_tests::onnx_builder::{Attr, ModelBuilder};
 use ge_tests::{random_inputs, run};
 
@@ -92,9 +93,26 @@ fn force_fp32_is_the_default_and_exact() {
     }
     assert_eq!(default.report.precision.casts, 0);
     assert_eq!(default.report.precision.lowered_nodes, 0);
-    // must_keep_origin_dtype on an fp32 model is fp32 too.
+    // must_keep_origin_dtype on an fp32 model is fp32 too: the same plan and weights; only
+    // the mode the blob records (`Meta::precision`) differs.
     let keep = compile(&m, &with(Precision::MustKeepOriginDtype));
-    assert_eq!(keep.blob, default.blob);
+    let (kb, db) = (
+        AlignedBlob::from_bytes(&keep.blob),
+        AlignedBlob::from_bytes(&default.blob),
+    );
+    let (k, d) = (
+        Model::from_bytes(kb.as_bytes()).expect("loads"),
+        Model::from_bytes(db.as_bytes()).expect("loads"),
+    );
+    assert_eq!((k.meta().precision, d.meta().precision), (4, 0));
+    let bytes = |m: &Model<'_>| {
+        [
+            bytemuck::cast_slice::<_, u8>(m.tasks()).to_vec(),
+            bytemuck::cast_slice::<_, u8>(m.tensors()).to_vec(),
+            m.weights().to_vec(),
+        ]
+    };
+    assert_eq!(bytes(&k), bytes(&d));
 }
 
 #[test]
@@ -145,7 +163,8 @@ fn mixed_precision_follows_the_lists_with_the_fewest_casts() {
             softmax_in = node.inputs[0].map(|v| g.value(v).dtype);
         }
         if let Op::Conv(_) | Op::MatMul | Op::Gemm(_) = node.op {
-            // The f32 kernel reads its weight rounded to fp16 at compile time.
+            // Conv reads its weight stored in fp16; MatMul's f32 kernel reads it rounded to
+            // fp16 at compile time.
             let w = g.value(node.inputs[1].expect("weight"));
             let d = w.data.as_deref().expect("a constant");
             assert!(
@@ -159,12 +178,13 @@ fn mixed_precision_follows_the_lists_with_the_fewest_casts() {
     }
     assert_eq!(softmax_in, Some(DType::F32), "Softmax is black-listed");
     let p = &c.report.precision;
-    // Conv, the Reshape after it and MatMul run in fp16: x is rounded (f32→f16→f32); w, b
-    // and fc are rounded at compile time; the fp16 Reshape output is widened for MatMul's
-    // f32 kernel; Conv and MatMul narrow their results; Softmax reads MatMul's widened.
+    // Conv, the Reshape after it and MatMul run in fp16: Conv's kernel reads halves, so x
+    // is cast to fp16 once and w, b are stored in fp16; the fp16 Reshape output is widened
+    // for MatMul's f32 kernel, whose fc is rounded at compile time and whose result is
+    // narrowed; Softmax reads MatMul's result widened.
     assert_eq!(p.lowered_nodes, 3, "{p:?}");
-    assert_eq!((p.converted_weights, p.rounded_weights), (0, 3), "{p:?}");
-    assert_eq!(p.casts, 2 + 1 + 2 + 1, "{p:?}");
+    assert_eq!((p.converted_weights, p.rounded_weights), (2, 1), "{p:?}");
+    assert_eq!(p.casts, 1 + 1 + 1 + 1, "{p:?}");
     assert!(
         c.report
             .passes

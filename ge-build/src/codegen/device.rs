@@ -67,6 +67,7 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
             "cube_macs_per_cycle" => &mut p.cube_macs_per_cycle,
             "fp32_cube_divisor" => &mut p.fp32_cube_divisor,
             "vector_ops_per_cycle" => &mut p.vector_ops_per_cycle,
+            "fp16_vector_ops_per_cycle" => &mut p.fp16_vector_ops_per_cycle,
             "gm_bytes_per_cycle" => &mut p.gm_bytes_per_cycle,
             "task_overhead_cycles" => &mut p.task_overhead_cycles,
             "launch_overhead_ns" => &mut p.launch_overhead_ns,

@@ -67,11 +67,12 @@ pub fn eval(
         .collect::<Result<_, KernelError>>()?;
     let in_shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
     let out_shapes: Vec<Shape> = out_bufs.iter().map(|o| o.2).collect();
-    let mut ws = Aligned::zeroed(ge_sim::kernels::workspace_bytes(
+    let mut ws = Aligned::zeroed(ge_sim::kernels::workspace_bytes_for(
         kind,
         &params,
         &in_shapes,
         &out_shapes,
+        out_bufs.first().map_or(DType::F32, |o| o.1),
     ));
     {
         let mut outs: Vec<TensorMut<'_>> = out_bufs

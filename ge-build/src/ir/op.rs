@@ -137,12 +137,8 @@ impl Op {
         match self {
             Op::Binary(_)
             | Op::Variadic(_)
-            | Op::Conv(_)
             | Op::ConvTranspose(_)
-            | Op::Gemm(_)
             | Op::MatMul
-            | Op::Pool(_)
-            | Op::GlobalPool(_)
             | Op::Lrn(_)
             | Op::BatchNorm(_)
             | Op::InstanceNorm(_)
@@ -157,6 +153,8 @@ impl Op {
             Op::ScatterElements(p) | Op::ScatterNd(p) => {
                 p.reduction != ge_runtime::format::ScatterReduction::None as u32
             }
+            // Conv, Gemm and pooling read and write halves themselves (ge_sim's `halves`).
+            Op::Conv(_) | Op::Gemm(_) | Op::Pool(_) | Op::GlobalPool(_) => false,
             Op::Unary(_)
             | Op::Where
             | Op::Transpose(_)

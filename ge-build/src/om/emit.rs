@@ -33,16 +33,18 @@ pub struct Emitted {
 
 /// Serializes `g` as planned by `plan` (see [`crate::plan::plan`]); decides nothing itself.
 pub fn emit(g: &Graph, plan: &Plan, producer_name: &str) -> Result<Emitted> {
-    emit_gears(&[(g, plan)], None, producer_name)
+    emit_gears(&[(g, plan)], None, 0, producer_name)
 }
 
 /// Serializes one plan per gear (smallest first) into one blob with a gears table and
 /// `gear_flags` (`None`: a single-shape blob, `gears` holding one plan). Every gear's tensor,
 /// task and event ids are relative to its own slices; the arena holds the largest gear's
 /// plan and then one staging buffer per input (the largest gear's input, 64-byte aligned).
+/// `precision` is the mode's [`crate::options::Precision::code`].
 pub fn emit_gears(
     gears: &[(&Graph, &Plan)],
     gear_flags: Option<u32>,
+    precision: u32,
     producer_name: &str,
 ) -> Result<Emitted> {
     let (&(g0, _), &(top, top_plan)) = gears
@@ -95,7 +97,7 @@ pub fn emit_gears(
         input_count: top.inputs.len() as u32,
         output_count: top.outputs.len() as u32,
         stream_count,
-        precision: 0,
+        precision,
         opset: top.opset as u32,
         gear_flags: gear_flags.unwrap_or(0),
         reserved: [0; 4],

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use ge_runtime::format::Shape;
+use ge_runtime::format::{DType, Shape};
 use petgraph::stable_graph::NodeIndex;
 
 use super::alias::Aliases;
@@ -91,7 +91,11 @@ pub fn lifetimes(
             .iter()
             .map(|&v| shape_of(&g.value(v).shape))
             .collect();
-        let ws = ge_sim::kernels::workspace_bytes(kind, &params, &ins, &outs);
+        let dtype = node
+            .outputs
+            .first()
+            .map_or(DType::F32, |&v| g.value(v).dtype);
+        let ws = ge_sim::kernels::workspace_bytes_for(kind, &params, &ins, &outs, dtype);
         if ws > 0 {
             lt.naive_bytes += ws;
             lt.workspace_of[step] = Some(lt.buffers.len());

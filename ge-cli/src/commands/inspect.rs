@@ -23,10 +23,11 @@ pub(super) fn inspect(path: &Path, list_tasks: bool) -> Res {
     );
     let _ = writeln!(
         out,
-        "model: {}  producer: {}  opset: {}",
+        "model: {}  producer: {}  opset: {}  precision: {}",
         model.name(),
         model.str(m.producer),
-        m.opset
+        m.opset,
+        ge_build::Precision::from_code(m.precision).map_or("unknown", |p| p.name())
     );
     let _ = writeln!(
         out,

@@ -129,7 +129,10 @@ pub struct Meta {
     pub input_count: u32,
     pub output_count: u32,
     pub stream_count: u32,
-    /// 0 = fp32, 1 = fp16, 2 = allow_fp32_to_fp16.
+    /// The precision mode it was compiled with: 0 = force_fp32, 1 = force_fp16,
+    /// 2 = allow_fp32_to_fp16, 3 = cube_fp16in_fp32out, 4 = must_keep_origin_dtype,
+    /// 5 = allow_mix_precision, 6 = allow_fp32_to_bf16, 7 = force_bf16,
+    /// 8 = allow_mix_precision_bf16. Informative: tensors carry their own dtypes.
     pub precision: u32,
     pub opset: u32,
     /// [`GEAR_PAD_BATCH`] / [`GEAR_PAD_ANY`]: which dims `Session::run` may zero-pad up to

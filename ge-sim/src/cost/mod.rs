@@ -1,15 +1,18 @@
 //! The analytic cost model: cycles of one task from its work and its global-memory traffic.
 //!
 //! For a task split over `c` cores:
-//! - cube cycles   = ⌈cube_macs / (cube_macs_per_cycle / fp32_cube_divisor × c)⌉
-//! - vector cycles = ⌈vector_ops / (vector_ops_per_cycle × c)⌉
+//! - cube cycles   = ⌈cube_macs / (cube_macs_per_cycle / fp32_cube_divisor × c)⌉, without
+//!   the divisor when the task's operands are fp16/bf16 ([`Work::half`]: the cube's native
+//!   rate)
+//! - vector cycles = ⌈vector_ops / (vector_ops_per_cycle × c)⌉ (`fp16_vector_ops_per_cycle`
+//!   for a half task)
 //! - memory cycles = ⌈gm_bytes / (gm_bytes_per_cycle × c / total cores)⌉ (a task holding c
 //!   of the cores gets that share of the bandwidth)
 //! - task cycles   = max(cube + vector, memory) + task_overhead_cycles
 //!
 //! `max` models double buffering: loads of the next tile overlap compute on the current one,
 //! so a task is bound by whichever is slower. Global-memory bytes are every input read once
-//! and every output written once (tiles are assumed to fit on chip; spills are charged by the
+//! and every output written once, at their stored element size (tiles are assumed to fit on chip; spills are charged by the
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
@@ -30,6 +33,10 @@ pub struct Work {
     /// Global-memory bytes moved beyond reading each input and writing each output once
     /// (which the device charges every task): operands a kernel streams again, spills.
     pub extra_gm_bytes: u64,
+    /// The task computes on 16-bit floats (its input 0 or output 0 is fp16/bf16): charged at
+    /// the fp16 cube and vector rates. Set by the device from the tensor table, not by the
+    /// per-kind estimators (which see shapes only).
+    pub half: bool,
 }
 
 /// What one task costs.
@@ -54,9 +61,13 @@ pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores
     let c = u64::from(cores.max(1));
     let share = u64::from(p.gm_bytes_per_cycle).max(1) * c;
     let total = u64::from(total_cores.max(cores).max(1));
-    let cube_rate =
-        (u64::from(p.cube_macs_per_cycle) / u64::from(p.fp32_cube_divisor.max(1))).max(1) * c;
-    let vec_rate = u64::from(p.vector_ops_per_cycle).max(1) * c;
+    let (divisor, vector) = if work.half {
+        (1, p.fp16_vector_ops_per_cycle)
+    } else {
+        (p.fp32_cube_divisor.max(1), p.vector_ops_per_cycle)
+    };
+    let cube_rate = (u64::from(p.cube_macs_per_cycle) / u64::from(divisor)).max(1) * c;
+    let vec_rate = u64::from(vector).max(1) * c;
     let compute = work
         .cube_macs
         .div_ceil(cube_rate)
@@ -282,6 +293,7 @@ pub fn recurrent(params: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
         cube_macs: dirs.saturating_mul(per_dir_macs),
         vector_ops: dirs.saturating_mul(per_dir_ops),
         extra_gm_bytes: dirs.saturating_mul(per_dir_bytes),
+        ..Work::default()
     }
 }
 
@@ -347,6 +359,28 @@ mod tests {
             2,
         );
         assert_eq!(one.compute_cycles, 2 * two.compute_cycles);
+    }
+
+    #[test]
+    fn half_tasks_run_at_the_fp16_rates() {
+        let p = Profile::EDGE;
+        let work = Work {
+            cube_macs: 1 << 30,
+            vector_ops: 1 << 20,
+            ..Work::default()
+        };
+        let f32 = task_cost(&p, work, 0, 2, 2);
+        let f16 = task_cost(&p, Work { half: true, ..work }, 0, 2, 2);
+        let cube = |d: u64| (1u64 << 30).div_ceil(u64::from(p.cube_macs_per_cycle) / d * 2);
+        let vector = |r: u32| (1u64 << 20).div_ceil(u64::from(r) * 2);
+        assert_eq!(
+            f32.compute_cycles,
+            cube(u64::from(p.fp32_cube_divisor)) + vector(p.vector_ops_per_cycle)
+        );
+        assert_eq!(
+            f16.compute_cycles,
+            cube(1) + vector(p.fp16_vector_ops_per_cycle)
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ pub use profile::{LaunchMode, Profile};
 use timeline::Timeline;
 pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
 
-use ge_runtime::format::{MAX_TASK_IO, Shape, TaskDesc};
+use ge_runtime::format::{DType, MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
 use crate::cost::{TaskCost, Work, estimate_work};
@@ -145,10 +145,14 @@ fn task_work(model: &Model<'_>, task: &TaskDesc, work: impl Fn(ShapeArgs<'_>) ->
         .task_inputs(task)
         .len()
         .max(model.task_outputs(task).len());
-    if n <= SMALL_TASK_IO {
+    let w = if n <= SMALL_TASK_IO {
         task_work_n::<SMALL_TASK_IO>(model, task, work)
     } else {
         task_work_n::<MAX_TASK_IO>(model, task, work)
+    };
+    Work {
+        half: task_is_half(model, task),
+        ..w
     }
 }
 
@@ -179,6 +183,16 @@ fn task_work_n<const N: usize>(
     }
     let (ni, no) = (in_ids.len().min(N), out_ids.len().min(N));
     work((model.task_params(task), &ins[..ni], &outs[..no]))
+}
+
+/// True when the task's input 0 or output 0 is fp16/bf16 ([`Work::half`]).
+fn task_is_half(model: &Model<'_>, task: &TaskDesc) -> bool {
+    let first_half = |ids: &[u32]| {
+        ids.first()
+            .and_then(|&id| model.tensors().get(id as usize))
+            .is_some_and(|t| t.dtype == DType::F16 as u8 || t.dtype == DType::Bf16 as u8)
+    };
+    first_half(model.task_inputs(task)) || first_half(model.task_outputs(task))
 }
 
 impl<O: Observer> SimDevice<O> {

@@ -25,6 +25,9 @@ pub struct Profile {
     pub fp32_cube_divisor: u32,
     /// Vector-unit fp32 element operations per cycle per core.
     pub vector_ops_per_cycle: u32,
+    /// Vector-unit fp16/bf16 element operations per cycle per core: the same registers hold
+    /// twice the lanes (2× the fp32 rate on Da Vinci).
+    pub fp16_vector_ops_per_cycle: u32,
     /// Global-memory bandwidth in bytes per core-clock cycle (whole device).
     pub gm_bytes_per_cycle: u32,
     /// Cycles the device spends starting one task from its on-device queue (sink mode).
@@ -50,6 +53,7 @@ impl Profile {
         cube_macs_per_cycle: 4096,
         fp32_cube_divisor: 4,
         vector_ops_per_cycle: 64,
+        fp16_vector_ops_per_cycle: 128,
         gm_bytes_per_cycle: 26,
         task_overhead_cycles: 200,
         launch_overhead_ns: 5_000,
@@ -67,6 +71,7 @@ impl Profile {
         cube_macs_per_cycle: 4096,
         fp32_cube_divisor: 4,
         vector_ops_per_cycle: 64,
+        fp16_vector_ops_per_cycle: 128,
         gm_bytes_per_cycle: 800,
         task_overhead_cycles: 200,
         launch_overhead_ns: 5_000,
@@ -84,6 +89,7 @@ impl Profile {
         cube_macs_per_cycle: 1024,
         fp32_cube_divisor: 4,
         vector_ops_per_cycle: 16,
+        fp16_vector_ops_per_cycle: 32,
         gm_bytes_per_cycle: 8,
         task_overhead_cycles: 100,
         launch_overhead_ns: 10_000,

@@ -13,7 +13,7 @@
 //! truth, so the timeline stays conservative).
 
 use ge_runtime::Model;
-use ge_runtime::format::TaskDesc;
+use ge_runtime::format::{DType, TaskDesc, TensorDesc};
 
 use super::{LaunchMode, Observer, Profile, RunReport, SimDevice, TaskRecord};
 use crate::cost::Work;
@@ -98,11 +98,21 @@ impl<'m> Timeline<'m> {
             }
             self.next_event += 1;
         }
+        // A cube task's output tiles are its f32 accumulators (L0C) whatever it stores, so
+        // an fp16 conv splits over as many cores as an fp32 one.
+        let half = |d: u8| d == DType::F16 as u8 || d == DType::Bf16 as u8;
+        let tile_bytes = |t: &TensorDesc| {
+            if work.cube_macs > 0 && half(t.dtype) {
+                t.bytes.saturating_mul(2)
+            } else {
+                t.bytes
+            }
+        };
         let out_bytes: u64 = model
             .task_outputs(task)
             .iter()
             .filter_map(|&id| model.tensors().get(id as usize))
-            .fold(0u64, |a, t| a.saturating_add(t.bytes));
+            .fold(0u64, |a, t| a.saturating_add(tile_bytes(t)));
         let k = useful_cores(&dev.profile, out_bytes).clamp(1, self.cores as u32) as usize;
         // The k cores that free up first.
         let mut picked = [0usize; MAX_CORES];

@@ -15,6 +15,8 @@ pub mod gather;
 pub mod gemm;
 pub mod gemm_i8;
 pub mod grid_sample;
+#[cfg(feature = "std")]
+pub mod halves;
 pub mod in_place;
 pub mod indexing;
 pub mod isa;
@@ -89,7 +91,8 @@ pub fn execute(
 
 /// Runs one task's kernel, splitting the kernels that can be split between the slots of
 /// `par` (results are bitwise the same whatever `par`). Dispatches through the kind's
-/// [`registry`] entry, which first rejects an output element type the kernel never takes.
+/// [`registry`] entry on output 0's element type, which first rejects an element type the
+/// kernel never takes.
 pub fn execute_on(
     kind: OpKind,
     params: &[u8],
@@ -98,7 +101,8 @@ pub fn execute_on(
     ws: &mut [u8],
     par: &dyn crate::threads::Parallel,
 ) -> KernelResult {
-    let id = KernelId::new(kind, DType::U8, KernelVariant::Plain);
+    let dtype = outs.first().map_or(DType::U8, |y| y.dtype);
+    let id = KernelId::new(kind, dtype, KernelVariant::Plain);
     let entry = set::registry_entry(id).ok_or(KernelError::BadParams("unknown op kind"))?;
     run_entry(&entry, params, None, ins, outs, ws, par)
 }
@@ -142,4 +146,23 @@ pub fn workspace_bytes(
     out_shapes: &[Shape],
 ) -> usize {
     (registry::kernel(kind).workspace)(params, in_shapes, out_shapes)
+}
+
+/// [`workspace_bytes`] of a task whose output 0 is of `dtype`: the [`halves`] kernels plan
+/// their own (std only; without it no half task runs).
+pub fn workspace_bytes_for(
+    kind: OpKind,
+    params: &[u8],
+    in_shapes: &[Option<Shape>],
+    out_shapes: &[Shape],
+    dtype: DType,
+) -> usize {
+    #[cfg(feature = "std")]
+    if matches!(dtype, DType::F16 | DType::Bf16)
+        && let Some(bytes) = halves::workspace_bytes(kind, params, in_shapes, out_shapes)
+    {
+        return bytes;
+    }
+    let _ = dtype;
+    workspace_bytes(kind, params, in_shapes, out_shapes)
 }

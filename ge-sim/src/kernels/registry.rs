@@ -54,6 +54,12 @@ impl DTypes {
     pub const ANY: DTypes = DTypes::of(&DType::ALL);
     /// f32 only.
     pub const F32: DTypes = DTypes::of(&[DType::F32]);
+    /// f32, and with `std` the 16-bit floats too (the [`super::halves`] kernels).
+    pub const F32_HALVES: DTypes = if cfg!(feature = "std") {
+        DTypes::of(&[DType::F32, DType::F16, DType::Bf16])
+    } else {
+        DTypes::F32
+    };
     /// f32 and f64.
     pub const FLOAT: DTypes = DTypes::of(&[DType::F32, DType::F64]);
     /// f32, f64 and the eight integer types (not the halves, which the compiler widens, nor
@@ -401,7 +407,7 @@ const CONV: Kernel = Kernel {
     run: |p, ins, outs, ws, par| conv::run_conv_on(&read_params(p)?, ins, outs, ws, par),
     workspace: |p, ins, outs| conv_workspace(false, p, ins, outs),
     work: cost::conv,
-    dtypes: DTypes::F32,
+    dtypes: DTypes::F32_HALVES,
     in_place: None,
     epilogue: EPILOGUE,
 };
@@ -421,7 +427,7 @@ const GEMM: Kernel = Kernel {
     run: |p, ins, outs, ws, par| gemm::run_gemm(&read_params(p)?, ins, outs, ws, par),
     workspace: |_, ins, outs| gemm::gemm_workspace_bytes(ins, outs),
     work: cost::gemm,
-    dtypes: DTypes::F32,
+    dtypes: DTypes::F32_HALVES,
     in_place: None,
     epilogue: EPILOGUE,
 };
@@ -464,7 +470,7 @@ const POOL: Kernel = Kernel {
     workspace: no_workspace,
     work: cost::pool,
     // Max pooling also on int8 / uint8.
-    dtypes: DTypes::of(&[DType::F32, DType::I8, DType::U8]),
+    dtypes: DTypes::F32_HALVES.with(DTypes::of(&[DType::I8, DType::U8])),
     in_place: None,
     epilogue: None,
 };
@@ -474,7 +480,7 @@ const GLOBAL_POOL: Kernel = Kernel {
     run: |p, ins, outs, _, _| pool::run_global_pool(&read_params(p)?, ins, outs),
     workspace: no_workspace,
     work: cost::per_input,
-    dtypes: DTypes::F32,
+    dtypes: DTypes::F32_HALVES,
     in_place: None,
     epilogue: None,
 };

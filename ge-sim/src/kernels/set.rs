@@ -8,6 +8,8 @@ use core::fmt;
 
 use ge_runtime::format::{DType, KernelId, KernelVariant, OpKind};
 
+#[cfg(feature = "std")]
+use super::halves;
 use super::registry::{DTypes, InPlaceFn, RunFn, ShapeFn, kernel};
 use super::{pool, read_params, softmax};
 use crate::cost::Work;
@@ -65,7 +67,8 @@ pub const fn registry_entry(id: KernelId) -> Option<KernelEntry> {
 /// Functions of one element type for the kinds whose registry function covers several and
 /// carries sizeable code for the others: the entry of such a kind on that type links only
 /// its own code (f32 pooling no integer code, f32 softmax no f64 code). Each does exactly
-/// what the kind's function does on that type.
+/// what the kind's function does on that type. With `std`, the fp16/bf16 Conv, Gemm and
+/// pooling run the [`super::halves`] kernels.
 const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
     match (kind, dtype) {
         (OpKind::Pool, Some(DType::F32)) => {
@@ -73,6 +76,22 @@ const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
         }
         (OpKind::Softmax, Some(DType::F32)) => {
             Some(|p, ins, outs, _, _| softmax::run_softmax_of::<f32>(&read_params(p)?, ins, outs))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Conv, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, par| halves::conv::run(&read_params(p)?, ins, outs, ws, par))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Gemm, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, par| halves::gemm::run(&read_params(p)?, ins, outs, ws, par))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Pool, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::pool::run(false, p, ins, outs, ws))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::GlobalPool, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::pool::run(true, p, ins, outs, ws))
         }
         _ => None,
     }

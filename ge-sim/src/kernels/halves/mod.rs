@@ -1,0 +1,127 @@
+//! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, Pool and
+//! GlobalPool (std only: firmware links none of it). Each task reads its 16-bit operands
+//! (activations and the weights the blob stores in fp16/bf16) and writes a 16-bit result,
+//! accumulating in f32: it widens one slice of its operands at a time into its workspace
+//! ([`convert`]: F16C on x86-64), runs the kind's f32 kernel on the slice and rounds the
+//! slice's result back to nearest even. Slices are output channels (Conv; whole groups when
+//! grouped), output columns (Gemm) or channel planes (pooling), at most [`CAP`] f32 each, so
+//! scratch is bounded: the f32 copy of one input (ungrouped Conv, Gemm's A) plus one slice
+//! plus the f32 kernel's own workspace for a slice. Results are exactly the f32 kernel's on
+//! the widened operands, rounded once.
+
+pub(crate) mod conv;
+pub(crate) mod convert;
+pub(crate) mod gemm;
+pub(crate) mod pool;
+#[cfg(test)]
+mod tests;
+
+use ge_runtime::format::{DType, OpKind, Shape, TensorMut, TensorRef};
+
+use super::{KernelError, KernelResult, read_params};
+
+/// f32 elements a slice aims at (1 MiB): large enough to keep the f32 kernels' tiles full.
+const CAP: usize = 1 << 18;
+
+/// Scratch bytes a half task of `kind` needs, `None` for kinds without a half kernel (0 for
+/// a malformed record: execution then fails with a parameter error).
+pub fn workspace_bytes(
+    kind: OpKind,
+    params: &[u8],
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+) -> Option<usize> {
+    Some(match kind {
+        OpKind::Conv => read_params(params).map_or(0, |p| conv::workspace(&p, ins, outs)),
+        OpKind::Gemm => read_params(params).map_or(0, |p| gemm::workspace(&p, ins, outs)),
+        OpKind::Pool => pool::workspace(false, params, ins, outs),
+        OpKind::GlobalPool => pool::workspace(true, params, ins, outs),
+        _ => return None,
+    })
+}
+
+/// Bytes of the inner kernel's workspace, rounded so the f32 runs after it stay 64-byte
+/// aligned.
+fn inner_bytes(bytes: usize) -> usize {
+    bytes.next_multiple_of(64)
+}
+
+/// Total workspace bytes: the inner kernel's, then `runs` f32 runs.
+fn total_bytes(inner: usize, runs: &[usize]) -> usize {
+    runs.iter().fold(inner_bytes(inner), |a, &r| {
+        a.saturating_add(r.saturating_mul(4))
+    })
+}
+
+/// Splits `ws` into the inner kernel's `inner` bytes and `N` f32 runs of `lens`.
+fn carve<const N: usize>(
+    ws: &mut [u8],
+    inner: usize,
+    lens: [usize; N],
+) -> Result<(&mut [u8], [&mut [f32]; N]), KernelError> {
+    let (head, mut rest) = ws
+        .split_at_mut_checked(inner_bytes(inner))
+        .ok_or(KernelError::Workspace)?;
+    let mut runs: [&mut [f32]; N] = core::array::from_fn(|_| <&mut [f32]>::default());
+    for (run, len) in runs.iter_mut().zip(lens) {
+        let bytes = len.checked_mul(4).ok_or(KernelError::Workspace)?;
+        let (r, tail) = core::mem::take(&mut rest)
+            .split_at_mut_checked(bytes)
+            .ok_or(KernelError::Workspace)?;
+        *run = bytemuck::try_cast_slice_mut(r).map_err(|_| KernelError::Workspace)?;
+        rest = tail;
+    }
+    Ok((head, runs))
+}
+
+/// Widens `dst.len()` elements of `t` from element `start`.
+fn widen_at(t: &TensorRef<'_>, start: usize, dst: &mut [f32], fast: bool) -> KernelResult {
+    let size = t.dtype.size();
+    let src = start
+        .checked_mul(size)
+        .and_then(|a| Some((a, a.checked_add(dst.len().checked_mul(size)?)?)))
+        .and_then(|(a, b)| t.data.get(a..b))
+        .ok_or(KernelError::Shape("tensor data shorter than its shape"))?;
+    convert::widen(t.dtype, src, dst, fast)
+}
+
+/// Narrows `src` into `y` from element `start`.
+fn narrow_at(src: &[f32], y: &mut TensorMut<'_>, start: usize, fast: bool) -> KernelResult {
+    let size = y.dtype.size();
+    let dtype = y.dtype;
+    let dst = start
+        .checked_mul(size)
+        .and_then(|a| Some((a, a.checked_add(src.len().checked_mul(size)?)?)))
+        .and_then(|(a, b)| y.data.get_mut(a..b))
+        .ok_or(KernelError::Shape("tensor data shorter than its shape"))?;
+    convert::narrow(dtype, src, dst, fast)
+}
+
+/// An f32 view of `data` shaped `dims`.
+fn f32_ref<'a>(data: &'a [f32], dims: &[usize]) -> Result<TensorRef<'a>, KernelError> {
+    Ok(TensorRef {
+        dtype: DType::F32,
+        shape: Shape::new(dims).ok_or(KernelError::Shape("rank"))?,
+        data: bytemuck::cast_slice(data),
+    })
+}
+
+/// A writable f32 view of `data` shaped `dims`.
+fn f32_mut<'a>(data: &'a mut [f32], dims: &[usize]) -> Result<TensorMut<'a>, KernelError> {
+    Ok(TensorMut {
+        dtype: DType::F32,
+        shape: Shape::new(dims).ok_or(KernelError::Shape("rank"))?,
+        data: bytemuck::cast_slice_mut(data),
+    })
+}
+
+/// `dims` with dim `i` replaced by `v`, as a fixed array and its rank.
+fn with_dim(s: &Shape, i: usize, v: usize) -> ([usize; ge_runtime::format::MAX_RANK], usize) {
+    let mut d = [0usize; ge_runtime::format::MAX_RANK];
+    let r = s.rank();
+    d[..r].copy_from_slice(s.dims());
+    if i < r {
+        d[i] = v;
+    }
+    (d, r)
+}
