@@ -60,6 +60,9 @@ pub enum Op {
     TopK(ge_runtime::format::TopKParams),
     Cumulative(ge_runtime::format::CumulativeParams),
     GridSample(ge_runtime::format::GridSampleParams),
+    /// An int8 matrix product on a constant packed int8 weight (MatMulInteger,
+    /// QLinearMatMul).
+    QGemm(ge_runtime::format::QGemmParams),
 }
 
 impl Op {
@@ -127,6 +130,7 @@ impl Op {
             Op::TopK(p) => (OpKind::TopK, b(p)),
             Op::Cumulative(p) => (OpKind::Cumulative, b(p)),
             Op::GridSample(p) => (OpKind::GridSample, b(p)),
+            Op::QGemm(p) => (OpKind::QGemm, b(p)),
         }
     }
 
@@ -173,7 +177,8 @@ impl Op {
             | Op::LayerNorm(_)
             | Op::Attention(_)
             | Op::GatherElements(_)
-            | Op::GatherNd(_) => false,
+            | Op::GatherNd(_)
+            | Op::QGemm(_) => false,
         }
     }
 

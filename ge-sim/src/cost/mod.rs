@@ -2,6 +2,7 @@
 //!
 //! For a task split over `c` cores:
 //! - cube cycles   = ⌈cube_macs / (cube_macs_per_cycle / fp32_cube_divisor × c)⌉
+//!   + ⌈int8_cube_macs / (cube_macs_per_cycle × int8_cube_multiplier × c)⌉
 //! - vector cycles = ⌈vector_ops / (vector_ops_per_cycle × c)⌉
 //! - memory cycles = ⌈gm_bytes / (gm_bytes_per_cycle × c / total cores)⌉ (a task holding c
 //!   of the cores gets that share of the bandwidth)
@@ -13,7 +14,7 @@
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, RECURRENT_BIDIRECTIONAL,
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QGemmParams, RECURRENT_BIDIRECTIONAL,
     RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
@@ -25,6 +26,8 @@ use crate::kernels::read_params;
 pub struct Work {
     /// Multiply-accumulates suited to the cube (matrix) unit.
     pub cube_macs: u64,
+    /// Cube multiply-accumulates on int8 operands (charged at the profile's int8 rate).
+    pub int8_cube_macs: u64,
     /// Elementwise operations on the vector unit.
     pub vector_ops: u64,
     /// Global-memory bytes moved beyond reading each input and writing each output once
@@ -57,9 +60,14 @@ pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores
     let cube_rate =
         (u64::from(p.cube_macs_per_cycle) / u64::from(p.fp32_cube_divisor.max(1))).max(1) * c;
     let vec_rate = u64::from(p.vector_ops_per_cycle).max(1) * c;
+    let int8_rate = u64::from(p.cube_macs_per_cycle)
+        .saturating_mul(u64::from(p.int8_cube_multiplier))
+        .max(1)
+        * c;
     let compute = work
         .cube_macs
         .div_ceil(cube_rate)
+        .saturating_add(work.int8_cube_macs.div_ceil(int8_rate))
         .saturating_add(work.vector_ops.div_ceil(vec_rate));
     // bandwidth × cores / total_cores, kept in integers: bytes × total / (bw × cores).
     let memory = gm_bytes.saturating_mul(total).div_ceil(share);
@@ -205,6 +213,18 @@ pub fn gemm(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     matrix(k, outs)
 }
 
+/// QGemm: `k` MACs per output element on the int8 cube, one vector op each for the
+/// requantizing epilogue.
+pub fn qgemm(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: QGemmParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let out = out_elems(outs);
+    Work {
+        int8_cube_macs: out.saturating_mul(u64::from(p.k)),
+        vector_ops: out,
+        ..Work::default()
+    }
+}
+
 /// MatMul: `k` is A's last dimension.
 pub fn matmul(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     let a = ins.first().copied().flatten().unwrap_or_default();
@@ -282,6 +302,7 @@ pub fn recurrent(params: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
         cube_macs: dirs.saturating_mul(per_dir_macs),
         vector_ops: dirs.saturating_mul(per_dir_ops),
         extra_gm_bytes: dirs.saturating_mul(per_dir_bytes),
+        ..Work::default()
     }
 }
 

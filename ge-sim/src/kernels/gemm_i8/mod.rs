@@ -15,6 +15,7 @@
 mod avx2;
 pub mod pack;
 pub mod requant;
+pub mod task;
 #[cfg(test)]
 mod tests;
 mod tile;
