@@ -63,6 +63,8 @@ pub enum Op {
     /// An int8 matrix product on a constant packed int8 weight (MatMulInteger,
     /// QLinearMatMul).
     QGemm(ge_runtime::format::QGemmParams),
+    /// A 2-D int8 convolution on a constant packed int8 weight (ConvInteger, QLinearConv).
+    QConv(ge_runtime::format::QConvParams),
 }
 
 impl Op {
@@ -131,6 +133,7 @@ impl Op {
             Op::Cumulative(p) => (OpKind::Cumulative, b(p)),
             Op::GridSample(p) => (OpKind::GridSample, b(p)),
             Op::QGemm(p) => (OpKind::QGemm, b(p)),
+            Op::QConv(p) => (OpKind::QConv, b(p)),
         }
     }
 
@@ -178,7 +181,8 @@ impl Op {
             | Op::Attention(_)
             | Op::GatherElements(_)
             | Op::GatherNd(_)
-            | Op::QGemm(_) => false,
+            | Op::QGemm(_)
+            | Op::QConv(_) => false,
         }
     }
 

@@ -51,7 +51,8 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::TopK(_)
         | Op::Cumulative(_)
         | Op::GridSample(_)
-        | Op::QGemm(_) => None,
+        | Op::QGemm(_)
+        | Op::QConv(_) => None,
     }
 }
 

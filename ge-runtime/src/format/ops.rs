@@ -42,7 +42,7 @@ macro_rules! op_kinds {
             pub const fn since_version(self) -> u32 {
                 match self {
                     OpKind::Recurrent => 2,
-                    OpKind::QGemm => 4,
+                    OpKind::QGemm | OpKind::QConv => 4,
                     _ => 1,
                 }
             }
@@ -120,6 +120,9 @@ op_kinds! {
     /// An int8 matrix product with constant weights ([`QGemmParams`]). New in format
     /// version 4.
     QGemm = 104 => QGemmParams,
+    /// A 2-D int8 convolution with a constant weight, as im2col on the int8 GEMM
+    /// ([`QConvParams`]). New in format version 4.
+    QConv = 105 => QConvParams,
     /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
     GatherElements = 40 => AxisParams,
     /// Copy of data with updates written at per-element indices along an axis.
@@ -620,4 +623,25 @@ pub struct QGemmParams {
     pub k: u32,
     /// Columns of B and of the output.
     pub n: u32,
+}
+
+/// Parameters of `QConv`: a 2-D integer convolution (ConvInteger, QLinearConv). Inputs as
+/// [`QGemmParams`]'s with x `[N, C, H, W]` for A, the weight packed per group (group `g` at
+/// `g·packed_len(k, M/group)`, `k = C/group·kh·kw`) and the per-channel lists over the M
+/// output channels. Output `[N, M, H_out, W_out]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct QConvParams {
+    /// [`QGEMM_OUT_I32`] or [`QGEMM_OUT_Q8`].
+    pub out: u32,
+    /// The output zero point ([`QGEMM_OUT_Q8`]).
+    pub out_zp: i32,
+    /// The constant activation zero point: the padding value (a run-time one is input 5).
+    pub a_zp: i32,
+    pub group: u32,
+    pub kernel: [u32; 2],
+    pub stride: [u32; 2],
+    pub dilation: [u32; 2],
+    pub pad_begin: [u32; 2],
+    pub pad_end: [u32; 2],
 }

@@ -14,8 +14,8 @@
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QGemmParams, RECURRENT_BIDIRECTIONAL,
-    RecurrentCell, RecurrentParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QConvParams, QGemmParams,
+    RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
 use crate::device::Profile;
@@ -220,6 +220,22 @@ pub fn qgemm(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
     let out = out_elems(outs);
     Work {
         int8_cube_macs: out.saturating_mul(u64::from(p.k)),
+        vector_ops: out,
+        ..Work::default()
+    }
+}
+
+/// QConv: `C/group·kh·kw` MACs per output element on the int8 cube, one vector op each
+/// for the requantizing epilogue (the im2col gather is charged as the input read).
+pub fn qconv(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: QConvParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let c = dim(ins.first(), 1) / u64::from(p.group.max(1));
+    let k = c
+        .saturating_mul(u64::from(p.kernel[0]))
+        .saturating_mul(u64::from(p.kernel[1]));
+    let out = out_elems(outs);
+    Work {
+        int8_cube_macs: out.saturating_mul(k),
         vector_ops: out,
         ..Work::default()
     }

@@ -13,8 +13,8 @@
 use core::fmt;
 
 use ge_runtime::format::{
-    BinaryOp, BinaryParams, ConvParams, DType, OpKind, QGemmParams, Shape, TensorMut, TensorRef,
-    UnaryOp,
+    BinaryOp, BinaryParams, ConvParams, DType, OpKind, QConvParams, QGemmParams, Shape, TensorMut,
+    TensorRef, UnaryOp,
 };
 
 use super::{
@@ -217,6 +217,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::Attention => &ATTENTION,
         OpKind::Recurrent => &RECURRENT,
         OpKind::QGemm => &QGEMM,
+        OpKind::QConv => &QCONV,
         OpKind::GatherElements => &GATHER_ELEMENTS,
         OpKind::ScatterElements => &SCATTER_ELEMENTS,
         OpKind::ScatterNd => &SCATTER_ND,
@@ -435,6 +436,18 @@ const QGEMM: Kernel = Kernel {
         read_params::<QGemmParams>(p).map_or(0, |p| gemm_i8::task::workspace_bytes(&p, ins))
     },
     work: cost::qgemm,
+    dtypes: DTypes::of(&[DType::I32, DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
+};
+
+const QCONV: Kernel = Kernel {
+    kind: OpKind::QConv,
+    run: |p, ins, outs, ws, _| gemm_i8::conv::run_qconv(&read_params(p)?, ins, outs, ws),
+    workspace: |p, ins, outs| {
+        read_params::<QConvParams>(p).map_or(0, |p| gemm_i8::conv::workspace_bytes(&p, ins, outs))
+    },
+    work: cost::qconv,
     dtypes: DTypes::of(&[DType::I32, DType::U8, DType::I8]),
     in_place: None,
     epilogue: None,

@@ -25,6 +25,7 @@ mod math;
 mod norm;
 mod onehot;
 mod pool_indices;
+mod qconv;
 mod qgemm;
 mod qlinear;
 mod qparams;

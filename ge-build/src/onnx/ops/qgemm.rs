@@ -22,7 +22,7 @@ use crate::tensor::TensorData;
 
 /// A placeholder input index: the slot is filled by a compile-time constant (an override)
 /// or stays absent.
-const NONE: usize = usize::MAX;
+pub(super) const NONE: usize = usize::MAX;
 
 /// The constant weight `[k, n]` as int8 (uint8 shifted by −128, its zero points with it),
 /// or `None` when it is not a constant matrix.
@@ -36,13 +36,8 @@ struct Weight {
 
 fn weight(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Weight>> {
     let w = ctx.input(i)?;
-    let (Some(data), [k, n]) = (w.data, w.shape) else {
+    let ([k, n], Some((b, shift))) = (w.shape, int8_constant(ctx, i)) else {
         return Ok(None);
-    };
-    let (b, shift) = match w.dtype {
-        DType::I8 => (data.bytes.iter().map(|&v| v as i8).collect(), 0),
-        DType::U8 => (data.bytes.iter().map(|&v| (v ^ 0x80) as i8).collect(), 128),
-        _ => return Ok(None),
     };
     Ok(Some(Weight {
         k: *k,
@@ -52,8 +47,19 @@ fn weight(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Weight>> {
     }))
 }
 
+/// Constant input `i` as int8 values and the shift applied (128 for uint8), or `None`.
+pub(super) fn int8_constant(ctx: &NodeCtx<'_>, i: usize) -> Option<(Vec<i8>, i32)> {
+    let w = ctx.input_opt(i)?;
+    let data = w.data?;
+    match w.dtype {
+        DType::I8 => Some((data.bytes.iter().map(|&v| v as i8).collect(), 0)),
+        DType::U8 => Some((data.bytes.iter().map(|&v| (v ^ 0x80) as i8).collect(), 128)),
+        _ => None,
+    }
+}
+
 /// How the activation zero point enters: folded (a constant) or read at run time.
-enum Za {
+pub(super) enum Za {
     Const(i32),
     /// ONNX input index of a one-element run-time zero point.
     Input(usize),
@@ -61,7 +67,7 @@ enum Za {
 
 /// The activation zero point (input `i` for value input 0): constant, a one-element run-time
 /// tensor, or `None` (per-row: not lowered).
-fn activation_zp(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Za>> {
+pub(super) fn activation_zp(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Za>> {
     match zero_point(ctx, i, 0, "the activation zero point", Per::Tensor) {
         Ok(Some(z)) => Ok(Some(Za::Const(z[0]))),
         Ok(None) => {
@@ -104,30 +110,18 @@ fn lower(ctx: &NodeCtx<'_>, b_input: usize, p: Plan) -> Result<Imported> {
     };
     let mut corr = vec![0i32; n];
     fold_zero_points(&w.b, k, n, n, 1, za_const, &zb, None, &mut corr).map_err(kerr)?;
-    let t = |d: DType, dims: Vec<usize>, bytes: &[u8]| {
-        TensorData::new(d, dims, bytes.to_vec()).map_err(|e| ctx.err(e.to_string()))
-    };
-    let mut overrides = vec![
-        (1, t(DType::I8, vec![len], bytemuck::cast_slice(&packed))?),
-        (2, t(DType::I32, vec![n], bytemuck::cast_slice(&corr))?),
-    ];
-    if zb.iter().any(|&z| z != 0) {
-        overrides.push((3, t(DType::I32, vec![zb.len()], bytemuck::cast_slice(&zb))?));
-    }
-    if let Some(rq) = &rq {
-        overrides.push((
-            4,
-            t(DType::I32, vec![rq.len(), 2], bytemuck::cast_slice(rq))?,
-        ));
-    }
     let mut inputs = vec![0, b_input, NONE, NONE, NONE];
-    if let Za::Input(i) = za {
-        // adj_j = Σ_k B[k][j] − k·zb_j: the run-time zero point's share of the correction.
-        let mut adj = vec![0i32; n];
-        fold_zero_points(&w.b, k, n, n, 1, -1, &zb, None, &mut adj).map_err(kerr)?;
-        inputs.extend([i, NONE]);
-        overrides.push((6, t(DType::I32, vec![n], bytemuck::cast_slice(&adj))?));
-    }
+    let adj = match za {
+        Za::Input(i) => {
+            // adj_j = Σ_k B[k][j] − k·zb_j: the run-time zero point's share of the correction.
+            let mut adj = vec![0i32; n];
+            fold_zero_points(&w.b, k, n, n, 1, -1, &zb, None, &mut adj).map_err(kerr)?;
+            inputs.extend([i, NONE]);
+            Some(adj)
+        }
+        Za::Const(_) => None,
+    };
+    let overrides = constants(ctx, &packed, &corr, &zb, rq.as_deref(), adj.as_deref())?;
     let mut shape = a.shape[..a.shape.len() - 1].to_vec();
     shape.push(n);
     let params = QGemmParams {
@@ -189,12 +183,7 @@ pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
         return Ok(None);
     };
-    // onnxruntime's multiplier, in f32 and in this order: a_scale · b_scale / y_scale.
-    let rq = sb
-        .iter()
-        .map(|&s| Requant::from_real(f64::from(sa[0] * s / sy[0])))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| ctx.err(format!("{e}: check a_scale, b_scale and y_scale")))?;
+    let rq = multipliers(ctx, sa[0], &sb, sy[0])?;
     let plan = Plan {
         w,
         za: Za::Const(za),
@@ -205,9 +194,60 @@ pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     lower(ctx, 3, plan).map(Some)
 }
 
+/// onnxruntime's requantization multipliers, in f32 and in its order (`sa · sb / sy`), as
+/// fixed-point [`Requant`]s.
+pub(super) fn multipliers(ctx: &NodeCtx<'_>, sa: f32, sb: &[f32], sy: f32) -> Result<Vec<Requant>> {
+    sb.iter()
+        .map(|&s| Requant::from_real(f64::from(sa * s / sy)))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| ctx.err(format!("{e}: check the input, weight and output scales")))
+}
+
+/// The constant inputs of a `QGemm`/`QConv` task as overrides at their kernel-input slots
+/// (packed weight 1, correction 2, weight zero points 3 when any is non-zero,
+/// requantization 4, run-time zero-point adjustment 6).
+pub(super) fn constants(
+    ctx: &NodeCtx<'_>,
+    packed: &[i8],
+    corr: &[i32],
+    zb: &[i32],
+    rq: Option<&[Requant]>,
+    adj: Option<&[i32]>,
+) -> Result<Vec<(usize, TensorData)>> {
+    let t = |d: DType, dims: Vec<usize>, bytes: &[u8]| {
+        TensorData::new(d, dims, bytes.to_vec()).map_err(|e| ctx.err(e.to_string()))
+    };
+    let mut o = vec![
+        (
+            1,
+            t(DType::I8, vec![packed.len()], bytemuck::cast_slice(packed))?,
+        ),
+        (
+            2,
+            t(DType::I32, vec![corr.len()], bytemuck::cast_slice(corr))?,
+        ),
+    ];
+    if zb.iter().any(|&z| z != 0) {
+        o.push((3, t(DType::I32, vec![zb.len()], bytemuck::cast_slice(zb))?));
+    }
+    if let Some(rq) = rq {
+        o.push((
+            4,
+            t(DType::I32, vec![rq.len(), 2], bytemuck::cast_slice(rq))?,
+        ));
+    }
+    if let Some(adj) = adj {
+        o.push((
+            6,
+            t(DType::I32, vec![adj.len()], bytemuck::cast_slice(adj))?,
+        ));
+    }
+    Ok(o)
+}
+
 /// The output type and zero point of QLinearMatMul (y_zero_point, input 7; absent: uint8
 /// with zero point 0 as the activation's type), `None` when not a constant.
-fn zero_point_out(ctx: &NodeCtx<'_>) -> Result<Option<(DType, i32)>> {
+pub(super) fn zero_point_out(ctx: &NodeCtx<'_>) -> Result<Option<(DType, i32)>> {
     match ctx.input_opt(7) {
         None => Ok(Some((ctx.input(0)?.dtype, 0))),
         Some(z) if !is_q8(z.dtype) => Err(ctx.err(format!(

@@ -41,7 +41,8 @@ pub fn run_qgemm(
         None => &[],
     };
     if let Some(za) = ins.get(5).copied().flatten() {
-        corr = run_time_correction(za, ins.get(6).copied().flatten(), corr, n, ws)?;
+        let z = activation_zero_point(za)?;
+        corr = corrected(z, ins.get(6).copied().flatten(), corr, n, ws)?;
     }
     let rq: &[Requant] = match ins.get(4).copied().flatten() {
         Some(t) => bytemuck::try_cast_slice(t.as_slice::<i32>()?)
@@ -107,22 +108,26 @@ fn run_on<A: Act>(
     qgemm(&g, out)
 }
 
-/// `corr_j − za·adj_j` into the workspace, `za` read from its (u8 or i8) tensor.
-fn run_time_correction<'w>(
-    za: TensorRef<'_>,
-    adj: Option<TensorRef<'_>>,
-    corr: &[i32],
-    n: usize,
-    ws: &'w mut [u8],
-) -> Result<&'w [i32], KernelError> {
-    let z = match za.dtype {
+/// The run-time activation zero point: one u8 or i8.
+pub(super) fn activation_zero_point(za: TensorRef<'_>) -> Result<i32, KernelError> {
+    match za.dtype {
         DType::U8 => za.as_slice::<u8>()?.first().map(|&v| i32::from(v)),
         DType::I8 => za.as_slice::<i8>()?.first().map(|&v| i32::from(v)),
         _ => None,
     }
     .ok_or(KernelError::Shape(
         "int8 GEMM: zero point must be one u8/i8",
-    ))?;
+    ))
+}
+
+/// `corr_j − z·adj_j` into the workspace.
+pub(super) fn corrected<'w>(
+    z: i32,
+    adj: Option<TensorRef<'_>>,
+    corr: &[i32],
+    n: usize,
+    ws: &'w mut [u8],
+) -> Result<&'w [i32], KernelError> {
     let adj = adj
         .ok_or(KernelError::MissingTensor(
             "int8 GEMM zero-point adjustment",
