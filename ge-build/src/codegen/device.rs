@@ -66,6 +66,7 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
             "clock_mhz" => &mut p.clock_mhz,
             "cube_macs_per_cycle" => &mut p.cube_macs_per_cycle,
             "fp32_cube_divisor" => &mut p.fp32_cube_divisor,
+            "int8_cube_multiplier" => &mut p.int8_cube_multiplier,
             "vector_ops_per_cycle" => &mut p.vector_ops_per_cycle,
             "fp16_vector_ops_per_cycle" => &mut p.fp16_vector_ops_per_cycle,
             "gm_bytes_per_cycle" => &mut p.gm_bytes_per_cycle,

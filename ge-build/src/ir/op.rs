@@ -60,6 +60,11 @@ pub enum Op {
     TopK(ge_runtime::format::TopKParams),
     Cumulative(ge_runtime::format::CumulativeParams),
     GridSample(ge_runtime::format::GridSampleParams),
+    /// An int8 matrix product on a constant packed int8 weight (MatMulInteger,
+    /// QLinearMatMul).
+    QGemm(ge_runtime::format::QGemmParams),
+    /// A 2-D int8 convolution on a constant packed int8 weight (ConvInteger, QLinearConv).
+    QConv(ge_runtime::format::QConvParams),
 }
 
 impl Op {
@@ -127,6 +132,8 @@ impl Op {
             Op::TopK(p) => (OpKind::TopK, b(p)),
             Op::Cumulative(p) => (OpKind::Cumulative, b(p)),
             Op::GridSample(p) => (OpKind::GridSample, b(p)),
+            Op::QGemm(p) => (OpKind::QGemm, b(p)),
+            Op::QConv(p) => (OpKind::QConv, b(p)),
         }
     }
 
@@ -171,7 +178,9 @@ impl Op {
             | Op::LayerNorm(_)
             | Op::Attention(_)
             | Op::GatherElements(_)
-            | Op::GatherNd(_) => false,
+            | Op::GatherNd(_)
+            | Op::QGemm(_)
+            | Op::QConv(_) => false,
         }
     }
 

@@ -50,7 +50,9 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::GatherNd(_)
         | Op::TopK(_)
         | Op::Cumulative(_)
-        | Op::GridSample(_) => None,
+        | Op::GridSample(_)
+        | Op::QGemm(_)
+        | Op::QConv(_) => None,
     }
 }
 

@@ -42,6 +42,7 @@ macro_rules! op_kinds {
             pub const fn since_version(self) -> u32 {
                 match self {
                     OpKind::Recurrent => 2,
+                    OpKind::QGemm | OpKind::QConv => 4,
                     _ => 1,
                 }
             }
@@ -116,6 +117,12 @@ op_kinds! {
     /// sequence_lens, initial_h, initial_c, P as ONNX orders them; outputs Y, Y_h (and Y_c
     /// for LSTM). New in format version 2.
     Recurrent = 103 => RecurrentParams,
+    /// An int8 matrix product with constant weights ([`QGemmParams`]). New in format
+    /// version 4.
+    QGemm = 104 => QGemmParams,
+    /// A 2-D int8 convolution with a constant weight, as im2col on the int8 GEMM
+    /// ([`QConvParams`]). New in format version 4.
+    QConv = 105 => QConvParams,
     /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
     GatherElements = 40 => AxisParams,
     /// Copy of data with updates written at per-element indices along an axis.
@@ -588,4 +595,53 @@ pub struct RecurrentParams {
     /// Per direction (forward first): the cell's activations f, g, h (RNN uses f, GRU f and
     /// g).
     pub acts: [RecurrentActivation; 6],
+}
+
+/// [`QGemmParams::out`]: the exact i32 accumulator (MatMulInteger).
+pub const QGEMM_OUT_I32: u32 = 1;
+/// [`QGemmParams::out`]: requantized to the output's u8/i8 (QLinearMatMul, QDQ).
+pub const QGEMM_OUT_Q8: u32 = 2;
+
+/// Parameters of `QGemm`: `Y[.., i, j] = out(Σ_k A[.., i, k]·B[k, j] + corr[j]
+/// − zb[j]·Σ_k A[.., i, k] − za·adj[j])`, the zero points folded at compile time.
+///
+/// Inputs: 0 A `[.., M, k]` u8/i8 (run time); 1 B int8, packed by
+/// `ge_sim::kernels::gemm_i8::pack_b` (`[packed_len(k, n)]`); 2 corr i32 `[n]`
+/// (`bias − za·Σ_k B + k·za·zb`); 3 zb i32 `[1 | n]`, absent when every weight zero point
+/// is 0; 4 requantization i32 `[1 | n, 2]` (multiplier, shift) for [`QGEMM_OUT_Q8`];
+/// 5 a run-time activation zero point (u8/i8, one element) and 6 adj i32 `[n]`
+/// (`Σ_k B − k·zb`), both absent when za is a constant (then folded into corr).
+/// Output 0 `[.., M, n]`: i32 or the u8/i8 of the requantized result.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct QGemmParams {
+    /// [`QGEMM_OUT_I32`] or [`QGEMM_OUT_Q8`].
+    pub out: u32,
+    /// The output zero point ([`QGEMM_OUT_Q8`]).
+    pub out_zp: i32,
+    /// The reduced dimension.
+    pub k: u32,
+    /// Columns of B and of the output.
+    pub n: u32,
+}
+
+/// Parameters of `QConv`: a 2-D integer convolution (ConvInteger, QLinearConv). Inputs as
+/// [`QGemmParams`]'s with x `[N, C, H, W]` for A, the weight packed per group (group `g` at
+/// `g·packed_len(k, M/group)`, `k = C/group·kh·kw`) and the per-channel lists over the M
+/// output channels. Output `[N, M, H_out, W_out]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct QConvParams {
+    /// [`QGEMM_OUT_I32`] or [`QGEMM_OUT_Q8`].
+    pub out: u32,
+    /// The output zero point ([`QGEMM_OUT_Q8`]).
+    pub out_zp: i32,
+    /// The constant activation zero point: the padding value (a run-time one is input 5).
+    pub a_zp: i32,
+    pub group: u32,
+    pub kernel: [u32; 2],
+    pub stride: [u32; 2],
+    pub dilation: [u32; 2],
+    pub pad_begin: [u32; 2],
+    pub pad_end: [u32; 2],
 }

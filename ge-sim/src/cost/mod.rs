@@ -3,7 +3,7 @@
 //! For a task split over `c` cores:
 //! - cube cycles   = ⌈cube_macs / (cube_macs_per_cycle / fp32_cube_divisor × c)⌉, without
 //!   the divisor when the task's operands are fp16/bf16 ([`Work::half`]: the cube's native
-//!   rate)
+//!   rate), + ⌈int8_cube_macs / (cube_macs_per_cycle × int8_cube_multiplier × c)⌉
 //! - vector cycles = ⌈vector_ops / (vector_ops_per_cycle × c)⌉ (`fp16_vector_ops_per_cycle`
 //!   for a half task)
 //! - memory cycles = ⌈gm_bytes / (gm_bytes_per_cycle × c / total cores)⌉ (a task holding c
@@ -16,8 +16,8 @@
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, RECURRENT_BIDIRECTIONAL,
-    RecurrentCell, RecurrentParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QConvParams, QGemmParams,
+    RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
 use crate::device::Profile;
@@ -28,6 +28,8 @@ use crate::kernels::read_params;
 pub struct Work {
     /// Multiply-accumulates suited to the cube (matrix) unit.
     pub cube_macs: u64,
+    /// Cube multiply-accumulates on int8 operands (charged at the profile's int8 rate).
+    pub int8_cube_macs: u64,
     /// Elementwise operations on the vector unit.
     pub vector_ops: u64,
     /// Global-memory bytes moved beyond reading each input and writing each output once
@@ -68,9 +70,14 @@ pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores
     };
     let cube_rate = (u64::from(p.cube_macs_per_cycle) / u64::from(divisor)).max(1) * c;
     let vec_rate = u64::from(vector).max(1) * c;
+    let int8_rate = u64::from(p.cube_macs_per_cycle)
+        .saturating_mul(u64::from(p.int8_cube_multiplier))
+        .max(1)
+        * c;
     let compute = work
         .cube_macs
         .div_ceil(cube_rate)
+        .saturating_add(work.int8_cube_macs.div_ceil(int8_rate))
         .saturating_add(work.vector_ops.div_ceil(vec_rate));
     // bandwidth × cores / total_cores, kept in integers: bytes × total / (bw × cores).
     let memory = gm_bytes.saturating_mul(total).div_ceil(share);
@@ -214,6 +221,34 @@ pub fn gemm(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
         a.dim(a.rank().saturating_sub(1))
     };
     matrix(k, outs)
+}
+
+/// QGemm: `k` MACs per output element on the int8 cube, one vector op each for the
+/// requantizing epilogue.
+pub fn qgemm(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: QGemmParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let out = out_elems(outs);
+    Work {
+        int8_cube_macs: out.saturating_mul(u64::from(p.k)),
+        vector_ops: out,
+        ..Work::default()
+    }
+}
+
+/// QConv: `C/group·kh·kw` MACs per output element on the int8 cube, one vector op each
+/// for the requantizing epilogue (the im2col gather is charged as the input read).
+pub fn qconv(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: QConvParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let c = dim(ins.first(), 1) / u64::from(p.group.max(1));
+    let k = c
+        .saturating_mul(u64::from(p.kernel[0]))
+        .saturating_mul(u64::from(p.kernel[1]));
+    let out = out_elems(outs);
+    Work {
+        int8_cube_macs: out.saturating_mul(k),
+        vector_ops: out,
+        ..Work::default()
+    }
 }
 
 /// MatMul: `k` is A's last dimension.

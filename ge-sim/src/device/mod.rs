@@ -60,6 +60,7 @@ pub struct RunReport {
     /// Host launches.
     pub launches: u64,
     pub tasks: u64,
+    /// Cube multiply-accumulates, every precision (int8 ones included).
     pub cube_macs: u64,
     pub vector_ops: u64,
 }

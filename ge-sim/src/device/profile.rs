@@ -23,6 +23,9 @@ pub struct Profile {
     pub cube_macs_per_cycle: u32,
     /// fp32 matmul runs at this fraction (divisor) of the fp16 cube rate.
     pub fp32_cube_divisor: u32,
+    /// int8 matmul runs at this multiple of the fp16 cube rate (a Da Vinci cube does twice
+    /// as many int8 MACs as fp16 ones).
+    pub int8_cube_multiplier: u32,
     /// Vector-unit fp32 element operations per cycle per core.
     pub vector_ops_per_cycle: u32,
     /// Vector-unit fp16/bf16 element operations per cycle per core: the same registers hold
@@ -52,6 +55,7 @@ impl Profile {
         clock_mhz: 1000,
         cube_macs_per_cycle: 4096,
         fp32_cube_divisor: 4,
+        int8_cube_multiplier: 2,
         vector_ops_per_cycle: 64,
         fp16_vector_ops_per_cycle: 128,
         gm_bytes_per_cycle: 26,
@@ -70,6 +74,7 @@ impl Profile {
         clock_mhz: 1500,
         cube_macs_per_cycle: 4096,
         fp32_cube_divisor: 4,
+        int8_cube_multiplier: 2,
         vector_ops_per_cycle: 64,
         fp16_vector_ops_per_cycle: 128,
         gm_bytes_per_cycle: 800,
@@ -88,6 +93,7 @@ impl Profile {
         clock_mhz: 500,
         cube_macs_per_cycle: 1024,
         fp32_cube_divisor: 4,
+        int8_cube_multiplier: 2,
         vector_ops_per_cycle: 16,
         fp16_vector_ops_per_cycle: 32,
         gm_bytes_per_cycle: 8,

@@ -145,7 +145,11 @@ impl<'m> Timeline<'m> {
         self.end = self.end.max(end);
         self.rep.tasks += 1;
         self.rep.gm_bytes = self.rep.gm_bytes.saturating_add(traffic);
-        self.rep.cube_macs = self.rep.cube_macs.saturating_add(work.cube_macs);
+        self.rep.cube_macs = self
+            .rep
+            .cube_macs
+            .saturating_add(work.cube_macs)
+            .saturating_add(work.int8_cube_macs);
         self.rep.vector_ops = self.rep.vector_ops.saturating_add(work.vector_ops);
         TaskRecord {
             index: i as u32,

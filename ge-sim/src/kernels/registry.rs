@@ -13,13 +13,14 @@
 use core::fmt;
 
 use ge_runtime::format::{
-    BinaryOp, BinaryParams, ConvParams, DType, OpKind, Shape, TensorMut, TensorRef, UnaryOp,
+    BinaryOp, BinaryParams, ConvParams, DType, OpKind, QConvParams, QGemmParams, Shape, TensorMut,
+    TensorRef, UnaryOp,
 };
 
 use super::{
-    KernelResult, attention, binary, cast, concat, conv, copy, fused, gather, gemm, grid_sample,
-    in_place, indexing, layer_norm, norm, ordered, pad, pool, read_params, recurrent, reduce,
-    resize, slice, softmax, transpose, unary,
+    KernelResult, attention, binary, cast, concat, conv, copy, fused, gather, gemm, gemm_i8,
+    grid_sample, in_place, indexing, layer_norm, norm, ordered, pad, pool, read_params, recurrent,
+    reduce, resize, slice, softmax, transpose, unary,
 };
 use crate::cost::{self, Work};
 use crate::threads::Parallel;
@@ -221,6 +222,8 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::LayerNorm => &LAYER_NORM,
         OpKind::Attention => &ATTENTION,
         OpKind::Recurrent => &RECURRENT,
+        OpKind::QGemm => &QGEMM,
+        OpKind::QConv => &QCONV,
         OpKind::GatherElements => &GATHER_ELEMENTS,
         OpKind::ScatterElements => &SCATTER_ELEMENTS,
         OpKind::ScatterNd => &SCATTER_ND,
@@ -430,6 +433,30 @@ const GEMM: Kernel = Kernel {
     dtypes: DTypes::F32_HALVES,
     in_place: None,
     epilogue: EPILOGUE,
+};
+
+const QGEMM: Kernel = Kernel {
+    kind: OpKind::QGemm,
+    run: |p, ins, outs, ws, _| gemm_i8::task::run_qgemm(&read_params(p)?, ins, outs, ws),
+    workspace: |p, ins, _| {
+        read_params::<QGemmParams>(p).map_or(0, |p| gemm_i8::task::workspace_bytes(&p, ins))
+    },
+    work: cost::qgemm,
+    dtypes: DTypes::of(&[DType::I32, DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
+};
+
+const QCONV: Kernel = Kernel {
+    kind: OpKind::QConv,
+    run: |p, ins, outs, ws, _| gemm_i8::conv::run_qconv(&read_params(p)?, ins, outs, ws),
+    workspace: |p, ins, outs| {
+        read_params::<QConvParams>(p).map_or(0, |p| gemm_i8::conv::workspace_bytes(&p, ins, outs))
+    },
+    work: cost::qconv,
+    dtypes: DTypes::of(&[DType::I32, DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
 };
 
 const MATMUL: Kernel = Kernel {

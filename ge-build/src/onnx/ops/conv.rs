@@ -133,8 +133,27 @@ fn check_spatial(ctx: &NodeCtx<'_>, x: &[usize]) -> Result<usize> {
 
 /// `Conv`.
 pub fn conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let (p, out) = geometry(ctx, 0, 1)?;
     let x = ctx.input(0)?;
     let w = ctx.input(1)?;
+    if let Some(b) = ctx.input_opt(2)
+        && b.shape != [w.shape[0]]
+    {
+        return Err(ctx.err(format!("bias shape {:?} must be [{}]", b.shape, w.shape[0])));
+    }
+    let inputs = if ctx.input_opt(2).is_some() {
+        vec![0, 1, 2]
+    } else {
+        vec![0, 1]
+    };
+    Ok(Imported::one(Op::Conv(p), inputs, x.dtype, out))
+}
+
+/// The checked geometry of a convolution reading x at input `xi` and the weight at `wi`
+/// (Conv, ConvInteger, QLinearConv): its parameters and the output shape.
+pub fn geometry(ctx: &NodeCtx<'_>, xi: usize, wi: usize) -> Result<(ConvParams, Vec<usize>)> {
+    let x = ctx.input(xi)?;
+    let w = ctx.input(wi)?;
     let n = check_spatial(ctx, x.shape)?;
     if w.shape.len() != n + 2 {
         return Err(ctx.err(format!(
@@ -165,21 +184,10 @@ pub fn conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
             &w.shape[2..]
         )));
     }
-    if let Some(b) = ctx.input_opt(2)
-        && b.shape != [w.shape[0]]
-    {
-        return Err(ctx.err(format!("bias shape {:?} must be [{}]", b.shape, w.shape[0])));
-    }
     let win = window(ctx, &x.shape[2..], kernel)?;
     let mut out = vec![x.shape[0], w.shape[0]];
     out.extend(out_size(ctx, &win, &x.shape[2..], false)?);
-    let p = conv_params(n, group as u32, &win, &[]);
-    let inputs = if ctx.input_opt(2).is_some() {
-        vec![0, 1, 2]
-    } else {
-        vec![0, 1]
-    };
-    Ok(Imported::one(Op::Conv(p), inputs, x.dtype, out))
+    Ok((conv_params(n, group as u32, &win, &[]), out))
 }
 
 fn conv_params(n: usize, group: u32, w: &Window, output_padding: &[usize]) -> ConvParams {

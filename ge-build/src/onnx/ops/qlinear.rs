@@ -20,12 +20,15 @@ use crate::error::Result;
 
 /// The ops this family imports: one registry line each (see [`super::registry`]).
 pub const OPS: &[OpEntry] = &[
-    OpEntry::decomposed("ConvInteger", 10, QUANT8, conv_integer)
-        .note("f32 conv, exact while sums stay below 2^24 (checked at compile time)"),
-    OpEntry::decomposed("MatMulInteger", 10, QUANT8, matmul_integer),
-    OpEntry::decomposed("QLinearConv", 10, QUANT8, qlinear_conv)
-        .note("f32 conv, exact while sums stay below 2^24 (checked at compile time)"),
-    OpEntry::decomposed("QLinearMatMul", 10, QUANT8, qlinear_matmul),
+    OpEntry::kernel("ConvInteger", 10, QUANT8, conv_integer)
+        .note("int8 kernel (2-D, constant w); otherwise f32 conv, exact while sums stay below 2^24 (checked at compile time)"),
+    OpEntry::kernel("MatMulInteger", 10, QUANT8, matmul_integer)
+        .note("int8 kernel with a constant 2-D B; otherwise decomposed into int32 MatMul"),
+    OpEntry::kernel("QLinearConv", 10, QUANT8, qlinear_conv)
+        .note("int8 kernel (2-D, constant w, scales, zero points); otherwise f32 conv, exact while sums stay below 2^24"),
+    OpEntry::kernel("QLinearMatMul", 10, QUANT8, qlinear_matmul).note(
+        "int8 kernel with a constant 2-D b and constant scales/zero points; otherwise decomposed",
+    ),
 ];
 
 /// The largest f32 magnitude up to which every integer is exact.
@@ -190,16 +193,24 @@ fn int_conv(
     Ok(s.op("Conv", &[&xf, &wf], attrs))
 }
 
-/// MatMulInteger: int32 `(A - a_zp) @ (B - b_zp)`.
+/// MatMulInteger: int32 `(A - a_zp) @ (B - b_zp)`, on the int8 kernel when B is a constant
+/// matrix ([`super::qgemm`]).
 fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    if let Some(task) = super::qgemm::matmul_integer(ctx)? {
+        return Ok(task);
+    }
     let mut s = Sub::new(ctx);
     let y = int_matmul(ctx, &mut s, (0, 2), (1, 3))?;
     s.to("Identity", &[&y], &[&out0(ctx)?], vec![]);
     Ok(s.done())
 }
 
-/// ConvInteger: int32 `conv(x - x_zp, w - w_zp)`.
+/// ConvInteger: int32 `conv(x - x_zp, w - w_zp)`, on the int8 kernel when w is a constant
+/// ([`super::qconv`]).
 fn conv_integer(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    if let Some(task) = super::qconv::conv_integer(ctx)? {
+        return Ok(task);
+    }
     let mut s = Sub::new(ctx);
     let y = int_conv(ctx, &mut s, (0, 2), (1, 3))?;
     s.to(
@@ -262,8 +273,12 @@ fn check_scales(ctx: &NodeCtx<'_>, idx: [usize; 3]) -> Result<()> {
 }
 
 /// QLinearMatMul: integer matmul, then requantized with a (per row), b (per column) and y
-/// scales.
+/// scales; on the int8 kernel when B and the quantization parameters are constants
+/// ([`super::qgemm`]).
 fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    if let Some(task) = super::qgemm::qlinear_matmul(ctx)? {
+        return Ok(task);
+    }
     check_scales(ctx, [1, 4, 6])?;
     let mut s = Sub::new(ctx);
     let c = int_matmul(ctx, &mut s, (0, 2), (3, 5))?;
@@ -277,8 +292,12 @@ fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Imported> {
 }
 
 /// QLinearConv: integer convolution plus int32 bias, requantized with x (per tensor), w (per
-/// output channel) and y scales.
+/// output channel) and y scales; on the int8 kernel when w, the bias and the quantization
+/// parameters are constants ([`super::qconv`]).
 fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    if let Some(task) = super::qconv::qlinear_conv(ctx)? {
+        return Ok(task);
+    }
     check_scales(ctx, [1, 4, 6])?;
     let mut s = Sub::new(ctx);
     let c = int_conv(ctx, &mut s, (0, 2), (3, 5))?;

@@ -13,8 +13,10 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub mod conv;
 pub mod pack;
 pub mod requant;
+pub mod task;
 #[cfg(test)]
 mod tests;
 mod tile;

@@ -1,0 +1,259 @@
+//! MatMulInteger and QLinearMatMul with a constant 2-D int8/uint8 weight lowered to one int8
+//! `QGemm` task: the weight stays int8 in the blob (packed once here), the zero points are
+//! folded into a per-column i32 correction and the requantization multiplier
+//! `a_scale·b_scale/y_scale` is fixed here as a 31-bit multiplier and shift.
+//!
+//! Rounding: the kernel requantizes exactly (`round_half_even(acc·M')`, `M'` the f32
+//! multiplier onnxruntime computes, to 31 bits); onnxruntime's fused kernels round
+//! `f32(acc)·M` instead, so a result within ~2^-24 relative of a rounding tie can differ
+//! by 1 LSB. The i32 result of MatMulInteger is exact.
+//!
+//! Nodes these do not cover (a run-time or batched weight, per-row activation zero points)
+//! return `None` and keep their decomposition ([`super::qlinear`]). O(k·n) per node.
+
+use ge_runtime::format::{DType, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGemmParams};
+use ge_sim::kernels::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
+
+use super::super::ctx::{Imported, NodeCtx};
+use super::qparams::{Per, is_q8, same_axis, scale, zero_point};
+use crate::error::Result;
+use crate::ir::Op;
+use crate::tensor::TensorData;
+
+/// A placeholder input index: the slot is filled by a compile-time constant (an override)
+/// or stays absent.
+pub(super) const NONE: usize = usize::MAX;
+
+/// The constant weight `[k, n]` as int8 (uint8 shifted by −128, its zero points with it),
+/// or `None` when it is not a constant matrix.
+struct Weight {
+    k: usize,
+    n: usize,
+    b: Vec<i8>,
+    /// 128 for a uint8 weight: subtracted from the values and the zero points.
+    shift: i32,
+}
+
+fn weight(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Weight>> {
+    let w = ctx.input(i)?;
+    let ([k, n], Some((b, shift))) = (w.shape, int8_constant(ctx, i)) else {
+        return Ok(None);
+    };
+    Ok(Some(Weight {
+        k: *k,
+        n: *n,
+        b,
+        shift,
+    }))
+}
+
+/// Constant input `i` as int8 values and the shift applied (128 for uint8), or `None`.
+pub(super) fn int8_constant(ctx: &NodeCtx<'_>, i: usize) -> Option<(Vec<i8>, i32)> {
+    let w = ctx.input_opt(i)?;
+    let data = w.data?;
+    match w.dtype {
+        DType::I8 => Some((data.bytes.iter().map(|&v| v as i8).collect(), 0)),
+        DType::U8 => Some((data.bytes.iter().map(|&v| (v ^ 0x80) as i8).collect(), 128)),
+        _ => None,
+    }
+}
+
+/// How the activation zero point enters: folded (a constant) or read at run time.
+pub(super) enum Za {
+    Const(i32),
+    /// ONNX input index of a one-element run-time zero point.
+    Input(usize),
+}
+
+/// The activation zero point (input `i` for value input 0): constant, a one-element run-time
+/// tensor, or `None` (per-row: not lowered).
+pub(super) fn activation_zp(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Za>> {
+    match zero_point(ctx, i, 0, "the activation zero point", Per::Tensor) {
+        Ok(Some(z)) => Ok(Some(Za::Const(z[0]))),
+        Ok(None) => {
+            let numel: usize = ctx.input(i)?.shape.iter().product();
+            Ok((numel == 1).then_some(Za::Input(i)))
+        }
+        // A per-row (1-D of M) constant zero point is valid ONNX: leave it decomposed.
+        Err(_) if ctx.input(i)?.shape.iter().product::<usize>() != 1 => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The task for `A · B` with the given zero points and output.
+struct Plan {
+    w: Weight,
+    za: Za,
+    zb: Vec<i32>,
+    out: (DType, u32, i32),
+    rq: Option<Vec<Requant>>,
+}
+
+fn lower(ctx: &NodeCtx<'_>, b_input: usize, p: Plan) -> Result<Imported> {
+    let Plan { w, za, zb, out, rq } = p;
+    let (k, n) = (w.k, w.n);
+    let a = ctx.input(0)?;
+    if a.shape.last() != Some(&k) {
+        return Err(ctx.err(format!(
+            "A has shape {:?} but B has {k} rows: A's last dim must be B's first",
+            a.shape
+        )));
+    }
+    let kerr = |e: ge_runtime::KernelError| ctx.err(e.to_string());
+    let zb: Vec<i32> = zb.iter().map(|z| z - w.shift).collect();
+    let len = packed_len(k, n).ok_or_else(|| ctx.err("the weight is too large"))?;
+    let mut packed = vec![0i8; len];
+    pack_b(&w.b, k, n, n, 1, &mut packed).map_err(kerr)?;
+    let za_const = match za {
+        Za::Const(z) => z,
+        Za::Input(_) => 0,
+    };
+    let mut corr = vec![0i32; n];
+    fold_zero_points(&w.b, k, n, n, 1, za_const, &zb, None, &mut corr).map_err(kerr)?;
+    let mut inputs = vec![0, b_input, NONE, NONE, NONE];
+    let adj = match za {
+        Za::Input(i) => {
+            // adj_j = Σ_k B[k][j] − k·zb_j: the run-time zero point's share of the correction.
+            let mut adj = vec![0i32; n];
+            fold_zero_points(&w.b, k, n, n, 1, -1, &zb, None, &mut adj).map_err(kerr)?;
+            inputs.extend([i, NONE]);
+            Some(adj)
+        }
+        Za::Const(_) => None,
+    };
+    let overrides = constants(ctx, &packed, &corr, &zb, rq.as_deref(), adj.as_deref())?;
+    let mut shape = a.shape[..a.shape.len() - 1].to_vec();
+    shape.push(n);
+    let params = QGemmParams {
+        out: out.1,
+        out_zp: out.2,
+        k: u32::try_from(k).map_err(|_| ctx.err("k is too large"))?,
+        n: u32::try_from(n).map_err(|_| ctx.err("n is too large"))?,
+    };
+    Ok(Imported::Op {
+        op: Op::QGemm(params),
+        inputs,
+        outputs: vec![(out.0, shape)],
+        overrides,
+    })
+}
+
+/// MatMulInteger (A, B, a_zero_point, b_zero_point) → an i32 `QGemm`, or `None`.
+pub fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
+    if !is_q8(ctx.input(0)?.dtype) {
+        return Ok(None);
+    }
+    let Some(w) = weight(ctx, 1)? else {
+        return Ok(None);
+    };
+    let Some(za) = activation_zp(ctx, 2)? else {
+        return Ok(None);
+    };
+    let Some(zb) = zero_point(ctx, 3, 1, "b_zero_point", Per::TensorOr(w.n))? else {
+        return Ok(None);
+    };
+    let plan = Plan {
+        w,
+        za,
+        zb,
+        out: (DType::I32, QGEMM_OUT_I32, 0),
+        rq: None,
+    };
+    lower(ctx, 1, plan).map(Some)
+}
+
+/// QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp) → a requantizing
+/// `QGemm`, or `None`. The scales are checked whether or not the node is lowered.
+pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
+    let n = ctx.input(3)?.shape.last().copied().unwrap_or(1);
+    let sa = scale(ctx, 1, "a_scale", Per::Tensor)?;
+    let sb = scale(ctx, 4, "b_scale", Per::TensorOr(n))?;
+    let sy = scale(ctx, 6, "y_scale", Per::Tensor)?;
+    let zb = zero_point(ctx, 5, 3, "b_zero_point", Per::TensorOr(n))?;
+    let zy = zero_point_out(ctx)?;
+    if let (Some(sb), Some(zb)) = (&sb, &zb) {
+        same_axis(ctx, (4, sb.len()), (5, zb.len()))?;
+    }
+    let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
+        return Ok(None);
+    };
+    let Some(w) = weight(ctx, 3)? else {
+        return Ok(None);
+    };
+    let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
+        return Ok(None);
+    };
+    let rq = multipliers(ctx, sa[0], &sb, sy[0])?;
+    let plan = Plan {
+        w,
+        za: Za::Const(za),
+        zb,
+        out: (y_dt, QGEMM_OUT_Q8, zy),
+        rq: Some(rq),
+    };
+    lower(ctx, 3, plan).map(Some)
+}
+
+/// onnxruntime's requantization multipliers, in f32 and in its order (`sa · sb / sy`), as
+/// fixed-point [`Requant`]s.
+pub(super) fn multipliers(ctx: &NodeCtx<'_>, sa: f32, sb: &[f32], sy: f32) -> Result<Vec<Requant>> {
+    sb.iter()
+        .map(|&s| Requant::from_real(f64::from(sa * s / sy)))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| ctx.err(format!("{e}: check the input, weight and output scales")))
+}
+
+/// The constant inputs of a `QGemm`/`QConv` task as overrides at their kernel-input slots
+/// (packed weight 1, correction 2, weight zero points 3 when any is non-zero,
+/// requantization 4, run-time zero-point adjustment 6).
+pub(super) fn constants(
+    ctx: &NodeCtx<'_>,
+    packed: &[i8],
+    corr: &[i32],
+    zb: &[i32],
+    rq: Option<&[Requant]>,
+    adj: Option<&[i32]>,
+) -> Result<Vec<(usize, TensorData)>> {
+    let t = |d: DType, dims: Vec<usize>, bytes: &[u8]| {
+        TensorData::new(d, dims, bytes.to_vec()).map_err(|e| ctx.err(e.to_string()))
+    };
+    let mut o = vec![
+        (
+            1,
+            t(DType::I8, vec![packed.len()], bytemuck::cast_slice(packed))?,
+        ),
+        (
+            2,
+            t(DType::I32, vec![corr.len()], bytemuck::cast_slice(corr))?,
+        ),
+    ];
+    if zb.iter().any(|&z| z != 0) {
+        o.push((3, t(DType::I32, vec![zb.len()], bytemuck::cast_slice(zb))?));
+    }
+    if let Some(rq) = rq {
+        o.push((
+            4,
+            t(DType::I32, vec![rq.len(), 2], bytemuck::cast_slice(rq))?,
+        ));
+    }
+    if let Some(adj) = adj {
+        o.push((
+            6,
+            t(DType::I32, vec![adj.len()], bytemuck::cast_slice(adj))?,
+        ));
+    }
+    Ok(o)
+}
+
+/// The output type and zero point of QLinearMatMul (y_zero_point, input 7; absent: uint8
+/// with zero point 0 as the activation's type), `None` when not a constant.
+pub(super) fn zero_point_out(ctx: &NodeCtx<'_>) -> Result<Option<(DType, i32)>> {
+    match ctx.input_opt(7) {
+        None => Ok(Some((ctx.input(0)?.dtype, 0))),
+        Some(z) if !is_q8(z.dtype) => Err(ctx.err(format!(
+            "y_zero_point is {}: the output must be uint8 or int8",
+            z.dtype.name()
+        ))),
+        Some(z) => Ok(zero_point(ctx, 7, 7, "y_zero_point", Per::Tensor)?.map(|v| (z.dtype, v[0]))),
+    }
+}

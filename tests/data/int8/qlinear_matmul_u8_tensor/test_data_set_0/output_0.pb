@@ -1,0 +1,1 @@
+ByJ_m‘·|Švz}%ƒŠž¯Ó­Xy‹€GK„€p¦zja˜nxqY{a…u_ˆ°{BqÕQ^¥em¤¥–ƒ[Ž¬˜¦jÂH¬rwc·b~bKTt•e†d`9{…h•L[pU}}bŒ

@@ -1,0 +1,108 @@
+//! Integer matrix products and 2-D convolutions on ge's int8 kernels (`QGemm`, `QConv`)
+//! against onnxruntime (`tools/gen_int8_cases.py`, `tests/data/int8`), at every opt level:
+//! the i32 results of MatMulInteger / ConvInteger exactly, QLinearMatMul's and QLinearConv's
+//! requantized u8/i8 within 1 LSB (ge requantizes
+//! with an exact 31-bit fixed-point multiplier, onnxruntime with `f32(acc)·scale`: they can
+//! differ by 1 near a rounding tie), the dynamic-quantization chain within the default
+//! float tolerance. Each case must compile to a blob that runs an int8 task and no f32
+//! MatMul or Conv.
+
+use ge_build::check::{Tolerance, check_case_isolated, suite_cases};
+use ge_build::{CompileOptions, OptLevel, compile_bytes};
+use ge_runtime::format::OpKind;
+use ge_runtime::{AlignedBlob, Model};
+
+/// The tolerance a case states: exact for i32 outputs, 1 LSB for requantized ones.
+fn tolerance(name: &str) -> Tolerance {
+    if name.starts_with("matmul_integer") || name.starts_with("conv_integer") {
+        Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        }
+    } else if name.starts_with("qlinear") {
+        Tolerance {
+            rtol: 0.0,
+            atol: 1.0,
+        }
+    } else {
+        Tolerance::default()
+    }
+}
+
+fn cases() -> Vec<std::path::PathBuf> {
+    let cases = suite_cases(&ge_tests::workspace_root().join("tests/data/int8"));
+    assert_eq!(cases.len(), 14, "tests/data/int8: expected 14 cases");
+    cases
+}
+
+#[test]
+fn int8_cases_match_onnxruntime() {
+    let mut failures = Vec::new();
+    for c in cases() {
+        let name = c.file_name().unwrap().to_string_lossy().into_owned();
+        for level in [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3] {
+            let opts = CompileOptions {
+                opt_level: level,
+                ..CompileOptions::default()
+            };
+            let o = check_case_isolated(&c, &opts, tolerance(&name));
+            if !o.passed() {
+                failures.push(format!("{name} at {level:?}: {o:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn int8_cases_run_the_int8_kernel() {
+    for c in cases() {
+        let bytes = std::fs::read(c.join("model.onnx")).unwrap();
+        let compiled = compile_bytes(&bytes, None, &CompileOptions::default()).unwrap();
+        let blob = AlignedBlob::from_bytes(&compiled.blob);
+        let model = Model::from_bytes(blob.as_bytes()).unwrap();
+        let kinds: Vec<_> = model
+            .tasks()
+            .iter()
+            .filter_map(|t| OpKind::from_u16(t.op))
+            .collect();
+        let int8 = kinds.contains(&OpKind::QGemm) || kinds.contains(&OpKind::QConv);
+        assert!(int8, "{}: {kinds:?}", c.display());
+        let float = [OpKind::MatMul, OpKind::Conv]
+            .iter()
+            .any(|k| kinds.contains(k));
+        assert!(!float, "{}: {kinds:?}", c.display());
+        assert_eq!(model.version(), 4, "{}", c.display());
+    }
+}
+
+/// Malformed quantization parameters (`tests/data/int8_bad`, written by
+/// `tools/gen_int8_cases.py`) are compile errors naming the node, its op type and opset,
+/// the input at fault and what to do.
+#[test]
+fn malformed_quantization_parameters_are_compile_errors() {
+    let dir = ge_tests::workspace_root().join("tests/data/int8_bad");
+    for (file, says) in [
+        (
+            "zero_scale",
+            "b_scale (input 4) is 0 at index 15: quantization scales must be finite and positive; recalibrate",
+        ),
+        ("negative_y_scale", "y_scale (input 6) is -0.05"),
+        (
+            "scale_length",
+            "b_scale (input 4) has shape [5]: it must hold one value (per tensor) or a 1-D list of 16 (one per column)",
+        ),
+        (
+            "zero_point_type",
+            "the activation zero point (input 2) is int8 but input 0 is uint8: a zero point has the type of the value it shifts",
+        ),
+    ] {
+        let bytes = std::fs::read(dir.join(format!("{file}.onnx"))).unwrap();
+        let e = match compile_bytes(&bytes, None, &CompileOptions::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{file} compiled"),
+        };
+        assert!(e.contains("'qmm' (QLinearMatMul, opset 13)"), "{file}: {e}");
+        assert!(e.contains(says), "{file}: {e}");
+    }
+}
