@@ -426,3 +426,31 @@ fn auto_mixed_search_finds_a_minimal_keep_set_that_reproduces() {
     let e = search(&bytes, None, &with(Precision::ForceFp32), &ins, RTOL).unwrap_err();
     assert!(e.to_string().contains("needs a reduced --precision"), "{e}");
 }
+
+#[test]
+fn a_mode_the_device_cannot_honour_is_refused() {
+    let m = net().build();
+    let tiny = |mode| CompileOptions {
+        device: ge_sim::Profile::TINY,
+        ..with(mode)
+    };
+    for mode in [
+        Precision::AllowFp32ToBf16,
+        Precision::ForceBf16,
+        Precision::AllowMixPrecisionBf16,
+    ] {
+        let e = compile_bytes(&m, None, &tiny(mode))
+            .map(|_| ())
+            .expect_err("tiny has no bf16")
+            .to_string();
+        assert!(
+            e.contains(&format!("--precision {} computes in bf16", mode.name()))
+                && e.contains("device profile 'tiny' cannot")
+                && e.contains("fp16 variant"),
+            "{e}"
+        );
+    }
+    // The fp16 modes run there, and bf16 runs on the profiles that have it.
+    compile_bytes(&m, None, &tiny(Precision::ForceFp16)).expect("fp16 on tiny");
+    compile_bytes(&m, None, &with(Precision::ForceBf16)).expect("bf16 on edge");
+}

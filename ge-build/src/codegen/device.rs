@@ -57,6 +57,12 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
         if matches!(k.as_str(), "name" | "base") {
             continue;
         }
+        if k == "bf16" {
+            p.bf16 = val
+                .as_bool()
+                .ok_or_else(|| opt(format!("{label}: 'bf16' must be true or false")))?;
+            continue;
+        }
         let n = val
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
@@ -100,6 +106,9 @@ mod tests {
         assert_eq!((p.name, p.cores, p.clock_mhz), ("edge4", 4, 1000));
         assert!(parse_profile(r#"{"cores": 0}"#, "x").is_err());
         assert!(parse_profile(r#"{"bogus": 1}"#, "x").is_err());
+        let p = parse_profile(r#"{"base": "edge", "bf16": false}"#, "x").unwrap();
+        assert!(!p.bf16 && Profile::EDGE.bf16 && !Profile::TINY.bf16);
+        assert!(parse_profile(r#"{"bf16": 1}"#, "x").is_err());
         assert!(resolve_device("no-such.json", Path::new("/nonexistent")).is_err());
     }
 }

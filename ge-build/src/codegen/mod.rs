@@ -177,7 +177,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
             return quote!(#krate::Profile::#id);
         }
     }
-    let name = p.name;
+    let (name, bf16) = (p.name, p.bf16);
     let f = [
         p.cores,
         p.clock_mhz,
@@ -221,6 +221,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
             int8_cube_multiplier: #int8,
             vector_ops_per_cycle: #vector,
             fp16_vector_ops_per_cycle: #vector16,
+            bf16: #bf16,
             gm_bytes_per_cycle: #gm,
             task_overhead_cycles: #task,
             launch_overhead_ns: #launch,

@@ -31,6 +31,9 @@ pub struct Profile {
     /// Vector-unit fp16/bf16 element operations per cycle per core: the same registers hold
     /// twice the lanes (2× the fp32 rate on Da Vinci).
     pub fp16_vector_ops_per_cycle: u32,
+    /// The cube and vector unit compute bf16 (as fast as fp16); without it the bf16
+    /// `--precision` modes are refused at compile time.
+    pub bf16: bool,
     /// Global-memory bandwidth in bytes per core-clock cycle (whole device).
     pub gm_bytes_per_cycle: u32,
     /// Cycles the device spends starting one task from its on-device queue (sink mode).
@@ -58,6 +61,7 @@ impl Profile {
         int8_cube_multiplier: 2,
         vector_ops_per_cycle: 64,
         fp16_vector_ops_per_cycle: 128,
+        bf16: true,
         gm_bytes_per_cycle: 26,
         task_overhead_cycles: 200,
         launch_overhead_ns: 5_000,
@@ -77,6 +81,7 @@ impl Profile {
         int8_cube_multiplier: 2,
         vector_ops_per_cycle: 64,
         fp16_vector_ops_per_cycle: 128,
+        bf16: true,
         gm_bytes_per_cycle: 800,
         task_overhead_cycles: 200,
         launch_overhead_ns: 5_000,
@@ -86,7 +91,8 @@ impl Profile {
         l0c_bytes: 256 * 1024,
     };
 
-    /// A 1-core microcontroller-class part at 500 MHz with small buffers and 4 GB/s memory.
+    /// A 1-core microcontroller-class part at 500 MHz with small buffers and 4 GB/s memory;
+    /// its cube takes fp16 and int8, not bf16.
     pub const TINY: Profile = Profile {
         name: "tiny",
         cores: 1,
@@ -96,6 +102,7 @@ impl Profile {
         int8_cube_multiplier: 2,
         vector_ops_per_cycle: 16,
         fp16_vector_ops_per_cycle: 32,
+        bf16: false,
         gm_bytes_per_cycle: 8,
         task_overhead_cycles: 100,
         launch_overhead_ns: 10_000,

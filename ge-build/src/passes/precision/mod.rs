@@ -67,6 +67,15 @@ impl PrecisionConfig {
                 flag_name(io)
             ));
         }
+        if mode.low_dtype() == Some(DType::Bf16) && !opts.device.bf16 {
+            return conflict(format!(
+                "--precision {} computes in bf16, which device profile '{}' cannot (its cube \
+                 takes fp16 and int8): use the fp16 variant of the mode, or a profile with \
+                 \"bf16\": true (edge, datacenter)",
+                mode.name(),
+                opts.device.name
+            ));
+        }
         if opts.modify_mixlist.is_some() && mode.policy() != LowerPolicy::Lists {
             return conflict(format!(
                 "--modify-mixlist only applies to allow_mix_precision modes, not --precision {}",
