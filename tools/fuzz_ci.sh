@@ -93,6 +93,13 @@ else
         exit $status
     fi
     t0=$(date +%s)
+    # Miri's build cache records the workspace's absolute path: a cache left by a clone at
+    # another path (since removed) fails to run, so it is wiped when the path changes.
+    if [ "$(cat "$cache/miri-target/.workspace" 2>/dev/null)" != "$PWD" ]; then
+        rm -rf "$cache/miri-target"
+        mkdir -p "$cache/miri-target"
+        echo "$PWD" >"$cache/miri-target/.workspace"
+    fi
     CARGO_TARGET_DIR="$cache/miri-target" timeout "$miri_secs" \
         cargo +nightly miri test -p ge-runtime >"$cache/miri.log" 2>&1
     rc=$?
