@@ -403,7 +403,15 @@ fn auto_mixed_search_finds_a_minimal_keep_set_that_reproduces() {
     let devs = op_deviations(&bytes, None, &with(Precision::ForceFp16), &ins).expect("probe");
     assert_eq!(devs[0].op_type, "LayerNormalization", "{devs:?}");
 
-    let found = search(&bytes, None, &with(Precision::ForceFp16), &ins, RTOL).expect("search");
+    let found = search(
+        &bytes,
+        None,
+        &with(Precision::ForceFp16),
+        &fp32.blob,
+        &ins,
+        RTOL,
+    )
+    .expect("search");
     eprintln!(
         "auto-mixed: keep {:?}, error {:.3e} → {:.3e}, {} rounds",
         found.keep, found.error_without, found.error_with, found.rounds
@@ -411,7 +419,8 @@ fn auto_mixed_search_finds_a_minimal_keep_set_that_reproduces() {
     assert!(!found.keep.is_empty() && found.keep.len() < 5);
     assert_eq!(found.error_without, plain);
     // The written keep file reproduces the passing compile…
-    let keep = file("auto.keep", &keep_file_text("", &found.keep, RTOL));
+    assert_eq!(found.file, keep_file_text("", &found.keep, RTOL));
+    let keep = file("auto.keep", &found.file);
     let with_keep = error(Some(keep));
     assert!(with_keep <= RTOL, "{with_keep}");
     assert_eq!(with_keep, found.error_with);
@@ -423,7 +432,15 @@ fn auto_mixed_search_finds_a_minimal_keep_set_that_reproduces() {
         assert!(error(Some(p)) > RTOL, "{less:?} passes too");
     }
     // The search needs a reduced mode to search in.
-    let e = search(&bytes, None, &with(Precision::ForceFp32), &ins, RTOL).unwrap_err();
+    let e = search(
+        &bytes,
+        None,
+        &with(Precision::ForceFp32),
+        &fp32.blob,
+        &ins,
+        RTOL,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("needs a reduced --precision"), "{e}");
 }
 

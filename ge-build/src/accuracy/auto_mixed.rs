@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::probe::{fp32_options, normalized_error, op_deviations, run_converted};
+use super::probe::{normalized_error, op_deviations, run_converted};
 use crate::error::{CompileError, Result};
 use crate::options::CompileOptions;
 use crate::tensor::TensorData;
@@ -24,6 +24,8 @@ pub struct AutoMixed {
     pub error_with: f64,
     /// Compile-and-run rounds the search took.
     pub rounds: usize,
+    /// The keep-dtype file to write: the user's list, then `keep`.
+    pub file: String,
 }
 
 /// The keep-dtype file text: `base` (the user's own list, if any) and one `OpName:` line per
@@ -138,11 +140,13 @@ impl Trials<'_> {
 }
 
 /// Searches the keep set for `opts` (a reduced `--precision`; its `--keep-dtype` file, if any,
-/// stays in every trial) on `inputs`.
+/// stays in every trial) on `inputs`, against `fp32_blob` (the model compiled with
+/// [`fp32_options`]).
 pub fn search(
     model_bytes: &[u8],
     model_dir: Option<&Path>,
     opts: &CompileOptions,
+    fp32_blob: &[u8],
     inputs: &[TensorData],
     rtol: f64,
 ) -> Result<AutoMixed> {
@@ -165,9 +169,8 @@ pub fn search(
         })?,
         None => String::new(),
     };
-    let fp32 = crate::compile_bytes(model_bytes, model_dir, &fp32_options(opts))?;
     let mut t = Trials {
-        want: run_converted(&fp32.blob, inputs, opts)?,
+        want: run_converted(fp32_blob, inputs, opts)?,
         model_bytes,
         model_dir,
         opts,
@@ -180,6 +183,7 @@ pub fn search(
     let error_without = t.error(&[])?;
     if error_without <= rtol {
         return Ok(AutoMixed {
+            file: keep_file_text(&t.base, &[], rtol),
             keep: Vec::new(),
             error_without,
             error_with: error_without,
@@ -215,6 +219,7 @@ pub fn search(
     }
     let error_with = t.error(&keep)?;
     Ok(AutoMixed {
+        file: keep_file_text(&t.base, &keep, rtol),
         keep,
         error_without,
         error_with,

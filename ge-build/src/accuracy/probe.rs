@@ -50,22 +50,35 @@ pub fn keep_name(n: &crate::onnx::proto::NodeProto) -> &str {
 /// relative error explodes near zero). Infinite for a non-finite `got` where `want` is finite
 /// or for mismatched shapes; the plain max error for an all-zero `want`. O(elements).
 pub fn normalized_error(got: &TensorData, want: &TensorData) -> f64 {
+    deviation(got, want).0
+}
+
+/// [`normalized_error`] and the count of non-finite `got` elements where `want` is finite,
+/// from one pass over both.
+fn deviation(got: &TensorData, want: &TensorData) -> (f64, usize) {
     if got.dims != want.dims {
-        return f64::INFINITY;
+        return (f64::INFINITY, 0);
     }
     let (g, w) = (got.to_f32_vec(), want.to_f32_vec());
-    let (mut err, mut scale) = (0f64, 0f64);
+    let (mut err, mut scale, mut non_finite) = (0f64, 0f64, 0usize);
     for (&x, &y) in g.iter().zip(&w) {
         if !y.is_finite() {
             continue;
         }
         if !x.is_finite() {
-            return f64::INFINITY;
+            non_finite += 1;
+            continue;
         }
         err = err.max(f64::from(x - y).abs());
         scale = scale.max(f64::from(y).abs());
     }
-    if scale > 0.0 { err / scale } else { err }
+    if non_finite > 0 {
+        (f64::INFINITY, non_finite)
+    } else if scale > 0.0 {
+        (err / scale, 0)
+    } else {
+        (err, 0)
+    }
 }
 
 /// Runs `blob` on `inputs`, each converted to the blob's input dtype (an `--io-dtype fp16`
@@ -174,14 +187,8 @@ pub fn op_deviations(
             if !matches!(w.dtype, DType::F32 | DType::F16 | DType::Bf16 | DType::F64) {
                 continue;
             }
-            let e = normalized_error(g, w);
+            let (e, bad) = deviation(g, w);
             error.insert(o.as_str(), e);
-            let bad = g
-                .to_f32_vec()
-                .iter()
-                .zip(w.to_f32_vec())
-                .filter(|(x, y)| !x.is_finite() && y.is_finite())
-                .count();
             if worst.is_none_or(|(we, ..)| e > we) {
                 worst = Some((e, o.as_str(), bad));
             }

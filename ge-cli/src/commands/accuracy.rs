@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ge_build::accuracy::auto_mixed::{keep_file_text, search};
+use ge_build::accuracy::auto_mixed::search;
 use ge_build::accuracy::probe::{fp32_options, op_deviations, run_converted};
 use ge_build::accuracy::{AccuracyReport, compare};
 use ge_build::tensor::{TensorData, read_tensor_file};
@@ -130,15 +130,16 @@ pub(super) fn auto_mixed(
     rtol: f64,
     keep: &Path,
 ) -> Res {
-    let (_, ins) = fp32_and_inputs(model, opts, calib)?;
-    let base = match &opts.keep_dtype {
-        Some(p) => {
-            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?
-        }
-        None => String::new(),
-    };
-    let found =
-        search(&read_model(model)?, model.parent(), opts, &ins, rtol).map_err(|e| e.to_string())?;
+    let (fp32, ins) = fp32_and_inputs(model, opts, calib)?;
+    let found = search(
+        &read_model(model)?,
+        model.parent(),
+        opts,
+        &fp32.blob,
+        &ins,
+        rtol,
+    )
+    .map_err(|e| e.to_string())?;
     eprintln!(
         "auto-mixed precision: {} node(s) kept in fp32 ({}), output error {:.3e} → {:.3e} \
          (--rtol {rtol}), {} compile-and-run rounds",
@@ -148,6 +149,5 @@ pub(super) fn auto_mixed(
         found.error_with,
         found.rounds
     );
-    std::fs::write(keep, keep_file_text(&base, &found.keep, rtol))
-        .map_err(|e| format!("cannot write {}: {e}", keep.display()))
+    std::fs::write(keep, &found.file).map_err(|e| format!("cannot write {}: {e}", keep.display()))
 }
