@@ -101,6 +101,57 @@ def default_models() -> list[str]:
     return LIGHT + trans
 
 
+def model_flops(case: str) -> float | None:
+    """Multiply-add flops (2 per MAC) of the model's Conv, Gemm and MatMul nodes, with its
+    input shapes fixed from the case's first test input (onnx shape inference); None when
+    shapes stay unknown."""
+    import onnx
+    from onnx import numpy_helper
+    try:
+        m = onnx.load(os.path.join(case, "model.onnx"))
+        tdir = os.path.join(case, "test_data_set_0")
+        inits = {i.name for i in m.graph.initializer}
+        ins = [i for i in m.graph.input if i.name not in inits]
+        for k, i in enumerate(ins):
+            pb = os.path.join(tdir, f"input_{k}.pb")
+            if os.path.exists(pb):
+                t = onnx.TensorProto()
+                with open(pb, "rb") as f:
+                    t.ParseFromString(f.read())
+                dims = i.type.tensor_type.shape.dim
+                for d, v in zip(dims, numpy_helper.to_array(t).shape):
+                    d.ClearField("dim_param")
+                    d.dim_value = v
+        m = onnx.shape_inference.infer_shapes(m)
+    except Exception:
+        return None
+    shape = {}
+    for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
+        shape[v.name] = dims
+    for t in m.graph.initializer:
+        shape[t.name] = list(t.dims)
+    total = 0
+    for n in m.graph.node:
+        out = shape.get(n.output[0]) if n.output else None
+        if not out or None in out:
+            if n.op_type in ("Conv", "Gemm", "MatMul"):
+                return None
+            continue
+        if n.op_type == "Conv":
+            w = shape.get(n.input[1])
+            if not w or None in w:
+                return None
+            total += math.prod(out) * math.prod(w[1:])
+        elif n.op_type in ("Gemm", "MatMul"):
+            a = shape.get(n.input[0])
+            if not a or None in a:
+                return None
+            trans_a = any(at.name == "transA" and at.i for at in n.attribute)
+            total += math.prod(out) * (a[0] if trans_a and n.op_type == "Gemm" else a[-1])
+    return 2.0 * total
+
+
 def geomean(xs: list[float]) -> float:
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -174,6 +225,7 @@ def main() -> int:
 
     results = []
     host_isa = "unknown"
+    peak = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for name in models:
             case = case_dir(name)
@@ -185,9 +237,11 @@ def main() -> int:
             tr = []
             for _ in range(args.rounds):
                 for t in threads:
-                    g = run_json([GE, "bench", om, "--iters", str(args.iters), "--threads", str(t), "--json"])
+                    g = run_json([GE, "bench", om, "--iters", str(args.iters), "--threads", str(t), "--json"]
+                                 + (["--peak"] if t == 1 else []))
                     ge[t].append(g["median_ms"])
                     host_isa = g.get("host_isa", host_isa)
+                    peak = max(peak, g.get("isa_peak_gflops", 0.0))
                     ort[t].append(run_json([sys.executable, os.path.join(ROOT, "tools", "ort_bench.py"), case,
                                             "--threads", str(t), "--iters", str(args.iters), "--json"])["median_ms"])
                 if tract:
@@ -198,6 +252,7 @@ def main() -> int:
                         break
             row = {
                 "model": name,
+                "gflop": (model_flops(case) or 0.0) / 1e9,
                 "ge_ms": {t: statistics.median(v) for t, v in ge.items()},
                 "ort_ms": {t: statistics.median(v) for t, v in ort.items()},
                 "tract_ms": statistics.median(tr) if tr else None,
@@ -206,7 +261,15 @@ def main() -> int:
             print(f"{name}: " + ", ".join(f"ge {t}t {row['ge_ms'][t]:.2f} ms / ort {t}t {row['ort_ms'][t]:.2f} ms" for t in threads)
                   + (f", tract {row['tract_ms']:.2f} ms" if row["tract_ms"] else ""), file=sys.stderr)
 
-    print(f"ge host kernels: {host_isa}" + (f" (GE_ISA={os.environ['GE_ISA']})" if os.environ.get("GE_ISA") else ""))
+    print(f"ge host kernels: {host_isa}" + (f" (GE_ISA={os.environ['GE_ISA']})" if os.environ.get("GE_ISA") else "")
+          + f"; measured multiply-add peak {peak:.1f} GFLOP/s per thread")
+    t1 = threads[0]
+    for r in results:
+        if r["gflop"] and not is_micro(r["model"]):
+            rate = r["gflop"] / (r["ge_ms"][t1] / 1e3)
+            print(f"  {r['model']}: {r['gflop']:.2f} GFLOP (Conv/Gemm/MatMul) per run, ge {t1}t {rate:.1f} GFLOP/s"
+                  + (f" = {100 * rate / peak:.0f}% of peak" if peak and t1 == 1 else "")
+                  + f"; onnxruntime {r['gflop'] / (r['ort_ms'][t1] / 1e3):.1f} GFLOP/s")
     # Micro transformer blocks run in microseconds: their own table, outside the geomean.
     micro = [r for r in results if is_micro(r["model"])]
     full = [r for r in results if not is_micro(r["model"])]
@@ -216,7 +279,7 @@ def main() -> int:
             print_table(rows, threads, tract)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"iters": args.iters, "rounds": args.rounds, "threads": threads, "results": results}, f, indent=1)
+            json.dump({"iters": args.iters, "rounds": args.rounds, "threads": threads, "peak_gflops": peak, "results": results}, f, indent=1)
     return 0
 
 

@@ -226,6 +226,14 @@ fn optimize(
         changed: precision_stat.lowered_nodes + precision_stat.casts > 0,
         millis: ms(t_precision),
     });
+    // Last: every pass before it reads weights in ONNX order.
+    passes.extend(crate::passes::run_late(
+        &mut graph,
+        &crate::passes::PackWeights,
+        opts.opt_level,
+        switch,
+        &opts.device,
+    )?);
     let passes_ms = ms(t);
     let t = Instant::now();
     let plan = crate::plan::plan(

@@ -105,6 +105,10 @@ pub enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Also measure this CPU's one-thread multiply-add peak on the kernels' ISA path
+        /// (GFLOP/s; JSON key `isa_peak_gflops`), the yardstick for convolution speed.
+        #[arg(long)]
+        peak: bool,
         #[command(flatten)]
         flags: CompileFlags,
     },

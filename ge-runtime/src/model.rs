@@ -10,7 +10,7 @@ use crate::format::GearDesc;
 use crate::format::{
     ALIGN, DType, EventDesc, FORMAT_VERSION, Header, IoDesc, KernelId, Location, MAGIC, MAX_RANK,
     MAX_TASK_IO, MIN_FORMAT_VERSION, Meta, NO_TENSOR, OpKind, SectionEntry, SectionKind, Shape,
-    StrRef, TaskDesc, TensorDesc,
+    StrRef, TaskDesc, TensorDesc, task_since_version,
 };
 
 /// Most sections a file may list.
@@ -400,8 +400,14 @@ impl<'a> Model<'a> {
             return Err(bad("task parameter record has the wrong length", idx));
         }
         let pend = (t.params_offset as usize).checked_add(t.params_len as usize);
-        if pend.is_none_or(|e| e > self.params.len()) {
+        let Some(params) = pend.and_then(|e| self.params.get(t.params_offset as usize..e)) else {
             return Err(bad("task parameters outside the params section", idx));
+        };
+        if task_since_version(op, params) > self.version {
+            return Err(bad(
+                "task parameters are newer than the blob's format version",
+                idx,
+            ));
         }
         let (ni, no) = (t.input_count as usize, t.output_count as usize);
         if ni > MAX_TASK_IO || no > MAX_TASK_IO || no == 0 {

@@ -427,6 +427,32 @@ fn every_format_version_loads_with_only_its_kinds() {
             ..
         })
     ));
+    // Conv weights pre-packed need format 5: refused in a version-4 blob, loaded in a 5.
+    let mut t = tables();
+    let mut conv: crate::format::ConvParams = bytemuck::Zeroable::zeroed();
+    conv.spatial = 2;
+    let conv = conv.with_weight_layout(crate::format::WeightLayout::Panels);
+    t.tasks[1].op = OpKind::Conv as u16;
+    t.tasks[1].params_len = core::mem::size_of_val(&conv) as u32;
+    t.params.truncate(8);
+    t.params.extend_from_slice(bytemuck::bytes_of(&conv));
+    for (v, ok) in [(4, false), (5, true)] {
+        let mut blob = write(&t);
+        fix_version(&mut blob, v);
+        let b = aligned(&blob);
+        let r = Model::from_bytes(&b.0[..blob.len()]);
+        if ok {
+            assert_eq!(r.err(), None, "version {v}");
+        } else {
+            assert!(matches!(
+                r,
+                Err(Error::Malformed {
+                    what: "task parameters are newer than the blob's format version",
+                    ..
+                })
+            ));
+        }
+    }
     // Versions outside the range this reader knows.
     for v in [crate::format::MIN_FORMAT_VERSION - 1, FORMAT_VERSION + 1] {
         let mut blob = write(&tables());

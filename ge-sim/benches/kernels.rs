@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Benches: `conv`, `resnet50_conv` (its convolutions split between `GE_THREADS` threads with
-//! `--features std`), `gemm`, `qgemm` (int8, one thread), `resize`, `transpose`. They print timings and assert nothing,
+//! `--features std`; timed on the thread's CPU clock when single-threaded, so a loaded machine
+//! inflates it less; `GE_BENCH_WALL=1` for wall time), `gemm`, `qgemm` (int8, one thread),
+//! `resize`, `transpose`. They print timings and assert nothing,
 //! so they are not tests (a plain `harness = false` bench keeps criterion out of the build).
 
 use std::time::Instant;
@@ -47,6 +49,36 @@ fn main() {
             println!("== {name}");
             run();
         }
+    }
+}
+
+/// Seconds on a clock: the calling thread's CPU time for single-thread runs (a loaded
+/// machine's preemptions then do not count), wall time otherwise.
+struct Clock {
+    cpu: bool,
+    start: Instant,
+}
+
+impl Clock {
+    fn for_threads(threads: usize) -> Self {
+        Clock {
+            cpu: threads <= 1 && std::env::var_os("GE_BENCH_WALL").is_none(),
+            start: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> f64 {
+        if self.cpu {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `ts` is a valid timespec for the call to fill.
+            if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+                return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+            }
+        }
+        self.start.elapsed().as_secs_f64()
     }
 }
 
@@ -235,6 +267,7 @@ fn resnet50_conv() {
     let par: &dyn Parallel = &pool;
     #[cfg(not(feature = "std"))]
     let par: &dyn Parallel = &Serial;
+    let clock = Clock::for_threads(par.threads());
     // (C, H, M, k, stride, count)
     let shapes: [(usize, usize, usize, usize, usize, usize); 23] = [
         (3, 224, 64, 7, 2, 1),
@@ -299,9 +332,9 @@ fn resnet50_conv() {
         );
         let mut best = f64::MAX;
         for _ in 0..10 {
-            let t = Instant::now();
+            let t = clock.now();
             run();
-            best = best.min(t.elapsed().as_secs_f64());
+            best = best.min(clock.now() - t);
         }
         let macs = work.cube_macs as f64;
         println!(

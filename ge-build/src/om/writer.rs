@@ -8,6 +8,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use ge_runtime::format::{
     ALIGN, EventDesc, FORMAT_VERSION, GEARS_VERSION, GearDesc, Header, IoDesc, KernelId, MAGIC,
     MIN_FORMAT_VERSION, Meta, OpKind, SectionEntry, SectionKind, StrRef, TaskDesc, TensorDesc,
+    task_since_version,
 };
 
 /// Tables of a model being written.
@@ -117,8 +118,12 @@ impl OmBuilder {
         let version = self
             .tasks
             .iter()
-            .filter_map(|t| OpKind::from_u16(t.op))
-            .map(OpKind::since_version)
+            .filter_map(|t| {
+                let op = OpKind::from_u16(t.op)?;
+                let at = t.params_offset as usize;
+                let params = self.params.get(at..at + t.params_len as usize)?;
+                Some(task_since_version(op, params))
+            })
             .max()
             .unwrap_or(1)
             .max(if self.gears.is_empty() {

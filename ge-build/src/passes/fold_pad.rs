@@ -48,7 +48,7 @@ impl Pass for FoldPad {
                 }
             };
             match &mut g.g[next].op {
-                Op::Conv(c) if c.spatial as usize == n => fold(&mut c.pad_begin, &mut c.pad_end),
+                Op::Conv(c) if c.rank() == n => fold(&mut c.pad_begin, &mut c.pad_end),
                 Op::Pool(p)
                     if p.pool_kind() == Some(PoolKind::Average)
                         && p.count_include_pad != 0

@@ -41,6 +41,7 @@ mod fuse_prologue;
 mod fuse_residual;
 mod fusion_switch;
 mod matmul_add_to_gemm;
+mod pack_weights;
 mod pattern;
 pub mod precision;
 mod remove_identities;
@@ -48,6 +49,7 @@ mod remove_identities;
 use std::time::Instant;
 
 pub use fusion_switch::FusionSwitch;
+pub use pack_weights::PackWeights;
 
 use crate::error::{CompileError, Result};
 use crate::ir::Graph;
@@ -130,23 +132,48 @@ pub fn run_passes(
         if level < p.level() || (p.is_fusion() && !switch.enabled(p.name())) {
             continue;
         }
-        let t = Instant::now();
-        let changed = p.run(g, &cx)?;
-        if verify {
-            g.verify().map_err(|e| {
-                CompileError::Model(format!(
-                    "internal error: pass '{}' broke the IR: {e}",
-                    p.name()
-                ))
-            })?;
-        }
-        stats.push(PassStat {
-            name: p.name().to_string(),
-            changed,
-            millis: t.elapsed().as_secs_f64() * 1000.0,
-        });
+        stats.push(run_one(g, p.as_ref(), &cx)?);
     }
     Ok(stats)
+}
+
+/// Runs `pass` once, verifying the IR after it when asked; its stat.
+fn run_one(g: &mut Graph, pass: &dyn Pass, cx: &PassContext<'_>) -> Result<PassStat> {
+    let t = Instant::now();
+    let changed = pass.run(g, cx)?;
+    if crate::ir::verify::verify_each_pass() {
+        g.verify().map_err(|e| {
+            CompileError::Model(format!(
+                "internal error: pass '{}' broke the IR: {e}",
+                pass.name()
+            ))
+        })?;
+    }
+    Ok(PassStat {
+        name: pass.name().to_string(),
+        changed,
+        millis: t.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+/// Runs one pass outside the pipeline (after the precision pass), as [`run_passes`] would:
+/// only at or above its level, verified when asked, with its stat. O(the pass).
+pub fn run_late(
+    g: &mut Graph,
+    pass: &dyn Pass,
+    level: OptLevel,
+    switch: &FusionSwitch,
+    device: &ge_sim::Profile,
+) -> Result<Option<PassStat>> {
+    if level < pass.level() {
+        return Ok(None);
+    }
+    let cx = PassContext {
+        level,
+        device,
+        switch,
+    };
+    run_one(g, pass, &cx).map(Some)
 }
 
 #[cfg(test)]

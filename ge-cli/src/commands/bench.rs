@@ -110,7 +110,7 @@ pub(super) fn bench(
     inputs: &[String],
     threads: usize,
     iters: usize,
-    json: bool,
+    (json, peak): (bool, bool),
     flags: &CompileFlags,
 ) -> Res {
     if threads == 0 {
@@ -192,22 +192,33 @@ pub(super) fn bench(
     };
     let mean = times.iter().sum::<f64>() / iters as f64;
     let sim_us = rep.time_ns as f64 / 1000.0;
+    let isa = super::host_isa()?;
+    let peak = peak.then(|| ge_sim::kernels::gemm::peak::fma_peak_gflops(isa, 5));
     if json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "model": path.display().to_string(),
             "median_ms": median, "min_ms": times[0], "mean_ms": mean,
             "iters": iters, "threads": threads, "sim_time_us": sim_us,
             "sim_gm_bytes": rep.gm_bytes, "sim_launches": rep.launches,
-            "host_isa": super::host_isa()?.name(),
+            "host_isa": isa.name(),
         });
+        if let Some(p) = peak {
+            v["isa_peak_gflops"] = p.into();
+        }
         println!("{v}");
     } else {
         println!(
             "{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread, {} kernels); simulated {sim_us:.1} us",
             path.display(),
             times[0],
-            super::host_isa()?.name()
+            isa.name()
         );
+        if let Some(p) = peak {
+            println!(
+                "host multiply-add peak: {p:.1} GFLOP/s per thread ({} path)",
+                isa.name()
+            );
+        }
     }
     Ok(())
 }

@@ -87,8 +87,9 @@ pub fn dispatch(cli: Cli) -> Res {
             threads,
             iters,
             json,
+            peak,
             flags,
-        } => bench(&model, &inputs, threads, iters, json, &flags),
+        } => bench(&model, &inputs, threads, iters, (json, peak), &flags),
         Command::Inspect { om, tasks } => inspect(&om, tasks),
         Command::Ops { markdown } => {
             ops(markdown);

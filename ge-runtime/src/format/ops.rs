@@ -230,10 +230,46 @@ pub struct UnaryParams {
     pub act: Activation,
 }
 
-/// Parameters of `Conv` and `ConvTranspose`. Spatial arrays use the first `spatial` entries.
+numbered! {
+    /// The order of a Conv's weight values (bits 8..16 of [`ConvParams::spatial`]).
+    WeightLayout {
+        /// ONNX's `[M, C/g, k…]`: filter by filter.
+        Oihw = 0,
+        /// Pre-packed at compile time in the order the convolution tiles read (format ≥ 5):
+        /// per group, panels of [`PANEL_ROWS`] filters stored tap by tap (`[K][PANEL_ROWS]`,
+        /// `K = C/g·Πk`), the group's last `M/g mod PANEL_ROWS` filters as one narrower
+        /// panel (`[K][rest]`), so the tensor keeps its shape and byte count. Every host ISA
+        /// path (AVX2, portable) reads 6-row panels, so the layout names no ISA class.
+        Panels = 1,
+    }
+}
+
+/// Filters per weight panel of [`WeightLayout::Panels`] (the register tile's rows).
+pub const PANEL_ROWS: usize = 6;
+
+/// Reorders a row-major `rows × k` matrix (one conv group's filters) into
+/// [`WeightLayout::Panels`] order: `dst[i·k + p·w + r] = src[(i + r)·k + p]` for each panel
+/// starting at row `i` (a multiple of [`PANEL_ROWS`]) of `w = min(PANEL_ROWS, rows − i)`
+/// rows. Both slices hold `rows·k` values (extra values are left alone). O(rows·k).
+pub fn pack_panels<T: Copy>(src: &[T], rows: usize, k: usize, dst: &mut [T]) {
+    for i in (0..rows).step_by(PANEL_ROWS) {
+        let w = (rows - i).min(PANEL_ROWS);
+        for r in 0..w {
+            let row = &src[(i + r) * k..(i + r + 1) * k];
+            for (p, &v) in row.iter().enumerate() {
+                dst[i * k + p * w + r] = v;
+            }
+        }
+    }
+}
+
+/// Parameters of `Conv` and `ConvTranspose`. Spatial arrays use the first [`Self::rank`]
+/// entries.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct ConvParams {
+    /// Bits 0..8: the spatial rank (1–3); bits 8..16: the [`WeightLayout`] (Conv only, 0 in
+    /// blobs before format 5). Read it through [`Self::rank`] and [`Self::weight_layout`].
     pub spatial: u32,
     pub group: u32,
     pub kernel: [u32; 3],
@@ -248,6 +284,33 @@ pub struct ConvParams {
     /// as `prologue(x·scale[c] + shift[c])` — a preceding BatchNorm(+activation) applied
     /// while packing, so its output tensor never exists. Unpadded, ungrouped convs only.
     pub prologue: Activation,
+}
+
+impl ConvParams {
+    /// Spatial rank.
+    pub const fn rank(&self) -> usize {
+        (self.spatial & 0xff) as usize
+    }
+
+    /// The weights' order; `None` for a code this reader does not know.
+    pub const fn weight_layout(&self) -> Option<WeightLayout> {
+        WeightLayout::from_u32(self.spatial >> 8)
+    }
+
+    /// These parameters with weights in `layout`.
+    pub const fn with_weight_layout(mut self, layout: WeightLayout) -> Self {
+        self.spatial = (self.spatial & 0xff) | (layout as u32) << 8;
+        self
+    }
+}
+
+/// The first format version that may hold a task of `op` with parameter record `params`:
+/// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed.
+pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
+    let packed = op == OpKind::Conv
+        && params.len() == core::mem::size_of::<ConvParams>()
+        && bytemuck::pod_read_unaligned::<ConvParams>(params).spatial >> 8 != 0;
+    if packed { 5 } else { op.since_version() }
 }
 
 /// Parameters of `Gemm`.

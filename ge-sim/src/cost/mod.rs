@@ -183,7 +183,7 @@ pub fn conv(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     Work {
         cube_macs: out
             .saturating_mul(dim(ins.get(1), 1))
-            .saturating_mul(window(&p.kernel, p.spatial)),
+            .saturating_mul(window(&p.kernel, p.rank() as u32)),
         vector_ops: out,
         ..Work::default()
     }
@@ -195,7 +195,7 @@ pub fn conv_transpose(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> W
     Work {
         cube_macs: first_in(ins)
             .saturating_mul(dim(ins.get(1), 1))
-            .saturating_mul(window(&p.kernel, p.spatial)),
+            .saturating_mul(window(&p.kernel, p.rank() as u32)),
         vector_ops: out_elems(outs),
         ..Work::default()
     }

@@ -13,6 +13,8 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod micro;
+#[cfg(feature = "std")]
+pub mod peak;
 
 use ge_runtime::format::{
     Activation, DType, GemmParams, MAX_RANK, Shape, TensorMut, TensorRef, UnaryOp,
@@ -27,8 +29,9 @@ use crate::threads::{Parallel, Serial};
 
 /// Largest K block (rows of a packed B block).
 const KC: usize = 256;
-/// Largest N block (columns of a packed B block).
-const NC: usize = 512;
+/// Largest N block (columns of a packed B block): a 256 × 128 block (128 KB) stays in L2
+/// beside the A rows and C tiles streaming past it (512 columns filled all of a 512 KB L2).
+const NC: usize = 128;
 /// Packing slots planned in a GEMM's workspace: the most host threads one GEMM uses.
 pub const WS_SLOTS: usize = 4;
 /// Below this many multiply-adds a GEMM runs on one thread.
@@ -223,18 +226,54 @@ fn choose_split(m: usize, n: usize, k: usize, threads: usize) -> (Split, usize) 
     }
 }
 
-/// `C[m × n] = epilogue(op(A) · op(B))` with op(A)`[i][p] = a[i·rs + p·cs]` (row-major A:
-/// `rs = lda, cs = 1`; transposed: `rs = 1, cs = lda`), op(B) from `b`, C row-major with
-/// leading dimension `ldc`. `ws` needs [`gemm_packed_ws_len`]`(n, k)` values. Extents are
-/// validated; the work is split between up to `par.threads()` slots by output tiles.
+/// How op(A) (`m × k`) lies in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ALayout {
+    /// op(A)`[i][p] = a[i·rs + p·cs]` (row-major A: `rs = lda, cs = 1`; transposed:
+    /// `rs = 1, cs = lda`).
+    Strided { rs: usize, cs: usize },
+    /// Panels of [`MR`] rows stored column by column (`[k][MR]`), the last `m mod MR` rows as
+    /// one narrower panel (`[k][m mod MR]`): `m·k` values, the order the tile reads them
+    /// (weights pre-packed by the compiler, [`ge_runtime::format::WeightLayout::Panels`]).
+    Panels,
+}
+
+impl ALayout {
+    /// Offset of op(A)`[i][p]` for a panel's first row `i` (a multiple of `MR`), and the
+    /// tile's row and column strides from there.
+    #[inline]
+    fn at(self, m: usize, k: usize, i: usize, p: usize) -> (usize, usize, usize) {
+        match self {
+            ALayout::Strided { rs, cs } => (i * rs + p * cs, rs, cs),
+            ALayout::Panels => {
+                let w = (m - i).min(MR);
+                (i * k + p * w, 1, w)
+            }
+        }
+    }
+
+    /// The last element read, for `m, k > 0`; `None` on overflow.
+    fn last(self, m: usize, k: usize) -> Option<usize> {
+        match self {
+            ALayout::Strided { rs, cs } => (m - 1)
+                .checked_mul(rs)
+                .and_then(|x| (k - 1).checked_mul(cs).and_then(|y| x.checked_add(y))),
+            ALayout::Panels => m.checked_mul(k).map(|l| l - 1),
+        }
+    }
+}
+
+/// `C[m × n] = epilogue(op(A) · op(B))` with op(A) laid out as `al` says, op(B) from `b`, C
+/// row-major with leading dimension `ldc`. `ws` needs [`gemm_packed_ws_len`]`(n, k)` values.
+/// Extents are validated; the work is split between up to `par.threads()` slots by output
+/// tiles.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_packed(
     m: usize,
     n: usize,
     k: usize,
     a: &[f32],
-    rs: usize,
-    cs: usize,
+    al: ALayout,
     b: &dyn PackB,
     c: &mut [f32],
     ldc: usize,
@@ -246,15 +285,10 @@ pub fn gemm_packed(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    if k > 0 {
-        let last = (m - 1)
-            .checked_mul(rs)
-            .and_then(|x| (k - 1).checked_mul(cs).and_then(|y| x.checked_add(y)));
-        if last.is_none_or(|l| l >= a.len()) {
-            return Err(KernelError::Shape(
-                "gemm operand smaller than its dimensions",
-            ));
-        }
+    if k > 0 && al.last(m, k).is_none_or(|l| l >= a.len()) {
+        return Err(KernelError::Shape(
+            "gemm operand smaller than its dimensions",
+        ));
     }
     if ep.row_bias.is_some_and(|bias| bias.len() < m) {
         return Err(KernelError::Shape("gemm bias shorter than the rows"));
@@ -294,10 +328,10 @@ pub fn gemm_packed(
                 r1,
                 c0,
                 c1,
+                m,
                 k,
                 a,
-                rs,
-                cs,
+                al,
                 b,
                 cp.get(),
                 ldc,
@@ -326,10 +360,10 @@ unsafe fn gemm_block(
     r1: usize,
     c0: usize,
     c1: usize,
+    m: usize,
     k: usize,
     a: &[f32],
-    rs: usize,
-    cs: usize,
+    al: ALayout,
     b: &dyn PackB,
     c: *mut f32,
     ldc: usize,
@@ -366,11 +400,8 @@ unsafe fn gemm_block(
                     act: if last { ep.act } else { TileAct::None },
                 };
                 // With k = 0 nothing of A is read; point at a valid element anyway.
-                let ap = if k == 0 {
-                    a.as_ptr()
-                } else {
-                    a[ir * rs + pc * cs..].as_ptr()
-                };
+                let (at, rs, cs) = al.at(m, k, ir, pc);
+                let ap = if k == 0 { a.as_ptr() } else { a[at..].as_ptr() };
                 for jr in (0..nc).step_by(NR) {
                     let nr = (nc - jr).min(NR);
                     if let (true, Some((r, ldr))) = (last, ep.residual) {
@@ -499,7 +530,19 @@ pub fn sgemm_on(
         ld: ldb,
         trans: trans_b,
     };
-    gemm_packed(m, n, k, a, rs, cs, &src, c, ldc, &ep, ws, par)
+    gemm_packed(
+        m,
+        n,
+        k,
+        a,
+        ALayout::Strided { rs, cs },
+        &src,
+        c,
+        ldc,
+        &ep,
+        ws,
+        par,
+    )
 }
 
 /// `c (+)= alpha · a · op(B)` for a single row `a` with element stride `inc_a`.
@@ -682,7 +725,19 @@ pub fn run_gemm(
             ld: bd[1],
             trans: tb,
         };
-        gemm_packed(m, n, k, a, rs, cs, &src, y, n, &ep, wsf, par)?;
+        gemm_packed(
+            m,
+            n,
+            k,
+            a,
+            ALayout::Strided { rs, cs },
+            &src,
+            y,
+            n,
+            &ep,
+            wsf,
+            par,
+        )?;
     } else {
         sgemm_on(
             m, n, k, p.alpha, a, lda, ta, b, bd[1], tb, accumulate, y, n, wsf, par,
@@ -1049,20 +1104,43 @@ mod tests {
             };
             let mut c = std::vec![f32::NAN; m * n];
             let mut ws = std::vec![0.0; gemm_packed_ws_len(n, k)];
+            let rows = ALayout::Strided { rs: k, cs: 1 };
             let mb = MatB {
                 b: &b,
                 ld: n,
                 trans: false,
             };
-            gemm_packed(m, n, k, &a, k, 1, &mb, &mut c, n, &ep, &mut ws, &Serial).unwrap();
+            gemm_packed(m, n, k, &a, rows, &mb, &mut c, n, &ep, &mut ws, &Serial).unwrap();
             let e = max_err(&c, &want);
             assert!(e < 1e-3, "m{m} n{n} k{k}: err {e}");
+            // The same product on A pre-packed in panels: bitwise the same.
+            let mut panels = std::vec![0.0; m * k];
+            ge_runtime::format::pack_panels(&a, m, k, &mut panels);
+            let mut cp = std::vec![f32::NAN; m * n];
+            gemm_packed(
+                m,
+                n,
+                k,
+                &panels,
+                ALayout::Panels,
+                &mb,
+                &mut cp,
+                n,
+                &ep,
+                &mut ws,
+                &Serial,
+            )
+            .unwrap();
+            assert!(
+                cp.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "m{m} n{n} k{k}: panels differ from rows"
+            );
             // A residual shorter than C is refused.
             let short = Epilogue {
                 residual: Some((&r[..r.len() - 4], ldr)),
                 ..ep
             };
-            let err = gemm_packed(m, n, k, &a, k, 1, &mb, &mut c, n, &short, &mut ws, &Serial);
+            let err = gemm_packed(m, n, k, &a, rows, &mb, &mut c, n, &short, &mut ws, &Serial);
             assert!(err.is_err());
         }
     }

@@ -87,17 +87,13 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         .cg
         .min((k_block(taps).max(1) - 1) / geo.kprod.max(1) + 2);
     let per_row = chans.checked_mul(k0)?.checked_mul(wp)?;
-    let taps_len = geo
-        .mg
-        .next_multiple_of(MR)
-        .checked_mul(taps)?
-        .checked_add(taps)?;
+    let apack = apack_len(geo, taps)?;
+    let taps_len = apack.checked_add(taps)?;
     let cap = BAND_CAP.min(ws.checked_sub(taps_len + SLACK)?);
     let fit = (cap / per_row.max(1)).saturating_sub(reach1) / s1 + 1;
     let band = fit.clamp(1, geo.small[1].max(1));
     let rin = (band - 1).checked_mul(s1)?.checked_add(reach1)?;
     let buf = per_row.checked_mul(rin)?.checked_add(SLACK)?;
-    let apack = geo.mg.next_multiple_of(MR).checked_mul(taps)?;
     if buf > u32::MAX as usize || (ws != usize::MAX && buf - SLACK > cap) {
         return None;
     }
@@ -111,6 +107,19 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         apack,
         taps,
     })
+}
+
+/// f32 of packed weight panels the workspace holds: all of them when the weights come in
+/// ONNX order, only the group's last, partial panel (zero-padded to `MR` rows) when the
+/// compiler pre-packed them.
+fn apack_len(geo: &Geo, taps: usize) -> Option<usize> {
+    if !geo.packed {
+        geo.mg.next_multiple_of(MR).checked_mul(taps)
+    } else if !geo.mg.is_multiple_of(MR) {
+        MR.checked_mul(taps)
+    } else {
+        Some(0)
+    }
 }
 
 /// One group of one batch item.
@@ -154,7 +163,16 @@ pub(super) fn run(
     let (apack, offs) = rest.split_at_mut(lay.apack);
     let offs: &mut [u32] = bytemuck::cast_slice_mut(offs);
 
-    pack_weight_panels(g.w, geo.mg, k, apack);
+    // Full panels of pre-packed weights are read in place.
+    let full = if geo.packed { geo.mg / MR } else { 0 };
+    if geo.packed {
+        pad_last_panel(&g.w[full * MR * k..geo.mg * k], geo.mg % MR, apack);
+    } else if cfg!(feature = "std") {
+        pack_weight_panels(g.w, geo.mg, k, apack);
+    } else {
+        // (`plan` sends unpacked weights to the GEMM path without std.)
+        return Err(KernelError::BadParams("conv weights not packed"));
+    }
     // Tap offsets into the band of the tap's K block (which holds that block's channels
     // from its first), in the weights' (channel, kd, kh, kw) order.
     let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
@@ -201,7 +219,14 @@ pub(super) fn run(
             let mut r0 = 0;
             while r0 < small1 {
                 let rows = lay.band.min(small1 - r0);
-                fill_band(geo, lay, &g, chans.clone(), o0, r0, band);
+                let fill = Fill {
+                    geo,
+                    lay,
+                    g: &g,
+                    o0,
+                    r0,
+                };
+                fill.band(chans.clone(), band, par);
                 let (band, apack, offs): (&[f32], &[f32], &[u32]) = (band, apack, offs);
                 let blocks = small2.div_ceil(NR);
                 let items = rows * blocks;
@@ -237,7 +262,14 @@ pub(super) fn run(
                                 ldr: yp,
                                 act: if last { g.act } else { TileAct::None },
                             };
-                            let a0 = apack[(q * k + pc) * MR..].as_ptr();
+                            let panel = |q: usize| {
+                                if q < full {
+                                    g.w[(q * k + pc) * MR..].as_ptr()
+                                } else {
+                                    apack[((q - full) * k + pc) * MR..].as_ptr()
+                                }
+                            };
+                            let a0 = panel(q);
                             // SAFETY: each panel holds K·MR values; every `band[xat +
                             // offs[p]..][..NR]` is inside `band` (checked above); rows
                             // `m0..m0 + mr` and columns `j..j + nr` of this output row are
@@ -247,7 +279,7 @@ pub(super) fn run(
                                 let x = band.as_ptr().add(xat);
                                 let (y, offs) = (yptr.get().add(at), offs[pc..].as_ptr());
                                 if pair {
-                                    let a1 = apack[((q + 1) * k + pc) * MR..].as_ptr();
+                                    let a1 = panel(q + 1);
                                     conv_tile_pair(isa, kc, a0, a1, x, offs, y, yp, mr, nr, &ep);
                                 } else {
                                     conv_tile(isa, kc, a0, x, offs, y, yp, mr, nr, &ep);
@@ -283,8 +315,7 @@ fn pack_weight_panels(w: &[f32], m: usize, k: usize, apack: &mut [f32]) {
                 &[]
             }
         });
-        // (The side-by-side pass only with std: firmware keeps the short loop below.)
-        if cfg!(feature = "std") && rows.iter().all(|r| r.len() == k) {
+        if rows.iter().all(|r| r.len() == k) {
             for (p, lanes) in panel.chunks_exact_mut(MR).enumerate() {
                 let lanes: &mut [f32; MR] = lanes.try_into().unwrap_or_else(|_| unreachable!());
                 *lanes = [
@@ -301,66 +332,118 @@ fn pack_weight_panels(w: &[f32], m: usize, k: usize, apack: &mut [f32]) {
     }
 }
 
-/// Copies the input rows of channels `chans` (band channel 0 = `chans.start`: one K block's)
-/// for output rows `r0..r0 + band` at output depth `o0` into the band:
-/// zero rows outside the input, horizontal padding as zeros, each row split into stride
-/// phases, the prologue applied to real values.
-fn fill_band(
-    geo: &Geo,
-    lay: &Layout,
-    g: &Group<'_>,
-    chans: core::ops::Range<usize>,
+/// The last panel of pre-packed weights (`[K][rows]`, `rows < MR`) zero-padded to `MR` rows
+/// in `apack` (`[K][MR]`), so the tile's fixed-width reads stay inside it. O(K·MR).
+fn pad_last_panel(last: &[f32], rows: usize, apack: &mut [f32]) {
+    if rows == 0 {
+        return;
+    }
+    for (src, dst) in last.chunks_exact(rows).zip(apack.chunks_exact_mut(MR)) {
+        dst[..rows].copy_from_slice(src);
+        dst[rows..].fill(0.0);
+    }
+}
+
+/// Fewest f32 of a band worth filling on several threads.
+const PAR_MIN_FILL: usize = 1 << 14;
+
+/// Where a band is filled from: one group's input at output depth `o0`, output rows from
+/// `r0` on.
+struct Fill<'a, 'g> {
+    geo: &'a Geo,
+    lay: &'a Layout,
+    g: &'a Group<'g>,
     o0: usize,
     r0: usize,
-    band: &mut [f32],
-) {
-    let [k0, _, _] = geo.k;
-    let (big0, big1, big2) = (geo.big[0], geo.big[1], geo.big[2]);
-    let (wp, pw, s2, pb2) = (lay.wp, lay.pw, geo.s[2], geo.pb[2]);
-    let c0 = chans.start;
-    for ci in chans.clone() {
-        let (scale, shift, pact) = match g.prologue {
-            Some((sc, sh, a)) => (sc[ci], sh[ci], Some(a)),
-            None => (1.0, 0.0, None),
-        };
-        for t0 in 0..k0 {
-            let b0 = (o0 * geo.s[0] + t0 * geo.d[0]).checked_sub(geo.pb[0]);
-            for r in 0..lay.rin {
-                let dst = &mut band[(((ci - c0) * k0 + t0) * lay.rin + r) * wp..][..wp];
-                let b1 = (r0 * geo.s[1] + r).checked_sub(geo.pb[1]);
-                let src = match (b0, b1) {
-                    (Some(b0), Some(b1)) if b0 < big0 && b1 < big1 => {
-                        &g.x[((ci * big0 + b0) * big1 + b1) * big2..][..big2]
-                    }
-                    _ => {
-                        dst.fill(0.0);
-                        continue;
-                    }
+}
+
+impl Fill<'_, '_> {
+    /// [`Self::channels`] with the channels split between the slots of `par` (each channel's
+    /// rows are their own part of the band), then the slack zeroed. O(band).
+    fn band(&self, chans: core::ops::Range<usize>, band: &mut [f32], par: &dyn Parallel) {
+        let n = chans.len();
+        let per_chan = self.geo.k[0] * self.lay.rin * self.lay.wp;
+        let slots = par.threads().min(n).max(1);
+        if !cfg!(feature = "std") || slots == 1 || n * per_chan < PAR_MIN_FILL {
+            self.channels(chans, band);
+        } else {
+            let (c0, bp) = (chans.start, SendPtr(band.as_mut_ptr()));
+            par.run(slots, &|s| {
+                let (a, b) = (c0 + s * n / slots, c0 + (s + 1) * n / slots);
+                // SAFETY: slot `s` alone writes channels `a..b`'s rows, band values
+                // `(a − c0)·per_chan..(b − c0)·per_chan`, inside the band (`channels` lays
+                // out `per_chan` values per channel from its first channel on).
+                let part = unsafe {
+                    core::slice::from_raw_parts_mut(
+                        bp.get().add((a - c0) * per_chan),
+                        (b - a) * per_chan,
+                    )
                 };
-                let value = |c: usize| match c.checked_sub(pb2) {
-                    Some(i) if i < big2 => match pact {
-                        Some(a) => super::super::gemm::micro::act_scalar(a, src[i] * scale + shift),
-                        None => src[i],
-                    },
-                    _ => 0.0,
-                };
-                if s2 == 1 && pact.is_none() {
-                    let lo = pb2.min(wp);
-                    let len = big2.min(wp - lo);
-                    dst[..lo].fill(0.0);
-                    dst[lo..lo + len].copy_from_slice(&src[..len]);
-                    dst[lo + len..].fill(0.0);
-                } else {
-                    for ph in 0..s2 {
-                        for (q, d) in dst[ph * pw..(ph + 1) * pw].iter_mut().enumerate() {
-                            *d = value(q * s2 + ph);
+                self.channels(a..b, part);
+            });
+        }
+        // The slack past the last row is read (never stored) by partial tiles.
+        band[n * per_chan..].fill(0.0);
+    }
+
+    /// Copies the input rows of channels `chans` (band channel 0 = `chans.start`) for the
+    /// band's output rows into `band`: zero rows outside the input, horizontal padding as
+    /// zeros, each row split into stride phases, the prologue applied to real values.
+    fn channels(&self, chans: core::ops::Range<usize>, band: &mut [f32]) {
+        let Fill {
+            geo,
+            lay,
+            g,
+            o0,
+            r0,
+        } = *self;
+        let [k0, _, _] = geo.k;
+        let (big0, big1, big2) = (geo.big[0], geo.big[1], geo.big[2]);
+        let (wp, pw, s2, pb2) = (lay.wp, lay.pw, geo.s[2], geo.pb[2]);
+        let c0 = chans.start;
+        for ci in chans.clone() {
+            let (scale, shift, pact) = match g.prologue {
+                Some((sc, sh, a)) => (sc[ci], sh[ci], Some(a)),
+                None => (1.0, 0.0, None),
+            };
+            for t0 in 0..k0 {
+                let b0 = (o0 * geo.s[0] + t0 * geo.d[0]).checked_sub(geo.pb[0]);
+                for r in 0..lay.rin {
+                    let dst = &mut band[(((ci - c0) * k0 + t0) * lay.rin + r) * wp..][..wp];
+                    let b1 = (r0 * geo.s[1] + r).checked_sub(geo.pb[1]);
+                    let src = match (b0, b1) {
+                        (Some(b0), Some(b1)) if b0 < big0 && b1 < big1 => {
+                            &g.x[((ci * big0 + b0) * big1 + b1) * big2..][..big2]
+                        }
+                        _ => {
+                            dst.fill(0.0);
+                            continue;
+                        }
+                    };
+                    let value = |c: usize| match c.checked_sub(pb2) {
+                        Some(i) if i < big2 => match pact {
+                            Some(a) => {
+                                super::super::gemm::micro::act_scalar(a, src[i] * scale + shift)
+                            }
+                            None => src[i],
+                        },
+                        _ => 0.0,
+                    };
+                    if s2 == 1 && pact.is_none() {
+                        let lo = pb2.min(wp);
+                        let len = big2.min(wp - lo);
+                        dst[..lo].fill(0.0);
+                        dst[lo..lo + len].copy_from_slice(&src[..len]);
+                        dst[lo + len..].fill(0.0);
+                    } else {
+                        for ph in 0..s2 {
+                            for (q, d) in dst[ph * pw..(ph + 1) * pw].iter_mut().enumerate() {
+                                *d = value(q * s2 + ph);
+                            }
                         }
                     }
                 }
             }
         }
     }
-    // The slack past the last row is read (never stored) by partial tiles.
-    let used = chans.len() * k0 * lay.rin * wp;
-    band[used..].fill(0.0);
 }

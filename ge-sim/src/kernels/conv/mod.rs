@@ -13,11 +13,11 @@
 mod depthwise;
 mod direct;
 
-use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef};
+use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef, WeightLayout};
 
 use super::copy::{f32_in, f32_out};
 use super::gemm::{
-    Epilogue, MatB, NR, PackB, SendPtr, WS_SLOTS, gemm_packed, gemm_packed_ws_len, sgemm,
+    ALayout, Epilogue, MatB, NR, PackB, SendPtr, WS_SLOTS, gemm_packed, gemm_packed_ws_len, sgemm,
     sgemm_ws_len, tile_act, ws_f32,
 };
 use super::{KernelError, KernelResult, input, isa, output};
@@ -48,6 +48,8 @@ struct Geo {
     kprod: usize,
     big_plane: usize,
     small_plane: usize,
+    /// The weights are in [`WeightLayout::Panels`] order (pre-packed by the compiler).
+    packed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,12 +90,21 @@ fn geometry(
     w: &Shape,
     y: &Shape,
 ) -> Result<Geo, KernelError> {
-    let sp = p.spatial as usize;
+    let sp = p.rank();
     if !(1..=3).contains(&sp) {
         return Err(KernelError::BadParams(
             "conv spatial rank must be 1, 2 or 3",
         ));
     }
+    let packed = match p.weight_layout() {
+        Some(WeightLayout::Oihw) => false,
+        Some(WeightLayout::Panels) if !transpose => true,
+        _ => {
+            return Err(KernelError::BadParams(
+                "conv weight layout unknown to this runtime (or packed for a ConvTranspose)",
+            ));
+        }
+    };
     if x.rank() != sp + 2 || w.rank() != sp + 2 || y.rank() != sp + 2 {
         return Err(bad("conv tensors must have rank spatial + 2"));
     }
@@ -143,6 +154,7 @@ fn geometry(
         kprod: 1,
         big_plane: 1,
         small_plane: 1,
+        packed,
     };
     for i in 0..sp {
         let a = off + i;
@@ -282,7 +294,14 @@ fn plan(
             gemm_len,
         });
     }
-    if let Some(lay) = direct::layout(&geo) {
+    // A strided 1×1 conv reads each input value at most once: packing its columns for the
+    // GEMM gathers them once per N block, where the direct path's band would copy every input
+    // row and re-stream the weights for each band of a few output rows.
+    let strided_pointwise = geo.kprod == 1 && geo.pb == [0; 3];
+    // Without `std` (firmware, whose blob the compiler packed) weights in ONNX order (not
+    // constants) take the GEMM path, which reads them in place: no run-time weight packer.
+    let direct_ok = !strided_pointwise && (geo.packed || cfg!(feature = "std"));
+    if let Some(lay) = direct::layout(&geo).filter(|_| direct_ok) {
         return Ok(Plan {
             geo,
             path: Path::Direct(lay),
@@ -774,6 +793,16 @@ pub fn run_conv_on(
         }
     }
     if cfg!(feature = "std")
+        && pl.path == Path::Implicit
+        && pl.gemm_len.saturating_mul(4) > ws.len()
+    {
+        // A strided 1×1 conv planned by an older ge, for the direct path.
+        if let Some(lay) = direct::layout_within(&pl.geo, ws.len() / 4) {
+            pl.path = Path::Direct(lay);
+            pl.gemm_len = lay.ws_len();
+        }
+    }
+    if cfg!(feature = "std")
         && matches!(pl.path, Path::Depthwise(Some(_)))
         && pl.gemm_len.saturating_mul(4) > ws.len()
     {
@@ -910,7 +939,12 @@ fn run_conv_planned(
                         };
                         src = &with_prologue;
                     }
-                    gemm_packed(geo.mg, yp, krows, wg, krows, 1, src, yg, yp, &ep, gws, par)?;
+                    let al = if geo.packed {
+                        ALayout::Panels
+                    } else {
+                        ALayout::Strided { rs: krows, cs: 1 }
+                    };
+                    gemm_packed(geo.mg, yp, krows, wg, al, src, yg, yp, &ep, gws, par)?;
                 }
             }
             Path::Direct(lay) => {
@@ -1264,6 +1298,49 @@ mod tests {
         }
         .unwrap();
         let planned = plan(&p, transpose, &xs, &wsh, &ys).unwrap();
+        if !transpose {
+            // Weights pre-packed by the compiler give bitwise the same result on every path,
+            // in a workspace planned for them, on one slot and on three.
+            let (g, k) = (c.group, c.w[1..].iter().product::<usize>());
+            let rows = c.w[0] / g;
+            let mut wp = w.clone();
+            for gi in 0..g {
+                let at = gi * rows * k;
+                ge_runtime::format::pack_panels(
+                    &w[at..at + rows * k],
+                    rows,
+                    k,
+                    &mut wp[at..at + rows * k],
+                );
+            }
+            let pp = p.with_weight_layout(WeightLayout::Panels);
+            let shapes = [Some(xs), Some(wsh), c.bias.then_some(bs)];
+            let nb = conv_workspace_bytes(&pp, false, &shapes, &[ys]);
+            assert!(nb <= nbytes, "packed weights need more workspace");
+            let mut ins_p = ins;
+            ins_p[1] = Some(TensorRef {
+                dtype: DType::F32,
+                shape: wsh,
+                data: bytemuck::cast_slice(&wp),
+            });
+            for slots in [1, 3] {
+                let mut wsp = std::vec![0u32; nb / 4];
+                let mut yp = std::vec![0.0f32; y.len()];
+                let mut outs_p = [TensorMut {
+                    dtype: DType::F32,
+                    shape: ys,
+                    data: bytemuck::cast_slice_mut(&mut yp),
+                }];
+                let par = super::super::test_util::Slots(slots);
+                let wsb: &mut [u8] = bytemuck::cast_slice_mut(&mut wsp);
+                run_conv_on(&pp, &ins_p, &mut outs_p, wsb, &par).unwrap();
+                assert!(
+                    y.iter().zip(&yp).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "packed weights differ ({slots} slots, {:?})",
+                    planned.path
+                );
+            }
+        }
         if let Path::Direct(_) = planned.path {
             // The im2col path gives bitwise the same result (same taps, order and K blocks),
             // on one slot and on three.

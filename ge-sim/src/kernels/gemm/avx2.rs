@@ -5,6 +5,22 @@ use core::arch::x86_64::*;
 
 use super::micro::{MR, NR, TileAct, TileEp, row_offsets};
 
+/// Starts fetching the tile's rows of C into L1 while its K loop runs: the store reads them
+/// (K blocks accumulate; a write allocates the line anyway), and rows `ldc` apart are streams
+/// the hardware prefetcher does not follow. A prefetch never faults, so the addresses are
+/// formed with wrapping arithmetic and need not be inside C.
+#[inline(always)]
+fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
+    for i in 0..rows {
+        let row = c.wrapping_add(i * ldc);
+        // SAFETY: a prefetch reads nothing architecturally and never faults.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(row.cast());
+            _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(NR - 1).cast());
+        }
+    }
+}
+
 /// AVX2+FMA build of [`super::micro::tile`].
 ///
 /// # Safety
@@ -28,6 +44,7 @@ pub unsafe fn tile(
         unsafe { tile8(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) };
         return;
     }
+    prefetch_rows(c, ldc, mr.min(MR));
     let off = row_offsets(rs, mr);
     let z = _mm256_setzero_ps();
     let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
@@ -94,6 +111,7 @@ unsafe fn tile8(
     nr: usize,
     ep: &TileEp,
 ) {
+    prefetch_rows(c, ldc, mr.min(MR));
     let off = row_offsets(rs, mr);
     let z = _mm256_setzero_ps();
     let (mut c0, mut c1, mut c2, mut c3, mut c4, mut c5) = (z, z, z, z, z, z);
@@ -142,6 +160,7 @@ pub unsafe fn conv_tile(
         unsafe { conv_narrow::<1>(kc, [a], x, offs, c, ldc, mr, nr, ep) };
         return;
     }
+    prefetch_rows(c, ldc, mr.min(MR));
     let z = _mm256_setzero_ps();
     let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
     let (mut c30, mut c31, mut c40, mut c41, mut c50, mut c51) = (z, z, z, z, z, z);
@@ -230,6 +249,7 @@ unsafe fn conv_narrow<const P: usize>(
     nr: usize,
     ep: &TileEp,
 ) {
+    prefetch_rows(c, ldc, mr.min(P * MR));
     let z = _mm256_setzero_ps();
     let mut acc = [[z; MR]; P];
     // SAFETY: (whole loop) step `p < kc` reads `a[q][p·MR..p·MR + MR]` and 8 of the `NR`

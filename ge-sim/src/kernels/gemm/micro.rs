@@ -17,6 +17,8 @@ const X86_TILES: bool = cfg!(any(
 
 /// Rows of the register tile.
 pub const MR: usize = 6;
+// Weights the compiler pre-packs are in panels of the tile's rows.
+const _: () = assert!(MR == ge_runtime::format::PANEL_ROWS);
 /// Columns of the register tile (packed B panels are this wide).
 pub const NR: usize = 16;
 
