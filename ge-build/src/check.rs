@@ -125,12 +125,7 @@ fn graph_inputs_behind(
     let Some(start) = node.and_then(|n| n.input.get(slot)) else {
         return Vec::new();
     };
-    let producer: std::collections::HashMap<&str, usize> = g
-        .node
-        .iter()
-        .enumerate()
-        .flat_map(|(i, n)| n.output.iter().map(move |o| (o.as_str(), i)))
-        .collect();
+    let producer = crate::quantize::graph::producers(g);
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![start.as_str()];
     let mut found = Vec::new();

@@ -20,6 +20,7 @@ pub mod onnx;
 mod options;
 pub mod passes;
 pub mod plan;
+pub mod quantize;
 pub mod report;
 pub mod run;
 mod suggest;

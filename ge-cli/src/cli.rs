@@ -49,6 +49,17 @@ pub enum Command {
         )]
         rtol: f64,
     },
+    /// Post-training static quantization: Conv/Gemm/MatMul to int8 with ranges calibrated on
+    /// sample inputs; writes the QDQ ONNX model (.onnx) or compiles it (.om).
+    Quantize {
+        model: PathBuf,
+        #[arg(short = 'o', long = "output", value_name = "OUT.onnx|OUT.om")]
+        output: PathBuf,
+        #[command(flatten)]
+        quant: QuantizeFlags,
+        #[command(flatten)]
+        flags: CompileFlags,
+    },
     /// Run an .om blob on the simulated device.
     Run {
         om: PathBuf,
@@ -219,4 +230,36 @@ pub struct CompileFlags {
     /// Refuse a model whose activation arena exceeds this many bytes (default 8G).
     #[arg(long = "max-arena-bytes", value_name = "BYTES")]
     pub max_arena_bytes: Option<String>,
+}
+
+/// Flags of `ge quantize`.
+#[derive(Args, Debug, Clone)]
+pub struct QuantizeFlags {
+    /// Calibration samples: DIR/<input name>.npy with samples stacked along dim 0, or one
+    /// folder per sample holding <input name>.npy (or input_<i>.pb).
+    #[arg(long, value_name = "DIR")]
+    pub calib: PathBuf,
+    /// One weight scale per output channel (needs opset 13); default one per tensor.
+    #[arg(long = "per-channel")]
+    pub per_channel: bool,
+    /// How activation ranges are chosen: minmax, percentile (--percentile) or entropy
+    /// (KL divergence, as TensorRT).
+    #[arg(long, default_value = "minmax")]
+    pub method: String,
+    /// The percentile --method percentile keeps.
+    #[arg(long, default_value_t = 99.999)]
+    pub percentile: f64,
+    /// int8 activations with zero point 0 (default: uint8 with a zero point).
+    #[arg(long = "symmetric-activations")]
+    pub symmetric_activations: bool,
+    /// Nodes left in float: NODE,NODE… (ONNX node names); repeatable.
+    #[arg(long, value_name = "NODE,..")]
+    pub exclude: Vec<String>,
+    /// Use at most N calibration samples (the first ones).
+    #[arg(long = "max-samples", value_name = "N")]
+    pub max_samples: Option<usize>,
+    /// Write per-layer scales and zero points and the output error on the calibration set
+    /// (JSON) here.
+    #[arg(long, value_name = "FILE.json")]
+    pub report: Option<PathBuf>,
 }

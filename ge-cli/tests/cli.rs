@@ -269,3 +269,77 @@ fn limit_flags_refuse_models_over_them() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn quantize_writes_qdq_onnx_om_and_report_and_refuses_bad_options() {
+    let d = tmp("quantize");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/digits/models/digits.onnx");
+    let calib = corpus("calib").join("digits_train");
+    let run = |out: &Path, extra: &[&str]| {
+        ge().arg("quantize")
+            .arg(&model)
+            .arg("--calib")
+            .arg(&calib)
+            .arg("-o")
+            .arg(out)
+            .args(["--input-shape", "x:1,1,8,8", "--max-samples", "200"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let report = d.join("q.json");
+    let onnx = d.join("q.onnx");
+    let out = run(
+        &onnx,
+        &["--per-channel", "--report", report.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&onnx).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("QuantizeLinear") && text.contains("DequantizeLinear"));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["samples"], 200);
+    assert_eq!(r["per_channel"], true);
+    assert_eq!(r["layers"].as_array().unwrap().len(), 2);
+    assert_eq!(r["layers"][0]["weight_scales"], 16);
+    for a in r["activations"].as_array().unwrap() {
+        assert!(a["scale"].as_f64().unwrap() > 0.0, "{a}");
+    }
+    let top1 = r["outputs"][0]["top1_agreement"].as_f64().unwrap();
+    assert!(
+        top1 >= 0.99,
+        "logits top-1 agreement on the calibration set {top1}"
+    );
+    let om = d.join("q.om");
+    assert!(run(&om, &[]).status.success());
+    let out = ge().arg("inspect").arg(&om).output().unwrap();
+    assert!(out.status.success());
+    for (what, out) in [
+        ("bad extension", run(&d.join("q.bin"), &[])),
+        ("unknown --exclude", run(&onnx, &["--exclude", "nope"])),
+        ("bad --method", run(&onnx, &["--method", "mse"])),
+        (
+            "bad --percentile",
+            run(&onnx, &["--method", "percentile", "--percentile", "0"]),
+        ),
+    ] {
+        assert_one_line_error(&out, what);
+    }
+    let out = ge()
+        .arg("quantize")
+        .arg(&model)
+        .args(["--calib"])
+        .arg(&d)
+        .arg("-o")
+        .arg(&onnx)
+        .args(["--input-shape", "x:1,1,8,8"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "calibration directory without x.npy");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("x.npy"));
+}

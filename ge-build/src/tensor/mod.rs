@@ -124,6 +124,12 @@ impl TensorData {
     }
 }
 
+/// The file stem a tensor named `name` is stored under (`ge run`'s `DIR/<name>.npy`, a
+/// calibration directory's inputs): `/` and `:` become `_`.
+pub fn file_stem(name: &str) -> String {
+    name.replace(['/', ':'], "_")
+}
+
 /// Errors from decoding or reading tensors.
 #[derive(Debug, thiserror::Error)]
 pub enum TensorError {

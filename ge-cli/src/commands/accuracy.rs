@@ -15,7 +15,6 @@ use ge_runtime::{AlignedBlob, Model};
 
 use super::Res;
 use super::bench::{integer_bounds, random_input};
-use super::run::sanitize;
 
 /// The accuracy flags of `ge compile`.
 pub(super) struct AccuracyFlags {
@@ -33,7 +32,7 @@ fn inputs(model: &Model<'_>, calib: Option<&Path>) -> Res<Vec<TensorData>> {
         .enumerate()
         .map(|(i, io)| match calib {
             Some(dir) => {
-                let p = dir.join(format!("{}.npy", sanitize(io.name)));
+                let p = dir.join(format!("{}.npy", ge_build::tensor::file_stem(io.name)));
                 read_tensor_file(&p).map_err(|e| format!("--calib: {}: {e}", p.display()))
             }
             None => Ok(random_input(

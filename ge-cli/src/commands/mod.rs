@@ -15,6 +15,7 @@ mod accuracy;
 mod bench;
 mod check;
 mod inspect;
+mod quantize;
 mod run;
 
 use bench::bench;
@@ -48,6 +49,12 @@ pub fn dispatch(cli: Cli) -> Res {
                 rtol,
             },
         ),
+        Command::Quantize {
+            model,
+            output,
+            quant,
+            flags,
+        } => quantize::quantize(&model, &output, &quant, &flags),
         Command::Run {
             om,
             inputs,

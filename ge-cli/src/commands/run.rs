@@ -84,10 +84,6 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-pub(super) fn sanitize(name: &str) -> String {
-    name.replace(['/', ':'], "_")
-}
-
 pub(super) fn run(
     om: &Path,
     inputs: &[String],
@@ -148,7 +144,7 @@ pub(super) fn run(
     std::fs::create_dir_all(out_dir)
         .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     for (name, t) in names.iter().zip(&outs) {
-        let p = out_dir.join(format!("{}.npy", sanitize(name)));
+        let p = out_dir.join(format!("{}.npy", ge_build::tensor::file_stem(name)));
         write_npy(&p, t).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     if let Some(path) = &flags.trace {

