@@ -2,15 +2,16 @@
 """Every precision mode on the light architectures and the real-model corpus against
 onnxruntime's fp32 outputs (each case's test_data_set_0): per model and mode, the worst
 output's cosine similarity, its largest absolute error (and that relative to the output's
-largest magnitude), top-1 agreement for classifier-shaped outputs ([N, C], unit dims
-ignored, as `ge compile --accuracy-report`), NaN/inf counts, and the simulated time, arena
+largest magnitude), top-1 agreement for classifier-shaped outputs ([N, C], or a single
+non-unit dim), NaN/inf counts, and the simulated time, arena
 and weights from the compile report. Cases that fail to compile or run are listed as such.
 
     python3 tools/precision_table.py [--ge target/release/ge] [--modes m1,m2,...]
                                      [--models a,b,...] [--json OUT.json] [--markdown]
 
 Tolerance checked (and printed as PASS/FAIL): cosine >= 0.999 and the same top-1 for
-allow_fp32_to_fp16, allow_mix_precision and cube_fp16in_fp32out; cosine >= 0.999999 for
+allow_fp32_to_fp16 and allow_mix_precision (0.998 for cube_fp16in_fp32out, which rounds
+every cube input to fp16); cosine >= 0.999999 for
 force_fp32 and must_keep_origin_dtype; bf16 modes cosine >= 0.97; force_fp16 / force_bf16
 reported as they are. References: onnxruntime fp32 (CPU, optimizations off), written by
 tools/gen_corpus.py; minilm_int8's is its own int8 graph's output.
@@ -34,8 +35,12 @@ def bound(mode: str):
     """(least cosine, top-1 must agree) for a mode, None when reported only."""
     if mode in ("force_fp32", "must_keep_origin_dtype"):
         return 0.999999, True
-    if mode in ("allow_fp32_to_fp16", "allow_mix_precision", "cube_fp16in_fp32out"):
+    if mode in ("allow_fp32_to_fp16", "allow_mix_precision"):
         return 0.999, True
+    if mode == "cube_fp16in_fp32out":
+        # Rounds every cube input to fp16: ResNet-50 is 0.99885 in onnxruntime with only
+        # its weights and input rounded (tests/tests/precision_light.rs).
+        return 0.998, True
     if mode in ("allow_fp32_to_bf16", "allow_mix_precision_bf16"):
         return 0.97, False
     return None
@@ -73,9 +78,10 @@ def compare(got, want) -> dict:
     err = np.abs(g - w)[finite]
     max_abs = float(err.max()) if err.size else float("nan")
     scale = float(np.abs(w).max()) if w.size else 0.0
+    # Classifier-shaped: [N, C], or one non-unit dim (not a [1, 1, H, W] map's rows).
     dims = [x for x in want.shape if x != 1]
     top1 = None
-    if len(dims) in (1, 2) and dims[-1] >= 2 and g.size == w.size:
+    if (want.ndim == 2 or len(dims) == 1) and dims and dims[-1] >= 2 and g.size == w.size:
         c = dims[-1]
         rows_g, rows_w = g.reshape(-1, c), w.reshape(-1, c)
         top1 = float((rows_g.argmax(1) == rows_w.argmax(1)).mean())
