@@ -149,7 +149,6 @@ impl Op {
             | Op::Lrn(_)
             | Op::BatchNorm(_)
             | Op::InstanceNorm(_)
-            | Op::Softmax(_)
             | Op::Reduce(_)
             | Op::ArgReduce(_)
             | Op::Resize(_)
@@ -160,8 +159,8 @@ impl Op {
             Op::ScatterElements(p) | Op::ScatterNd(p) => {
                 p.reduction != ge_runtime::format::ScatterReduction::None as u32
             }
-            // Conv, Gemm and pooling read and write halves themselves (ge_sim's `halves`).
-            Op::Conv(_) | Op::Gemm(_) | Op::Pool(_) | Op::GlobalPool(_) => false,
+            // Read and write halves themselves (ge_sim's `halves`).
+            Op::Conv(_) | Op::Gemm(_) | Op::Pool(_) | Op::GlobalPool(_) | Op::Softmax(_) => false,
             Op::Unary(_)
             | Op::Where
             | Op::Transpose(_)
@@ -182,6 +181,16 @@ impl Op {
             | Op::QGemm(_)
             | Op::QConv(_) => false,
         }
+    }
+
+    /// True for ops whose half kernels widen every operand to f32 themselves (ge_sim's
+    /// `halves`), so they read an f32 activation as well as a 16-bit one: the precision pass
+    /// feeds them f32 values without a Cast.
+    pub fn widens_operands(&self) -> bool {
+        matches!(
+            self,
+            Op::Conv(_) | Op::Gemm(_) | Op::Pool(_) | Op::GlobalPool(_) | Op::Softmax(_)
+        )
     }
 
     /// True for the cube ops (matrix multiplies), which a precision mode may run in fp16

@@ -559,7 +559,8 @@ const SOFTMAX: Kernel = Kernel {
     run: |p, ins, outs, _, _| softmax::run_softmax(&read_params(p)?, ins, outs),
     workspace: no_workspace,
     work: cost::four_per_input,
-    dtypes: DTypes::FLOAT,
+    // With `std`, fp16/bf16 too (the `halves` kernel).
+    dtypes: DTypes::FLOAT.with(DTypes::F32_HALVES),
     in_place: None,
     epilogue: None,
 };

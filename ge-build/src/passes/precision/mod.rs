@@ -248,6 +248,7 @@ impl Casts<'_> {
     /// Rewires `n`'s inputs and outputs for `run`.
     fn rewrite(&mut self, g: &mut Graph, n: NodeIndex, run: Run) -> Result<()> {
         let native = run == Run::Low && takes(&g.g[n].op, self.low);
+        let widens = native && g.g[n].op.widens_operands();
         // A Cast reads any dtype: it folds the conversion of its input.
         let reads_any = matches!(g.g[n].op, Op::Cast);
         let mut inputs = g.g[n].inputs.clone();
@@ -259,6 +260,14 @@ impl Casts<'_> {
             }
             let u = match (run, native) {
                 (Run::Origin, _) => self.convert(g, v, DType::F32),
+                // A kernel that widens its operands reads an f32 activation as it is (the
+                // graph input into the first conv, an fp32 pool's output): no Cast task, and
+                // one rounding fewer. A cast some other reader needed is read instead.
+                (_, true)
+                    if widens && g.value(v).data.is_none() && g.value(v).dtype == DType::F32 =>
+                {
+                    self.memo.get(&(v, self.low)).copied().unwrap_or(v)
+                }
                 (_, true) => self.convert(g, v, self.low),
                 // A constant for an f32 kernel: rounded now, kept f32 (a runtime cast would
                 // hold an f32 copy of the weights in the arena on every run).

@@ -1,15 +1,24 @@
 //! Half Conv: slices of output channels (of whole groups when grouped) through the f32 conv.
-//! An ungrouped conv widens its batch item's input once and shares it between the slices;
-//! a grouped one widens each slice's own input channels. Bias, residual and the prologue's
-//! scale and shift are widened with their slice.
+//! An ungrouped conv also goes in bands of output rows (its first spatial axis): a band
+//! widens only the input rows its windows read, as a conv of its own whose top and bottom
+//! padding is the part of the original padding it touches, so scratch stays bounded however
+//! large the input (a whole widened input was most of ResNet-50's fp16 arena). A grouped conv
+//! widens each slice's own input channels whole. Bias, residual and the prologue's scale and
+//! shift are widened with their slice.
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef};
 
 use super::super::conv::{conv_workspace_bytes, run_conv_on};
 use super::super::gemm::micro::MR;
 use super::super::{KernelError, KernelResult, input, output};
-use super::{CAP, carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at, with_dim};
+use super::{carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at, with_dim};
 use crate::threads::Parallel;
+
+/// Output elements per channel a band aims at: one packed GEMM panel (the f32 kernels pack
+/// `K × band` of the input, 4 slots of it), a few output rows.
+const BAND: usize = 128;
+/// f32 elements the weights, outputs and residual of one slice aim at (512 KiB).
+const SLICE: usize = 1 << 17;
 
 /// How a conv is sliced.
 #[derive(Clone, Copy, Debug)]
@@ -18,9 +27,7 @@ struct Split {
     c: usize,
     m: usize,
     grouped: bool,
-    /// Input and output plane sizes; weights per filter.
-    xp: usize,
-    yp: usize,
+    /// Weights per filter.
     k: usize,
     /// Output channels and input channels per unit (a filter, or a whole group).
     m_per: usize,
@@ -28,6 +35,29 @@ struct Split {
     units: usize,
     /// Units per slice.
     chunk: usize,
+    /// Input and output rows (first spatial axis), elements per input and output row.
+    h: usize,
+    oh: usize,
+    irow: usize,
+    orow: usize,
+    /// Output rows per band (`oh` when not banded).
+    band: usize,
+    /// Stride, window extent and top padding along the rows.
+    stride: usize,
+    reach: usize,
+    pad: usize,
+}
+
+/// One band: input rows `[lo, lo + rows)`, its own top and bottom padding, output rows
+/// `[o0, o0 + out)`.
+#[derive(Clone, Copy, Debug)]
+struct Band {
+    lo: usize,
+    rows: usize,
+    top: usize,
+    bottom: usize,
+    o0: usize,
+    out: usize,
 }
 
 impl Split {
@@ -40,20 +70,44 @@ impl Split {
         if m == 0 || c % g != 0 || m % g != 0 || y.dim(0) != n {
             return None;
         }
+        let (h, oh) = (x.dim(2), y.dim(2));
+        if h == 0 || oh == 0 {
+            return None;
+        }
         let xp = x.dims()[2..].iter().product::<usize>();
         let yp = y.dims()[2..].iter().product::<usize>();
+        let (irow, orow) = (xp / h, yp / oh);
         let k = w.numel() / m;
         let grouped = g > 1;
+        let stride = (p.stride[0] as usize).max(1);
+        let reach = (p.kernel[0] as usize)
+            .saturating_sub(1)
+            .saturating_mul((p.dilation[0] as usize).max(1))
+            .saturating_add(1);
+        let pad = p.pad_begin[0] as usize;
+        // Every band must read at least one real row: no padding as wide as the window.
+        let bandable = !grouped && pad < reach && (p.pad_end[0] as usize) < reach;
+        let band = if bandable {
+            (BAND / orow.max(1)).clamp(1, oh)
+        } else {
+            oh
+        };
         let (m_per, c_per, units) = if grouped {
             (m / g, c / g, g)
         } else {
             (1, 0, m)
         };
+        // Weights twice (the widened slice and the f32 kernel's packed panels), output and
+        // residual.
         let per_unit = m_per
-            .saturating_mul(k.saturating_add(yp.saturating_mul(2)).saturating_add(1))
+            .saturating_mul(
+                k.saturating_mul(2)
+                    .saturating_add(band.saturating_mul(orow).saturating_mul(2))
+                    .saturating_add(1),
+            )
             .saturating_add(c_per.saturating_mul(xp))
             .max(1);
-        let mut chunk = (CAP / per_unit).clamp(1, units);
+        let mut chunk = (SLICE / per_unit).clamp(1, units);
         if !grouped && chunk > MR && chunk < units {
             chunk -= chunk % MR; // whole register tiles
         }
@@ -62,13 +116,19 @@ impl Split {
             c,
             m,
             grouped,
-            xp,
-            yp,
             k,
             m_per,
             c_per,
             units,
             chunk,
+            h,
+            oh,
+            irow,
+            orow,
+            band,
+            stride,
+            reach,
+            pad,
         })
     }
 
@@ -77,15 +137,54 @@ impl Split {
         if self.grouped { u * self.c_per } else { self.c }
     }
 
-    /// The f32 conv of a slice of `u` units: its parameters and its x, w, y shapes.
-    fn slice(&self, p: &ConvParams, x: &Shape, w: &Shape, y: &Shape, u: usize) -> Sliced {
+    /// The band of output rows from `o0`.
+    fn band_at(&self, p: &ConvParams, o0: usize) -> Band {
+        if self.band >= self.oh {
+            return Band {
+                lo: 0,
+                rows: self.h,
+                top: p.pad_begin[0] as usize,
+                bottom: p.pad_end[0] as usize,
+                o0: 0,
+                out: self.oh,
+            };
+        }
+        let out = self.band.min(self.oh - o0);
+        // Padded-grid rows the band's windows span: [start, end).
+        let start = o0 * self.stride;
+        let end = (o0 + out - 1) * self.stride + self.reach;
+        let lo = start.max(self.pad) - self.pad;
+        let hi = (end.min(self.pad + self.h)).max(self.pad + lo) - self.pad;
+        Band {
+            lo,
+            rows: hi - lo,
+            top: self.pad.saturating_sub(start),
+            bottom: end.saturating_sub(self.pad + self.h),
+            o0,
+            out,
+        }
+    }
+
+    /// Most input rows a band reads.
+    fn band_rows(&self) -> usize {
+        if self.band >= self.oh {
+            self.h
+        } else {
+            ((self.band - 1) * self.stride + self.reach).min(self.h)
+        }
+    }
+
+    /// The f32 conv of a slice of `u` units on band `b`: its parameters and x, w, y shapes.
+    fn slice(&self, p: &ConvParams, x: &Shape, w: &Shape, y: &Shape, u: usize, b: &Band) -> Sliced {
         let mut q = *p;
         q.group = if self.grouped { u as u32 } else { 1 };
+        q.pad_begin[0] = b.top as u32;
+        q.pad_end[0] = b.bottom as u32;
         let (mut xd, xr) = with_dim(x, 1, self.chans(u));
-        xd[0] = 1;
+        (xd[0], xd[2]) = (1, b.rows);
         let (wd, wr) = with_dim(w, 0, u * self.m_per);
         let (mut yd, yr) = with_dim(y, 1, u * self.m_per);
-        yd[0] = 1;
+        (yd[0], yd[2]) = (1, b.out);
         Sliced {
             p: q,
             x: Shape::new(&xd[..xr]),
@@ -94,15 +193,30 @@ impl Split {
         }
     }
 
+    /// The f32 kernel's workspace for the largest slice: the most any band needs (bands
+    /// differ at the borders only, by their padding and the last one's rows).
+    fn inner_bytes(&self, p: &ConvParams, x: &Shape, w: &Shape, y: &Shape) -> usize {
+        let last = (self.oh - 1) / self.band * self.band;
+        [0, self.band.min(last), last]
+            .iter()
+            .map(|&o0| {
+                let b = self.band_at(p, o0);
+                self.slice(p, x, w, y, self.chunk, &b).inner_bytes()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// f32 run lengths: x, w, bias, residual, y, prologue (scale then shift).
     fn runs(&self, residual: bool, prologue: bool) -> [usize; 6] {
         let mc = self.chunk * self.m_per;
+        let ys = mc * self.band * self.orow;
         [
-            self.chans(self.chunk) * self.xp,
+            self.chans(self.chunk) * self.band_rows() * self.irow,
             mc * self.k,
             mc,
-            if residual { mc * self.yp } else { 0 },
-            mc * self.yp,
+            if residual { ys } else { 0 },
+            ys,
             if prologue { 2 * self.c } else { 0 },
         ]
     }
@@ -135,7 +249,7 @@ pub(super) fn workspace(p: &ConvParams, ins: &[Option<Shape>], outs: &[Shape]) -
         return 0;
     };
     let present = |i: usize| ins.get(i).is_some_and(Option::is_some);
-    let inner = sp.slice(p, x, w, y, sp.chunk).inner_bytes();
+    let inner = sp.inner_bytes(p, x, w, y);
     total_bytes(inner, &sp.runs(present(3), present(4)))
 }
 
@@ -143,8 +257,27 @@ fn bad(m: &'static str) -> KernelError {
     KernelError::BadParams(m)
 }
 
+/// Widens rows `[r0, r0 + rows)` of `channels` channels from channel `c0` of batch item `b`
+/// of the `[N, C, H, row]`-viewed `t` into `dst`, channel after channel.
+fn widen_rows(
+    t: &TensorRef<'_>,
+    (b, c0, channels, per_item): (usize, usize, usize, usize),
+    (r0, rows, h, row): (usize, usize, usize, usize),
+    dst: &mut [f32],
+    fast: bool,
+) -> KernelResult {
+    let run = rows * row;
+    for (i, d) in dst[..channels * run]
+        .chunks_exact_mut(run.max(1))
+        .enumerate()
+    {
+        widen_at(t, ((b * per_item + c0 + i) * h + r0) * row, d, fast)?;
+    }
+    Ok(())
+}
+
 /// `Y = W ⋆ X + B (+ R)` and the fused activation, on 16-bit (or f32) operands into a 16-bit
-/// output, slice by slice through the f32 conv.
+/// output, slice by slice (and band by band) through the f32 conv.
 pub(crate) fn run(
     p: &ConvParams,
     ins: &[Option<TensorRef<'_>>],
@@ -157,10 +290,10 @@ pub(crate) fn run(
     let opt = |i: usize| ins.get(i).and_then(Option::as_ref);
     let (bias, residual, scale, shift) = (opt(2), opt(3), opt(4), opt(5));
     let yt = output(outs, 0, "conv output")?;
-    let sp = Split::new(p, &xt.shape, &wt.shape, &yt.shape).ok_or(bad("conv shapes"))?;
-    let full = sp.slice(p, &xt.shape, &wt.shape, &yt.shape, sp.chunk);
+    let (xs, wsh, ysh) = (xt.shape, wt.shape, yt.shape);
+    let sp = Split::new(p, &xs, &wsh, &ysh).ok_or(bad("conv shapes"))?;
     let runs = sp.runs(residual.is_some(), scale.is_some());
-    let (inner, [xw, ww, bw, rw, yw, pw]) = carve(ws, full.inner_bytes(), runs)?;
+    let (inner, [xw, ww, bw, rw, yw, pw]) = carve(ws, sp.inner_bytes(p, &xs, &wsh, &ysh), runs)?;
     let fast = convert::fast();
     if let (Some(s), Some(t)) = (scale, shift) {
         let (sw, tw) = pw.split_at_mut(sp.c);
@@ -169,47 +302,63 @@ pub(crate) fn run(
     } else if scale.is_some() || shift.is_some() {
         return Err(bad("conv prologue needs both scale and shift"));
     }
+    // The slice whose weights and bias are in `ww` / `bw` (reloaded only when it changes).
+    let mut loaded = usize::MAX;
     for b in 0..sp.n {
-        if !sp.grouped {
-            widen_at(xt, b * sp.c * sp.xp, &mut xw[..sp.c * sp.xp], fast)?;
-        }
-        let mut u0 = 0;
-        while u0 < sp.units {
-            let u = sp.chunk.min(sp.units - u0);
-            let (m0, mc) = (u0 * sp.m_per, u * sp.m_per);
-            let cx = sp.chans(u) * sp.xp;
-            if sp.grouped {
-                widen_at(xt, (b * sp.c + u0 * sp.c_per) * sp.xp, &mut xw[..cx], fast)?;
+        let mut o0 = 0;
+        while o0 < sp.oh {
+            let band = sp.band_at(p, o0);
+            let rows = (band.lo, band.rows, sp.h, sp.irow);
+            if !sp.grouped {
+                widen_rows(xt, (b, 0, sp.c, sp.c), rows, xw, fast)?;
             }
-            widen_at(wt, m0 * sp.k, &mut ww[..mc * sp.k], fast)?;
-            if let Some(bt) = bias {
-                widen_at(bt, m0, &mut bw[..mc], fast)?;
+            let mut u0 = 0;
+            while u0 < sp.units {
+                let u = sp.chunk.min(sp.units - u0);
+                let (m0, mc) = (u0 * sp.m_per, u * sp.m_per);
+                let cx = sp.chans(u) * band.rows * sp.irow;
+                if sp.grouped {
+                    widen_rows(xt, (b, u0 * sp.c_per, sp.chans(u), sp.c), rows, xw, fast)?;
+                }
+                if loaded != u0 {
+                    widen_at(wt, m0 * sp.k, &mut ww[..mc * sp.k], fast)?;
+                    if let Some(bt) = bias {
+                        widen_at(bt, m0, &mut bw[..mc], fast)?;
+                    }
+                    loaded = u0;
+                }
+                let ys = mc * band.out * sp.orow;
+                let out_rows = (band.o0, band.out, sp.oh, sp.orow);
+                if let Some(r) = residual {
+                    widen_rows(r, (b, m0, mc, sp.m), out_rows, rw, fast)?;
+                }
+                let s = sp.slice(p, &xs, &wsh, &ysh, u, &band);
+                let (Some(xsl), Some(wsl), Some(ysl)) = (s.x, s.w, s.y) else {
+                    return Err(bad("conv shapes"));
+                };
+                let (sw, tw) = pw.split_at(pw.len() / 2);
+                let cs = [sp.c];
+                let sub: [Option<TensorRef<'_>>; 6] = [
+                    Some(f32_ref(&xw[..cx], xsl.dims())?),
+                    Some(f32_ref(&ww[..mc * sp.k], wsl.dims())?),
+                    bias.map(|_| f32_ref(&bw[..mc], &[mc])).transpose()?,
+                    residual
+                        .map(|_| f32_ref(&rw[..ys], ysl.dims()))
+                        .transpose()?,
+                    scale.map(|_| f32_ref(sw, &cs)).transpose()?,
+                    shift.map(|_| f32_ref(tw, &cs)).transpose()?,
+                ];
+                let n_in = ins.len().min(sub.len());
+                let mut y = [f32_mut(&mut yw[..ys], ysl.dims())?];
+                run_conv_on(&s.p, &sub[..n_in], &mut y, inner, par)?;
+                let run = band.out * sp.orow;
+                for (i, row) in yw[..ys].chunks_exact(run.max(1)).enumerate() {
+                    let at = ((b * sp.m + m0 + i) * sp.oh + band.o0) * sp.orow;
+                    narrow_at(row, yt, at, fast)?;
+                }
+                u0 += u;
             }
-            let at = (b * sp.m + m0) * sp.yp;
-            if let Some(r) = residual {
-                widen_at(r, at, &mut rw[..mc * sp.yp], fast)?;
-            }
-            let s = sp.slice(p, &xt.shape, &wt.shape, &yt.shape, u);
-            let (Some(xs), Some(wsh), Some(ys)) = (s.x, s.w, s.y) else {
-                return Err(bad("conv shapes"));
-            };
-            let (sw, tw) = pw.split_at(pw.len() / 2);
-            let cs = [sp.c];
-            let sub: [Option<TensorRef<'_>>; 6] = [
-                Some(f32_ref(&xw[..cx], xs.dims())?),
-                Some(f32_ref(&ww[..mc * sp.k], wsh.dims())?),
-                bias.map(|_| f32_ref(&bw[..mc], &[mc])).transpose()?,
-                residual
-                    .map(|_| f32_ref(&rw[..mc * sp.yp], ys.dims()))
-                    .transpose()?,
-                scale.map(|_| f32_ref(sw, &cs)).transpose()?,
-                shift.map(|_| f32_ref(tw, &cs)).transpose()?,
-            ];
-            let n_in = ins.len().min(sub.len());
-            let mut y = [f32_mut(&mut yw[..mc * sp.yp], ys.dims())?];
-            run_conv_on(&s.p, &sub[..n_in], &mut y, inner, par)?;
-            narrow_at(&yw[..mc * sp.yp], yt, at, fast)?;
-            u0 += u;
+            o0 += band.out;
         }
     }
     Ok(())

@@ -1,18 +1,19 @@
-//! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, Pool and
-//! GlobalPool (std only: firmware links none of it). Each task reads its 16-bit operands
-//! (activations and the weights the blob stores in fp16/bf16) and writes a 16-bit result,
-//! accumulating in f32: it widens one slice of its operands at a time into its workspace
-//! ([`convert`]: F16C on x86-64), runs the kind's f32 kernel on the slice and rounds the
-//! slice's result back to nearest even. Slices are output channels (Conv; whole groups when
-//! grouped), output columns (Gemm) or channel planes (pooling), at most [`CAP`] f32 each, so
-//! scratch is bounded: the f32 copy of one input (ungrouped Conv, Gemm's A) plus one slice
-//! plus the f32 kernel's own workspace for a slice. Results are exactly the f32 kernel's on
-//! the widened operands, rounded once.
+//! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, Pool,
+//! GlobalPool and Softmax (std only: firmware links none of it). Each task reads its 16-bit
+//! (or f32) operands (activations and the weights the blob stores in fp16/bf16) and writes a
+//! 16-bit result, accumulating in f32: it widens one slice of its operands at a time into its
+//! workspace ([`convert`]: F16C on x86-64), runs the kind's f32 kernel on the slice and rounds
+//! the slice's result back to nearest even. Slices are output channels by bands of output
+//! rows (Conv; whole groups when grouped), output columns (Gemm), channel planes (pooling) or
+//! normalized blocks (Softmax), so scratch is bounded: one slice (Gemm: plus the f32 copy of
+//! A) plus the f32 kernel's own workspace for a slice. Results are exactly the f32 kernel's
+//! on the widened operands, rounded once.
 
 pub(crate) mod conv;
 pub(crate) mod convert;
 pub(crate) mod gemm;
 pub(crate) mod pool;
+pub(crate) mod softmax;
 #[cfg(test)]
 mod tests;
 
@@ -20,7 +21,8 @@ use ge_runtime::format::{DType, OpKind, Shape, TensorMut, TensorRef};
 
 use super::{KernelError, KernelResult, read_params};
 
-/// f32 elements a slice aims at (1 MiB): large enough to keep the f32 kernels' tiles full.
+/// f32 elements a slice aims at (1 MiB) where no kind says otherwise: large enough to keep
+/// the f32 kernels' tiles full.
 const CAP: usize = 1 << 18;
 
 /// Scratch bytes a half task of `kind` needs, `None` for kinds without a half kernel (0 for
@@ -36,6 +38,7 @@ pub fn workspace_bytes(
         OpKind::Gemm => read_params(params).map_or(0, |p| gemm::workspace(&p, ins, outs)),
         OpKind::Pool => pool::workspace(false, params, ins, outs),
         OpKind::GlobalPool => pool::workspace(true, params, ins, outs),
+        OpKind::Softmax => softmax::workspace(params, ins, outs),
         _ => return None,
     })
 }

@@ -55,6 +55,32 @@ fn view<'a>(dt: DType, dims: &[usize], data: &'a [u8]) -> Option<TensorRef<'a>> 
     })
 }
 
+/// Runs one task into an output of `shape` and element type `d` (`T`'s size), with the
+/// workspace its output type plans.
+fn run_task<T: bytemuck::Pod + bytemuck::Zeroable>(
+    kind: OpKind,
+    params: &[u8],
+    ins: &[Option<TensorRef<'_>>],
+    shape: Shape,
+    d: DType,
+) -> Vec<T> {
+    let shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
+    let bytes = if d == DType::F32 {
+        workspace_bytes(kind, params, &shapes, &[shape])
+    } else {
+        workspace_bytes_for(kind, params, &shapes, &[shape], d)
+    };
+    let mut ws = std::vec![0u64; bytes.div_ceil(8)];
+    let mut out = std::vec![T::zeroed(); shape.numel()];
+    let mut y = [TensorMut {
+        dtype: d,
+        shape,
+        data: bytemuck::cast_slice_mut(&mut out),
+    }];
+    execute(kind, params, ins, &mut y, bytemuck::cast_slice_mut(&mut ws)).unwrap();
+    out
+}
+
 /// Runs `kind` on 16-bit copies of `ins` (`dims`, absent when `None`) into a 16-bit output
 /// of `out`, and on their f32 values; asserts the results agree within one ulp.
 fn check(kind: OpKind, params: &[u8], ins: &[Option<&[usize]>], out: &[usize], d: DType) {
@@ -88,44 +114,9 @@ fn check(kind: OpKind, params: &[u8], ins: &[Option<&[usize]>], out: &[usize], d
         .zip(&wide)
         .map(|(dims, w)| view(DType::F32, (*dims)?, bytemuck::cast_slice(w.as_ref()?)))
         .collect();
-    let shapes: Vec<Option<Shape>> = ins
-        .iter()
-        .map(|d| d.map(|d| Shape::new(d).unwrap()))
-        .collect();
-    let ys = [Shape::new(out).unwrap()];
-    let n: usize = out.iter().product();
-
-    let mut half = std::vec![0u16; n];
-    let mut ws = std::vec![0u64; workspace_bytes_for(kind, params, &shapes, &ys, d).div_ceil(8)];
-    let mut y = [TensorMut {
-        dtype: d,
-        shape: ys[0],
-        data: bytemuck::cast_slice_mut(&mut half),
-    }];
-    execute(
-        kind,
-        params,
-        &half_ins,
-        &mut y,
-        bytemuck::cast_slice_mut(&mut ws),
-    )
-    .unwrap();
-
-    let mut reference = std::vec![0f32; n];
-    let mut ws = std::vec![0u64; workspace_bytes(kind, params, &shapes, &ys).div_ceil(8)];
-    let mut y = [TensorMut {
-        dtype: DType::F32,
-        shape: ys[0],
-        data: bytemuck::cast_slice_mut(&mut reference),
-    }];
-    execute(
-        kind,
-        params,
-        &f32_ins,
-        &mut y,
-        bytemuck::cast_slice_mut(&mut ws),
-    )
-    .unwrap();
+    let y = Shape::new(out).unwrap();
+    let half: Vec<u16> = run_task(kind, params, &half_ins, y, d);
+    let reference: Vec<f32> = run_task(kind, params, &f32_ins, y, DType::F32);
 
     for (i, (&h, &r)) in half.iter().zip(&reference).enumerate() {
         let want = to_bits(d, r);
@@ -201,6 +192,39 @@ fn conv_matches_the_f32_conv_in_slices() {
             bytemuck::bytes_of(&p),
             &[Some(&[1, 8, 30, 30]), Some(&[12, 2, 3, 3]), Some(&[12])],
             &[1, 12, 15, 15],
+            d,
+        );
+        // Bands of output rows whose windows cross the band borders: stride 2, dilation 2,
+        // uneven padding (3 above, 1 below), batch 2 with a residual, odd sizes.
+        let mut p = conv(1, 3, 2, 3, UnaryOp::Relu);
+        (p.dilation, p.pad_end) = ([2, 1, 1], [1, 2, 0]);
+        check(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[
+                Some(&[2, 5, 61, 23]),
+                Some(&[7, 5, 3, 3]),
+                Some(&[7]),
+                Some(&[2, 7, 31, 13]),
+            ],
+            &[2, 7, 31, 13],
+            d,
+        );
+        // A 1-D conv (bands of single elements' rows) and the prologue's scale and shift.
+        let mut p = conv(1, 5, 1, 0, UnaryOp::Relu);
+        (p.spatial, p.kernel, p.prologue.op) = (1, [5, 1, 1], UnaryOp::Relu as u32);
+        check(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[
+                Some(&[1, 6, 300]),
+                Some(&[9, 6, 5]),
+                None,
+                None,
+                Some(&[6]),
+                Some(&[6]),
+            ],
+            &[1, 9, 296],
             d,
         );
         // Depthwise over 32 large planes: two slices of whole groups.
@@ -282,6 +306,114 @@ fn pooling_matches_the_f32_pooling_in_slices() {
             &[2, 64, 1, 1],
             d,
         );
+    }
+}
+
+#[test]
+fn softmax_matches_the_f32_softmax_in_slices() {
+    use ge_runtime::format::{SoftmaxKind, SoftmaxParams};
+    for d in [DType::F16, DType::Bf16] {
+        for (kind, axis, coerce, dims) in [
+            (SoftmaxKind::Softmax, 1, 0, &[1, 1000][..]),
+            // Attention scores: 4096 rows of 128 over several slices, the last axis.
+            (SoftmaxKind::Softmax, 3, 0, &[2, 8, 256, 128]),
+            // Over a middle axis, and opset < 13's 2-D view.
+            (SoftmaxKind::LogSoftmax, 1, 0, &[3, 10, 4, 5]),
+            (SoftmaxKind::Softmax, 2, 1, &[3, 4, 6, 5]),
+            (SoftmaxKind::Hardmax, 0, 0, &[4, 9]),
+        ] {
+            let p = SoftmaxParams {
+                kind: kind as u32,
+                axis,
+                coerce_2d: coerce,
+            };
+            check(
+                OpKind::Softmax,
+                bytemuck::bytes_of(&p),
+                &[Some(dims)],
+                dims,
+                d,
+            );
+        }
+    }
+}
+
+/// The conv's scratch stays bounded however large its input (ResNet-50's 256 × 56 × 56 into
+/// a 1×1 conv, 64 × 56 × 56 into a 3×3 one; VGG's 64 × 224 × 224 3×3): the widened slices and
+/// the f32 kernel's packing, under 1.2 MiB, where widening the whole input took up to 12.8 MB.
+#[test]
+fn conv_workspace_is_bounded_by_bands() {
+    for (p, x, w, y) in [
+        (
+            conv(1, 1, 1, 0, UnaryOp::Relu),
+            [1, 256, 56, 56],
+            [64, 256, 1, 1],
+            [1, 64, 56, 56],
+        ),
+        (
+            conv(1, 3, 1, 1, UnaryOp::Relu),
+            [1, 64, 56, 56],
+            [64, 64, 3, 3],
+            [1, 64, 56, 56],
+        ),
+        (
+            conv(1, 3, 1, 1, UnaryOp::Relu),
+            [1, 64, 224, 224],
+            [64, 64, 3, 3],
+            [1, 64, 224, 224],
+        ),
+        (
+            conv(1, 3, 1, 1, UnaryOp::Relu),
+            [1, 512, 7, 7],
+            [512, 512, 3, 3],
+            [1, 512, 7, 7],
+        ),
+    ] {
+        let s = |d: &[usize]| Some(Shape::new(d).unwrap());
+        let bytes = workspace_bytes_for(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[s(&x), s(&w), s(&[w[0]])],
+            &[Shape::new(&y).unwrap()],
+            DType::F16,
+        );
+        assert!(bytes > 0 && bytes < 1_200_000, "{x:?} → {y:?}: {bytes} B");
+    }
+}
+
+/// An f32 activation (the graph input) read straight by a half conv: the f32 conv on the
+/// unrounded input and the widened weights, rounded once.
+#[test]
+fn conv_reads_an_f32_input() {
+    let p = conv(1, 7, 2, 3, UnaryOp::Relu);
+    let (xd, wd, yd) = ([1, 3, 40, 40], [16, 3, 7, 7], [1, 16, 20, 20]);
+    let x = values(xd.iter().product(), 1);
+    let wbits: Vec<u16> = values(wd.iter().product(), 2)
+        .iter()
+        .map(|&v| f32_to_f16(v))
+        .collect();
+    let wide: Vec<f32> = wbits.iter().map(|&h| f16_to_f32(h)).collect();
+    let params = bytemuck::bytes_of(&p);
+    let y = Shape::new(&yd).unwrap();
+    let x_in = view(DType::F32, &xd, bytemuck::cast_slice(&x));
+    let got: Vec<u16> = run_task(
+        OpKind::Conv,
+        params,
+        &[x_in, view(DType::F16, &wd, bytemuck::cast_slice(&wbits))],
+        y,
+        DType::F16,
+    );
+    let want: Vec<f32> = run_task(
+        OpKind::Conv,
+        params,
+        &[x_in, view(DType::F32, &wd, bytemuck::cast_slice(&wide))],
+        y,
+        DType::F32,
+    );
+    assert!(want.iter().any(|&v| v != 0.0));
+    for (i, (&h, &r)) in got.iter().zip(&want).enumerate() {
+        let ulps = (i32::from(h as i16) - i32::from(f32_to_f16(r) as i16)).unsigned_abs();
+        assert!(ulps <= 1, "element {i}: {h:#x} vs {r}");
     }
 }
 
