@@ -7,7 +7,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use ge_runtime::format::{
     ALIGN, EventDesc, FORMAT_VERSION, GEARS_VERSION, GearDesc, Header, IoDesc, KernelId, MAGIC,
-    MIN_FORMAT_VERSION, Meta, OpKind, SectionEntry, SectionKind, StrRef, TaskDesc, TensorDesc,
+    MIN_FORMAT_VERSION, Meta, OpKind, Q8_F32_VERSION, QGEMM_OUT_Q8_F32, SectionEntry, SectionKind,
+    StrRef, TaskDesc, TensorDesc,
 };
 
 /// Tables of a model being written.
@@ -110,6 +111,20 @@ impl OmBuilder {
         k
     }
 
+    /// True when a `QGemm`/`QConv` task requantizes in f32 (`QGEMM_OUT_Q8_F32`, the first
+    /// field of both parameter records). O(tasks).
+    fn requantizes_in_f32(&self) -> bool {
+        self.tasks.iter().any(|t| {
+            let int8 = matches!(OpKind::from_u16(t.op), Some(OpKind::QGemm | OpKind::QConv));
+            let at = t.params_offset as usize;
+            let out = self
+                .params
+                .get(at..at + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            int8 && out == Some(QGEMM_OUT_Q8_F32)
+        })
+    }
+
     /// Serializes everything with `meta`.
     pub fn finish(self, meta: Meta) -> Vec<u8> {
         let kernels = self.kernels();
@@ -125,6 +140,11 @@ impl OmBuilder {
                 1
             } else {
                 GEARS_VERSION
+            })
+            .max(if self.requantizes_in_f32() {
+                Q8_F32_VERSION
+            } else {
+                1
             })
             .clamp(MIN_FORMAT_VERSION, FORMAT_VERSION);
         let gears = (!self.gears.is_empty()).then(|| {

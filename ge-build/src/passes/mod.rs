@@ -43,6 +43,7 @@ mod fusion_switch;
 mod matmul_add_to_gemm;
 mod pattern;
 pub mod precision;
+pub(crate) mod qdq;
 mod remove_identities;
 
 use std::time::Instant;

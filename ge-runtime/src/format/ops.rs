@@ -601,6 +601,10 @@ pub struct RecurrentParams {
 pub const QGEMM_OUT_I32: u32 = 1;
 /// [`QGemmParams::out`]: requantized to the output's u8/i8 (QLinearMatMul, QDQ).
 pub const QGEMM_OUT_Q8: u32 = 2;
+/// [`QGemmParams::out`]: requantized to u8/i8 as onnxruntime does, `f32(acc)·scale` rounded
+/// (each requantization record holds the f32 scale's bits and a shift of 0). New in format
+/// version 5 ([`super::Q8_F32_VERSION`]).
+pub const QGEMM_OUT_Q8_F32: u32 = 3;
 
 /// Parameters of `QGemm`: `Y[.., i, j] = out(Σ_k A[.., i, k]·B[k, j] + corr[j]
 /// − zb[j]·Σ_k A[.., i, k] − za·adj[j])`, the zero points folded at compile time.
@@ -608,7 +612,8 @@ pub const QGEMM_OUT_Q8: u32 = 2;
 /// Inputs: 0 A `[.., M, k]` u8/i8 (run time); 1 B int8, packed by
 /// `ge_sim::kernels::gemm_i8::pack_b` (`[packed_len(k, n)]`); 2 corr i32 `[n]`
 /// (`bias − za·Σ_k B + k·za·zb`); 3 zb i32 `[1 | n]`, absent when every weight zero point
-/// is 0; 4 requantization i32 `[1 | n, 2]` (multiplier, shift) for [`QGEMM_OUT_Q8`];
+/// is 0; 4 requantization i32 `[1 | n, 2]` (multiplier, shift) for [`QGEMM_OUT_Q8`] /
+/// [`QGEMM_OUT_Q8_F32`];
 /// 5 a run-time activation zero point (u8/i8, one element) and 6 adj i32 `[n]`
 /// (`Σ_k B − k·zb`), both absent when za is a constant (then folded into corr).
 /// Output 0 `[.., M, n]`: i32 or the u8/i8 of the requantized result.

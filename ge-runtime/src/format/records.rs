@@ -18,7 +18,11 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 /// - 2: `Recurrent` tasks (whole RNN / GRU / LSTM layers).
 /// - 3: gears (a [`SectionKind::Gears`] table: several static shapes in one blob).
 /// - 4: `QGemm` tasks (int8 matrix products on int8 weights).
-pub const FORMAT_VERSION: u32 = 4;
+/// - 5: `QGemm`/`QConv` output kind `QGEMM_OUT_Q8_F32` (onnxruntime's f32 requantization).
+pub const FORMAT_VERSION: u32 = 5;
+/// The first format version whose `QGemm`/`QConv` tasks may requantize in f32
+/// (`QGEMM_OUT_Q8_F32`).
+pub const Q8_F32_VERSION: u32 = 5;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;
 /// Most gears one blob may hold (atc's limit).
