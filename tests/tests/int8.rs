@@ -8,7 +8,7 @@
 //! MatMul or Conv.
 
 use ge_build::check::{Tolerance, suite_cases};
-use ge_build::{CompileOptions, OptLevel, compile_bytes};
+use ge_build::{CompileOptions, compile_bytes};
 use ge_runtime::format::OpKind;
 use ge_runtime::{AlignedBlob, Model};
 

@@ -146,7 +146,7 @@ fn redundant(ix: &Index<'_>, clip: &NodeProto, q: &NodeProto) -> bool {
     let (Some(s), Some(z)) = (scalar(1), scalar(2)) else {
         return false;
     };
-    if !is_q8(Some(dt)) || !(s > 0.0) {
+    if !(is_q8(Some(dt)) && s.is_finite() && s > 0.0) {
         return false;
     }
     let (lo, hi) = if clip.op_type() == "Relu" {
