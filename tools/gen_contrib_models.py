@@ -40,7 +40,7 @@ How each case is made (all float models built with onnx.helper, seeded random we
   ort_qop_cnn   a CNN with Add/Mul/Sigmoid/LeakyRelu/Concat/pools/Gemm quantized by
                 quantize_static (QOperator, uint8, random calibration) -> QLinearConv,
                 QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearConcat,
-                QLinearGlobalAveragePool, QLinearAveragePool, QGemm.
+                QLinearGlobalAveragePool, QLinearAveragePool, QGemm, QLinearSoftmax.
   ms_*          ops no onnxruntime optimization writes on these graphs, written directly
                 (domain com.microsoft, opset 1): QuickGelu, BiasAdd, NhwcConv,
                 MultiHeadAttention, GroupQueryAttention, MatMulNBits, SimplifiedLayer-
@@ -185,7 +185,7 @@ def ort_optimized(model, tmp: str, level: str = "extended"):
 
 def cnn_float(rng, with_quant_ops: bool):
     """A small CNN. with_quant_ops adds the elementwise/pool ops the QOperator quantizer
-    turns into QLinear* (Add, Mul, Sigmoid, LeakyRelu, Concat, AveragePool)."""
+    turns into QLinear* (Add, Mul, Sigmoid, LeakyRelu, Concat, AveragePool, Softmax)."""
     import numpy as np
 
     g = G(rng)
@@ -229,8 +229,10 @@ def cnn_float(rng, with_quant_ops: bool):
     f = g.node("Relu", [g.node("Gemm", [f, w1, b1])])
     w2 = g.weight((32, 10), 32)
     b2 = g.init(g.normal((10,), 0.1))
-    y = g.node("Gemm", [f, w2, b2], outputs=["y"])
-    del y
+    if with_quant_ops:
+        g.node("Softmax", [g.node("Gemm", [f, w2, b2])], outputs=["y"], axis=1)  # QLinearSoftmax
+    else:
+        g.node("Gemm", [f, w2, b2], outputs=["y"])
     model = g.model([("x", F32, [2, 3, 16, 16])], [("y", F32, [2, 10])], opset=13)
     feeds = {"x": rng.standard_normal((2, 3, 16, 16)).astype(np.float32)}
     return model, feeds

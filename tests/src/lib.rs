@@ -48,15 +48,39 @@ pub fn check_corpus_cases(part: &str, names: &[&str], levels: &[OptLevel]) -> Ve
             "{} is missing: run tools/gen_corpus.py",
             case.display()
         );
-        for &level in levels {
-            let opts = CompileOptions {
-                opt_level: level,
-                ..CompileOptions::default()
-            };
-            let o = check_case_isolated(&case, &opts, Tolerance::default());
-            if !o.passed() {
-                failures.push(format!("{name} {level:?}: {o:?}"));
-            }
+        failures.extend(check_at_levels(&case, levels, Tolerance::default()));
+    }
+    failures
+}
+
+/// All four opt levels.
+pub const ALL_LEVELS: [OptLevel; 4] = [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3];
+
+/// Checks every case of `cases` at every opt level, each with the tolerance `tol` gives
+/// for its name; returns one line per failure.
+pub fn check_all_levels(cases: &[PathBuf], tol: impl Fn(&str) -> Tolerance) -> Vec<String> {
+    cases
+        .iter()
+        .flat_map(|c| {
+            let name = c.file_name().unwrap_or_default().to_string_lossy();
+            check_at_levels(c, &ALL_LEVELS, tol(&name))
+        })
+        .collect()
+}
+
+/// Checks one case directory against its reference at each of `levels` with `tol`; returns
+/// one line per failure, naming the case and level.
+pub fn check_at_levels(case: &std::path::Path, levels: &[OptLevel], tol: Tolerance) -> Vec<String> {
+    let name = case.file_name().unwrap_or_default().to_string_lossy();
+    let mut failures = Vec::new();
+    for &level in levels {
+        let opts = CompileOptions {
+            opt_level: level,
+            ..CompileOptions::default()
+        };
+        let o = check_case_isolated(case, &opts, tol);
+        if !o.passed() {
+            failures.push(format!("{name} {level:?}: {o:?}"));
         }
     }
     failures

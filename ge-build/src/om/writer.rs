@@ -114,7 +114,7 @@ impl OmBuilder {
     /// Serializes everything with `meta`.
     pub fn finish(self, meta: Meta) -> Vec<u8> {
         let kernels = self.kernels();
-        // The oldest format version that holds every task kind (see `FORMAT_VERSION`).
+        // The oldest format version that holds every task (see `FORMAT_VERSION`).
         let version = self
             .tasks
             .iter()

@@ -233,7 +233,9 @@ pub fn import_model(
     }
 
     let mut seqs = Sequences::default();
-    for node in topo_sort(&gp.node, &by_name)? {
+    // QDQ groups become QOperator nodes first, at every opt level (see passes::qdq).
+    let fused = crate::passes::qdq::recognize(gp, opset);
+    for node in topo_sort(fused.as_deref().unwrap_or(&gp.node), &by_name)? {
         let entry = registry::lookup(node.domain(), node.op_type());
         if entry.is_some_and(|e| matches!(e.import, Importer::Sequence)) {
             seqs.import(&mut g, &mut by_name, node, opset)?;

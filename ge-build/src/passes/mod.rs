@@ -44,6 +44,7 @@ mod matmul_add_to_gemm;
 mod pack_weights;
 mod pattern;
 pub mod precision;
+pub(crate) mod qdq;
 mod remove_identities;
 
 use std::time::Instant;

@@ -305,12 +305,20 @@ impl ConvParams {
 }
 
 /// The first format version that may hold a task of `op` with parameter record `params`:
-/// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed.
+/// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
+/// `QGemm`/`QConv` that requantizes in f32.
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
-    let packed = op == OpKind::Conv
-        && params.len() == core::mem::size_of::<ConvParams>()
-        && bytemuck::pod_read_unaligned::<ConvParams>(params).spatial >> 8 != 0;
-    if packed { 5 } else { op.since_version() }
+    let first = params
+        .get(..4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let newer = match op {
+        // `spatial`, the record's first field, holds the weight layout from bit 8 on.
+        OpKind::Conv => first >> 8 != 0,
+        // `out`, both records' first field.
+        OpKind::QGemm | OpKind::QConv => first == QGEMM_OUT_Q8_F32,
+        _ => false,
+    };
+    if newer { 5 } else { op.since_version() }
 }
 
 /// Parameters of `Gemm`.
@@ -664,6 +672,10 @@ pub struct RecurrentParams {
 pub const QGEMM_OUT_I32: u32 = 1;
 /// [`QGemmParams::out`]: requantized to the output's u8/i8 (QLinearMatMul, QDQ).
 pub const QGEMM_OUT_Q8: u32 = 2;
+/// [`QGemmParams::out`]: requantized to u8/i8 as onnxruntime does, `f32(acc)·scale` rounded
+/// (each requantization record holds the f32 scale's bits and a shift of 0). New in format
+/// version 5 ([`task_since_version`]).
+pub const QGEMM_OUT_Q8_F32: u32 = 3;
 
 /// Parameters of `QGemm`: `Y[.., i, j] = out(Σ_k A[.., i, k]·B[k, j] + corr[j]
 /// − zb[j]·Σ_k A[.., i, k] − za·adj[j])`, the zero points folded at compile time.
@@ -671,7 +683,8 @@ pub const QGEMM_OUT_Q8: u32 = 2;
 /// Inputs: 0 A `[.., M, k]` u8/i8 (run time); 1 B int8, packed by
 /// `ge_sim::kernels::gemm_i8::pack_b` (`[packed_len(k, n)]`); 2 corr i32 `[n]`
 /// (`bias − za·Σ_k B + k·za·zb`); 3 zb i32 `[1 | n]`, absent when every weight zero point
-/// is 0; 4 requantization i32 `[1 | n, 2]` (multiplier, shift) for [`QGEMM_OUT_Q8`];
+/// is 0; 4 requantization i32 `[1 | n, 2]` (multiplier, shift) for [`QGEMM_OUT_Q8`] /
+/// [`QGEMM_OUT_Q8_F32`];
 /// 5 a run-time activation zero point (u8/i8, one element) and 6 adj i32 `[n]`
 /// (`Σ_k B − k·zb`), both absent when za is a constant (then folded into corr).
 /// Output 0 `[.., M, n]`: i32 or the u8/i8 of the requantized result.

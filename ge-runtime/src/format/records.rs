@@ -18,7 +18,9 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 /// - 2: `Recurrent` tasks (whole RNN / GRU / LSTM layers).
 /// - 3: gears (a [`SectionKind::Gears`] table: several static shapes in one blob).
 /// - 4: `QGemm` tasks (int8 matrix products on int8 weights).
-/// - 5: Conv weights pre-packed at compile time ([`super::WeightLayout::Panels`]).
+/// - 5: Conv weights pre-packed at compile time ([`super::WeightLayout::Panels`]) and the
+///   `QGemm`/`QConv` output kind [`super::QGEMM_OUT_Q8_F32`] (onnxruntime's f32
+///   requantization): which tasks need it is [`super::task_since_version`]'s.
 pub const FORMAT_VERSION: u32 = 5;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;

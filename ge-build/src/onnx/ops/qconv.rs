@@ -5,7 +5,7 @@
 //! channel on the same GEMM); other ranks and run-time weights keep their decomposition.
 //! O(weight size) per node.
 
-use ge_runtime::format::{DType, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8};
+use ge_runtime::format::{DType, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32};
 use ge_sim::kernels::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
@@ -153,7 +153,7 @@ pub fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
         xz: 2,
         w: 3,
         wz: 5,
-        out: (y_dt, QGEMM_OUT_Q8, zy),
+        out: (y_dt, QGEMM_OUT_Q8_F32, zy),
         rq: Some(multipliers(ctx, sx[0], &sw, sy[0])?),
         bias,
     };

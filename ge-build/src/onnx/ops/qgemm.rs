@@ -3,15 +3,14 @@
 //! folded into a per-column i32 correction and the requantization multiplier
 //! `a_scale·b_scale/y_scale` is fixed here as a 31-bit multiplier and shift.
 //!
-//! Rounding: the kernel requantizes exactly (`round_half_even(acc·M')`, `M'` the f32
-//! multiplier onnxruntime computes, to 31 bits); onnxruntime's fused kernels round
-//! `f32(acc)·M` instead, so a result within ~2^-24 relative of a rounding tie can differ
-//! by 1 LSB. The i32 result of MatMulInteger is exact.
+//! Rounding: the kernel requantizes as onnxruntime's MLAS does, `round_half_even(f32(acc)·M)`
+//! with `M` the f32 multiplier onnxruntime computes (`QGEMM_OUT_Q8_F32`, format version 5),
+//! so the int8 outputs are onnxruntime's. The i32 result of MatMulInteger is exact.
 //!
 //! Nodes these do not cover (a run-time or batched weight, per-row activation zero points)
 //! return `None` and keep their decomposition ([`super::qlinear`]). O(k·n) per node.
 
-use ge_runtime::format::{DType, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGemmParams};
+use ge_runtime::format::{DType, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32, QGemmParams};
 use ge_sim::kernels::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
@@ -188,17 +187,17 @@ pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
         w,
         za: Za::Const(za),
         zb,
-        out: (y_dt, QGEMM_OUT_Q8, zy),
+        out: (y_dt, QGEMM_OUT_Q8_F32, zy),
         rq: Some(rq),
     };
     lower(ctx, 3, plan).map(Some)
 }
 
-/// onnxruntime's requantization multipliers, in f32 and in its order (`sa · sb / sy`), as
-/// fixed-point [`Requant`]s.
+/// onnxruntime's requantization scales, in f32 and in its order (`sa · sb / sy`), applied
+/// as it applies them (`f32(acc)·scale`, [`Requant::from_f32_scale`]).
 pub(super) fn multipliers(ctx: &NodeCtx<'_>, sa: f32, sb: &[f32], sy: f32) -> Result<Vec<Requant>> {
     sb.iter()
-        .map(|&s| Requant::from_real(f64::from(sa * s / sy)))
+        .map(|&s| Requant::from_f32_scale(sa * s / sy))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| ctx.err(format!("{e}: check the input, weight and output scales")))
 }

@@ -12,6 +12,7 @@ use ge_runtime::format::DType;
 use super::super::ctx::{Imported, NodeCtx};
 use super::decomp::{in_name, out, out0, reduce, reshape};
 use super::is_float;
+use super::qparams::{Per, same_axis, scale as checked_scale, zero_point as checked_zero_point};
 use super::registry::OpEntry;
 use super::registry::dtypes::{DEQUANT, DYN_QUANT, QUANT_OUT};
 use super::sub::{A, Sub};
@@ -147,6 +148,37 @@ fn per_axis(
     Ok(s.op("Gather", &[&name, &ix], vec![A::I("axis", a as i64)]))
 }
 
+/// Checks constant quantization parameters (scale input 1, zero point input 2 of value
+/// input `of`) before they are used: scales finite and positive, zero points of the value's
+/// type and range, per tensor or one per element of `axis` (blocked layouts are checked
+/// by [`per_axis`]).
+fn check_params(ctx: &NodeCtx<'_>, xs: &[usize], axis: i64, block: i64, of: usize) -> Result<()> {
+    if block > 0 {
+        return Ok(());
+    }
+    // The axis only matters (and must be valid) for a per-axis scale.
+    let per_tensor = ctx.input(1)?.shape.iter().product::<usize>() == 1;
+    let n = if xs.is_empty() || per_tensor {
+        1
+    } else {
+        xs[ctx.axis(axis, xs.len())?]
+    };
+    let (s_what, z_what) = if of == 0 {
+        ("x_scale", "x_zero_point")
+    } else {
+        ("y_scale", "y_zero_point")
+    };
+    let s = checked_scale(ctx, 1, s_what, Per::TensorOr(n))?;
+    if ctx.input_opt(2).is_none() {
+        return Ok(());
+    }
+    let z = checked_zero_point(ctx, 2, of, z_what, Per::TensorOr(n))?;
+    if let (Some(s), Some(z)) = (s, z) {
+        same_axis(ctx, (1, s.len()), (2, z.len()))?;
+    }
+    Ok(())
+}
+
 /// The wider of two float types for mixed-type arithmetic (f32 unless one is f64).
 fn wider(a: DType, b: DType) -> DType {
     if a == b {
@@ -178,6 +210,7 @@ fn quantize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let axis = ctx.attr_i_or("axis", 1);
     let block = ctx.attr_i_or("block_size", 0);
+    check_params(ctx, x.shape, axis, block, 2)?;
     let mut s = Sub::new(ctx);
     let xs = x.shape;
     let scale = per_axis(ctx, &mut s, 1, xs, axis, block)?;
@@ -222,9 +255,10 @@ fn dequantize(ctx: &NodeCtx<'_>) -> Result<Imported> {
         && z.dtype != x.dtype
     {
         return Err(ctx.err(format!(
-            "x is {} but x_zero_point is {}",
-            x.dtype.name(),
-            z.dtype.name()
+            "x_zero_point (input 2) is {} but input 0 is {}: a zero point has the type of the \
+             value it shifts; re-export with matching types",
+            z.dtype.name(),
+            x.dtype.name()
         )));
     }
     let out_dt = dtype_attr(ctx, "output_dtype")?.unwrap_or(sc.dtype);
@@ -238,6 +272,7 @@ fn dequantize(ctx: &NodeCtx<'_>) -> Result<Imported> {
     };
     let axis = ctx.attr_i_or("axis", 1);
     let block = ctx.attr_i_or("block_size", 0);
+    check_params(ctx, x.shape, axis, block, 0)?;
     let mut s = Sub::new(ctx);
     let xs = x.shape;
     let mut d = cast(&mut s, &in_name(ctx, 0), x.dtype, cdt);

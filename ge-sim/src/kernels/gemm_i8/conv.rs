@@ -6,7 +6,7 @@
 //! compile time. O(N·M·H_out·W_out·K).
 
 use ge_runtime::format::{
-    DType, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, Shape, TensorMut, TensorRef,
+    DType, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, Shape, TensorMut, TensorRef,
 };
 
 use super::task::{activation_zero_point, corrected};
@@ -131,7 +131,7 @@ pub fn run_qconv(
     }
     let esize = match (p.out, yt.dtype) {
         (QGEMM_OUT_I32, DType::I32) => 4,
-        (QGEMM_OUT_Q8, DType::U8 | DType::I8) => 1,
+        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32, DType::U8 | DType::I8) => 1,
         _ => {
             return Err(KernelError::UnsupportedDType(
                 "int8 conv: output kind and element type disagree",

@@ -7,6 +7,13 @@
 //! `acc·M'` where `M'` is `M` to 31 bits; onnxruntime instead multiplies `f32(acc)·f32(M)` and
 //! rounds that, so the two can differ by 1 LSB when `acc·M` lies within ~2^−24 relative of a
 //! rounding boundary (and when `|acc| > 2^24`, which f32 cannot hold).
+//!
+//! The second form, [`Requant::from_f32_scale`] (`shift = 0`, the scale's f32 bits in
+//! `mult`), computes exactly what onnxruntime's MLAS does (`MlasRequantizeOutput`):
+//! `round_half_even(f32(acc)·scale) + z_y`, saturated. QLinearConv / QLinearMatMul / QGemm
+//! and the QDQ groups use it: a 1-LSB difference in one layer moves the next layers'
+//! inputs, so matching onnxruntime through a deep network needs its rounding, not a more
+//! exact one.
 
 use super::KernelError;
 
@@ -48,10 +55,31 @@ impl Requant {
         })
     }
 
-    /// `round_half_even(acc·mult / 2^shift) + zp`, clamped to `[lo, hi]`. A `shift` outside
-    /// `1..=62` (a malformed blob) is clamped into it rather than trusted.
+    /// onnxruntime's form: the f32 scale `m` itself (compile time). Errors for a negative
+    /// or non-finite scale.
+    pub fn from_f32_scale(m: f32) -> Result<Requant, KernelError> {
+        if !m.is_finite() || m < 0.0 {
+            return Err(KernelError::BadParams(
+                "requantization scale must be finite and ≥ 0",
+            ));
+        }
+        Ok(Requant {
+            mult: m.to_bits() as i32,
+            shift: 0,
+        })
+    }
+
+    /// `round_half_even(acc·mult / 2^shift) + zp`, or for `shift = 0`
+    /// `round_half_even(f32(acc)·scale) + zp`, clamped to `[lo, hi]`. A `shift` outside
+    /// `0..=62` (a malformed blob) is clamped into it rather than trusted.
     #[inline(always)]
     pub fn apply(self, acc: i32, zp: i32, lo: i32, hi: i32) -> i32 {
+        if self.shift == 0 {
+            let f = acc as f32 * f32::from_bits(self.mult as u32);
+            // `as i64` saturates (NaN gives 0): no overflow for any blob.
+            let q = libm::rintf(f) as i64 + i64::from(zp);
+            return q.clamp(i64::from(lo), i64::from(hi)) as i32;
+        }
         let s = self.shift.clamp(1, 62) as u32;
         let x = i64::from(acc) * i64::from(self.mult);
         let q = x >> s;

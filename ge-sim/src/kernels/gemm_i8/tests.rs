@@ -319,3 +319,36 @@ fn malformed_inputs_are_errors() {
     qgemm(&q, QOut::I32 { c: &mut c, ldc: 2 }).unwrap();
     assert_eq!(c, [3, 3, 3, 3]);
 }
+
+/// The f32 form computes onnxruntime's `round_half_even(f32(acc)·scale) + zp`, saturated,
+/// including ties and accumulators past f32's exact range.
+#[test]
+fn f32_scale_requantizes_as_onnxruntime() {
+    let scale = 0.013_7f32;
+    let rq = Requant::from_f32_scale(scale).unwrap();
+    let ties = Requant::from_f32_scale(0.5).unwrap();
+    for acc in [
+        -40_000,
+        -1000,
+        -37,
+        -1,
+        0,
+        1,
+        5,
+        73,
+        1000,
+        9_999,
+        40_000,
+        16_777_217,
+        i32::MAX,
+    ] {
+        let want = ((acc as f32 * scale).round_ties_even() as i64 + 3).clamp(-128, 127) as i32;
+        assert_eq!(rq.apply(acc, 3, -128, 127), want, "acc {acc}");
+    }
+    // 0.5·odd lands on a tie: to even.
+    assert_eq!(ties.apply(3, 0, 0, 255), 2);
+    assert_eq!(ties.apply(5, 0, 0, 255), 2);
+    assert_eq!(ties.apply(7, 0, 0, 255), 4);
+    assert!(Requant::from_f32_scale(f32::NAN).is_err());
+    assert!(Requant::from_f32_scale(-1.0).is_err());
+}

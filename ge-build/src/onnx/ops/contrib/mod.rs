@@ -6,7 +6,8 @@
 //! - [`attention`]: Attention, MultiHeadAttention, GroupQueryAttention, through the ONNX
 //!   Attention decomposition with onnxruntime's masks as an additive bias;
 //! - [`qlinear`]: the QOperator ops (QLinearAdd/Mul/…/QGemm) in f32 arithmetic between an
-//!   exact dequantization and a round-half-even requantization;
+//!   exact dequantization and a round-half-even requantization; [`qlinear_softmax`] as
+//!   onnxruntime's table-driven kernel;
 //! - [`integer`]: DynamicQuantizeMatMul, MatMulIntegerToFloat and MatMulNBits (int32
 //!   products, weights unpacked at compile time); DynamicQuantizeLSTM is in `recurrent`.
 //!
@@ -17,6 +18,7 @@ mod fused;
 mod integer;
 mod norm;
 mod qlinear;
+mod qlinear_softmax;
 
 use ge_runtime::format::DType;
 
@@ -73,6 +75,8 @@ pub const OPS: &[OpEntry] = &[
     }),
     ms("QLinearMul", QUANT8, |c| qlinear::binary(c, "Mul")),
     ms("QLinearSigmoid", QUANT8, |c| qlinear::unary(c, "Sigmoid")),
+    ms("QLinearSoftmax", QUANT8, qlinear_softmax::qlinear_softmax)
+        .note("onnxruntime's exponential table and rounding; constant X_scale"),
     ms("QuickGelu", FLOAT, fused::quick_gelu),
     ms("SkipLayerNormalization", FLOAT, |c| {
         norm::skip_norm(c, false)

@@ -31,7 +31,7 @@ fn scalar_in(ctx: &NodeCtx<'_>, s: &mut Sub, i: usize) -> Result<String> {
 }
 
 /// The 8-bit type of input `i`.
-fn int8(ctx: &NodeCtx<'_>, i: usize) -> Result<DType> {
+pub(super) fn int8(ctx: &NodeCtx<'_>, i: usize) -> Result<DType> {
     match ctx.input(i)?.dtype {
         d @ (DType::U8 | DType::I8) => Ok(d),
         d => Err(ctx.unsupported(format!(
@@ -64,7 +64,7 @@ fn dequantized(ctx: &NodeCtx<'_>, s: &mut Sub, x: usize, sx: usize, zx: usize) -
 
 /// Output 0 from f32 `v` already divided by the output scale: `round(v) + zy`, saturated
 /// to `out_dt`.
-fn requantized(
+pub(super) fn requantized(
     ctx: &NodeCtx<'_>,
     mut s: Sub,
     v: &str,

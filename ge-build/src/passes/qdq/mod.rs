@@ -1,0 +1,203 @@
+//! QDQ recognition: `DequantizeLinear → op → QuantizeLinear` groups of a QDQ-format model
+//! rewritten into the QOperator ops that onnxruntime's QDQ transformer
+//! (`qdq_transformer/selectors_actions`) turns them into, before import, so ge computes them
+//! the way onnxruntime's int8 kernels do (and within one LSB of them):
+//! - Conv → `QLinearConv`, MatMul → `QLinearMatMul`, Gemm → `com.microsoft:QGemm` (int8
+//!   tasks, [`crate::onnx`]'s qconv/qgemm lowerings; a redundant Relu/Clip before the
+//!   QuantizeLinear is dropped, as onnxruntime does);
+//! - Add/Mul, Concat, AveragePool/GlobalAveragePool, Sigmoid/LeakyRelu, Softmax → their
+//!   `com.microsoft:QLinear*` ops.
+//!
+//! It runs at import, at every opt level: the int8 weights and the scales exist as such
+//! only in the ONNX graph (import decomposes Q/DQ into float arithmetic), and which groups
+//! onnxruntime fuses decides its rounding, so O0 must fuse the same ones. Groups it does
+//! not select keep their DequantizeLinear/QuantizeLinear nodes (float tasks), as in
+//! onnxruntime. Pairs around ops that only move values (MaxPool, Reshape, Flatten,
+//! Transpose…) are exact either way and are left as they are.
+//!
+//! Cost: one pass over the nodes to index producers and consumers, then O(degree) per
+//! node: O(nodes + edges).
+
+mod replace;
+mod select;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::onnx::proto::{GraphProto, NodeProto, TensorProto};
+
+/// ONNX element type codes the rules look at.
+pub(crate) mod code {
+    pub const UINT8: i32 = 2;
+    pub const INT8: i32 = 3;
+    pub const INT32: i32 = 6;
+}
+
+/// What the rules need to know of the graph: who produces and who consumes each value.
+pub(crate) struct Index<'g> {
+    nodes: &'g [NodeProto],
+    producer: HashMap<&'g str, usize>,
+    /// Consumers of a value, one entry per input slot (onnxruntime's edge count).
+    consumers: HashMap<&'g str, Vec<usize>>,
+    outputs: HashSet<&'g str>,
+    inits: HashMap<&'g str, &'g TensorProto>,
+}
+
+impl<'g> Index<'g> {
+    fn new(gp: &'g GraphProto) -> Index<'g> {
+        let mut producer = HashMap::new();
+        let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in gp.node.iter().enumerate() {
+            for o in n.output.iter().filter(|o| !o.is_empty()) {
+                producer.insert(o.as_str(), i);
+            }
+            for v in n.input.iter().filter(|v| !v.is_empty()) {
+                consumers.entry(v.as_str()).or_default().push(i);
+            }
+        }
+        Index {
+            nodes: &gp.node,
+            producer,
+            consumers,
+            outputs: gp.output.iter().map(|o| o.name()).collect(),
+            inits: gp.initializer.iter().map(|t| (t.name(), t)).collect(),
+        }
+    }
+
+    fn node(&self, i: usize) -> &'g NodeProto {
+        &self.nodes[i]
+    }
+
+    /// The node producing `v` when it is a default-domain `op`.
+    fn producer_of(&self, v: &str, op: &str) -> Option<usize> {
+        let &p = self.producer.get(v)?;
+        is_op(self.node(p), op).then_some(p)
+    }
+
+    fn consumers(&self, v: &str) -> &[usize] {
+        self.consumers.get(v).map_or(&[], Vec::as_slice)
+    }
+
+    fn is_output(&self, v: &str) -> bool {
+        self.outputs.contains(v)
+    }
+
+    fn init(&self, v: &str) -> Option<&'g TensorProto> {
+        self.inits.get(v).copied()
+    }
+
+    /// The element type of `v` when known: an initializer's, or a QuantizeLinear's output
+    /// (its zero point's type, else `output_dtype`, else uint8).
+    fn elem_type(&self, v: &str) -> Option<i32> {
+        if let Some(t) = self.init(v) {
+            return t.data_type;
+        }
+        let q = self.node(self.producer_of(v, "QuantizeLinear")?);
+        match q.input.get(2).filter(|z| !z.is_empty()) {
+            Some(z) => self.init(z)?.data_type,
+            None => Some(
+                attr_i(q, "output_dtype")
+                    .filter(|&d| d != 0)
+                    .map_or(code::UINT8, |d| d as i32),
+            ),
+        }
+    }
+
+    /// The type `v` has when onnxruntime's selectors see it: int8 values of a
+    /// QuantizeLinear → DequantizeLinear pair that its `QDQS8ToU8Transformer` rewrites
+    /// (one consumer, equal constant scalar zero points) have become uint8 by then.
+    fn selected_type(&self, v: &str) -> Option<i32> {
+        let t = self.elem_type(v)?;
+        let converted = t == code::INT8
+            && self
+                .producer_of(v, "QuantizeLinear")
+                .is_some_and(|q| self.s8_pair_converts(q));
+        Some(if converted { code::UINT8 } else { t })
+    }
+
+    /// `QDQ_S8_to_U8`'s conditions on the QuantizeLinear `q` and its DequantizeLinear,
+    /// counted after `EnsureUniqueDQForNodeUnit` (which runs first) has copied a
+    /// DequantizeLinear once per consumer: `q` must then still feed exactly one
+    /// DequantizeLinear and nothing else.
+    fn s8_pair_converts(&self, q: usize) -> bool {
+        let qn = self.node(q);
+        let Some(out) = qn.output.first() else {
+            return false;
+        };
+        let [d] = self.consumers(out) else {
+            return false;
+        };
+        let dn = self.node(*d);
+        let d_out = dn.output.first().map_or("", String::as_str);
+        if self.consumers(d_out).len() + usize::from(self.is_output(d_out)) > 1 {
+            return false;
+        }
+        let zp = |n: &NodeProto| -> Option<f64> {
+            let z = n.input.get(2).filter(|z| !z.is_empty())?;
+            let t = self.init(z)?;
+            let v = select::constant(self, z)?;
+            (t.data_type == Some(code::INT8) && v.len() == 1).then(|| v[0])
+        };
+        is_op(dn, "DequantizeLinear")
+            && !self.is_output(out)
+            && zp(qn).is_some()
+            && zp(qn) == zp(dn)
+    }
+}
+
+/// True for a default-domain node of type `op`.
+fn is_op(n: &NodeProto, op: &str) -> bool {
+    matches!(n.domain(), "" | "ai.onnx") && n.op_type() == op
+}
+
+/// An integer attribute of `n`.
+fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
+    n.attribute
+        .iter()
+        .find(|a| a.name() == name)
+        .and_then(|a| a.i)
+}
+
+/// The nodes with every selected group replaced by its QOperator node (in the target's
+/// place), or `None` when no group was selected. `opset` is the model's default-domain
+/// opset (QLinearSoftmax records it).
+pub fn recognize(gp: &GraphProto, opset: i64) -> Option<Vec<NodeProto>> {
+    let ix = Index::new(gp);
+    let mut replaced: HashMap<usize, NodeProto> = HashMap::new();
+    let mut removed: HashSet<usize> = HashSet::new();
+    // Consumer edges of each DequantizeLinear that fused groups took over.
+    let mut absorbed: HashMap<usize, usize> = HashMap::new();
+    for (i, n) in gp.node.iter().enumerate() {
+        let Some(group) = select::group(&ix, i) else {
+            continue;
+        };
+        let Some(node) = replace::qoperator(&ix, n, &group, opset) else {
+            continue;
+        };
+        for &d in group.dq.iter().flatten() {
+            *absorbed.entry(d).or_default() += 1;
+        }
+        removed.extend(group.clip);
+        removed.extend(group.q);
+        replaced.insert(i, node);
+    }
+    if replaced.is_empty() {
+        return None;
+    }
+    // A DequantizeLinear goes when every consumer it had was fused (else it stays for the
+    // others, as onnxruntime's copy would).
+    for (d, taken) in absorbed {
+        let out = gp.node[d].output.first().map_or("", String::as_str);
+        if taken == ix.consumers(out).len() && !ix.is_output(out) {
+            removed.insert(d);
+        }
+    }
+    let mut out = Vec::with_capacity(gp.node.len());
+    for (i, n) in gp.node.iter().enumerate() {
+        if let Some(r) = replaced.remove(&i) {
+            out.push(r);
+        } else if !removed.contains(&i) {
+            out.push(n.clone());
+        }
+    }
+    Some(out)
+}

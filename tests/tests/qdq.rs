@@ -1,0 +1,145 @@
+//! QDQ-format graphs (`tools/gen_qdq_cases.py`, `tests/data/qdq`) against onnxruntime's int8
+//! outputs at every opt level, within 1 LSB (ge requantizes with a 31-bit fixed-point
+//! multiplier where onnxruntime rounds `f32(acc)·scale`), and the groups ge fuses are the
+//! ones onnxruntime's QDQ transformer fuses: int8 tasks where it runs QLinearConv, float
+//! convolutions where it keeps DequantizeLinear → Conv → QuantizeLinear.
+
+use ge_build::check::{Tolerance, suite_cases};
+use ge_build::{CompileOptions, OptLevel, compile_bytes};
+use ge_runtime::format::OpKind;
+use ge_runtime::{AlignedBlob, Model};
+
+fn cases() -> Vec<std::path::PathBuf> {
+    let cases = suite_cases(&ge_tests::workspace_root().join("tests/data/qdq"));
+    assert_eq!(cases.len(), 7, "tests/data/qdq: expected 7 cases");
+    cases
+}
+
+/// 1 LSB for the quantized outputs; the float one (Gemm without a QuantizeLinear) at the
+/// default tolerance.
+fn tolerance(name: &str) -> Tolerance {
+    if name.contains("float") {
+        Tolerance::default()
+    } else {
+        Tolerance {
+            rtol: 0.0,
+            atol: 1.0,
+        }
+    }
+}
+
+#[test]
+fn qdq_cases_match_onnxruntime() {
+    let failures = ge_tests::check_all_levels(&cases(), tolerance);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Task kinds of a case compiled at O0 (the fusion happens at import, at every level).
+fn kinds(case: &str) -> Vec<OpKind> {
+    let dir = ge_tests::workspace_root().join("tests/data/qdq").join(case);
+    let bytes = std::fs::read(dir.join("model.onnx")).unwrap();
+    let opts = CompileOptions {
+        opt_level: OptLevel::O0,
+        ..CompileOptions::default()
+    };
+    let compiled = compile_bytes(&bytes, None, &opts).unwrap();
+    let blob = AlignedBlob::from_bytes(&compiled.blob);
+    let model = Model::from_bytes(blob.as_bytes()).unwrap();
+    model
+        .tasks()
+        .iter()
+        .filter_map(|t| OpKind::from_u16(t.op))
+        .collect()
+}
+
+fn count(k: &[OpKind], of: OpKind) -> usize {
+    k.iter().filter(|&&x| x == of).count()
+}
+
+#[test]
+fn fused_groups_are_onnxruntimes() {
+    // (case, QConv tasks, f32 Conv tasks, QGemm tasks): onnxruntime's optimized graphs
+    // hold that many QLinearConv / Conv / QGemm (printed by gen_qdq_cases.py).
+    for (case, qconv, conv, qgemm) in [
+        ("conv_chain_u8", 2, 0, 0),
+        // The last QuantizeLinear is a graph output: onnxruntime cannot turn that int8
+        // pair into uint8, so that Conv stays float.
+        ("conv_chain_s8", 1, 1, 0),
+        // One DequantizeLinear feeding two Convs: both stay float.
+        ("conv_shared_dq", 0, 2, 0),
+        ("pools_u8", 2, 0, 0),
+    ] {
+        let k = kinds(case);
+        assert_eq!(count(&k, OpKind::QConv), qconv, "{case}: {k:?}");
+        assert_eq!(count(&k, OpKind::Conv), conv, "{case}: {k:?}");
+        assert_eq!(count(&k, OpKind::QGemm), qgemm, "{case}: {k:?}");
+    }
+    for case in ["gemm_softmax_s8", "gemm_float_u8"] {
+        let k = kinds(case);
+        assert_eq!(count(&k, OpKind::QGemm), 1, "{case}: {k:?}");
+        assert_eq!(
+            count(&k, OpKind::Gemm) + count(&k, OpKind::MatMul),
+            0,
+            "{case}: {k:?}"
+        );
+    }
+}
+
+/// Malformed quantization parameters (`tests/data/qdq_bad`, written by
+/// `tools/gen_qdq_cases.py`) on DequantizeLinear / QuantizeLinear (of a QDQ group, which is
+/// then not fused) and QLinearConv are compile errors naming the node, its op type and
+/// opset, the input at fault and what to do.
+#[test]
+fn malformed_quantization_parameters_are_compile_errors() {
+    let dir = ge_tests::workspace_root().join("tests/data/qdq_bad");
+    for (file, node, says) in [
+        (
+            "dq_zero_scale",
+            "'dqw' (DequantizeLinear, opset 13)",
+            "x_scale (input 1) is 0 at index 2: quantization scales must be finite and positive; recalibrate",
+        ),
+        (
+            "q_zero_scale",
+            "'qy' (QuantizeLinear, opset 13)",
+            "y_scale (input 1) is 0 at index 0: quantization scales must be finite and positive",
+        ),
+        (
+            "dq_axis_mismatch",
+            "'dqw' (DequantizeLinear, opset 13)",
+            "x_scale (input 1) has shape [5]: it must hold one value (per tensor) or a 1-D list of 8",
+        ),
+        (
+            "dq_zero_point_length",
+            "'dqw' (DequantizeLinear, opset 13)",
+            "x_zero_point (input 2) has shape [3]: it must hold one value (per tensor) or a 1-D list of 8",
+        ),
+        (
+            "dq_zero_point_type",
+            "'dqx' (DequantizeLinear, opset 13)",
+            "x_zero_point (input 2) is int8 but input 0 is uint8: a zero point has the type of the value it shifts",
+        ),
+        (
+            "qlinear_conv_zero_x_scale",
+            "'qconv' (QLinearConv, opset 13)",
+            "x_scale (input 1) is 0 at index 0: quantization scales must be finite and positive",
+        ),
+        (
+            "qlinear_conv_w_scale_length",
+            "'qconv' (QLinearConv, opset 13)",
+            "w_scale (input 4) has shape [5]: it must hold one value (per tensor) or a 1-D list of 8",
+        ),
+        (
+            "qlinear_conv_zero_point_type",
+            "'qconv' (QLinearConv, opset 13)",
+            "w_zero_point (input 5) is int32 but input 3 is int8",
+        ),
+    ] {
+        let bytes = std::fs::read(dir.join(format!("{file}.onnx"))).unwrap();
+        let e = match compile_bytes(&bytes, None, &CompileOptions::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{file} compiled"),
+        };
+        assert!(e.contains(node), "{file}: {e}");
+        assert!(e.contains(says), "{file}: {e}");
+    }
+}
