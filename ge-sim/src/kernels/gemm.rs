@@ -208,7 +208,8 @@ enum Split {
 
 fn choose_split(m: usize, n: usize, k: usize, threads: usize) -> (Split, usize) {
     let t = threads.clamp(1, WS_SLOTS);
-    if t == 1 || m.saturating_mul(n).saturating_mul(k) < PAR_MIN_MACS {
+    // Without std one slot (firmware is single-core): one copy of the block loop.
+    if t == 1 || !cfg!(feature = "std") || m.saturating_mul(n).saturating_mul(k) < PAR_MIN_MACS {
         return (Split::Cols, 1);
     }
     let (panels, tiles) = (n.div_ceil(NR), m.div_ceil(MR));

@@ -170,8 +170,11 @@ pub(super) fn run(
     } else if cfg!(feature = "std") {
         pack_weight_panels(g.w, geo.mg, k, apack);
     } else {
-        // (`plan` sends unpacked weights to the GEMM path without std.)
-        return Err(KernelError::BadParams("conv weights not packed"));
+        // Firmware (no `std`) runs the weights the compiler pre-packed (O1 and up) and links
+        // no run-time packer.
+        return Err(KernelError::BadParams(
+            "conv weights in ONNX order need the std build: compile at O1 or above for no_std",
+        ));
     }
     // Tap offsets into the band of the tap's K block (which holds that block's channels
     // from its first), in the weights' (channel, kd, kh, kw) order.
@@ -232,7 +235,12 @@ pub(super) fn run(
                 let items = rows * blocks;
                 let mpanels = (MC_FLOATS / (kc * MR)).clamp(1, panels);
                 let units = panels.div_ceil(mpanels) * items;
-                let slots = par.threads().min(units).max(1);
+                // Without std one slot (firmware is single-core): one copy of the loop.
+                let slots = if cfg!(feature = "std") {
+                    par.threads().min(units).max(1)
+                } else {
+                    1
+                };
                 let body = |s: usize| {
                     for unit in s * units / slots..(s + 1) * units / slots {
                         let (mb, item) = (unit / items, unit % items);

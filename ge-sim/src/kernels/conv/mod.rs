@@ -298,10 +298,7 @@ fn plan(
     // GEMM gathers them once per N block, where the direct path's band would copy every input
     // row and re-stream the weights for each band of a few output rows.
     let strided_pointwise = geo.kprod == 1 && geo.pb == [0; 3];
-    // Without `std` (firmware, whose blob the compiler packed) weights in ONNX order (not
-    // constants) take the GEMM path, which reads them in place: no run-time weight packer.
-    let direct_ok = !strided_pointwise && (geo.packed || cfg!(feature = "std"));
-    if let Some(lay) = direct::layout(&geo).filter(|_| direct_ok) {
+    if let Some(lay) = direct::layout(&geo).filter(|_| !strided_pointwise) {
         return Ok(Plan {
             geo,
             path: Path::Direct(lay),
