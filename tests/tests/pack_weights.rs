@@ -19,13 +19,6 @@ fn layouts(g: &Graph) -> Vec<Option<WeightLayout>> {
         .collect()
 }
 
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
 fn version(c: &Compiled) -> u32 {
     let blob = ge_runtime::AlignedBlob::from_bytes(&c.blob);
     ge_runtime::Model::from_bytes(blob.as_bytes())
@@ -95,7 +88,7 @@ fn conv_weights_are_packed_from_o1_on() {
         .find(|&n| matches!(o2.graph.g[n].op, Op::Conv(_)))
         .expect("a conv");
     let w = o2.graph.g[conv].inputs[1].expect("weights");
-    let packed: Vec<f32> = floats(&o2.graph.constant(w).expect("const").bytes);
+    let packed: Vec<f32> = o2.graph.constant(w).expect("const").to_f32_vec();
     let w0 = o0
         .graph
         .topo_order()
@@ -103,7 +96,7 @@ fn conv_weights_are_packed_from_o1_on() {
         .find(|&n| matches!(o0.graph.g[n].op, Op::Conv(_)))
         .and_then(|n| o0.graph.g[n].inputs[1])
         .expect("weights");
-    let onnx: Vec<f32> = floats(&o0.graph.constant(w0).expect("const").bytes);
+    let onnx: Vec<f32> = o0.graph.constant(w0).expect("const").to_f32_vec();
     let mut want = vec![0.0; onnx.len()];
     pack_panels(&onnx, 13, 36, &mut want);
     assert_eq!(packed, want);

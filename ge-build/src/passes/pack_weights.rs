@@ -55,11 +55,7 @@ impl Pass for PackWeights {
                 continue;
             }
             let rows = m / groups;
-            let src: Vec<f32> = data
-                .bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+            let src = data.to_f32_vec();
             if src.len() != m * k {
                 continue;
             }
@@ -70,12 +66,10 @@ impl Pass for PackWeights {
             {
                 pack_panels(s, rows, k, d);
             }
-            let dims = data.dims.clone();
-            g.value_mut(w).data = Some(Arc::new(TensorData {
-                dtype: DType::F32,
-                dims,
-                bytes: packed.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            }));
+            let Ok(t) = TensorData::from_elements(DType::F32, data.dims.clone(), &packed) else {
+                continue;
+            };
+            g.value_mut(w).data = Some(Arc::new(t));
             g.g[n].op = Op::Conv(p.with_weight_layout(WeightLayout::Panels));
             changed = true;
         }

@@ -163,19 +163,21 @@ pub(super) fn run(
     let (apack, offs) = rest.split_at_mut(lay.apack);
     let offs: &mut [u32] = bytemuck::cast_slice_mut(offs);
 
-    // Full panels of pre-packed weights are read in place.
-    let full = if geo.packed { geo.mg / MR } else { 0 };
-    if geo.packed {
+    // Panels `..full` are read in place from pre-packed weights, the rest from `apack`.
+    let full = if geo.packed {
+        let full = geo.mg / MR;
         pad_last_panel(&g.w[full * MR * k..geo.mg * k], geo.mg % MR, apack);
+        full
     } else if cfg!(feature = "std") {
         pack_weight_panels(g.w, geo.mg, k, apack);
+        0
     } else {
         // Firmware (no `std`) runs the weights the compiler pre-packed (O1 and up) and links
         // no run-time packer.
         return Err(KernelError::BadParams(
             "conv weights in ONNX order need the std build: compile at O1 or above for no_std",
         ));
-    }
+    };
     // Tap offsets into the band of the tap's K block (which holds that block's channels
     // from its first), in the weights' (channel, kd, kh, kw) order.
     let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
