@@ -12,6 +12,8 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod micro;
 #[cfg(feature = "std")]
 pub mod peak;
@@ -387,8 +389,9 @@ unsafe fn gemm_block(
             let kc = kb.min(k - pc);
             let last = pc + kc >= k;
             b.pack(pc, kc, jc, nc, &mut bpack[..kc * nc.next_multiple_of(NR)]);
-            for ir in (r0..r1).step_by(MR) {
-                let mr = (r1 - ir).min(MR);
+            let (bm, bn) = micro::block_dims(isa);
+            for ir in (r0..r1).step_by(bm) {
+                let mr = (r1 - ir).min(bm);
                 let mut tep = TileEp {
                     alpha: ep.alpha,
                     add: ep.accumulate || pc > 0,
@@ -400,31 +403,46 @@ unsafe fn gemm_block(
                     ldr: 0,
                     act: if last { ep.act } else { TileAct::None },
                 };
-                // With k = 0 nothing of A is read; point at a valid element anyway.
-                let (at, rs, cs) = al.at(m, k, ir, pc);
-                let ap = if k == 0 { a.as_ptr() } else { a[at..].as_ptr() };
-                for jr in (0..nc).step_by(NR) {
-                    let nr = (nc - jr).min(NR);
+                // With k = 0 nothing of A is read; point at a valid element anyway. A second
+                // panel is read only when the block has more than `MR` rows.
+                let panel = |i: usize| {
+                    let (at, rs, cs) = al.at(m, k, i, pc);
+                    let ap = if k == 0 { a.as_ptr() } else { a[at..].as_ptr() };
+                    (ap, rs, cs)
+                };
+                let (a0, rs, cs0) = panel(ir);
+                let (a1, _, cs1) = if mr > MR {
+                    panel(ir + MR)
+                } else {
+                    (a0, rs, cs0)
+                };
+                let ablk = micro::BlockA {
+                    a: [a0, a1],
+                    rs,
+                    cs: [cs0, cs1],
+                };
+                for jr in (0..nc).step_by(bn) {
+                    let nr = (nc - jr).min(bn);
                     if let (true, Some((r, ldr))) = (last, ep.residual) {
                         tep.res = r[ir * ldr + jc + jr..].as_ptr();
                         tep.ldr = ldr;
                     }
-                    // SAFETY: per this function's contract and the packing layout.
-                    unsafe {
-                        micro::tile(
-                            isa,
-                            kc,
-                            ap,
-                            rs,
-                            cs,
-                            bpack[jr * kc..].as_ptr(),
-                            c.add(ir * ldc + jc + jr),
-                            ldc,
-                            mr,
-                            nr,
-                            &tep,
-                        );
-                    }
+                    let blk = micro::Block {
+                        kc,
+                        a: ablk,
+                        b: micro::BlockB::Packed {
+                            bp: bpack[jr * kc..].as_ptr(),
+                            stride: kc * NR,
+                        },
+                        c: c.wrapping_add(ir * ldc + jc + jr),
+                        ldc,
+                        mr,
+                        nr,
+                        ep: &tep,
+                    };
+                    // SAFETY: per this function's contract and the packing layout (column
+                    // panel `v` of the block at `bpack[(jr + v·NR)·kc..]`).
+                    unsafe { micro::block(isa, &blk) };
                 }
             }
             pc += kc;

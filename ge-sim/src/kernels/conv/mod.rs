@@ -1374,6 +1374,37 @@ mod tests {
             .unwrap();
             assert_eq!(y, y3, "direct path differs between 1 and 3 slots");
         }
+        let narrow_direct = match planned.path {
+            Path::Implicit if planned.geo.small[2] < super::super::gemm::NR => {
+                direct::layout_within(&planned.geo, usize::MAX)
+            }
+            _ => None,
+        };
+        if let Some(lay) = narrow_direct {
+            // Narrow rows are planned on im2col; blobs of an older ge run them on the direct
+            // path, which gives bitwise the same values on one slot and on three.
+            let forced = Plan {
+                path: Path::Direct(lay),
+                gemm_len: lay.ws_len(),
+                ..planned
+            };
+            for slots in [1, 3] {
+                let mut wsd = std::vec![0u32; forced.gemm_len];
+                let mut yd = std::vec![0.0f32; y.len()];
+                let mut outsd = [TensorMut {
+                    dtype: DType::F32,
+                    shape: ys,
+                    data: bytemuck::cast_slice_mut(&mut yd),
+                }];
+                let wsdb: &mut [u8] = bytemuck::cast_slice_mut(&mut wsd);
+                let par = super::super::test_util::Slots(slots);
+                run_conv_planned(&p, &forced, &ins, &mut outsd, wsdb, &par).unwrap();
+                assert_eq!(
+                    y, yd,
+                    "narrow direct and im2col paths differ ({slots} slots)"
+                );
+            }
+        }
         if let Path::Depthwise(Some(_)) = planned.path {
             // The banded depthwise path gives the row loop's values (same sums, same order).
             let rows = Plan {
@@ -1433,12 +1464,19 @@ mod tests {
                         && (im2col <= nbytes - 4
                             || direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some())
                 }
+                // An im2col plan (narrow rows, strided 1×1) short of its workspace runs
+                // the direct path when that fits: the blob was planned for it.
+                Path::Implicit => {
+                    cfg!(feature = "std")
+                        && direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some()
+                }
                 Path::Depthwise(_) => true,
                 _ => false,
             };
             if fallback {
                 // a direct plan falls back to narrower bands or to im2col when only that
-                // workspace is there, a depthwise one to the row loop
+                // workspace is there, an im2col one to the direct path, a depthwise one to
+                // the row loop
                 assert_eq!(r, Ok(()));
                 let e = y
                     .iter()
@@ -1489,7 +1527,11 @@ mod tests {
             &[2, 3],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Direct(_)));
+        assert_eq!(
+            check(&c, false),
+            Path::Implicit,
+            "narrow rows: im2col (direct compared in check)"
+        );
         let c = case(
             &[1, 3, 7, 7],
             &[5, 3, 3, 3],
@@ -1560,7 +1602,11 @@ mod tests {
             &[1, 1],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Direct(_)));
+        assert_eq!(
+            check(&c, false),
+            Path::Implicit,
+            "narrow rows: im2col (direct compared in check)"
+        );
     }
 
     #[test]
@@ -1767,12 +1813,32 @@ mod tests {
             &[1, 1],
             true,
         );
-        assert!(matches!(check(&c, false), Path::Direct(_)));
+        assert_eq!(
+            check(&c, false),
+            Path::Implicit,
+            "narrow rows: im2col (direct compared in check)"
+        );
         // horizontal stride 3 (three phases) with dilation 2, vertical stride 2, groups.
         let c = case(
             &[2, 40, 30, 37],
             &[26, 20, 3, 3],
             2,
+            &[2, 3],
+            &[1, 2],
+            &[1, 2],
+            &[0, 1],
+            true,
+        );
+        assert_eq!(
+            check(&c, false),
+            Path::Implicit,
+            "narrow rows: im2col (direct compared in check)"
+        );
+        // the same strides on rows wide enough to be planned on the direct path
+        let c = case(
+            &[1, 8, 20, 60],
+            &[10, 8, 3, 3],
+            1,
             &[2, 3],
             &[1, 2],
             &[1, 2],

@@ -10,7 +10,7 @@ use super::micro::{MR, NR, TileAct, TileEp, row_offsets};
 /// the hardware prefetcher does not follow. A prefetch never faults, so the addresses are
 /// formed with wrapping arithmetic and need not be inside C.
 #[inline(always)]
-fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
+pub(super) fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
     for i in 0..rows {
         let row = c.wrapping_add(i * ldc);
         // SAFETY: a prefetch reads nothing architecturally and never faults.

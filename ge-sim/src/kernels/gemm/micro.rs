@@ -249,18 +249,134 @@ pub unsafe fn conv_tile_pair(
 
 /// The epilogue of a pair tile's second panel: bias and residual moved down `MR` rows.
 pub(super) fn lower_half(ep: &TileEp) -> TileEp {
+    ep_at(ep, MR, 0)
+}
+
+/// The epilogue of the sub-tile `rows` rows and `cols` columns into a tile: bias and
+/// residual moved there.
+fn ep_at(ep: &TileEp, rows: usize, cols: usize) -> TileEp {
     TileEp {
         bias: if ep.bias.is_null() {
             ep.bias
         } else {
-            ep.bias.wrapping_add(MR)
+            ep.bias.wrapping_add(rows)
         },
         res: if ep.res.is_null() {
             ep.res
         } else {
-            ep.res.wrapping_add(MR * ep.ldr)
+            ep.res.wrapping_add(rows * ep.ldr + cols)
         },
         ..*ep
+    }
+}
+
+/// A register block's A operand: up to two `MR`-row panels (`a[1]` is read only when the
+/// block has more than `MR` rows); op(A)`[q·MR + i][p] = a[q][i·rs + p·cs[q]]`.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockA {
+    pub a: [*const f32; 2],
+    pub rs: usize,
+    pub cs: [usize; 2],
+}
+
+/// Where a register block's B rows come from.
+#[derive(Clone, Copy, Debug)]
+pub enum BlockB {
+    /// Packed `NR`-column panels: row `p` of column panel `v` at `bp + v·stride + p·NR`.
+    Packed { bp: *const f32, stride: usize },
+    /// Rows read in place (direct convolution): row `p`'s columns at `x + offs[p]`,
+    /// consecutive across both column panels. A must be `[p][MR]` panels (`rs = 1`,
+    /// `cs = MR`).
+    Taps { x: *const f32, offs: *const u32 },
+}
+
+/// One register block: rows `< mr ≤ 2·MR`, columns `< nr ≤ 2·NR` of
+/// `C = ep(Σ_{p<kc} op(A)[i][p] · B[p][j])`, stored at `c[i·ldc + j]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Block<'a> {
+    pub kc: usize,
+    pub a: BlockA,
+    pub b: BlockB,
+    pub c: *mut f32,
+    pub ldc: usize,
+    pub mr: usize,
+    pub nr: usize,
+    pub ep: &'a TileEp,
+}
+
+/// The register block the drivers should step by on `isa` (rows, columns): 12 × 32 where
+/// AVX-512 gives 32 vector registers, one `MR × NR` tile elsewhere.
+pub const fn block_dims(isa: Isa) -> (usize, usize) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if X86_TILES => (2 * MR, 2 * NR),
+        _ => (MR, NR),
+    }
+}
+
+/// Computes one [`Block`]: on AVX-512 in one pass over K (up to 24 accumulators), elsewhere
+/// as its `MR × NR` tiles ([`tile`], [`conv_tile`], and [`conv_tile_pair`] for two panels
+/// over ≤ `NR/2` columns). Every element gets the same operations on every split.
+///
+/// # Safety
+/// For each panel `q` with rows (`q·MR < mr`) and each column panel `v` with columns
+/// (`v·NR < nr`), the contract of [`tile`] (Packed) or [`conv_tile`] (Taps) for that
+/// sub-tile, with `ep` moved to it; AVX-512 Taps blocks read `nr.next_multiple_of(NR)`
+/// values at `x + offs[p]`; `isa` supported by the CPU.
+#[inline]
+pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    if X86_TILES && isa == Isa::Avx512 {
+        // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
+        unsafe { super::avx512::block(blk) };
+        return;
+    }
+    let Block {
+        kc,
+        a,
+        b,
+        c,
+        ldc,
+        mr,
+        nr,
+        ep,
+    } = *blk;
+    if let BlockB::Taps { x, offs } = b
+        && mr > MR
+        && nr <= NR / 2
+    {
+        // SAFETY: forwarded contract, both panels over the same columns.
+        unsafe { conv_tile_pair(isa, kc, a.a[0], a.a[1], x, offs, c, ldc, mr, nr, ep) };
+        return;
+    }
+    for q in 0..mr.div_ceil(MR).min(2) {
+        let m = (mr - q * MR).min(MR);
+        for v in 0..nr.div_ceil(NR).min(2) {
+            let n = (nr - v * NR).min(NR);
+            let sub = ep_at(ep, q * MR, v * NR);
+            let cq = c.wrapping_add(q * MR * ldc + v * NR);
+            // SAFETY: forwarded contract for sub-tile (q, v).
+            unsafe {
+                match b {
+                    BlockB::Packed { bp, stride } => tile(
+                        isa,
+                        kc,
+                        a.a[q],
+                        a.rs,
+                        a.cs[q],
+                        bp.add(v * stride),
+                        cq,
+                        ldc,
+                        m,
+                        n,
+                        &sub,
+                    ),
+                    BlockB::Taps { x, offs } => {
+                        conv_tile(isa, kc, a.a[q], x.add(v * NR), offs, cq, ldc, m, n, &sub)
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -462,6 +578,134 @@ mod tests {
                         conv_tile(isa, kc, a1.as_ptr(), x, o, c1, NR, mr - MR, nr, &ep1);
                     }
                     assert_eq!(pair, two, "{} {mr}x{nr} {act:?}", isa.name());
+                }
+            }
+        }
+    }
+
+    /// A 12 × 32 register block (both B sources, every partial shape, every epilogue) on
+    /// every ISA this CPU has: within the FMA tolerance of the portable tiles, and bitwise
+    /// equal to the AVX2 tiles (both fuse each multiply-add; only the register shape differs).
+    #[test]
+    fn blocks_match_tiles() {
+        let mut seed = 11;
+        let kc = 203;
+        let (rows, cols) = (2 * MR, 2 * NR);
+        let a: Vec<f32> = (0..2 * kc * MR).map(|_| lcg(&mut seed)).collect();
+        let bp: Vec<f32> = (0..2 * kc * NR).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..kc + 4 * NR).map(|_| lcg(&mut seed)).collect();
+        let offs: Vec<u32> = (0..kc as u32).map(|p| (p * 3) % (kc as u32)).collect();
+        let bias: Vec<f32> = (0..rows).map(|_| lcg(&mut seed)).collect();
+        let res: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+        let c0: Vec<f32> = (0..rows * cols).map(|_| lcg(&mut seed)).collect();
+        let shapes = [
+            (12, 32),
+            (12, 17),
+            (7, 32),
+            (6, 16),
+            (11, 8),
+            (1, 1),
+            (3, 29),
+            (9, 5),
+        ];
+        for &isa in Isa::ALL {
+            if !isa.supported() {
+                std::println!("skipping the {} blocks: this CPU lacks them", isa.name());
+                continue;
+            }
+            for (mr, nr) in shapes {
+                for act in [
+                    TileAct::None,
+                    TileAct::Leaky { alpha: 0.1 },
+                    TileAct::Clamp { lo: 0.0, hi: 0.3 },
+                ] {
+                    for with in [false, true] {
+                        let ep = TileEp {
+                            alpha: if with { 0.5 } else { 1.0 },
+                            add: with,
+                            bias: if with {
+                                bias.as_ptr()
+                            } else {
+                                core::ptr::null()
+                            },
+                            res: if with {
+                                res.as_ptr()
+                            } else {
+                                core::ptr::null()
+                            },
+                            ldr: cols,
+                            act,
+                        };
+                        for taps in [false, true] {
+                            let run = |i: Isa| {
+                                let mut c = c0.clone();
+                                let blk = Block {
+                                    kc,
+                                    a: if taps {
+                                        BlockA {
+                                            a: [a.as_ptr(), a[kc * MR..].as_ptr()],
+                                            rs: 1,
+                                            cs: [MR, MR],
+                                        }
+                                    } else {
+                                        // Row-major A (12 rows of kc): rows kc apart, steps 1.
+                                        BlockA {
+                                            a: [a.as_ptr(), a[MR * kc..].as_ptr()],
+                                            rs: kc,
+                                            cs: [1, 1],
+                                        }
+                                    },
+                                    b: if taps {
+                                        BlockB::Taps {
+                                            x: x.as_ptr(),
+                                            offs: offs.as_ptr(),
+                                        }
+                                    } else {
+                                        BlockB::Packed {
+                                            bp: bp.as_ptr(),
+                                            stride: kc * NR,
+                                        }
+                                    },
+                                    c: c.as_mut_ptr(),
+                                    ldc: cols,
+                                    mr,
+                                    nr,
+                                    ep: &ep,
+                                };
+                                // SAFETY: a holds two panels of kc·MR, bp two panels of
+                                // kc·NR, x every offset + 2·NR values, c/res 12 × 32.
+                                unsafe { block(i, &blk) };
+                                c
+                            };
+                            let got = run(isa);
+                            let want = run(Isa::Portable);
+                            #[cfg(target_arch = "x86_64")]
+                            let avx2 = Isa::Avx2Fma.supported().then(|| run(Isa::Avx2Fma));
+                            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                                let (row, col) = (i / cols, i % cols);
+                                if row >= mr || col >= nr {
+                                    assert_eq!(g, &c0[i], "{} wrote outside the block", isa.name());
+                                    continue;
+                                }
+                                assert!(
+                                    (g - w).abs() <= 1e-5 * kc as f32 / 4.0,
+                                    "{} taps={taps} {mr}x{nr} {act:?}: {g} vs {w}",
+                                    isa.name()
+                                );
+                            }
+                            #[cfg(target_arch = "x86_64")]
+                            if isa != Isa::Portable
+                                && let Some(avx2) = avx2
+                            {
+                                assert_eq!(
+                                    got,
+                                    avx2,
+                                    "{} taps={taps} {mr}x{nr} {act:?}",
+                                    isa.name()
+                                );
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -30,7 +30,10 @@ fn probe(isa: Isa) -> (f32, f64) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `isa` is only an x86 class when the CPU has it (see `isa::detected`).
-        Isa::Avx2Fma | Isa::Avx512 => (unsafe { avx2() }, (STEPS * 12 * 8 * 2) as f64),
+        Isa::Avx2Fma => (unsafe { avx2() }, (STEPS * 12 * 8 * 2) as f64),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx512 => (unsafe { avx512() }, (STEPS * 12 * 16 * 2) as f64),
         Isa::Portable => (portable(), (STEPS * 12 * 2) as f64),
     }
 }
@@ -58,6 +61,28 @@ unsafe fn avx2() -> f32 {
     // SAFETY: `out` holds 8 floats.
     unsafe { _mm256_storeu_ps(out.as_mut_ptr(), s) };
     out.iter().sum()
+}
+
+/// Twelve 16-lane FMA chains.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn avx512() -> f32 {
+    use core::arch::x86_64::*;
+    let (a, b) = (_mm512_set1_ps(0.999_999), _mm512_set1_ps(1e-7));
+    let mut acc = [_mm512_set1_ps(1.0); 12];
+    for _ in 0..STEPS {
+        for v in &mut acc {
+            *v = _mm512_fmadd_ps(*v, a, b);
+        }
+    }
+    let mut s = _mm512_setzero_ps();
+    for v in acc {
+        s = _mm512_add_ps(s, v);
+    }
+    _mm512_reduce_add_ps(s)
 }
 
 /// Twelve scalar multiply-add chains as the portable tile computes them (`a·b + c`).

@@ -1,0 +1,192 @@
+//! The AVX-512 register blocks: up to two `MR`-row A panels × two `NR`-column B panels
+//! (12 × 32) in up to 24 zmm accumulators, on packed B panels (GEMM) or on B rows read in
+//! place (direct convolution). Each output element gets the same operations in the same
+//! order as in the AVX2 tile (one FMA per K step, then the same epilogue), so the two builds
+//! give bitwise the same results; partial rows and columns are handled with lane masks.
+
+use core::arch::x86_64::*;
+
+use super::avx2::prefetch_rows;
+use super::micro::{Block, BlockA, BlockB, MR, NR, TileAct, TileEp};
+
+/// K steps ahead at which the A panels are prefetched.
+const A_AHEAD: usize = 32;
+
+/// AVX-512 build of [`super::micro::block`].
+///
+/// # Safety
+/// As [`super::micro::block`]; the CPU must support AVX-512 F/BW/VL, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+pub unsafe fn block(blk: &Block<'_>) {
+    let (two_rows, two_cols) = (blk.mr > MR, blk.nr > NR);
+    // SAFETY: forwarded contract; the const shape matches what `mr`, `nr` need.
+    unsafe {
+        match (two_rows, two_cols, blk.b) {
+            (true, true, BlockB::Packed { bp, stride }) => {
+                kernel::<2, 2, _>(blk, Packed(bp, stride))
+            }
+            (true, false, BlockB::Packed { bp, stride }) => {
+                kernel::<2, 1, _>(blk, Packed(bp, stride))
+            }
+            (false, true, BlockB::Packed { bp, stride }) => {
+                kernel::<1, 2, _>(blk, Packed(bp, stride))
+            }
+            (false, false, BlockB::Packed { bp, stride }) => {
+                kernel::<1, 1, _>(blk, Packed(bp, stride))
+            }
+            (true, true, BlockB::Taps { x, offs }) => kernel::<2, 2, _>(blk, Taps(x, offs)),
+            (true, false, BlockB::Taps { x, offs }) => kernel::<2, 1, _>(blk, Taps(x, offs)),
+            (false, true, BlockB::Taps { x, offs }) => kernel::<1, 2, _>(blk, Taps(x, offs)),
+            (false, false, BlockB::Taps { x, offs }) => kernel::<1, 1, _>(blk, Taps(x, offs)),
+        }
+    }
+}
+
+/// Where step `p`'s B row of column panel 0 is, and how far panel 1's row lies past it.
+trait Rows: Copy {
+    /// Offset (in f32) from panel 0's row to panel 1's.
+    fn next_panel(self) -> usize;
+    /// # Safety
+    /// `p < kc` of the block this source was made for.
+    unsafe fn row(self, p: usize) -> *const f32;
+}
+
+/// Packed panels: row `p` at `bp + p·NR`, panel 1 `stride` values on.
+#[derive(Clone, Copy)]
+struct Packed(*const f32, usize);
+
+impl Rows for Packed {
+    #[inline(always)]
+    fn next_panel(self) -> usize {
+        self.1
+    }
+    #[inline(always)]
+    unsafe fn row(self, p: usize) -> *const f32 {
+        self.0.wrapping_add(p * NR)
+    }
+}
+
+/// Rows read in place: row `p` at `x + offs[p]`, both panels' columns consecutive.
+#[derive(Clone, Copy)]
+struct Taps(*const f32, *const u32);
+
+impl Rows for Taps {
+    #[inline(always)]
+    fn next_panel(self) -> usize {
+        NR
+    }
+    #[inline(always)]
+    unsafe fn row(self, p: usize) -> *const f32 {
+        // SAFETY: `offs` holds `kc` offsets (contract).
+        self.0.wrapping_add(unsafe { *self.1.add(p) } as usize)
+    }
+}
+
+/// `P` A panels × `V` column panels: `P·MR·V` accumulators.
+///
+/// # Safety
+/// As [`block`], with `mr ≤ P·MR` and `nr ≤ V·NR`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn kernel<const P: usize, const V: usize, R: Rows>(blk: &Block<'_>, b: R) {
+    let BlockA { a, rs, cs } = blk.a;
+    prefetch_rows(blk.c, blk.ldc, blk.mr.min(P * MR));
+    if V == 2 {
+        prefetch_rows(blk.c.wrapping_add(NR), blk.ldc, blk.mr.min(P * MR));
+    }
+    // Rows past a panel's real ones repeat its row 0 (computed, never stored).
+    let off: [[usize; MR]; P] = core::array::from_fn(|q| {
+        let rows = blk.mr.saturating_sub(q * MR);
+        core::array::from_fn(|i| if i < rows { i * rs } else { 0 })
+    });
+    let step = b.next_panel();
+    let z = _mm512_setzero_ps();
+    let mut acc = [[[z; V]; MR]; P];
+    let mut ap: [*const f32; P] = core::array::from_fn(|q| a[q]);
+    // SAFETY: (whole loop) step `p < kc` reads row `p` of each A panel (`a[q] + off + p·cs`)
+    // and `V·NR` values of B at `row(p)` (panel 1 at `+ step`), all readable per the
+    // contract; the features are enabled on this function.
+    unsafe {
+        for p in 0..blk.kc {
+            // Weights stream from memory once per block (deep layers have little reuse):
+            // fetch each A panel a few lines ahead, where the hardware prefetcher has not
+            // yet caught on to a short run.
+            for q in 0..P {
+                _mm_prefetch::<_MM_HINT_T0>(ap[q].wrapping_add(A_AHEAD * cs[q]).cast());
+            }
+            let row = b.row(p);
+            let bv: [__m512; V] = core::array::from_fn(|v| _mm512_loadu_ps(row.add(v * step)));
+            for q in 0..P {
+                for i in 0..MR {
+                    let av = _mm512_set1_ps(*ap[q].add(off[q][i]));
+                    for v in 0..V {
+                        acc[q][i][v] = _mm512_fmadd_ps(av, bv[v], acc[q][i][v]);
+                    }
+                }
+                ap[q] = ap[q].add(cs[q]);
+            }
+        }
+    }
+    for (q, rows) in acc.iter().enumerate() {
+        let m = blk.mr.saturating_sub(q * MR).min(MR);
+        for (i, row) in rows.iter().enumerate().take(m) {
+            let r = q * MR + i;
+            for (v, &val) in row.iter().enumerate() {
+                let lanes = blk.nr.saturating_sub(v * NR).min(NR);
+                if lanes == 0 {
+                    break;
+                }
+                // SAFETY: row `r < mr`, columns `v·NR..v·NR + lanes` (`< nr`) of C, the
+                // bias and the residual, per the contract.
+                unsafe { store(val, blk.c, blk.ldc, r, v * NR, lanes, blk.ep) };
+            }
+        }
+    }
+}
+
+/// The epilogue and masked store of one accumulator: row `r`, `lanes` columns from `col`.
+///
+/// # Safety
+/// `c[r·ldc + col..][..lanes]` writable, `ep.bias[r]` and `ep.res[r·ldr + col..][..lanes]`
+/// readable when not null.
+#[inline(always)]
+unsafe fn store(
+    acc: __m512,
+    c: *mut f32,
+    ldc: usize,
+    r: usize,
+    col: usize,
+    lanes: usize,
+    ep: &TileEp,
+) {
+    let k: __mmask16 = if lanes >= NR { !0 } else { (1u16 << lanes) - 1 };
+    // SAFETY: masked loads and stores touch only the `lanes` columns the contract covers.
+    unsafe {
+        let dst = c.add(r * ldc + col);
+        let mut v = acc;
+        if ep.alpha != 1.0 {
+            v = _mm512_mul_ps(v, _mm512_set1_ps(ep.alpha));
+        }
+        if ep.add {
+            v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, dst), v);
+        }
+        if !ep.bias.is_null() {
+            v = _mm512_add_ps(v, _mm512_set1_ps(*ep.bias.add(r)));
+        }
+        if !ep.res.is_null() {
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.res.add(r * ep.ldr + col)));
+        }
+        match ep.act {
+            TileAct::None => {}
+            TileAct::Clamp { lo, hi } => {
+                // max(lo, v) returns v when v is NaN, as `v < lo ? lo : v` does.
+                v = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
+            }
+            TileAct::Leaky { alpha } => {
+                let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, _mm512_setzero_ps());
+                v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha));
+            }
+        }
+        _mm512_mask_storeu_ps(dst, k, v);
+    }
+}
