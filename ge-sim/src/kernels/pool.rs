@@ -167,13 +167,13 @@ const LANES: usize = 8;
 /// the borders) are folded a tap at a time across [`LANES`] outputs, so the loop runs
 /// over neighbouring outputs and vectorizes; the border windows take the general path.
 ///
-/// Rows whose interior spans a few hundred input columns take a separable path instead
-/// ([`Interior`]): `step` folds the window's rows column by column into a stack row, the row
-/// is split into its stride phases, and `combine` folds the taps across it — every loop
-/// contiguous, so strided windows vectorize too (a 3×3 stride-2 max pool was a scalar
-/// gather per tap). `combine(a, b)` must fold two partial accumulators as `step` folds
-/// values (max, or a sum); sums then add a window's columns in another order than the
-/// border path. O(output · taps) either way.
+/// Given `combine`, the interior takes a separable path instead ([`Interior`]): `step` folds
+/// the window's rows column by column into a stack row, the row is split into its stride
+/// phases, and `combine` folds the taps across it — every loop contiguous, so strided
+/// windows vectorize too (a 3×3 stride-2 max pool was a scalar gather per tap).
+/// `combine(a, b)` must fold two partial accumulators as `step` folds values, in any order
+/// with the same result (max: the callers give it for max pooling only, so sums keep their
+/// order and every build the same values). O(output · taps) either way.
 #[inline(always)]
 fn fold_windows<T: Copy, A: Copy>(
     x: &[T],
@@ -181,7 +181,7 @@ fn fold_windows<T: Copy, A: Copy>(
     ax: &[Axis; 3],
     init: A,
     step: impl Fn(A, T) -> A,
-    combine: impl Fn(A, A) -> A,
+    combine: Option<impl Fn(A, A) -> A>,
     fin: impl Fn(A, usize, usize) -> T,
 ) {
     let xp = ax[0].inp * ax[1].inp * ax[2].inp;
@@ -199,7 +199,7 @@ fn fold_windows<T: Copy, A: Copy>(
         0
     }
     .max(c_lo);
-    let mut sep = Interior::new(a2, init);
+    let mut sep = combine.as_ref().and_then(|_| Interior::new(a2, init));
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let mut yi = 0;
         for o0 in 0..ax[0].out {
@@ -216,7 +216,7 @@ fn fold_windows<T: Copy, A: Copy>(
                 while o2 < a2.out {
                     if o2 == c_lo
                         && c_hi - c_lo >= LANES
-                        && let Some(sep) = sep.as_mut()
+                        && let (Some(sep), Some(combine)) = (sep.as_mut(), combine.as_ref())
                     {
                         let rows = (l0..h0).flat_map(|t0| (l1..h1).map(move |t1| (t0, t1)));
                         let rows = rows.map(|(t0, t1)| {
@@ -230,7 +230,7 @@ fn fold_windows<T: Copy, A: Copy>(
                             c_lo..c_hi,
                             &mut yrow[c_lo..c_hi],
                             &step,
-                            &combine,
+                            combine,
                             |a| fin(a, valid, padded),
                         );
                         o2 = c_hi;
@@ -277,6 +277,15 @@ fn fold_windows<T: Copy, A: Copy>(
         }
     }
 }
+
+/// A max pool's `combine` for the separable interior path where it is host speed for the
+/// simulator (with `std`); firmware keeps the one tap loop (about 7 KB less code).
+fn separable<F>(combine: F) -> Option<F> {
+    cfg!(feature = "std").then_some(combine)
+}
+
+/// No separable path (sums keep the tap order of the border windows).
+const NOT_SEPARABLE: Option<fn(f32, f32) -> f32> = None;
 
 /// Stack scratch (accumulators) of the separable interior path, per row buffer.
 const SEP_BUF: usize = 768;
@@ -415,7 +424,7 @@ fn max_int<T: Element + Ord + Default>(
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     };
-    fold_windows(x, y, ax, None, step, combine, |a, _, _| {
+    fold_windows(x, y, ax, None, step, separable(combine), |a, _, _| {
         a.unwrap_or_default()
     });
     Ok(())
@@ -490,9 +499,17 @@ pub fn run_pool_f32(
         || match kind {
             PoolKind::Max => {
                 let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
-                fold_windows(x, y, &ax, f32::NEG_INFINITY, step, step, |a, n, _| {
-                    if n == 0 { 0.0 } else { a }
-                })
+                fold_windows(
+                    x,
+                    y,
+                    &ax,
+                    f32::NEG_INFINITY,
+                    step,
+                    separable(step),
+                    |a, n, _| {
+                        if n == 0 { 0.0 } else { a }
+                    },
+                )
             }
             PoolKind::Average => {
                 let include_pad = p.count_include_pad != 0;
@@ -500,8 +517,7 @@ pub fn run_pool_f32(
                     let n = if include_pad { padded } else { n };
                     if n == 0 { 0.0 } else { a / n as f32 }
                 };
-                let add = |a: f32, v: f32| a + v;
-                fold_windows(x, y, &ax, 0.0, add, add, fin)
+                fold_windows(x, y, &ax, 0.0, |a, v| a + v, NOT_SEPARABLE, fin)
             }
             PoolKind::Lp => {
                 let e = p.p;
@@ -511,7 +527,7 @@ pub fn run_pool_f32(
                     &ax,
                     0.0,
                     |a, v| a + lp_term(v, e),
-                    |a, b| a + b,
+                    NOT_SEPARABLE,
                     |a, _, _| lp_root(a, e),
                 )
             }

@@ -323,7 +323,7 @@ pub const fn block_dims(isa: Isa) -> (usize, usize) {
 /// (`v·NR < nr`), the contract of [`tile`] (Packed) or [`conv_tile`] (Taps) for that
 /// sub-tile, with `ep` moved to it; AVX-512 Taps blocks read `nr.next_multiple_of(NR)`
 /// values at `x + offs[p]`; `isa` supported by the CPU.
-#[inline]
+#[inline(always)]
 pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
     #[cfg(target_arch = "x86_64")]
     if X86_TILES && isa == Isa::Avx512 {
@@ -341,7 +341,10 @@ pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
         nr,
         ep,
     } = *blk;
+    // The pair tile only with std: firmware keeps one tile build (the loop below gives the
+    // same values).
     if let BlockB::Taps { x, offs } = b
+        && cfg!(feature = "std")
         && mr > MR
         && nr <= NR / 2
     {
