@@ -422,6 +422,20 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
+    /// A plain epilogue, or (`with`) one that scales, accumulates, adds the bias and the
+    /// residual (rows `ldr` apart), then applies `act`.
+    fn test_ep(with: bool, bias: &[f32], res: &[f32], ldr: usize, act: TileAct) -> TileEp {
+        let or_null = |v: &[f32]| if with { v.as_ptr() } else { core::ptr::null() };
+        TileEp {
+            alpha: if with { 0.5 } else { 1.0 },
+            add: with,
+            bias: or_null(bias),
+            res: or_null(res),
+            ldr,
+            act,
+        }
+    }
+
     fn lcg(seed: &mut u32) -> f32 {
         *seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
         (*seed >> 9) as f32 / (1u32 << 23) as f32 - 0.5
@@ -455,22 +469,7 @@ mod tests {
             for (mr, nr) in [(MR, NR), (1, 1), (4, 9), (6, 8), (3, 16), (5, 3)] {
                 for act in acts {
                     for with in [false, true] {
-                        let ep = TileEp {
-                            alpha: if with { 0.5 } else { 1.0 },
-                            add: with,
-                            bias: if with {
-                                bias.as_ptr()
-                            } else {
-                                core::ptr::null()
-                            },
-                            res: if with {
-                                res.as_ptr()
-                            } else {
-                                core::ptr::null()
-                            },
-                            ldr: NR,
-                            act,
-                        };
+                        let ep = test_ep(with, &bias, &res, NR, act);
                         for conv in [false, true] {
                             let run = |i: Isa| {
                                 let mut c = c0.clone();
@@ -623,22 +622,7 @@ mod tests {
                     TileAct::Clamp { lo: 0.0, hi: 0.3 },
                 ] {
                     for with in [false, true] {
-                        let ep = TileEp {
-                            alpha: if with { 0.5 } else { 1.0 },
-                            add: with,
-                            bias: if with {
-                                bias.as_ptr()
-                            } else {
-                                core::ptr::null()
-                            },
-                            res: if with {
-                                res.as_ptr()
-                            } else {
-                                core::ptr::null()
-                            },
-                            ldr: cols,
-                            act,
-                        };
+                        let ep = test_ep(with, &bias, &res, cols, act);
                         for taps in [false, true] {
                             let run = |i: Isa| {
                                 let mut c = c0.clone();
