@@ -218,15 +218,14 @@ fn fold_windows<T: Copy, A: Copy>(
                         && c_hi - c_lo >= LANES
                         && let (Some(sep), Some(combine)) = (sep.as_mut(), combine.as_ref())
                     {
-                        let rows = (l0..h0).flat_map(|t0| (l1..h1).map(move |t1| (t0, t1)));
-                        let rows = rows.map(|(t0, t1)| {
+                        let taps = (l0..h0).flat_map(|t0| (l1..h1).map(move |t1| (t0, t1)));
+                        let inputs = taps.map(|(t0, t1)| {
                             let r = row_at(t0, t1);
                             &xpl[r..r + a2.inp]
                         });
-                        let valid = rows.clone().count() * a2.k;
-                        let padded = p0 * p1 * a2.k;
+                        let (valid, padded) = (rows * a2.k, p0 * p1 * a2.k);
                         sep.fold(
-                            rows,
+                            inputs,
                             c_lo..c_hi,
                             &mut yrow[c_lo..c_hi],
                             &step,

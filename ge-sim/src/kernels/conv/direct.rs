@@ -209,26 +209,21 @@ pub(super) fn run(
             }
         }
     }
-    // Every read stays inside the band: the farthest tile reads NR values from
-    // max_off + (band − 1)·s1·wp + (last column block).
-    let last_col = (small2 - 1) / NR * NR;
-    if max_off + (lay.band - 1) * geo.s[1] * wp + last_col + NR > band.len() {
+    // Every read stays inside the band: with blocks `w` columns wide, the farthest reads `w`
+    // values from max_off + (band − 1)·s1·wp + (last column block).
+    let fits = |w: usize| {
+        max_off + (lay.band - 1) * geo.s[1] * wp + (small2 - 1) / w * w + w <= band.len()
+    };
+    if !fits(NR) {
         return Err(KernelError::BadParams("conv band layout"));
     }
 
     let isa = isa();
+    let (bm, wide) = block_dims(isa);
     // Columns per register block: two panels where the ISA's block is that wide and the
     // band has the slack for it (a blob planned by an older ge may have `NR` only).
-    let bn = match block_dims(isa).1 {
-        wide if wide > NR
-            && max_off + (lay.band - 1) * geo.s[1] * wp + (small2 - 1) / wide * wide + wide
-                <= band.len() =>
-        {
-            wide
-        }
-        _ => NR,
-    };
-    let two_panels = block_dims(isa).0 > MR;
+    let bn = if wide > NR && fits(wide) { wide } else { NR };
+    let two_panels = bm > MR;
     let panels = geo.mg.div_ceil(MR);
     let yptr = SendPtr(g.y.as_mut_ptr());
     // K blocks outermost: a band holds one block's channels only, so it covers many output

@@ -18,26 +18,29 @@ const A_AHEAD: usize = 32;
 /// As [`super::micro::block`]; the CPU must support AVX-512 F/BW/VL, AVX2 and FMA.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
 pub unsafe fn block(blk: &Block<'_>) {
-    let (two_rows, two_cols) = (blk.mr > MR, blk.nr > NR);
-    // SAFETY: forwarded contract; the const shape matches what `mr`, `nr` need.
+    // SAFETY: forwarded contract.
     unsafe {
-        match (two_rows, two_cols, blk.b) {
-            (true, true, BlockB::Packed { bp, stride }) => {
-                kernel::<2, 2, _>(blk, Packed(bp, stride))
-            }
-            (true, false, BlockB::Packed { bp, stride }) => {
-                kernel::<2, 1, _>(blk, Packed(bp, stride))
-            }
-            (false, true, BlockB::Packed { bp, stride }) => {
-                kernel::<1, 2, _>(blk, Packed(bp, stride))
-            }
-            (false, false, BlockB::Packed { bp, stride }) => {
-                kernel::<1, 1, _>(blk, Packed(bp, stride))
-            }
-            (true, true, BlockB::Taps { x, offs }) => kernel::<2, 2, _>(blk, Taps(x, offs)),
-            (true, false, BlockB::Taps { x, offs }) => kernel::<2, 1, _>(blk, Taps(x, offs)),
-            (false, true, BlockB::Taps { x, offs }) => kernel::<1, 2, _>(blk, Taps(x, offs)),
-            (false, false, BlockB::Taps { x, offs }) => kernel::<1, 1, _>(blk, Taps(x, offs)),
+        match blk.b {
+            BlockB::Packed { bp, stride } => shaped(blk, Packed(bp, stride)),
+            BlockB::Taps { x, offs } => shaped(blk, Taps(x, offs)),
+        }
+    }
+}
+
+/// [`kernel`] of the const shape `mr` and `nr` need.
+///
+/// # Safety
+/// As [`block`], with `b` the block's B source.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn shaped<R: Rows>(blk: &Block<'_>, b: R) {
+    // SAFETY: forwarded contract; each shape covers `mr` rows and `nr` columns.
+    unsafe {
+        match (blk.mr > MR, blk.nr > NR) {
+            (true, true) => kernel::<2, 2, _>(blk, b),
+            (true, false) => kernel::<2, 1, _>(blk, b),
+            (false, true) => kernel::<1, 2, _>(blk, b),
+            (false, false) => kernel::<1, 1, _>(blk, b),
         }
     }
 }
