@@ -68,9 +68,13 @@ pub enum Command {
         inputs: Vec<String>,
         #[arg(long = "output-dir", default_value = ".")]
         output_dir: PathBuf,
-        /// Print a per-task profile and totals.
+        /// Print a per-task profile and totals (host_us: each kernel's wall time).
         #[arg(long)]
         profile: bool,
+        /// Run the model this many times (outputs are the last run's; the profile's host
+        /// times the fastest run of each task, so caches are warm).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
         /// Write a Chrome/Perfetto trace (streams and cores) to this JSON file.
         #[arg(long)]
         trace: Option<PathBuf>,

@@ -60,6 +60,7 @@ pub fn dispatch(cli: Cli) -> Res {
             inputs,
             output_dir,
             profile,
+            repeat,
             trace,
             check_races,
             device,
@@ -69,6 +70,7 @@ pub fn dispatch(cli: Cli) -> Res {
             &output_dir,
             RunFlags {
                 profile,
+                repeat: repeat as usize,
                 trace,
                 check_races,
             },

@@ -12,55 +12,98 @@ use super::{Res, load_blob};
 use crate::profile;
 
 /// Collects task records as the device runs: printed as a profile table, written as a trace.
+/// Host time is the wall time of each task's kernel, the fastest over the repeats.
 struct Recorder {
-    print: bool,
-    rows: Vec<(String, String, TaskRecord)>,
+    rows: Vec<Row>,
+    started: Option<std::time::Instant>,
+    repeat: usize,
+}
+
+/// One task of the profile.
+struct Row {
+    op: String,
+    name: String,
+    dtype: &'static str,
+    record: TaskRecord,
+    host_ns: u128,
 }
 
 impl Observer for Recorder {
+    fn before_task(&mut self, _index: usize) {
+        self.started = Some(std::time::Instant::now());
+    }
+
     fn task(&mut self, model: &Model<'_>, task: &ge_runtime::format::TaskDesc, r: &TaskRecord) {
-        let (op, name) = (
-            model.task_op(task).name().to_string(),
-            model.str(task.name).to_string(),
-        );
-        if self.print {
+        let host_ns = self.started.take().map_or(0, |t| t.elapsed().as_nanos());
+        if let Some(row) = self
+            .rows
+            .get_mut(r.index as usize)
+            .filter(|_| self.repeat > 0)
+        {
+            row.host_ns = row.host_ns.min(host_ns);
+            return;
+        }
+        self.rows.push(Row {
+            op: model.task_op(task).name().to_string(),
+            name: model.str(task.name).to_string(),
             // The kernel's element type: the task's precision.
-            let dtype = model
+            dtype: model
                 .task_kernel(task)
                 .and_then(|k| k.dtype())
-                .map_or("-", |d| d.name());
-            println!(
-                "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14}",
-                r.index,
-                op,
-                truncate(&name, 32),
-                dtype,
-                r.stream,
-                r.cores,
-                r.start_cycle,
-                r.cost.cycles,
-                r.cost.gm_bytes
-            );
-        }
-        self.rows.push((op, name, *r));
+                .map_or("-", |d| d.name()),
+            record: *r,
+            host_ns,
+        });
+    }
+}
+
+/// The per-task table of `ge run --profile`.
+fn print_profile(rows: &[Row]) {
+    println!(
+        "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14} {:>10}",
+        "task", "op", "name", "dtype", "stream", "cores", "start", "cycles", "gm_bytes", "host_us"
+    );
+    for row in rows {
+        let r = &row.record;
+        println!(
+            "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14} {:>10.1}",
+            r.index,
+            row.op,
+            truncate(&row.name, 32),
+            row.dtype,
+            r.stream,
+            r.cores,
+            r.start_cycle,
+            r.cost.cycles,
+            r.cost.gm_bytes,
+            row.host_ns as f64 / 1e3
+        );
     }
 }
 
 /// `ge run` switches.
 pub struct RunFlags {
     pub profile: bool,
+    /// Runs of the model (the profile's host times are the fastest of them).
+    pub repeat: usize,
     pub trace: Option<std::path::PathBuf>,
     pub check_races: bool,
 }
 
 /// A Chrome/Perfetto trace: one track per stream (process 1) and per core (process 2).
-fn write_trace(path: &Path, rows: &[(String, String, TaskRecord)], clock_mhz: u32) -> Res {
+fn write_trace(path: &Path, rows: &[Row], clock_mhz: u32) -> Res {
     let us = |c: u64| c as f64 / f64::from(clock_mhz.max(1));
     let mut events = Vec::new();
     for (pid, label) in [(1, "streams"), (2, "cores")] {
         events.push(serde_json::json!({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": label}}));
     }
-    for (op, name, r) in rows {
+    for Row {
+        op,
+        name,
+        record: r,
+        ..
+    } in rows
+    {
         let args = serde_json::json!({"task": r.index, "op": op, "cycles": r.cost.cycles, "gm_bytes": r.cost.gm_bytes, "cores": r.cores});
         let ev = |pid: u32, tid: u64| serde_json::json!({"name": format!("{op} {name}"), "ph": "X", "pid": pid, "tid": tid, "ts": us(r.start_cycle), "dur": us(r.end_cycle - r.start_cycle), "args": args});
         events.push(ev(1, u64::from(r.stream)));
@@ -128,19 +171,23 @@ pub(super) fn run(
         .collect();
     let device = profile::device(dev)?;
     let clock = device.profile.clock_mhz;
-    if flags.profile {
-        println!(
-            "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14}",
-            "task", "op", "name", "dtype", "stream", "cores", "start", "cycles", "gm_bytes"
-        );
-    }
     let mut recorder = Recorder {
-        print: flags.profile,
         rows: Vec::new(),
+        started: None,
+        repeat: 0,
     };
-    let (outs, rep) = runner
+    let (mut outs, mut rep) = runner
         .run(&ins, device.with_observer(&mut recorder))
         .map_err(|e| e.to_string())?;
+    for i in 1..flags.repeat.max(1) {
+        recorder.repeat = i;
+        (outs, rep) = runner
+            .run(&ins, profile::device(dev)?.with_observer(&mut recorder))
+            .map_err(|e| e.to_string())?;
+    }
+    if flags.profile {
+        print_profile(&recorder.rows);
+    }
     std::fs::create_dir_all(out_dir)
         .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     for (name, t) in names.iter().zip(&outs) {

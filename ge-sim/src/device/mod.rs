@@ -32,10 +32,15 @@ pub struct TaskRecord {
 
 /// Receives every task record of a run (e.g. to print a profile). No allocation required.
 pub trait Observer {
+    /// Task `index` is about to run (a profiler starts its host clock here).
+    fn before_task(&mut self, _index: usize) {}
     fn task(&mut self, model: &Model<'_>, task: &TaskDesc, record: &TaskRecord);
 }
 
 impl<T: Observer> Observer for &mut T {
+    fn before_task(&mut self, index: usize) {
+        (**self).before_task(index);
+    }
     fn task(&mut self, model: &Model<'_>, task: &TaskDesc, record: &TaskRecord) {
         (**self).task(model, task, record);
     }
@@ -228,6 +233,7 @@ impl<O: Observer> Device for SimDevice<O> {
                 .ok_or(Error::MissingKernel { kernel: id })?;
             let par = self.host.get();
             let in_place = (task.in_place as usize).checked_sub(1);
+            self.observer.before_task(i);
             mem.with_task(model, task, |ins, outs, ws| {
                 kernels::run_entry(&entry, params, in_place, ins, outs, ws, par)
             })

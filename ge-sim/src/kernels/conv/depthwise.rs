@@ -1,169 +1,371 @@
-//! Depthwise 2-D convolution (group == C == M) with the outputs in registers.
+//! Depthwise 2-D convolution (group == C == M) as a 1-D convolution over a phase-split band.
 //!
 //! Per channel, a band of input rows is copied once into the slot's workspace, zero-padded
-//! and split by horizontal stride phase (`buf[(row·s + phase)·pw + j] = x[row][j·s + phase]`),
-//! so every tap of every output reads a contiguous run of the band whatever the stride, and
-//! no tap needs a bounds test. Each output row is then computed in blocks of 32 / 8 columns
-//! (then one at a time) held in registers across all `kh × kw` taps, and stored once: the
-//! previous loop read-modify-wrote the row once per tap and gathered strided columns one by
-//! one. The sum per output is the bias, then the taps in row-major order, each a multiply
-//! then an add (no FMA): the same value as the loop it replaces, on every ISA.
+//! and split by vertical and horizontal stride phase: padded row `r0 + rr·s + v`, column
+//! `c·s + h` lands at `band[((v·s + h)·rp + rr)·pw + c]`. Output `(o, j)`'s tap `(t1, t2)`
+//! then reads `band[off(t1, t2) + o·pw + j]`, so with `q = o·pw + j` every output is
+//! `Σ_t w_t · band[off_t + q]` — a 1-D convolution over the flat index `q`, whatever the
+//! strides and dilations, with no bounds test. The `pw − ow` columns past each row's end are
+//! computed and dropped (ow/pw of the lanes do useful work: 78% on a 7-wide 3×3 stage, where
+//! a row-by-row tile used 44%). Flat chunks of 16 outputs are independent, so several are
+//! accumulated at once in registers across all taps (no add waits on the one before it),
+//! then copied out row by row with the residual added.
+//!
+//! The sum per output is the bias, then the taps in row-major order, each a multiply then an
+//! add (no FMA): the row loop's values, bitwise, on every ISA.
 //!
 //! Cost: one copy of the input (plus padding) per channel, and `kh·kw` multiply-adds per
-//! output; workspace [`Layout::ws_len`] (a band per thread slot).
+//! flat output (`oh·pw`); workspace [`Layout::ws_len`] (a band and an output row block per
+//! thread slot).
 
 use super::Geo;
 use crate::kernels::gemm::WS_SLOTS;
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::isa::{Isa, isa};
 
-/// Target f32 size of one band (input rows × phases × phase width): well inside L2.
-const BAND_CAP: usize = 1 << 14;
+/// Target f32 size of one band (input rows × phases × phase width): the band and the block
+/// of flat outputs it gives stay in L1 (16 KB each) while the taps sweep them.
+const BAND_CAP: usize = 1 << 12;
 /// Most taps (`kh · kw`) the banded path takes; bigger kernels keep the row loop.
 const MAX_TAPS: usize = 128;
-/// f32 past a band's rows, read (never stored) by the last partial 8-column block.
-const SLACK: usize = 8;
+/// Outputs per chunk: one AVX-512 register, two AVX2 ones.
+const CHUNK: usize = 16;
 
 /// A depthwise conv's band geometry (2-D: the leading spatial axis is a unit axis).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Layout {
-    /// Width of one stride phase of a padded input row, with room for every tap's run.
+    /// Width of one phase of a padded input row, with room for every tap's run.
     pw: usize,
+    /// Rows per vertical phase in a band.
+    rp: usize,
     /// Output rows per band.
     band_out: usize,
-    /// f32 of one band.
+    /// f32 of one band, slack for the last chunk's reads included.
     band_len: usize,
+    /// f32 of one block of flat outputs (`band_out · pw`, whole chunks).
+    out_len: usize,
 }
 
 impl Layout {
-    /// f32 of workspace: one band per thread slot.
+    /// f32 of workspace: one band and one output block per thread slot.
     pub(super) fn ws_len(&self) -> usize {
-        WS_SLOTS * self.band_len
+        WS_SLOTS * self.slot_len()
+    }
+
+    /// f32 of one slot's band and output block.
+    pub(super) fn slot_len(&self) -> usize {
+        self.band_len + self.out_len
     }
 }
 
-/// Input rows (padded grid) a band of `out_rows` output rows reads.
-fn in_rows(geo: &Geo, out_rows: usize) -> usize {
-    (out_rows - 1) * geo.s[1] + (geo.k[1] - 1) * geo.d[1] + 1
+/// The preferred layout for `geo` (the band's output rows halved until it holds at most
+/// [`BAND_CAP`] f32, or one row), or `None` when the conv is not 2-D (a 3-D depthwise conv
+/// keeps the row loop), has too many taps or no output.
+pub(super) fn layout(geo: &Geo) -> Option<Layout> {
+    let mut band_out = geo.small[1];
+    loop {
+        let lay = at(geo, band_out)?;
+        if lay.band_len <= BAND_CAP || band_out == 1 {
+            return Some(lay);
+        }
+        band_out = band_out.div_ceil(2);
+    }
 }
 
-/// The layout for `geo`, or `None` when the conv is not 2-D (a 3-D depthwise conv keeps the
-/// row loop) or has no output.
-pub(super) fn layout(geo: &Geo) -> Option<Layout> {
+/// [`layout`] within `ws` f32 of workspace in all: a blob whose workspace an older ge planned
+/// runs on shorter bands, or (`None`) on the row loop when not even one output row fits.
+pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
+    let mut lay = layout(geo)?;
+    while lay.ws_len() > ws {
+        if lay.band_out == 1 {
+            return None;
+        }
+        lay = at(geo, lay.band_out.div_ceil(2))?;
+    }
+    Some(lay)
+}
+
+/// The layout for bands of `band_out` output rows (`None` on overflow or an unsupported conv).
+fn at(geo: &Geo, band_out: usize) -> Option<Layout> {
     if geo.big[0] != 1 || geo.small[0] != 1 || geo.k[0] != 1 || geo.small_plane == 0 {
         return None;
     }
     if geo.k[1].checked_mul(geo.k[2])? > MAX_TAPS {
         return None;
     }
-    let (ow, st) = (geo.small[2], geo.s[2]);
+    let (ow, sv, sh) = (geo.small[2], geo.s[1], geo.s[2]);
     // Tap t2 reads phase (t2·d) % s from column (t2·d) / s on: a run of ow columns.
-    let pw = ow.checked_add((geo.k[2] - 1).checked_mul(geo.d[2])? / st)?;
-    let row = st.checked_mul(pw)?;
-    let oh = geo.small[1];
-    let mut band_out = oh;
-    while band_out > 1 && in_rows(geo, band_out).checked_mul(row)? > BAND_CAP {
-        band_out = band_out.div_ceil(2);
-    }
-    let band_len = in_rows(geo, band_out)
-        .checked_mul(row)?
-        .checked_add(SLACK)?;
-    band_len.checked_mul(WS_SLOTS)?;
+    let pw = ow.checked_add((geo.k[2] - 1).checked_mul(geo.d[2])? / sh)?;
+    let rp = band_out.checked_add((geo.k[1] - 1).checked_mul(geo.d[1])? / sv)?;
+    let grid = rp.checked_mul(sv)?.checked_mul(sh)?.checked_mul(pw)?;
+    // The last chunk of the last phase's taps reads up to `pw + CHUNK` f32 past the grid.
+    let band_len = grid.checked_add(pw)?.checked_add(CHUNK)?;
+    let out_len = band_out.checked_mul(pw)?.checked_next_multiple_of(CHUNK)?;
+    band_len.checked_add(out_len)?.checked_mul(WS_SLOTS)?;
     Some(Layout {
         pw,
+        rp,
         band_out,
         band_len,
+        out_len,
     })
 }
 
-/// One channel: `y` (holding the bias) `+= w ⋆ x`. `buf` holds [`Layout`]`::band_len` f32.
-// Inlined into `isa::with_simd`'s closure, so it compiles for the chosen ISA.
-#[inline(always)]
-pub(super) fn plane(geo: &Geo, lay: &Layout, x: &[f32], w: &[f32], y: &mut [f32], buf: &mut [f32]) {
-    let (oh, ow, st) = (geo.small[1], geo.small[2], geo.s[2]);
-    // Each tap's offset in the band (from an output row's first input row) and weight.
-    let mut table = [(0usize, 0f32); MAX_TAPS];
-    let taps = &mut table[..geo.k[1] * geo.k[2]];
-    for (t, tap) in taps.iter_mut().enumerate() {
-        let (t1, c) = (t / geo.k[2], (t % geo.k[2]) * geo.d[2]);
-        *tap = ((t1 * geo.d[1] * st + c % st) * lay.pw + c / st, w[t]);
+/// Each tap's offset in the band from the flat output index, in `(kh, kw)` order: the same
+/// for every channel, so computed once per conv (its divisions would cost more than a small
+/// plane's multiply-adds).
+pub(super) struct Offsets {
+    offs: [usize; MAX_TAPS],
+    taps: usize,
+}
+
+impl Offsets {
+    pub(super) fn new(geo: &Geo, lay: &Layout) -> Offsets {
+        let (sv, sh) = (geo.s[1], geo.s[2]);
+        let taps = geo.k[1] * geo.k[2];
+        let mut offs = [0usize; MAX_TAPS];
+        for (t, off) in offs.iter_mut().enumerate().take(taps) {
+            let (r, c) = ((t / geo.k[2]) * geo.d[1], (t % geo.k[2]) * geo.d[2]);
+            let phase = (r % sv) * sh + c % sh;
+            *off = (phase * lay.rp + r / sv) * lay.pw + c / sh;
+        }
+        Offsets { offs, taps }
     }
+}
+
+/// One channel: `y = w ⋆ x + bias (+ res)`. `buf` holds [`Layout::slot_len`] f32.
+// Inlined into `isa::with_simd`'s closure, so it compiles for the chosen ISA.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn plane(
+    geo: &Geo,
+    lay: &Layout,
+    offs: &Offsets,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    res: Option<&[f32]>,
+    y: &mut [f32],
+    buf: &mut [f32],
+) {
+    let (oh, ow, sv) = (geo.small[1], geo.small[2], geo.s[1]);
+    let mut table = [(0usize, 0f32); MAX_TAPS];
+    let taps = &mut table[..offs.taps];
+    for ((tap, &off), &wv) in taps.iter_mut().zip(&offs.offs).zip(w) {
+        *tap = (off, wv);
+    }
+    let (band, out) = buf[..lay.slot_len()].split_at_mut(lay.band_len);
+    // Eight chunks in flight fill AVX-512's registers; four (eight ymm) AVX2's.
+    #[cfg(target_arch = "x86_64")]
+    let wide = isa() == Isa::Avx512;
+    #[cfg(not(target_arch = "x86_64"))]
+    let wide = false;
+    let cols = [valid(geo, 0, lay.pw), valid(geo, 1, lay.pw)];
     let mut o0 = 0;
     while o0 < oh {
         let o1 = (o0 + lay.band_out).min(oh);
-        let rows = in_rows(geo, o1 - o0);
-        let band = &mut buf[..rows * st * lay.pw + SLACK];
-        let (grid, slack) = band.split_at_mut(rows * st * lay.pw);
-        fill(geo, lay, x, o0 * geo.s[1], grid);
-        slack.fill(0.0);
+        fill(geo, lay, &cols, x, o0 * sv, band);
+        let flat = &mut out[..((o1 - o0) * lay.pw).next_multiple_of(CHUNK)];
+        if wide {
+            chunks::<8>(band, taps, bias, flat);
+        } else {
+            chunks::<4>(band, taps, bias, flat);
+        }
         for o in o0..o1 {
-            let base = (o - o0) * geo.s[1] * st * lay.pw;
-            row(band, base, taps, &mut y[o * ow..(o + 1) * ow]);
+            let src = &flat[(o - o0) * lay.pw..][..ow];
+            let dst = &mut y[o * ow..(o + 1) * ow];
+            match res {
+                Some(r) => {
+                    for ((d, &s), &r) in dst.iter_mut().zip(src).zip(&r[o * ow..]) {
+                        *d = s + r;
+                    }
+                }
+                None => dst.copy_from_slice(src),
+            }
         }
         o0 = o1;
     }
 }
 
-/// Copies padded-grid rows `r0..` of the channel into `band`, split by stride phase, zeros
-/// where the padded grid lies outside the input.
+/// Copies the band's rows (padded rows `r0 + rr·s + v`) into `band`, split by vertical and
+/// horizontal phase, zeros where the padded grid lies outside the input; zeros the slack.
 #[inline(always)]
-fn fill(geo: &Geo, lay: &Layout, x: &[f32], r0: usize, band: &mut [f32]) {
-    let (ih, iw, st) = (geo.big[1], geo.big[2], geo.s[2]);
-    let (pt, pl) = (geo.pb[1], geo.pb[2]);
-    for (i, dst) in band.chunks_exact_mut(st * lay.pw).enumerate() {
-        let src_row = (r0 + i).checked_sub(pt).filter(|&r| r < ih);
-        let Some(r) = src_row else {
-            dst.fill(0.0);
-            continue;
-        };
-        let xrow = &x[r * iw..(r + 1) * iw];
-        for (p, ph) in dst.chunks_exact_mut(lay.pw).enumerate() {
-            // Column j of phase p is padded column j·s + p, input column j·s + p − pl.
-            // Valid j: pl ≤ j·s + p < pl + iw.
-            let lo = pl.saturating_sub(p).div_ceil(st).min(lay.pw);
-            let hi = (pl + iw).saturating_sub(p).div_ceil(st).clamp(lo, lay.pw);
-            ph[..lo].fill(0.0);
-            ph[hi..].fill(0.0);
-            if st == 1 {
-                ph[lo..hi].copy_from_slice(&xrow[lo + p - pl..hi + p - pl]);
+/// `cols` holds [`valid`] of phases 0 and 1 (strides above 2 compute theirs per row).
+fn fill(
+    geo: &Geo,
+    lay: &Layout,
+    cols: &[(usize, usize); 2],
+    x: &[f32],
+    r0: usize,
+    band: &mut [f32],
+) {
+    let (ih, iw, sv, sh) = (geo.big[1], geo.big[2], geo.s[1], geo.s[2]);
+    let (pt, pw) = (geo.pb[1], lay.pw);
+    let grid = lay.rp * sv * sh * pw;
+    // Narrow rows: one memset for the whole band beats two tiny ones per row.
+    let zeroed = pw < 64;
+    if zeroed {
+        band.fill(0.0);
+    } else {
+        band[grid..].fill(0.0);
+    }
+    let phase_len = lay.rp * pw;
+    for v in 0..sv {
+        for rr in 0..lay.rp {
+            let at = (v * sh * lay.rp + rr) * pw;
+            let Some(r) = (r0 + rr * sv + v).checked_sub(pt).filter(|&r| r < ih) else {
+                if !zeroed {
+                    for h in 0..sh {
+                        band[at + h * phase_len..][..pw].fill(0.0);
+                    }
+                }
+                continue;
+            };
+            let xrow = &x[r * iw..(r + 1) * iw];
+            if sh == 2 {
+                let (p0, p1) = band[at..].split_at_mut(phase_len);
+                deinterleave(geo, cols, xrow, &mut p0[..pw], &mut p1[..pw], zeroed);
             } else {
-                for (j, d) in ph[lo..hi].iter_mut().enumerate() {
-                    *d = xrow[(lo + j) * st + p - pl];
+                for h in 0..sh {
+                    let dst = &mut band[at + h * phase_len..][..pw];
+                    let lohi = if h < 2 { cols[h] } else { valid(geo, h, pw) };
+                    phase_row(geo, lohi, xrow, h, dst, zeroed);
                 }
             }
         }
     }
 }
 
-/// One output row from band rows `r0..`: blocks of 32, then 8 (the last one partial: the
-/// band has [`SLACK`] f32 past its end for it).
+/// The valid columns `lo..hi` of horizontal phase `h` in a phase row of `pw`: padded column
+/// `c·s + h` is input column `c·s + h − pl`, valid when `pl ≤ c·s + h < pl + iw`.
 #[inline(always)]
-fn row(band: &[f32], base: usize, taps: &[(usize, f32)], y: &mut [f32]) {
-    let mut o = 0;
-    while o + 32 <= y.len() {
-        block::<32>(band, base + o, taps, &mut y[o..o + 32]);
-        o += 32;
+fn valid(geo: &Geo, h: usize, pw: usize) -> (usize, usize) {
+    let (iw, sh, pl) = (geo.big[2], geo.s[2], geo.pb[2]);
+    let lo = pl.saturating_sub(h).div_ceil(sh).min(pw);
+    let hi = (pl + iw).saturating_sub(h).div_ceil(sh).clamp(lo, pw);
+    (lo, hi)
+}
+
+/// Phase `h` of input row `xrow` into `dst`; its padding zeroed unless `zeroed` already.
+#[inline(always)]
+fn phase_row(
+    geo: &Geo,
+    (lo, hi): (usize, usize),
+    xrow: &[f32],
+    h: usize,
+    dst: &mut [f32],
+    zeroed: bool,
+) {
+    let (sh, pl) = (geo.s[2], geo.pb[2]);
+    if !zeroed {
+        dst[..lo].fill(0.0);
+        dst[hi..].fill(0.0);
     }
-    while o < y.len() {
-        let end = (o + 8).min(y.len());
-        block::<8>(band, base + o, taps, &mut y[o..end]);
-        o = end;
+    let run = &mut dst[lo..hi];
+    if sh == 1 {
+        run.copy_from_slice(&xrow[lo - pl..][..run.len()]);
+    } else if !run.is_empty() {
+        for (d, &s) in run
+            .iter_mut()
+            .zip(xrow[lo * sh + h - pl..].iter().step_by(sh))
+        {
+            *d = s;
+        }
     }
 }
 
-/// `out` (at most `N` columns) `+=` every tap's run from `band[base + offset..]`, in
-/// registers: `N` columns are computed, `out.len()` stored.
+/// Both phases of a stride-2 row in one pass over it (pairs of input columns split into
+/// `p0` and `p1`, which the compiler turns into vector shuffles).
 #[inline(always)]
-fn block<const N: usize>(band: &[f32], base: usize, taps: &[(usize, f32)], out: &mut [f32]) {
-    let mut acc = [0f32; N];
-    acc[..out.len()].copy_from_slice(out);
-    for &(off, wv) in taps {
-        // In range by construction: `pw`, the band's rows and its slack cover every run.
-        let xs: &[f32; N] = band[base + off..base + off + N]
-            .try_into()
-            .unwrap_or_else(|_| unreachable!());
-        for (a, &v) in acc.iter_mut().zip(xs) {
-            *a += wv * v;
+fn deinterleave(
+    geo: &Geo,
+    cols: &[(usize, usize); 2],
+    xrow: &[f32],
+    p0: &mut [f32],
+    p1: &mut [f32],
+    zeroed: bool,
+) {
+    let (iw, pl, pw) = (geo.big[2], geo.pb[2], p0.len());
+    if !zeroed {
+        for (dst, &(lo, hi)) in [&mut *p0, &mut *p1].into_iter().zip(cols) {
+            dst[..lo].fill(0.0);
+            dst[hi..].fill(0.0);
         }
     }
-    let n = out.len();
-    out.copy_from_slice(&acc[..n]);
+    // Input column i is padded column i + pl: phase (i + pl) % 2, column (i + pl) / 2.
+    let i0 = pl & 1;
+    if i0 == 1 && iw > 0 && pl / 2 < pw {
+        p1[pl / 2] = xrow[0];
+    }
+    let c0 = (i0 + pl) / 2;
+    let pairs = (iw.saturating_sub(i0) / 2).min(pw.saturating_sub(c0));
+    let src = xrow[i0..i0 + 2 * pairs].chunks_exact(2);
+    for ((a, b), s) in p0[c0..c0 + pairs]
+        .iter_mut()
+        .zip(&mut p1[c0..c0 + pairs])
+        .zip(src)
+    {
+        *a = s[0];
+        *b = s[1];
+    }
+    let i = i0 + 2 * pairs;
+    if i < iw && (i + pl) / 2 < pw {
+        p0[(i + pl) / 2] = xrow[i];
+    }
+}
+
+/// `flat[q] = bias + Σ_t w_t · band[off_t + q]` for every `q` of `flat` (whole chunks), `R`
+/// chunks at a time, then fewer for the rest.
+#[inline(always)]
+fn chunks<const R: usize>(band: &[f32], taps: &[(usize, f32)], bias: f32, flat: &mut [f32]) {
+    let mut groups = flat.chunks_exact_mut(R * CHUNK);
+    for (g, out) in groups.by_ref().enumerate() {
+        group::<R>(band, g * R * CHUNK, taps, bias, out);
+    }
+    let done = flat.len() / (R * CHUNK) * R * CHUNK;
+    let mut rest = &mut flat[done..];
+    let mut q = done;
+    // At most R − 1 chunks remain: in groups of 4, 2, then 1 (still independent chains).
+    for r in [4, 2, 1] {
+        while r < R && rest.len() >= r * CHUNK {
+            let (out, tail) = rest.split_at_mut(r * CHUNK);
+            match r {
+                4 => group::<4>(band, q, taps, bias, out),
+                2 => group::<2>(band, q, taps, bias, out),
+                _ => group::<1>(band, q, taps, bias, out),
+            }
+            q += r * CHUNK;
+            rest = tail;
+        }
+    }
+}
+
+/// `R` chunks of flat outputs from `q`, in registers across all taps.
+#[inline(always)]
+fn group<const R: usize>(
+    band: &[f32],
+    q: usize,
+    taps: &[(usize, f32)],
+    bias: f32,
+    out: &mut [f32],
+) {
+    let mut acc = [[bias; CHUNK]; R];
+    for &(off, wv) in taps {
+        for (r, a) in acc.iter_mut().enumerate() {
+            // In range by construction: the band's slack covers the last chunk of every tap.
+            let at = q + off + r * CHUNK;
+            let xs: &[f32; CHUNK] = band[at..at + CHUNK]
+                .try_into()
+                .unwrap_or_else(|_| unreachable!());
+            for l in 0..CHUNK {
+                a[l] += wv * xs[l];
+            }
+        }
+    }
+    for (r, a) in acc.iter().enumerate() {
+        let o: &mut [f32; CHUNK] = (&mut out[r * CHUNK..(r + 1) * CHUNK])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!());
+        *o = *a;
+    }
 }

@@ -803,9 +803,11 @@ pub fn run_conv_on(
         && matches!(pl.path, Path::Depthwise(Some(_)))
         && pl.gemm_len.saturating_mul(4) > ws.len()
     {
-        // Likewise a depthwise conv planned without workspace: the row loop.
-        pl.path = Path::Depthwise(None);
-        pl.gemm_len = 0;
+        // Likewise a depthwise conv planned with less workspace: shorter bands, else the
+        // row loop.
+        let lay = depthwise::layout_within(&pl.geo, ws.len() / 4);
+        pl.path = Path::Depthwise(lay);
+        pl.gemm_len = lay.map_or(0, |l| l.ws_len());
     }
     run_conv_planned(p, &pl, ins, outs, ws, par)
 }
@@ -859,44 +861,59 @@ fn run_conv_planned(
                 } else {
                     slots
                 };
-                let band_len = lay.map_or(0, |l| l.ws_len() / WS_SLOTS);
+                let band_len = lay.map_or(0, |l| l.slot_len());
                 let bptr = SendPtr(gws.as_mut_ptr());
+                let rb = ops
+                    .residual
+                    .map(|r| &r[b * geo.m * yp..(b + 1) * geo.m * yp]);
                 let body = |s: usize| {
                     // SAFETY: slot `s` alone uses band `s` of the planned workspace
                     // (`WS_SLOTS` bands of `band_len`; `slots ≤ WS_SLOTS`).
                     let band = unsafe {
                         core::slice::from_raw_parts_mut(bptr.get().add(s * band_len), band_len)
                     };
-                    for ch in s * geo.c / slots..(s + 1) * geo.c / slots {
-                        // SAFETY: slot `s` alone writes channels `s·c/slots..(s+1)·c/slots`
-                        // of this batch's output, all inside `yb`.
-                        let yc =
-                            unsafe { core::slice::from_raw_parts_mut(yptr.get().add(ch * yp), yp) };
-                        yc.fill(bias.map_or(0.0, |bv| bv[ch]));
-                        let (xc, wc) = (
-                            &xb[ch * xp..(ch + 1) * xp],
-                            &w[ch * geo.kprod..(ch + 1) * geo.kprod],
-                        );
-                        isa::with_simd(
-                            #[inline(always)]
-                            || match &lay {
-                                // (statically dead without std: see `plan`)
-                                Some(l) if cfg!(feature = "std") => {
-                                    depthwise::plane(&geo, l, xc, wc, yc, band)
+                    let offs = lay
+                        .as_ref()
+                        .filter(|_| cfg!(feature = "std"))
+                        .map(|l| depthwise::Offsets::new(&geo, l));
+                    // One ISA switch per slot, not per channel (small planes are many).
+                    isa::with_simd(
+                        #[inline(always)]
+                        || {
+                            for ch in s * geo.c / slots..(s + 1) * geo.c / slots {
+                                // SAFETY: slot `s` alone writes channels
+                                // `s·c/slots..(s+1)·c/slots` of this batch's output, all
+                                // inside `yb`.
+                                let yc = unsafe {
+                                    core::slice::from_raw_parts_mut(yptr.get().add(ch * yp), yp)
+                                };
+                                let bv = bias.map_or(0.0, |bv| bv[ch]);
+                                let (xc, wc) = (
+                                    &xb[ch * xp..(ch + 1) * xp],
+                                    &w[ch * geo.kprod..(ch + 1) * geo.kprod],
+                                );
+                                let rc = rb.map(|r| &r[ch * yp..(ch + 1) * yp]);
+                                match (&lay, &offs) {
+                                    // (statically dead without std: see `plan`)
+                                    (Some(l), Some(o)) if cfg!(feature = "std") => {
+                                        depthwise::plane(&geo, l, o, xc, wc, bv, rc, yc, band)
+                                    }
+                                    _ => {
+                                        yc.fill(bv);
+                                        depthwise_plane(&geo, xc, wc, yc);
+                                        if let Some(r) = rc {
+                                            yc.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+                                        }
+                                    }
                                 }
-                                _ => depthwise_plane(&geo, xc, wc, yc),
-                            },
-                        );
-                    }
+                            }
+                        },
+                    );
                 };
                 if slots == 1 {
                     body(0);
                 } else {
                     par.run(slots, &body);
-                }
-                if let Some(r) = ops.residual {
-                    let rb = &r[b * geo.m * yp..(b + 1) * geo.m * yp];
-                    yb.iter_mut().zip(rb).for_each(|(v, r)| *v += r);
                 }
             }
             Path::Pointwise | Path::Implicit => {
