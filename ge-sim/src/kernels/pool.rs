@@ -498,6 +498,9 @@ pub fn run_pool_f32(
         || match kind {
             PoolKind::Max => {
                 let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
+                if cfg!(feature = "std") && max_small_planes(x, y, &ax, step) {
+                    return;
+                }
                 fold_windows(
                     x,
                     y,
@@ -533,6 +536,85 @@ pub fn run_pool_f32(
         },
     );
     Ok(())
+}
+
+/// f32 of the padded plane [`max_small_planes`] takes (and of its flat outputs).
+const SMALL_PLANE: usize = 2048;
+/// Flat outputs per chunk of [`max_small_planes`].
+const SMALL_CHUNK: usize = 16;
+
+/// Max pooling of small 2-D planes at stride 1 (YOLO's SPPF: three 5 × 5 pools on a 10 × 10
+/// plane, where rows are too short for the separable path and every window but the centre
+/// 6 × 6 would take the per-tap border loop). Each plane is copied with −∞ padding into a
+/// stack buffer of pitch `pw`; output `(o1, o2)` is then the max over taps of
+/// `padded[o1·pw + o2 + t1·pw + t2]`, a 1-D pool over the flat index taken 16 lanes at a
+/// time (the `pw − ow` columns past each row are computed and dropped). −∞ never wins a
+/// max, so the values are those of skipping the padding; taps run in the same order.
+/// `false` (nothing written) when the pool is not of that shape. O(planes · padded plane ·
+/// taps).
+#[inline(always)]
+fn max_small_planes(
+    x: &[f32],
+    y: &mut [f32],
+    ax: &[Axis; 3],
+    step: impl Fn(f32, f32) -> f32,
+) -> bool {
+    let [a0, a1, a2] = ax;
+    let plain = |a: &Axis| {
+        a.s == 1
+            && a.d == 1
+            && a.k >= 1
+            && a.pb < a.k
+            && a.pe < a.k
+            && a.inp + a.pb + a.pe + 1 == a.out + a.k
+    };
+    if (a0.inp, a0.out, a0.k) != (1, 1, 1) || !plain(a1) || !plain(a2) {
+        return false;
+    }
+    let (ph, pw) = (a1.inp + a1.pb + a1.pe, a2.inp + a2.pb + a2.pe);
+    let flat_len = (a1.out * pw).next_multiple_of(SMALL_CHUNK);
+    // The last chunk reads its taps up to `pw + SMALL_CHUNK` past the grid.
+    let reach = (a1.k - 1) * pw + a2.k - 1;
+    if ph * pw + SMALL_CHUNK + pw > SMALL_PLANE || flat_len + reach > SMALL_PLANE {
+        return false;
+    }
+    let (xp, yp) = (a1.inp * a2.inp, a1.out * a2.out);
+    if xp == 0 || yp == 0 {
+        return false;
+    }
+    let mut offs = [0usize; 64];
+    let taps = a1.k * a2.k;
+    if taps > offs.len() {
+        return false;
+    }
+    for (t, off) in offs.iter_mut().enumerate().take(taps) {
+        *off = (t / a2.k) * pw + t % a2.k;
+    }
+    let offs = &offs[..taps];
+    let mut buf = [f32::NEG_INFINITY; SMALL_PLANE];
+    let mut flat = [0f32; SMALL_PLANE];
+    for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
+        for (r, xrow) in xpl.chunks_exact(a2.inp).enumerate() {
+            buf[(r + a1.pb) * pw + a2.pb..][..a2.inp].copy_from_slice(xrow);
+        }
+        for (q, out) in flat[..flat_len].chunks_exact_mut(SMALL_CHUNK).enumerate() {
+            let mut acc = [f32::NEG_INFINITY; SMALL_CHUNK];
+            for &off in offs {
+                let at = q * SMALL_CHUNK + off;
+                let v: &[f32; SMALL_CHUNK] = buf[at..at + SMALL_CHUNK]
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!());
+                for (a, &v) in acc.iter_mut().zip(v) {
+                    *a = step(*a, v);
+                }
+            }
+            out.copy_from_slice(&acc);
+        }
+        for (o1, yrow) in ypl.chunks_exact_mut(a2.out).enumerate() {
+            yrow.copy_from_slice(&flat[o1 * pw..][..a2.out]);
+        }
+    }
+    true
 }
 
 /// Global pooling: one value per (batch, channel) over all spatial axes.
@@ -688,6 +770,42 @@ mod tests {
         // 1,700 columns: the separable interior path runs in several chunks.
         for (h, w) in [(9, 37), (4, 1700)] {
             wide_rows(h, w);
+        }
+    }
+
+    /// Small stride-1 planes (YOLO's SPPF 5 × 5 on 10 × 10, asymmetric pads, 1-wide
+    /// planes): the padded flat path with `std`, the tap loop without; exactly the reference.
+    #[test]
+    fn small_planes_match_direct_evaluation() {
+        for (h, w, k, pb, pe) in [
+            (10, 10, [5, 5], [2, 2], [2, 2]),
+            (7, 3, [3, 2], [0, 1], [2, 0]),
+            (1, 9, [1, 4], [0, 3], [0, 0]),
+            (20, 20, [5, 5], [2, 2], [2, 2]),
+            (40, 40, [5, 5], [2, 2], [2, 2]),
+        ] {
+            let x: Vec<f32> = (0..3 * h * w)
+                .map(|i| ((i * 7919) % 211) as f32 - 100.0)
+                .collect();
+            let out = |i: usize| [h, w][i] + pb[i] + pe[i] + 1 - k[i];
+            let (oh, ow) = (out(0), out(1));
+            let u = |a: [usize; 2]| a.map(|v| v as u32);
+            let got = pool(
+                PoolKind::Max,
+                &x,
+                &[3, 1, h, w],
+                &[3, 1, oh, ow],
+                &u(k),
+                &[1, 1],
+                &[1, 1],
+                &u(pb),
+                &u(pe),
+                0,
+                0.0,
+            )
+            .unwrap();
+            let want = reference(true, &x, (h, w), (oh, ow), k, [1, 1], [1, 1], pb, false, pe);
+            assert_eq!(got, want, "{h}x{w} k {k:?}");
         }
     }
 
