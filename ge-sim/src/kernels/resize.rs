@@ -361,8 +361,28 @@ fn nearest_fixed<const ES: usize>(
     let (dst, _) = y.data.as_chunks_mut::<ES>();
     let last = axes.len() - 1;
     let inner = InnerTaps::new(axes[last], cfg);
+    let out = inner.axis.out;
+    if out == 0 {
+        return Ok(());
+    }
+    // A row with no extrapolated column gathers through a plain index table.
+    let mut table = [0u32; CACHE];
+    let gather = out <= inner.cached && {
+        let mut inside = true;
+        for (o, t) in table.iter_mut().enumerate().take(out) {
+            let c = inner.get(o);
+            inside &= !c.extrap;
+            *t = c.idx[0];
+        }
+        inside
+    };
     let mut index = [0usize; MAX_RANK];
-    for row in dst.chunks_exact_mut(inner.axis.out) {
+    // The source row of the row before: an upsampled row repeats it (a 2× nearest resize
+    // copies every other row instead of gathering it again).
+    let mut prev: Option<usize> = None;
+    for r in 0..dst.len() / out {
+        let (done, rest) = dst.split_at_mut(r * out);
+        let row = &mut rest[..out];
         let mut base = Some(0usize);
         for a in 0..last {
             let t = axes[a].taps(index[a], cfg);
@@ -373,13 +393,25 @@ fn nearest_fixed<const ES: usize>(
         advance(&mut index, axes, last);
         let Some(b) = base else {
             row.fill(fill);
+            prev = None;
             continue;
         };
+        if prev == Some(b) {
+            row.copy_from_slice(&done[(r - 1) * out..]);
+            continue;
+        }
+        prev = Some(b);
         if inner.axis.identity {
-            row.copy_from_slice(&src[b..b + inner.axis.out]);
+            row.copy_from_slice(&src[b..b + out]);
             continue;
         }
         let srow = &src[b..b + inner.axis.inp];
+        if gather {
+            for (e, &i) in row.iter_mut().zip(&table[..out]) {
+                *e = srow[i as usize];
+            }
+            continue;
+        }
         for (o, e) in row.iter_mut().enumerate() {
             let t = inner.get(o);
             *e = if t.extrap {
