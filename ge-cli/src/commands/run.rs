@@ -16,7 +16,6 @@ use crate::profile;
 struct Recorder {
     rows: Vec<Row>,
     started: Option<std::time::Instant>,
-    repeat: usize,
 }
 
 /// One task of the profile.
@@ -35,11 +34,8 @@ impl Observer for Recorder {
 
     fn task(&mut self, model: &Model<'_>, task: &ge_runtime::format::TaskDesc, r: &TaskRecord) {
         let host_ns = self.started.take().map_or(0, |t| t.elapsed().as_nanos());
-        if let Some(row) = self
-            .rows
-            .get_mut(r.index as usize)
-            .filter(|_| self.repeat > 0)
-        {
+        // A repeat run meets the tasks the first one recorded, in the same order.
+        if let Some(row) = self.rows.get_mut(r.index as usize) {
             row.host_ns = row.host_ns.min(host_ns);
             return;
         }
@@ -174,13 +170,11 @@ pub(super) fn run(
     let mut recorder = Recorder {
         rows: Vec::new(),
         started: None,
-        repeat: 0,
     };
     let (mut outs, mut rep) = runner
         .run(&ins, device.with_observer(&mut recorder))
         .map_err(|e| e.to_string())?;
-    for i in 1..flags.repeat.max(1) {
-        recorder.repeat = i;
+    for _ in 1..flags.repeat {
         (outs, rep) = runner
             .run(&ins, profile::device(dev)?.with_observer(&mut recorder))
             .map_err(|e| e.to_string())?;

@@ -111,12 +111,13 @@ fn at(geo: &Geo, band_out: usize) -> Option<Layout> {
     })
 }
 
-/// Each tap's offset in the band from the flat output index, in `(kh, kw)` order: the same
-/// for every channel, so computed once per conv (its divisions would cost more than a small
-/// plane's multiply-adds).
+/// Each tap's offset in the band from the flat output index, in `(kh, kw)` order, and the
+/// valid columns of horizontal phases 0 and 1: the same for every channel, so computed once
+/// per conv (their divisions would cost more than a small plane's multiply-adds).
 pub(super) struct Offsets {
     offs: [usize; MAX_TAPS],
     taps: usize,
+    cols: [(usize, usize); 2],
 }
 
 impl Offsets {
@@ -129,7 +130,8 @@ impl Offsets {
             let phase = (r % sv) * sh + c % sh;
             *off = (phase * lay.rp + r / sv) * lay.pw + c / sh;
         }
-        Offsets { offs, taps }
+        let cols = [valid(geo, 0, lay.pw), valid(geo, 1, lay.pw)];
+        Offsets { offs, taps, cols }
     }
 }
 
@@ -160,11 +162,10 @@ pub(super) fn plane(
     let wide = isa() == Isa::Avx512;
     #[cfg(not(target_arch = "x86_64"))]
     let wide = false;
-    let cols = [valid(geo, 0, lay.pw), valid(geo, 1, lay.pw)];
     let mut o0 = 0;
     while o0 < oh {
         let o1 = (o0 + lay.band_out).min(oh);
-        fill(geo, lay, &cols, x, o0 * sv, band);
+        fill(geo, lay, &offs.cols, x, o0 * sv, band);
         let flat = &mut out[..((o1 - o0) * lay.pw).next_multiple_of(CHUNK)];
         if wide {
             chunks::<8>(band, taps, bias, flat);
