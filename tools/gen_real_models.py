@@ -42,6 +42,15 @@ optimizations disabled, 1 thread).  Output:
       <name>/model.onnx           verbatim from the wheel (+ external data)
       <name>/test_data_set_0/input_<i>.pb   i-th non-initializer graph input
       <name>/test_data_set_0/output_<j>.pb  j-th graph output (onnxruntime)
+      <name>/test_data_set_1/...  image models only (one float input shaped
+                                  1x3xHxW): a real photograph (scikit-learn's
+                                  sample image china.jpg, centre-cropped to the
+                                  aspect, bilinear-resized, scaled to [0, 1] and
+                                  ImageNet-normalized) with its onnxruntime
+                                  outputs. A saliency or detection model shows
+                                  nothing on noise: its outputs sit near 0, where
+                                  a reduced-precision run's error is all relative
+                                  error, so precision checks want a real picture.
 
 Caching: when every selected model's stamp matches and its directory exists,
 the script prints "real models up to date" and exits at once (no heavy
@@ -357,6 +366,34 @@ def make_inputs(row: dict, model, rng) -> tuple[list, dict, list[str]]:
     return gins, feeds, notes
 
 
+def photo_input(gins, feeds) -> "np.ndarray | None":
+    """A real photograph as the one float input of an image model (shaped 1x3xHxW), or None
+    for other models: china.jpg from scikit-learn, centre-cropped to H:W, bilinear-resized,
+    scaled to [0, 1] and normalized by the ImageNet mean and deviation."""
+    import numpy as np
+    import onnx
+    from PIL import Image
+    from sklearn.datasets import load_sample_image
+
+    if len(gins) != 1:
+        return None
+    t = gins[0].type.tensor_type
+    dims = list(feeds[gins[0].name].shape)  # the TSV's shape: symbolic dims fixed
+    if t.elem_type != onnx.TensorProto.FLOAT or len(dims) != 4:
+        return None
+    if dims[:2] != [1, 3] or not all(x >= 32 for x in dims[2:]):
+        return None
+    h, w = dims[2], dims[3]
+    img = load_sample_image("china.jpg")
+    ih, iw = img.shape[:2]
+    ch, cw = (ih, ih * w // h) if ih * w <= iw * h else (iw * h // w, iw)
+    top, left = (ih - ch) // 2, (iw - cw) // 2
+    crop = Image.fromarray(img[top:top + ch, left:left + cw]).resize((w, h), Image.BILINEAR)
+    x = np.asarray(crop, np.float32) / 255.0
+    x = (x - np.array([0.485, 0.456, 0.406], np.float32)) / np.array([0.229, 0.224, 0.225], np.float32)
+    return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
 def ort_session(path: str):
     import onnxruntime as ort
 
@@ -442,6 +479,16 @@ def build_model(row: dict, wheel: str, tmp: str) -> dict:
     for i, vi in enumerate(gins):
         with open(os.path.join(dd, f"input_{i}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(feeds[vi.name], vi.name).SerializeToString())
+    photo = photo_input(gins, feeds)
+    if photo is not None:
+        pd = os.path.join(d, "test_data_set_1")
+        os.makedirs(pd)
+        vi = gins[0]
+        with open(os.path.join(pd, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(photo, vi.name).SerializeToString())
+        for j, (o, ovi) in enumerate(zip(sess.run(out_names, {vi.name: photo}), model.graph.output)):
+            with open(os.path.join(pd, f"output_{j}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(np.asarray(o), ovi.name).SerializeToString())
     out_recs = []
     for j, (o, ovi) in enumerate(zip(outs, model.graph.output)):
         o = np.asarray(o)

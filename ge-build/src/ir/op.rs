@@ -160,7 +160,12 @@ impl Op {
                 p.reduction != ge_runtime::format::ScatterReduction::None as u32
             }
             // Read and write halves themselves (ge_sim's `halves`).
-            Op::Conv(_) | Op::Gemm(_) | Op::Pool(_) | Op::GlobalPool(_) | Op::Softmax(_) => false,
+            Op::Conv(_)
+            | Op::Gemm(_)
+            | Op::Pool(_)
+            | Op::GlobalPool(_)
+            | Op::Softmax(_)
+            | Op::Fused(_) => false,
             Op::Unary(_)
             | Op::Where
             | Op::Transpose(_)
@@ -173,7 +178,6 @@ impl Op {
             | Op::Expand
             | Op::Tile
             | Op::Cast
-            | Op::Fused(_)
             | Op::LayerNorm(_)
             | Op::Attention(_)
             | Op::GatherElements(_)
@@ -189,7 +193,12 @@ impl Op {
     pub fn widens_operands(&self) -> bool {
         matches!(
             self,
-            Op::Conv(_) | Op::Gemm(_) | Op::Pool(_) | Op::GlobalPool(_) | Op::Softmax(_)
+            Op::Conv(_)
+                | Op::Gemm(_)
+                | Op::Pool(_)
+                | Op::GlobalPool(_)
+                | Op::Softmax(_)
+                | Op::Fused(_)
         )
     }
 

@@ -381,7 +381,7 @@ const FUSED: Kernel = Kernel {
     run: |p, ins, outs, _, _| fused::run_fused(&read_params(p)?, ins, outs),
     workspace: no_workspace,
     work: cost::fused,
-    dtypes: DTypes::F32,
+    dtypes: DTypes::F32_HALVES,
     in_place: None,
     epilogue: None,
 };

@@ -68,7 +68,7 @@ pub const fn registry_entry(id: KernelId) -> Option<KernelEntry> {
 /// carries sizeable code for the others: the entry of such a kind on that type links only
 /// its own code (f32 pooling no integer code, f32 softmax no f64 code). Each does exactly
 /// what the kind's function does on that type. With `std`, the fp16/bf16 Conv, Gemm,
-/// pooling and Softmax run the [`super::halves`] kernels.
+/// pooling, Softmax and vector programs run the [`super::halves`] kernels.
 const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
     match (kind, dtype) {
         (OpKind::Pool, Some(DType::F32)) => {
@@ -92,6 +92,10 @@ const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
         #[cfg(feature = "std")]
         (OpKind::GlobalPool, Some(DType::F16 | DType::Bf16)) => {
             Some(|p, ins, outs, ws, _| halves::pool::run(true, p, ins, outs, ws))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Fused, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::fused::run(&read_params(p)?, ins, outs, ws))
         }
         #[cfg(feature = "std")]
         (OpKind::Softmax, Some(DType::F16 | DType::Bf16)) => {

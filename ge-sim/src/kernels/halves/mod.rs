@@ -1,16 +1,17 @@
 //! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, Pool,
-//! GlobalPool and Softmax (std only: firmware links none of it). Each task reads its 16-bit
+//! GlobalPool, Softmax and vector programs (Fused) (std only: firmware links none of it). Each task reads its 16-bit
 //! (or f32) operands (activations and the weights the blob stores in fp16/bf16) and writes a
 //! 16-bit result, accumulating in f32: it widens one slice of its operands at a time into its
 //! workspace ([`convert`]: F16C on x86-64), runs the kind's f32 kernel on the slice and rounds
 //! the slice's result back to nearest even. Slices are output channels by bands of output
 //! rows (Conv; whole groups when grouped), output columns (Gemm), channel planes (pooling) or
-//! normalized blocks (Softmax), so scratch is bounded: one slice (Gemm: plus the f32 copy of
+//! normalized blocks (Softmax) or indices of the output's first non-unit axis (Fused), so scratch is bounded: one slice (Gemm: plus the f32 copy of
 //! A) plus the f32 kernel's own workspace for a slice. Results are exactly the f32 kernel's
 //! on the widened operands, rounded once.
 
 pub(crate) mod conv;
 pub(crate) mod convert;
+pub(crate) mod fused;
 pub(crate) mod gemm;
 pub(crate) mod pool;
 pub(crate) mod softmax;
@@ -39,6 +40,7 @@ pub fn workspace_bytes(
         OpKind::Pool => pool::workspace(false, params, ins, outs),
         OpKind::GlobalPool => pool::workspace(true, params, ins, outs),
         OpKind::Softmax => softmax::workspace(params, ins, outs),
+        OpKind::Fused => fused::workspace(ins, outs),
         _ => return None,
     })
 }
