@@ -194,12 +194,11 @@ def verdict(mode: str, c: dict) -> str:
     b = bound(mode)
     if b is None:
         return "reported"
-    ok = c["cosine"] >= b[0] and c["non_finite"] == 0 and (not b[1] or c["top1"] in (None, 1.0))
-    if ok:
+    sound = c["non_finite"] == 0 and (not b[1] or c["top1"] in (None, 1.0))
+    if sound and c["cosine"] >= b[0]:
         return "PASS"
     peer = c.get("ort_fp16_cosine")
-    if (peer is not None and mode in FP16_MODES and c["non_finite"] == 0
-            and c["cosine"] >= peer - 0.001 and (not b[1] or c["top1"] in (None, 1.0))):
+    if sound and peer is not None and mode in FP16_MODES and c["cosine"] >= peer - 0.001:
         return "PEER"
     return "FAIL"
 

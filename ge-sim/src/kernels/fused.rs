@@ -246,7 +246,7 @@ pub fn run_fused(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     extern crate std;
     use std::vec::Vec;
 
@@ -259,29 +259,20 @@ mod tests {
         )
     }
 
-    #[test]
-    fn relu_of_scaled_sum_with_broadcast() {
-        // y = relu(x * s + b), x [2,3], s [3], b [2,1]
-        let (xs, xb) = t(&[2, 3], &[1.0, -2.0, 3.0, -4.0, 5.0, -6.0]);
-        let (ss, sb) = t(&[3], &[2.0, 1.0, 0.5]);
-        let (bs, bb) = t(&[2, 1], &[1.0, -1.0]);
+    /// The program `relu(x · s + b)` over inputs 0, 1, 2 (also the half kernels' test).
+    pub(crate) fn scaled_sum_relu() -> FusedParams {
         let mut p: FusedParams = bytemuck::Zeroable::zeroed();
         p.input_count = 3;
         p.instr_count = 3;
-        p.instrs[0] = VInstr {
-            op: VOP_BINARY + BinaryOp::Mul as u16,
-            dst: 3,
-            a: 0,
-            b: 1,
+        let bin = |op: BinaryOp, dst, a, b| VInstr {
+            op: VOP_BINARY + op as u16,
+            dst,
+            a,
+            b,
             ..Default::default()
         };
-        p.instrs[1] = VInstr {
-            op: VOP_BINARY + BinaryOp::Add as u16,
-            dst: 3,
-            a: 3,
-            b: 2,
-            ..Default::default()
-        };
+        p.instrs[0] = bin(BinaryOp::Mul, 3, 0, 1);
+        p.instrs[1] = bin(BinaryOp::Add, 3, 3, 2);
         p.instrs[2] = VInstr {
             op: UnaryOp::Relu as u16,
             dst: 4,
@@ -289,6 +280,16 @@ mod tests {
             ..Default::default()
         };
         p.out = 4;
+        p
+    }
+
+    #[test]
+    fn relu_of_scaled_sum_with_broadcast() {
+        // y = relu(x * s + b), x [2,3], s [3], b [2,1]
+        let (xs, xb) = t(&[2, 3], &[1.0, -2.0, 3.0, -4.0, 5.0, -6.0]);
+        let (ss, sb) = t(&[3], &[2.0, 1.0, 0.5]);
+        let (bs, bb) = t(&[2, 1], &[1.0, -1.0]);
+        let p = scaled_sum_relu();
         let ins = [
             Some(TensorRef {
                 dtype: DType::F32,

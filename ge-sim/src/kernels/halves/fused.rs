@@ -7,9 +7,9 @@ use ge_runtime::format::{FusedParams, MAX_FUSED_REGS, MAX_RANK, Shape, TensorMut
 
 use super::super::fused::run_fused;
 use super::super::{KernelError, KernelResult, output};
-use super::{CAP, convert, f32_mut, f32_ref, inner_bytes, narrow_at, widen_at};
+use super::{CAP, carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at, with_dim};
 
-/// Runs of workspace: one per input (at most the program's registers) and the output's.
+/// Runs of workspace: the output's and one per input (at most the program's registers).
 const N: usize = MAX_FUSED_REGS + 1;
 
 /// The slicing of one program: the output's first non-unit axis, its extent, elements per
@@ -37,41 +37,41 @@ fn split(y: &Shape) -> Split {
     }
 }
 
-/// Input `x`'s dim along the output's axis (1 when `x` has fewer dims: it broadcasts).
-fn dim_along(x: &Shape, y: &Shape, axis: usize) -> usize {
+/// True when input `x` is sliced with the output along `s`'s axis; false when it broadcasts
+/// along it (its dim there is 1, or it has fewer dims) and is read whole.
+fn sliced(x: &Shape, y: &Shape, s: &Split) -> bool {
     let lead = y.rank() - x.rank().min(y.rank());
-    if axis < lead { 1 } else { x.dim(axis - lead) }
+    s.extent > 1 && s.axis >= lead && x.dim(s.axis - lead) == s.extent
 }
 
-/// f32 elements of workspace per input and for the output, in order.
-fn lens(ins: &[Option<Shape>], y: &Shape) -> Option<([usize; N], usize)> {
+/// The slicing and the f32 elements of workspace it needs: the output's run first, then one
+/// per input (0 for the runs no input takes).
+fn plan(ins: &[Option<Shape>], y: &Shape) -> Option<(Split, [usize; N])> {
     let s = split(y);
-    let mut out = [0usize; N];
-    if ins.len() + 1 > out.len() {
+    let mut runs = [0usize; N];
+    if ins.len() >= N {
         return None;
     }
-    for (l, x) in out.iter_mut().zip(ins) {
+    runs[0] = s.chunk * s.block;
+    for (l, x) in runs[1..].iter_mut().zip(ins) {
         let x = (*x)?;
         if x.rank() > y.rank() {
             return None;
         }
-        *l = if dim_along(&x, y, s.axis) == s.extent && s.extent > 1 {
+        *l = if sliced(&x, y, &s) {
             s.chunk * (x.numel() / s.extent)
         } else {
             x.numel()
         };
     }
-    out[ins.len()] = s.chunk * s.block;
-    Some((out, ins.len() + 1))
+    Some((s, runs))
 }
 
 /// Workspace bytes of a half vector program; 0 when the shapes do not make one.
 pub(super) fn workspace(ins: &[Option<Shape>], outs: &[Shape]) -> usize {
-    outs.first().and_then(|y| lens(ins, y)).map_or(0, |(l, n)| {
-        l[..n].iter().fold(0usize, |a, &r| {
-            a.saturating_add(inner_bytes(r.saturating_mul(4)))
-        })
-    })
+    outs.first()
+        .and_then(|y| plan(ins, y))
+        .map_or(0, |(_, runs)| total_bytes(0, &runs))
 }
 
 /// Runs the program of `p` on 16-bit (or f32) inputs into the 16-bit output.
@@ -85,75 +85,58 @@ pub(crate) fn run(
     if yt.shape.numel() == 0 {
         return Ok(());
     }
-    let shapes: [Option<Shape>; N] =
-        core::array::from_fn(|k| ins.get(k).and_then(|t| t.as_ref().map(|t| t.shape)));
-    let n_in = ins.len().min(shapes.len());
-    let (runs, n) = lens(&shapes[..n_in], &yt.shape).ok_or(KernelError::Shape("fused shapes"))?;
-    let s = split(&yt.shape);
-    // Carve one f32 run per input and one for the output, each 64-byte aligned.
-    let mut parts: [&mut [f32]; N] = core::array::from_fn(|_| <&mut [f32]>::default());
-    let mut rest = ws;
-    for (part, &len) in parts.iter_mut().zip(&runs[..n]) {
-        let (r, tail) = core::mem::take(&mut rest)
-            .split_at_mut_checked(inner_bytes(
-                len.checked_mul(4).ok_or(KernelError::Workspace)?,
-            ))
-            .ok_or(KernelError::Workspace)?;
-        *part =
-            bytemuck::try_cast_slice_mut(&mut r[..len * 4]).map_err(|_| KernelError::Workspace)?;
-        rest = tail;
+    let mut xs: [Option<&TensorRef<'_>>; N] = [None; N];
+    for (x, t) in xs.iter_mut().zip(ins) {
+        *x = Some(
+            t.as_ref()
+                .ok_or(KernelError::MissingTensor("fused input"))?,
+        );
     }
-    let (inputs, out) = parts.split_at_mut(n - 1);
-    let yw = &mut *out[0];
+    let shapes: [Option<Shape>; N] = core::array::from_fn(|k| xs[k].map(|t| t.shape));
+    let n_in = ins.len();
+    let (s, runs) = plan(
+        shapes
+            .get(..n_in)
+            .ok_or(KernelError::Shape("fused inputs"))?,
+        &yt.shape,
+    )
+    .ok_or(KernelError::Shape("fused shapes"))?;
+    let (_, [yw, mut inputs @ ..]) = carve(ws, 0, runs)?;
     let fast = convert::fast();
-    let mut sliced = [false; N];
-    for (k, t) in ins.iter().enumerate() {
-        let t = t
-            .as_ref()
-            .ok_or(KernelError::MissingTensor("fused input"))?;
-        sliced[k] = s.extent > 1 && dim_along(&t.shape, &yt.shape, s.axis) == s.extent;
-        if !sliced[k] {
-            widen_at(t, 0, &mut inputs[k][..t.shape.numel()], fast)?;
+    let (rank, extent) = (yt.shape.rank(), s.extent.max(1));
+    // Inputs that broadcast along the axis are widened once, whole.
+    for (t, buf) in xs[..n_in].iter().flatten().zip(inputs.iter_mut()) {
+        if !sliced(&t.shape, &yt.shape, &s) {
+            widen_at(t, 0, buf, fast)?;
         }
     }
     let mut i0 = 0;
-    while i0 < s.extent.max(1) {
-        let pc = s.chunk.min(s.extent.max(1) - i0);
-        let mut lens = [0usize; N];
-        for (k, t) in ins.iter().enumerate() {
-            let t = t
-                .as_ref()
-                .ok_or(KernelError::MissingTensor("fused input"))?;
-            lens[k] = if sliced[k] {
+    while i0 < extent {
+        let pc = s.chunk.min(extent - i0);
+        let mut views: [Option<TensorRef<'_>>; N] = [None; N];
+        for ((t, buf), view) in xs[..n_in]
+            .iter()
+            .flatten()
+            .zip(inputs.iter_mut())
+            .zip(&mut views)
+        {
+            let r = t.shape.rank();
+            let mut d = [0usize; MAX_RANK];
+            d[..r].copy_from_slice(t.shape.dims());
+            let len = if sliced(&t.shape, &yt.shape, &s) {
                 let per = t.shape.numel() / s.extent;
-                widen_at(t, i0 * per, &mut inputs[k][..pc * per], fast)?;
+                widen_at(t, i0 * per, &mut buf[..pc * per], fast)?;
+                d[s.axis - (rank - r)] = pc;
                 pc * per
             } else {
                 t.shape.numel()
             };
+            *view = Some(f32_ref(&buf[..len], &d[..r])?);
         }
-        let mut views: [Option<TensorRef<'_>>; N] = [None; N];
-        for (k, t) in ins.iter().enumerate() {
-            let t = t
-                .as_ref()
-                .ok_or(KernelError::MissingTensor("fused input"))?;
-            let mut d = [0usize; MAX_RANK];
-            let r = t.shape.rank();
-            d[..r].copy_from_slice(t.shape.dims());
-            if sliced[k] {
-                d[s.axis - (yt.shape.rank() - r)] = pc;
-            }
-            views[k] = Some(f32_ref(&inputs[k][..lens[k]], &d[..r])?);
-        }
-        let mut yd = [0usize; MAX_RANK];
-        let r = yt.shape.rank();
-        yd[..r].copy_from_slice(yt.shape.dims());
-        if r > 0 {
-            yd[s.axis] = pc;
-        }
+        let (yd, _) = with_dim(&yt.shape, s.axis, pc);
         let len = pc * s.block;
-        let mut y = [f32_mut(&mut yw[..len], &yd[..r])?];
-        run_fused(p, &views[..ins.len()], &mut y)?;
+        let mut y = [f32_mut(&mut yw[..len], &yd[..rank])?];
+        run_fused(p, &views[..n_in], &mut y)?;
         narrow_at(&yw[..len], yt, i0 * s.block, fast)?;
         i0 += pc;
     }

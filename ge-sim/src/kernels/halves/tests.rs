@@ -463,36 +463,18 @@ fn f16c_and_portable_conversions_agree() {
 
 /// A vector program (`relu(x · s + b)`, numpy broadcasting) over shapes that split into
 /// several slices along the first non-unit axis, with inputs that slice (x), broadcast along
-/// it (s, lower rank) and broadcast the other way (b: [C, 1, 1] against [1, C, H, W]).
+/// it (s, lower rank) and slice while broadcasting along the rows (b: [C, 1, 1] against
+/// [1, C, H, W]).
 #[test]
 fn vector_programs_match_the_f32_interpreter_in_slices() {
-    use ge_runtime::format::{BinaryOp, FusedParams, VInstr, VOP_BINARY};
-    let mut p: FusedParams = bytemuck::Zeroable::zeroed();
-    p.input_count = 3;
-    p.instr_count = 3;
-    let bin = |op: BinaryOp, dst, a, b| VInstr {
-        op: VOP_BINARY + op as u16,
-        dst,
-        a,
-        b,
-        ..Default::default()
-    };
-    p.instrs[0] = bin(BinaryOp::Mul, 3, 0, 1);
-    p.instrs[1] = bin(BinaryOp::Add, 3, 3, 2);
-    p.instrs[2] = VInstr {
-        op: UnaryOp::Relu as u16,
-        dst: 4,
-        a: 3,
-        ..Default::default()
-    };
-    p.out = 4;
+    let p = crate::kernels::fused::tests::scaled_sum_relu();
     for d in [DType::F16, DType::Bf16] {
         for (x, s, b) in [
-            // 64 channels of 80 × 80 (25,600 per index): 10 indices a slice, 7 slices.
+            // 64 channels of 80 × 80 (6,400 per index): 40 indices a slice, 2 slices.
             (&[1, 64, 80, 80][..], &[80][..], &[64, 1, 1][..]),
-            // Leading unit dims, then a 2-D body; s the same shape as x.
+            // Leading unit dims, then a 2-D body (511 rows a slice, 2 slices); s as x.
             (&[1, 1, 700, 513], &[1, 1, 700, 513], &[513]),
-            // A scalar-shaped operand and a rank-1 output.
+            // A one-element operand and a rank-1 output (2 slices).
             (&[300_000], &[1], &[300_000]),
         ] {
             check(
