@@ -8,6 +8,7 @@ use ge_runtime::format::{
     PoolParams, ReduceParams, ResizeParams, SliceParams, SoftmaxParams, TransposeParams, UnaryOp,
     UnaryParams,
 };
+use ge_sim::kernels::fused::fusable_binary_task;
 
 /// An IR operation with its typed attributes. Node inputs are exactly the kernel's inputs:
 /// attribute-like constant inputs (shapes, axes, pads…) were folded into these fields.
@@ -65,6 +66,8 @@ pub enum Op {
     QGemm(ge_runtime::format::QGemmParams),
     /// A 2-D int8 convolution on a constant packed int8 weight (ConvInteger, QLinearConv).
     QConv(ge_runtime::format::QConvParams),
+    /// A Gemm on a weight-only int8 constant B (inputs A, B, B's scales, optional C).
+    GemmW8(GemmParams),
 }
 
 impl Op {
@@ -134,6 +137,7 @@ impl Op {
             Op::GridSample(p) => (OpKind::GridSample, b(p)),
             Op::QGemm(p) => (OpKind::QGemm, b(p)),
             Op::QConv(p) => (OpKind::QConv, b(p)),
+            Op::GemmW8(p) => (OpKind::GemmW8, b(p)),
         }
     }
 
@@ -142,16 +146,15 @@ impl Op {
     /// must say.
     pub fn computes_in_f32(&self) -> bool {
         match self {
-            Op::Binary(_)
-            | Op::Variadic(_)
+            // Float arithmetic runs as a one-op half vector program.
+            Op::Binary(p) => !fusable_binary_task(p),
+            Op::Variadic(_)
             | Op::ConvTranspose(_)
-            | Op::MatMul
             | Op::Lrn(_)
             | Op::BatchNorm(_)
             | Op::InstanceNorm(_)
             | Op::Reduce(_)
             | Op::ArgReduce(_)
-            | Op::Resize(_)
             | Op::TopK(_)
             | Op::Cumulative(_)
             | Op::Recurrent(_)
@@ -162,9 +165,14 @@ impl Op {
             // Read and write halves themselves (ge_sim's `halves`).
             Op::Conv(_)
             | Op::Gemm(_)
+            | Op::GemmW8(_)
+            | Op::MatMul
+            | Op::Attention(_)
             | Op::Pool(_)
             | Op::GlobalPool(_)
             | Op::Softmax(_)
+            | Op::LayerNorm(_)
+            | Op::Resize(_)
             | Op::Fused(_) => false,
             Op::Unary(_)
             | Op::Where
@@ -178,8 +186,6 @@ impl Op {
             | Op::Expand
             | Op::Tile
             | Op::Cast
-            | Op::LayerNorm(_)
-            | Op::Attention(_)
             | Op::GatherElements(_)
             | Op::GatherNd(_)
             | Op::QGemm(_)
@@ -191,13 +197,20 @@ impl Op {
     /// `halves`), so they read an f32 activation as well as a 16-bit one: the precision pass
     /// feeds them f32 values without a Cast.
     pub fn widens_operands(&self) -> bool {
+        if let Op::Binary(p) = self {
+            return fusable_binary_task(p);
+        }
         matches!(
             self,
             Op::Conv(_)
                 | Op::Gemm(_)
+                | Op::GemmW8(_)
+                | Op::MatMul
+                | Op::Attention(_)
                 | Op::Pool(_)
                 | Op::GlobalPool(_)
                 | Op::Softmax(_)
+                | Op::LayerNorm(_)
                 | Op::Fused(_)
         )
     }
@@ -207,7 +220,12 @@ impl Op {
     pub fn is_cube(&self) -> bool {
         matches!(
             self,
-            Op::Conv(_) | Op::ConvTranspose(_) | Op::Gemm(_) | Op::MatMul | Op::Attention(_)
+            Op::Conv(_)
+                | Op::ConvTranspose(_)
+                | Op::Gemm(_)
+                | Op::GemmW8(_)
+                | Op::MatMul
+                | Op::Attention(_)
         )
     }
 

@@ -235,7 +235,11 @@ pub fn import_model(
     let mut seqs = Sequences::default();
     // QDQ groups become QOperator nodes first, at every opt level (see passes::qdq).
     let fused = crate::passes::qdq::recognize(gp, opset);
-    for node in topo_sort(fused.as_deref().unwrap_or(&gp.node), &by_name)? {
+    let nodes = fused.as_deref().unwrap_or(&gp.node);
+    // Weight-only int8 tables and matrices stay int8 (see passes::qdq::weight_only).
+    let tables = crate::passes::qdq::weight_only::rewrite(gp, nodes);
+    let nodes = tables.as_deref().unwrap_or(nodes);
+    for node in topo_sort(nodes, &by_name)? {
         let entry = registry::lookup(node.domain(), node.op_type());
         if entry.is_some_and(|e| matches!(e.import, Importer::Sequence)) {
             seqs.import(&mut g, &mut by_name, node, opset)?;

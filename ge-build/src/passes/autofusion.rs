@@ -11,9 +11,9 @@
 use std::collections::HashSet;
 
 use ge_runtime::format::{
-    BinaryOp, DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr, VOP_BINARY,
+    DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr, VOP_BINARY,
 };
-use ge_sim::kernels::fused::{TILE, fusable_binary, fusable_unary};
+use ge_sim::kernels::fused::{TILE, fusable_binary_task, fusable_unary};
 use petgraph::stable_graph::NodeIndex;
 
 use super::{Pass, PassContext};
@@ -37,13 +37,14 @@ fn instr_count(g: &Graph, n: NodeIndex) -> usize {
     {
         return 0;
     }
-    let act_ok = |op: u32| op == 0 || UnaryOp::from_u32(op).is_some_and(fusable_unary);
     match node.op {
         Op::Unary(p) if UnaryOp::from_u32(p.act.op).is_some_and(fusable_unary) => 1,
-        Op::Binary(p)
-            if BinaryOp::from_u32(p.op).is_some_and(fusable_binary) && act_ok(p.act.op) =>
-        {
-            if p.act.is_none() { 1 } else { 2 }
+        Op::Binary(p) if fusable_binary_task(&p) => {
+            if p.act.is_none() {
+                1
+            } else {
+                2
+            }
         }
         _ => 0,
     }

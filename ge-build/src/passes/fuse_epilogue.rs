@@ -17,7 +17,7 @@ pub struct FuseEpilogue;
 fn act_field(op: &mut Op) -> Option<&mut Activation> {
     match op {
         Op::Conv(c) | Op::ConvTranspose(c) => Some(&mut c.act),
-        Op::Gemm(c) => Some(&mut c.act),
+        Op::Gemm(c) | Op::GemmW8(c) => Some(&mut c.act),
         Op::Binary(c) | Op::Variadic(c) => Some(&mut c.act),
         Op::BatchNorm(c) | Op::InstanceNorm(c) => Some(&mut c.act),
         Op::LayerNorm(c) => Some(&mut c.act),

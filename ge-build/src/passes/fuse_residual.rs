@@ -44,10 +44,14 @@ impl Pass for FuseResidual {
                     gp.act = bp.act;
                     Op::Gemm(gp)
                 }
+                Op::GemmW8(mut gp) => {
+                    gp.act = bp.act;
+                    Op::GemmW8(gp)
+                }
                 _ => continue,
             };
             let mut inputs = g.g[conv].inputs.clone();
-            inputs.resize(3, None);
+            inputs.resize(residual_slot(&fused), None);
             inputs.push(Some(residual));
             let label = format!("{}+{}", g.g[conv].op_type, g.g[add].op_type);
             g.merge_into(conv, Some(add));
@@ -88,10 +92,11 @@ fn find(
         let p = g.value(v).producer?;
         let act = match g.g[p].op {
             Op::Conv(cp) => cp.act,
-            Op::Gemm(gp) => gp.act,
+            Op::Gemm(gp) | Op::GemmW8(gp) => gp.act,
             _ => return None,
         };
-        let plain = act.is_none() && g.g[p].outputs.len() == 1 && g.g[p].inputs.len() <= 3;
+        let slot = residual_slot(&g.g[p].op);
+        let plain = act.is_none() && g.g[p].outputs.len() == 1 && g.g[p].inputs.len() <= slot;
         (plain && g.single_use(v, users) == Some(add)).then_some(p)
     };
     let later = |n: NodeIndex| position.get(&n).copied().unwrap_or(0);
@@ -101,4 +106,9 @@ fn find(
         (None, Some(cb)) => Some((cb, a)),
         (None, None) => None,
     }
+}
+
+/// The input slot of the residual: after A/X, B/W, C/bias (GemmW8: and B's scales).
+fn residual_slot(op: &Op) -> usize {
+    if matches!(op, Op::GemmW8(_)) { 4 } else { 3 }
 }

@@ -1,8 +1,10 @@
 //! MatMul (A `[…, M, K]`, 2-D B) followed by Add of a per-column bias becomes one Gemm with
 //! C = bias (the device's Gemm folds A's leading axes into M), so the bias — and through
-//! `fuse_epilogue` the activation — are applied in the GEMM's register tile. O(V + E).
+//! `fuse_epilogue` the activation — are applied in the GEMM's register tile; a GemmW8 (a
+//! MatMul on weight-only int8 B) without C takes the bias as its C the same way. O(V + E).
 
-use ge_runtime::format::{Activation, BinaryOp, GemmParams};
+use ge_runtime::format::{BinaryOp, GemmParams};
+use ge_sim::kernels::gemm::PLAIN_GEMM;
 
 use super::{Pass, PassContext};
 use crate::error::Result;
@@ -17,9 +19,12 @@ impl Pass for MatMulAddToGemm {
         let users = g.users();
         let mut changed = false;
         for mm in g.topo_order() {
-            if !matches!(g.g[mm].op, Op::MatMul) {
-                continue;
-            }
+            let w8 = match g.g[mm].op {
+                Op::MatMul => None,
+                // Inputs A, B, scales: no C yet.
+                Op::GemmW8(p) if p.act.is_none() && g.g[mm].inputs.len() == 3 => g.g[mm].inputs[2],
+                _ => continue,
+            };
             let y = g.g[mm].outputs[0];
             let (Some(Some(a)), Some(Some(b))) = (
                 g.g[mm].inputs.first().copied(),
@@ -62,15 +67,18 @@ impl Pass for MatMulAddToGemm {
                 continue;
             }
             let p = GemmParams {
-                trans_a: 0,
-                trans_b: 0,
-                alpha: 1.0,
                 beta: 1.0,
-                act: Activation::default(),
+                ..PLAIN_GEMM
             };
-            g.g[add].op = Op::Gemm(p);
-            g.g[add].op_type = "Gemm".into();
-            g.set_inputs(add, vec![Some(a), Some(b), Some(bias)]);
+            if let Some(scales) = w8 {
+                g.g[add].op = Op::GemmW8(p);
+                g.g[add].op_type = g.g[mm].op_type.clone();
+                g.set_inputs(add, vec![Some(a), Some(b), Some(scales), Some(bias)]);
+            } else {
+                g.g[add].op = Op::Gemm(p);
+                g.g[add].op_type = "Gemm".into();
+                g.set_inputs(add, vec![Some(a), Some(b), Some(bias)]);
+            }
             g.merge_into(mm, Some(add));
             changed = true;
         }

@@ -43,6 +43,7 @@ macro_rules! op_kinds {
                 match self {
                     OpKind::Recurrent => 2,
                     OpKind::QGemm | OpKind::QConv => 4,
+                    OpKind::GemmW8 => 6,
                     _ => 1,
                 }
             }
@@ -123,6 +124,12 @@ op_kinds! {
     /// A 2-D int8 convolution with a constant weight, as im2col on the int8 GEMM
     /// ([`QConvParams`]). New in format version 4.
     QConv = 105 => QConvParams,
+    /// `Y = alpha · op(A) · op(B_int8 · scales) + beta · C` then the activation: a Gemm whose
+    /// constant B is weight-only int8/uint8, dequantized while it is packed. Inputs A (f32),
+    /// B (int8/uint8), B's scales (f32: one, or one per column), optional C, optional
+    /// residual R shaped like Y ([`GemmParams`]).
+    /// New in format version 6.
+    GemmW8 = 106 => GemmParams,
     /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
     GatherElements = 40 => AxisParams,
     /// Copy of data with updates written at per-element indices along an axis.

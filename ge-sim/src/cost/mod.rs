@@ -12,7 +12,9 @@
 //!
 //! `max` models double buffering: loads of the next tile overlap compute on the current one,
 //! so a task is bound by whichever is slower. Global-memory bytes are every input read once
-//! and every output written once, at their stored element size (tiles are assumed to fit on chip; spills are charged by the
+//! and every output written once, at their stored element size (a selecting task — Gather,
+//! Slice — reads of its input 0 at most the bytes it writes: the rows it picks, not the
+//! whole table) (tiles are assumed to fit on chip; spills are charged by the
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
@@ -39,6 +41,9 @@ pub struct Work {
     /// the fp16 cube and vector rates. Set by the device from the tensor table, not by the
     /// per-kind estimators (which see shapes only).
     pub half: bool,
+    /// The task reads only the elements of input 0 its output selects (Gather, Slice): that
+    /// input is charged at most the output's bytes.
+    pub selects: bool,
 }
 
 /// What one task costs.
@@ -149,6 +154,16 @@ fn vector(ops: u64) -> Work {
 /// One vector op per output element: elementwise maps and data movement.
 pub fn per_output(_: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
     vector(out_elems(outs))
+}
+
+/// One vector op per output element, reading only the elements of input 0 it selects
+/// (Gather, GatherElements, GatherNd, Slice: an embedding lookup reads its rows, not the
+/// table).
+pub fn selection(_: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
+    Work {
+        selects: true,
+        ..vector(out_elems(outs))
+    }
 }
 
 /// One vector op per output element per input (Sum/Max/Min/Mean over N inputs).

@@ -133,15 +133,24 @@ impl<O: Observer> SimDevice<O> {
     }
 }
 
-/// Global-memory bytes a task moves: inputs read once, outputs written once.
-pub(crate) fn task_traffic(model: &Model<'_>, task: &TaskDesc) -> u64 {
+/// Global-memory bytes a task moves: inputs read once, outputs written once; a task that
+/// `selects` (Gather, Slice) reads of its input 0 at most the bytes it writes.
+pub(crate) fn task_traffic(model: &Model<'_>, task: &TaskDesc, selects: bool) -> u64 {
     let tensors = model.tensors();
-    let ids = model
-        .task_inputs(task)
-        .iter()
-        .chain(model.task_outputs(task));
-    ids.filter_map(|&id| tensors.get(id as usize))
-        .fold(0u64, |a, t| a.saturating_add(t.bytes))
+    let bytes = |ids: &[u32]| {
+        ids.iter()
+            .filter_map(|&id| tensors.get(id as usize))
+            .fold(0u64, |a, t| a.saturating_add(t.bytes))
+    };
+    let (ins, outs) = (model.task_inputs(task), model.task_outputs(task));
+    let written = bytes(outs);
+    match ins.split_first() {
+        Some((first, rest)) if selects => {
+            let data = bytes(core::slice::from_ref(first)).min(written);
+            data.saturating_add(bytes(rest)).saturating_add(written)
+        }
+        _ => bytes(ins).saturating_add(written),
+    }
 }
 
 /// The work of a task per `work` (its kind's estimator), from the shapes in the tensor

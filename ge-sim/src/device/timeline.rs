@@ -134,7 +134,8 @@ impl<'m> Timeline<'m> {
             .max()
             .unwrap_or(0)
             .max(ready);
-        let traffic = super::task_traffic(model, task).saturating_add(work.extra_gm_bytes);
+        let traffic =
+            super::task_traffic(model, task, work.selects).saturating_add(work.extra_gm_bytes);
         let cost = task_cost(&dev.profile, work, traffic, k as u32, self.cores as u32);
         let end = start.saturating_add(cost.cycles);
         for &c in &picked[..k] {

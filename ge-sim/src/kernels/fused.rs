@@ -8,8 +8,8 @@
 //! nothing is allocated.
 
 use ge_runtime::format::{
-    BinaryOp, DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, MAX_RANK, Shape, TensorMut,
-    TensorRef, UnaryOp, VInstr, VOP_BINARY,
+    BinaryOp, BinaryParams, DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, MAX_RANK, Shape,
+    TensorMut, TensorRef, UnaryOp, VInstr, VOP_BINARY,
 };
 
 use super::broadcast::{Odometer, broadcast_strides};
@@ -38,6 +38,13 @@ pub fn fusable_binary(op: BinaryOp) -> bool {
             | BinaryOp::Min
             | BinaryOp::PRelu
     )
+}
+
+/// True for a binary op with its fused activation that a vector program can run: float
+/// arithmetic (the autofusion candidates, and the binary ops with a half kernel).
+pub fn fusable_binary_task(p: &BinaryParams) -> bool {
+    BinaryOp::from_u32(p.op).is_some_and(fusable_binary)
+        && (p.act.op == 0 || UnaryOp::from_u32(p.act.op).is_some_and(fusable_unary))
 }
 
 #[derive(Clone, Copy)]

@@ -143,6 +143,48 @@ impl PackB for MatB<'_> {
     }
 }
 
+/// A row-major `k × n` int8 or uint8 matrix as B, dequantized while it is packed
+/// (weight-only int8: the blob stores the weights as bytes): `B[p][j] = float(b[p·ld + j]) ·
+/// scale[j]` (one scale for every column when `scale` has one value) — the same f32 value a
+/// Cast and a Mul of the weights give, so results equal those of the f32 weights. Unsigned
+/// bytes are read as `(x ^ 0x80) as i8 + 128`: one code path, exact.
+#[derive(Clone, Copy, Debug)]
+pub struct Int8B<'a> {
+    pub b: &'a [u8],
+    pub unsigned: bool,
+    pub scale: &'a [f32],
+    pub ld: usize,
+}
+
+impl PackB for Int8B<'_> {
+    fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
+        let (flip, offset) = if self.unsigned {
+            (0x80, 128.0)
+        } else {
+            (0, 0.0)
+        };
+        let scale = |col: usize| {
+            if self.scale.len() == 1 {
+                self.scale[0]
+            } else {
+                self.scale[col]
+            }
+        };
+        for q in 0..nc.div_ceil(NR) {
+            let panel = &mut out[q * kc * NR..(q + 1) * kc * NR];
+            let (j0, nr) = (jc + q * NR, (nc - q * NR).min(NR));
+            for p in 0..kc {
+                let row = &self.b[(pc + p) * self.ld + j0..][..nr];
+                let dst = &mut panel[p * NR..(p + 1) * NR];
+                for (j, (d, &x)) in dst.iter_mut().zip(row).enumerate() {
+                    *d = (f32::from((x ^ flip) as i8) + offset) * scale(j0 + j);
+                }
+                dst[nr..].fill(0.0);
+            }
+        }
+    }
+}
+
 /// The epilogue of a [`gemm_packed`]:
 /// `C = act(alpha · op(A)·op(B) (+ C) (+ bias[row]) (+ R))`.
 #[derive(Clone, Copy, Debug)]
@@ -656,11 +698,44 @@ pub fn run_gemm(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
+    gemm_task::<false>(p, ins, outs, ws, par)
+}
+
+/// GemmW8: the Gemm of f32 A and a weight-only int8/uint8 B (inputs A, B, B's scales — one,
+/// or one per column —, optional C), B dequantized while it is packed ([`Int8B`]). Its own
+/// kind, so that a device linking only f32 Gemm links none of it.
+pub fn run_gemm_w8(
+    p: &GemmParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn Parallel,
+) -> KernelResult {
+    gemm_task::<true>(p, ins, outs, ws, par)
+}
+
+/// Gemm (`W8`: GemmW8) on the shared checks, C broadcast and residual.
+fn gemm_task<const W8: bool>(
+    p: &GemmParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn Parallel,
+) -> KernelResult {
     let at = input(ins, 0, "gemm A")?;
     let bt = input(ins, 1, "gemm B")?;
-    let ct = ins.get(2).and_then(|t| t.as_ref());
+    let ct = ins.get(if W8 { 3 } else { 2 }).and_then(|t| t.as_ref());
     let yt = output(outs, 0, "gemm output")?;
-    let (a, b) = (f32_in(at)?, f32_in(bt)?);
+    let a = f32_in(at)?;
+    let (b, scales) = if W8 {
+        if !matches!(bt.dtype, DType::I8 | DType::U8) {
+            return Err(KernelError::UnsupportedDType("GemmW8's B is int8 or uint8"));
+        }
+        checked_len(&bt.shape, bt.dtype, bt.data.len())?;
+        (&[][..], f32_in(input(ins, 2, "gemm B scales")?)?)
+    } else {
+        (f32_in(bt)?, &[][..])
+    };
     let (ta, tb) = (p.trans_a != 0, p.trans_b != 0);
     let ra = at.shape.rank();
     // ONNX Gemm is 2-D; the compiler also emits `[…, M, K] · [K, N]` (MatMul + bias on
@@ -706,8 +781,9 @@ pub fn run_gemm(
         }
         _ => false,
     };
-    // Input 3 (compiler-fused): a residual shaped like Y, added before the activation.
-    if let Some(rt) = ins.get(3).and_then(|t| t.as_ref()) {
+    // Input 3 (GemmW8: 4; compiler-fused): a residual shaped like Y, added before the
+    // activation.
+    if let Some(rt) = ins.get(if W8 { 4 } else { 3 }).and_then(|t| t.as_ref()) {
         let r = f32_in(rt)?;
         if r.len() != y.len() {
             return Err(KernelError::Shape(
@@ -720,6 +796,39 @@ pub fn run_gemm(
             y.copy_from_slice(r);
         }
         accumulate = true;
+    }
+    if W8 {
+        let scale = scales;
+        if scale.len() != 1 && scale.len() != n {
+            return Err(KernelError::Shape(
+                "int8 gemm B scales: one, or one per column",
+            ));
+        }
+        let (rs, cs) = if ta { (1, lda) } else { (lda, 1) };
+        let fused = tile_act(&p.act);
+        let ep = Epilogue {
+            residual: None,
+            alpha: p.alpha,
+            accumulate,
+            row_bias: None,
+            act: fused.unwrap_or(TileAct::None),
+        };
+        if tb {
+            return Err(KernelError::BadParams("GemmW8 takes B untransposed"));
+        }
+        let src = Int8B {
+            b: bt.data,
+            unsigned: bt.dtype == DType::U8,
+            scale,
+            ld: bd[1],
+        };
+        let wsf = ws_f32(ws, gemm_packed_ws_len(n, k))?;
+        let al = ALayout::Strided { rs, cs };
+        gemm_packed(m, n, k, a, al, &src, y, n, &ep, wsf, par)?;
+        if p.act.op != 0 && fused.is_none() {
+            super::unary::apply_activation(&p.act, y)?;
+        }
+        return Ok(());
     }
     let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
     let fused = if m > 1 { tile_act(&p.act) } else { None };
@@ -769,16 +878,16 @@ pub fn run_gemm(
 }
 
 /// MatMul geometry: batch shapes (as [`Shape`]s) and the matrix sizes.
-struct MatMulDims {
-    a_batch: Shape,
-    b_batch: Shape,
-    y_batch: Shape,
-    m: usize,
-    n: usize,
-    k: usize,
+pub(crate) struct MatMulDims {
+    pub(crate) a_batch: Shape,
+    pub(crate) b_batch: Shape,
+    pub(crate) y_batch: Shape,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
 }
 
-fn matmul_dims(a: &Shape, b: &Shape, y: &Shape) -> Result<MatMulDims, KernelError> {
+pub(crate) fn matmul_dims(a: &Shape, b: &Shape, y: &Shape) -> Result<MatMulDims, KernelError> {
     let (ad, bd, yd) = (a.dims(), b.dims(), y.dims());
     if ad.is_empty() || bd.is_empty() {
         return Err(KernelError::Shape("matmul operands must have rank >= 1"));
@@ -852,7 +961,7 @@ fn matmul_dims(a: &Shape, b: &Shape, y: &Shape) -> Result<MatMulDims, KernelErro
 }
 
 /// Element offsets (in matrices) of A and B for output batch `i`.
-fn batch_offsets(
+pub(crate) fn batch_offsets(
     d: &MatMulDims,
     sa: &[usize; MAX_RANK],
     sb: &[usize; MAX_RANK],
@@ -980,6 +1089,32 @@ fn naive_batches<T: ge_runtime::format::Element + Default>(
         }
     }
     Ok(())
+}
+
+/// The Gemm a plain MatMul is: `Y = A·B`.
+pub const PLAIN_GEMM: GemmParams = GemmParams {
+    trans_a: 0,
+    trans_b: 0,
+    alpha: 1.0,
+    beta: 0.0,
+    act: Activation {
+        op: 0,
+        alpha: 0.0,
+        beta: 0.0,
+    },
+};
+
+/// Scratch bytes of a GemmW8: it always packs (dequantizing), even for one row.
+pub fn gemm_w8_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
+    let base = gemm_workspace_bytes(in_shapes, out_shapes);
+    match in_shapes.get(1) {
+        Some(Some(b)) if b.rank() == 2 => {
+            // Either orientation of B (the kind's params are not read here).
+            let d = b.dim(0).max(b.dim(1));
+            base.max(gemm_packed_ws_len(d, d) * 4)
+        }
+        _ => base,
+    }
 }
 
 /// Scratch bytes Gemm/MatMul need (packing), from the input shapes. The kind is not known

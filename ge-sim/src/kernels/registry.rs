@@ -223,6 +223,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::Attention => &ATTENTION,
         OpKind::Recurrent => &RECURRENT,
         OpKind::QGemm => &QGEMM,
+        OpKind::GemmW8 => &GEMM_W8,
         OpKind::QConv => &QCONV,
         OpKind::GatherElements => &GATHER_ELEMENTS,
         OpKind::ScatterElements => &SCATTER_ELEMENTS,
@@ -347,7 +348,9 @@ const BINARY: Kernel = Kernel {
     workspace: no_workspace,
     work: cost::per_output,
     // Comparisons and logic yield bool.
-    dtypes: DTypes::NUMERIC.with(DTypes::of(&[DType::Bool])),
+    dtypes: DTypes::NUMERIC
+        .with(DTypes::of(&[DType::Bool]))
+        .with(DTypes::F32_HALVES),
     in_place: Some(InPlace {
         inputs: binary_in_place_inputs,
         dtypes: DTypes::F32,
@@ -435,6 +438,16 @@ const GEMM: Kernel = Kernel {
     epilogue: EPILOGUE,
 };
 
+const GEMM_W8: Kernel = Kernel {
+    kind: OpKind::GemmW8,
+    run: |p, ins, outs, ws, par| gemm::run_gemm_w8(&read_params(p)?, ins, outs, ws, par),
+    workspace: |_, ins, outs| gemm::gemm_w8_workspace_bytes(ins, outs),
+    work: cost::gemm,
+    dtypes: DTypes::F32_HALVES,
+    in_place: None,
+    epilogue: EPILOGUE,
+};
+
 const QGEMM: Kernel = Kernel {
     kind: OpKind::QGemm,
     run: |p, ins, outs, ws, _| gemm_i8::task::run_qgemm(&read_params(p)?, ins, outs, ws),
@@ -464,7 +477,7 @@ const MATMUL: Kernel = Kernel {
     run: |_, ins, outs, ws, par| gemm::run_matmul(ins, outs, ws, par),
     workspace: |_, ins, outs| gemm::gemm_workspace_bytes(ins, outs),
     work: cost::matmul,
-    dtypes: DTypes::of(&[DType::F32, DType::F64, DType::I32, DType::I64]),
+    dtypes: DTypes::of(&[DType::F64, DType::I32, DType::I64]).with(DTypes::F32_HALVES),
     in_place: None,
     epilogue: None,
 };
@@ -474,7 +487,7 @@ const ATTENTION: Kernel = Kernel {
     run: |p, ins, outs, ws, _| attention::run_attention(&read_params(p)?, ins, outs, ws),
     workspace: |_, ins, _| attention::attention_workspace_bytes(ins),
     work: cost::attention,
-    dtypes: DTypes::F32,
+    dtypes: DTypes::F32_HALVES,
     in_place: None,
     epilogue: None,
 };
@@ -548,7 +561,7 @@ const LAYER_NORM: Kernel = Kernel {
     run: |p, ins, outs, _, _| layer_norm::run_layer_norm(&read_params(p)?, ins, outs),
     workspace: no_workspace,
     work: cost::six_per_input,
-    dtypes: DTypes::F32,
+    dtypes: DTypes::F32_HALVES,
     in_place: None,
     // The kernel applies `act` too, but epilogue fusion has never targeted it.
     epilogue: None,
@@ -626,7 +639,7 @@ const SLICE: Kernel = Kernel {
     kind: OpKind::Slice,
     run: |p, ins, outs, _, _| slice::run_slice(&read_params(p)?, ins, outs),
     workspace: no_workspace,
-    work: cost::per_output,
+    work: cost::selection,
     dtypes: DTypes::ANY,
     in_place: None,
     epilogue: None,
@@ -656,7 +669,7 @@ const GATHER: Kernel = Kernel {
     kind: OpKind::Gather,
     run: |p, ins, outs, _, _| gather::run_gather(&read_params(p)?, ins, outs),
     workspace: no_workspace,
-    work: cost::per_output,
+    work: cost::selection,
     dtypes: DTypes::ANY,
     in_place: None,
     epilogue: None,
@@ -706,7 +719,7 @@ const GATHER_ELEMENTS: Kernel = Kernel {
     kind: OpKind::GatherElements,
     run: |p, ins, outs, _, _| indexing::run_gather_elements(&read_params(p)?, ins, outs),
     workspace: no_workspace,
-    work: cost::per_output,
+    work: cost::selection,
     dtypes: DTypes::ANY,
     in_place: None,
     epilogue: None,
@@ -716,7 +729,7 @@ const GATHER_ND: Kernel = Kernel {
     kind: OpKind::GatherNd,
     run: |p, ins, outs, _, _| indexing::run_gather_nd(&read_params(p)?, ins, outs),
     workspace: no_workspace,
-    work: cost::per_output,
+    work: cost::selection,
     dtypes: DTypes::ANY,
     in_place: None,
     epilogue: None,
@@ -959,6 +972,24 @@ mod tests {
                 let inputs = std::vec![(std::vec![2, 3], ramp(6)), (std::vec![3, 2], ramp(6))];
                 (bytemuck::bytes_of(&p).to_vec(), inputs, std::vec![2, 2])
             }
+            OpKind::GemmW8 => {
+                let p = GemmParams {
+                    trans_a: 0,
+                    trans_b: 0,
+                    alpha: 1.0,
+                    beta: 1.0,
+                    act,
+                };
+                // B's values are whole numbers: run_f32 stores GemmW8's B as int8.
+                let b: Vec<f32> = (0..6).map(|i| (i as f32 - 2.0) * 7.0).collect();
+                let inputs = std::vec![
+                    (std::vec![2, 3], ramp(6)),
+                    (std::vec![3, 2], b),
+                    (std::vec![2], std::vec![0.05, 0.125]),
+                    (std::vec![2], std::vec![0.3, -0.2]),
+                ];
+                (bytemuck::bytes_of(&p).to_vec(), inputs, std::vec![2, 2])
+            }
             OpKind::Binary | OpKind::Variadic => {
                 let p = BinaryParams {
                     op: BinaryOp::Add as u32,
@@ -998,8 +1029,22 @@ mod tests {
         out: &[usize],
     ) -> Vec<f32> {
         let k = kernel(kind);
-        let ins: Vec<Option<TensorRef<'_>>> =
-            inputs.iter().map(|(d, v)| Some(tref(d, v))).collect();
+        // GemmW8's B (input 1) is int8.
+        let int8: Vec<i8> = match (kind, inputs.get(1)) {
+            (OpKind::GemmW8, Some((_, v))) => v.iter().map(|&x| x as i8).collect(),
+            _ => Vec::new(),
+        };
+        let ins: Vec<Option<TensorRef<'_>>> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (d, v))| {
+                Some(if i == 1 && !int8.is_empty() {
+                    tref(d, &int8)
+                } else {
+                    tref(d, v)
+                })
+            })
+            .collect();
         let in_shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
         let mut ws = std::vec![0u64; (k.workspace)(params, &in_shapes, &[shape(out)]).div_ceil(8)];
         let mut y = std::vec![0f32; out.iter().product()];

@@ -46,6 +46,17 @@ struct Taps {
     extrap: bool,
 }
 
+/// True when the resize leaves axis `a` (extent `inp` in, `out` out) as it is: scale 1,
+/// the same extent, and (tf_crop_and_resize) the whole of it as region of interest.
+pub(crate) fn leaves_axis(p: &ResizeParams, a: usize, inp: usize, out: usize) -> bool {
+    if a >= MAX_RANK {
+        return false;
+    }
+    let full_roi = p.coord != CoordTransform::TfCropAndResize as u32
+        || (approx_eq(p.roi[a] as f64, 0.0) && approx_eq(p.roi[MAX_RANK + a] as f64, 1.0));
+    approx_eq(p.scales[a] as f64, 1.0) && inp == out && full_roi
+}
+
 fn approx_eq(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * b.abs().max(1.0)
 }
@@ -216,9 +227,7 @@ pub fn run_resize(
         let (inp, out) = (x.shape.dims()[a], y.shape.dims()[a]);
         let scale = p.scales[a] as f64;
         let roi = (p.roi[a] as f64, p.roi[MAX_RANK + a] as f64);
-        let full_roi = coord != CoordTransform::TfCropAndResize
-            || (approx_eq(roi.0, 0.0) && approx_eq(roi.1, 1.0));
-        let identity = approx_eq(scale, 1.0) && inp == out && full_roi;
+        let identity = leaves_axis(p, a, inp, out);
         if out > 0 && inp == 0 {
             return Err(KernelError::Shape(
                 "resize of an empty axis to a non-empty one",

@@ -67,7 +67,7 @@ pub const fn registry_entry(id: KernelId) -> Option<KernelEntry> {
 /// Functions of one element type for the kinds whose registry function covers several and
 /// carries sizeable code for the others: the entry of such a kind on that type links only
 /// its own code (f32 pooling no integer code, f32 softmax no f64 code). Each does exactly
-/// what the kind's function does on that type. With `std`, the fp16/bf16 Conv, Gemm,
+/// what the kind's function does on that type. With `std`, the fp16/bf16 Conv, Gemm, GemmW8, MatMul, Attention, LayerNorm, Binary, Resize,
 /// pooling, Softmax and vector programs run the [`super::halves`] kernels.
 const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
     match (kind, dtype) {
@@ -84,6 +84,30 @@ const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
         #[cfg(feature = "std")]
         (OpKind::Gemm, Some(DType::F16 | DType::Bf16)) => {
             Some(|p, ins, outs, ws, par| halves::gemm::run(&read_params(p)?, ins, outs, ws, par))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::GemmW8, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, par| halves::gemm_w8::run(&read_params(p)?, ins, outs, ws, par))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::MatMul, Some(DType::F16 | DType::Bf16)) => {
+            Some(|_, ins, outs, ws, par| halves::matmul::run(ins, outs, ws, par))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Attention, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::attention::run(&read_params(p)?, ins, outs, ws))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::LayerNorm, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::layer_norm::run(p, ins, outs, ws))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Binary, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::binary::run(p, ins, outs, ws))
+        }
+        #[cfg(feature = "std")]
+        (OpKind::Resize, Some(DType::F16 | DType::Bf16)) => {
+            Some(|p, ins, outs, ws, _| halves::resize::run(p, ins, outs, ws))
         }
         #[cfg(feature = "std")]
         (OpKind::Pool, Some(DType::F16 | DType::Bf16)) => {

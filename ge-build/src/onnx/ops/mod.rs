@@ -44,6 +44,7 @@ pub mod table;
 mod tensor_scatter;
 mod training;
 mod unpool;
+pub(crate) mod weight_only;
 mod window;
 
 use ge_runtime::format::DType;
@@ -59,6 +60,9 @@ pub use registry::supported;
 /// Top-level sequence ops are resolved by the caller (they need the graph's sequences).
 pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
     let node = ctx.node;
+    if node.domain() == weight_only::DOMAIN {
+        return weight_only::import(ctx);
+    }
     let entry = registry::lookup(node.domain(), node.op_type()).ok_or_else(|| {
         ctx.unsupported(if matches!(node.domain(), "" | "ai.onnx") {
             "no importer for this op type; `ge ops` lists the supported ones".to_string()

@@ -20,6 +20,7 @@
 
 mod replace;
 mod select;
+pub mod weight_only;
 
 use std::collections::{HashMap, HashSet};
 

@@ -75,7 +75,7 @@ fn operands(x: &[String; 3], w: &[String; 3]) -> Vec<String> {
     x.iter().chain(w).cloned().collect()
 }
 
-fn int_attr(name: &str, v: i64) -> AttributeProto {
+pub(super) fn int_attr(name: &str, v: i64) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
         r#type: Some(2),

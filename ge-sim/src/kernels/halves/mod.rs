@@ -1,19 +1,27 @@
-//! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, Pool,
-//! GlobalPool, Softmax and vector programs (Fused) (std only: firmware links none of it). Each task reads its 16-bit
+//! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, GemmW8, MatMul,
+//! Attention, Pool, GlobalPool, Softmax, LayerNorm, linear/cubic Resize, vector programs
+//! (Fused) and the float arithmetic Binary ops (as one-op vector programs) (std only: firmware links none of it). Each task reads its 16-bit
 //! (or f32) operands (activations and the weights the blob stores in fp16/bf16) and writes a
 //! 16-bit result, accumulating in f32: it widens one slice of its operands at a time into its
 //! workspace ([`convert`]: F16C on x86-64), runs the kind's f32 kernel on the slice and rounds
 //! the slice's result back to nearest even. Slices are output channels by bands of output
-//! rows (Conv; whole groups when grouped), output columns (Gemm), channel planes (pooling) or
-//! normalized blocks (Softmax) or indices of the output's first non-unit axis (Fused), so scratch is bounded: one slice (Gemm: plus the f32 copy of
+//! rows (Conv; whole groups when grouped), output columns (Gemm, MatMul with a 2-D B), output
+//! matrices (batched MatMul), heads (Attention), channel planes (pooling, Resize) or
+//! normalized blocks (Softmax, LayerNorm) or indices of the output's first non-unit axis (Fused), so scratch is bounded: one slice (Gemm: plus the f32 copy of
 //! A) plus the f32 kernel's own workspace for a slice. Results are exactly the f32 kernel's
 //! on the widened operands, rounded once.
 
+pub(crate) mod attention;
+pub(crate) mod binary;
 pub(crate) mod conv;
 pub(crate) mod convert;
 pub(crate) mod fused;
 pub(crate) mod gemm;
+pub(crate) mod gemm_w8;
+pub(crate) mod layer_norm;
+pub(crate) mod matmul;
 pub(crate) mod pool;
+pub(crate) mod resize;
 pub(crate) mod softmax;
 #[cfg(test)]
 mod tests;
@@ -37,10 +45,15 @@ pub fn workspace_bytes(
     Some(match kind {
         OpKind::Conv => read_params(params).map_or(0, |p| conv::workspace(&p, ins, outs)),
         OpKind::Gemm => read_params(params).map_or(0, |p| gemm::workspace(&p, ins, outs)),
+        OpKind::MatMul => matmul::workspace(ins, outs),
+        OpKind::GemmW8 => gemm_w8::workspace(ins, outs),
+        OpKind::Attention => attention::workspace(ins, outs),
+        OpKind::LayerNorm => layer_norm::workspace(params, ins, outs),
+        OpKind::Resize => resize::workspace(params, ins, outs),
         OpKind::Pool => pool::workspace(false, params, ins, outs),
         OpKind::GlobalPool => pool::workspace(true, params, ins, outs),
         OpKind::Softmax => softmax::workspace(params, ins, outs),
-        OpKind::Fused => fused::workspace(ins, outs),
+        OpKind::Fused | OpKind::Binary => fused::workspace(ins, outs),
         _ => return None,
     })
 }
@@ -129,4 +142,52 @@ fn with_dim(s: &Shape, i: usize, v: usize) -> ([usize; ge_runtime::format::MAX_R
         d[i] = v;
     }
     (d, r)
+}
+
+/// Workspace bytes of a kernel slicing blocks from `axis` on ([`blocks`]): the slice's
+/// input and output, then the `extra` runs (whole).
+fn blocks_workspace(
+    axis: Option<usize>,
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+    extra: &[usize],
+) -> usize {
+    let (Some(axis), Some(Some(x)), Some(y)) = (axis, ins.first(), outs.first()) else {
+        return 0;
+    };
+    blocks(axis, x, y).map_or(0, |[_, block, chunk]| {
+        let slice = total_bytes(0, &[chunk * block, chunk * block]);
+        slice.saturating_add(
+            extra
+                .iter()
+                .fold(0usize, |a, &r| a.saturating_add(r.saturating_mul(4))),
+        )
+    })
+}
+
+/// Blocks normalized from `axis` on (the indices before it, each its own contiguous block),
+/// elements per block and blocks per slice; `None` when `x` and `y` differ or the axis is
+/// out of range.
+fn blocks(axis: usize, x: &Shape, y: &Shape) -> Option<[usize; 3]> {
+    if axis >= x.rank().max(1) || x.dims() != y.dims() {
+        return None;
+    }
+    let outer = x.dims()[..axis].iter().product::<usize>();
+    if outer == 0 {
+        return None;
+    }
+    let block = x.numel() / outer;
+    let chunk = (CAP / block.saturating_mul(2).max(1)).clamp(1, outer);
+    Some([outer, block, chunk])
+}
+
+/// The dims of a slice of `pc` indices of the axes before `axis` (blocks normalized from
+/// it, planes a resize leaves alone): they fold into the first, so `axis` keeps its index.
+fn block_dims(s: &Shape, axis: usize, pc: usize) -> ([usize; ge_runtime::format::MAX_RANK], usize) {
+    let (mut dims, r) = with_dim(s, 0, s.dims().first().copied().unwrap_or(1));
+    if axis > 0 {
+        dims[0] = pc;
+        dims[1..axis].fill(1);
+    }
+    (dims, r)
 }

@@ -6,32 +6,21 @@ use ge_runtime::format::{Shape, SoftmaxParams, TensorMut, TensorRef};
 
 use super::super::softmax::run_softmax_of;
 use super::super::{KernelError, KernelResult, input, output, read_params};
-use super::{CAP, carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at};
+use super::{
+    block_dims, blocks, blocks_workspace, carve, convert, f32_mut, f32_ref, narrow_at, widen_at,
+};
 
 /// Blocks, elements per block and blocks per slice.
 fn split(p: &SoftmaxParams, x: &Shape, y: &Shape) -> Option<[usize; 3]> {
-    let axis = p.axis as usize;
-    if axis >= x.rank().max(1) || x.dims() != y.dims() {
-        return None;
-    }
-    let outer = x.dims()[..axis].iter().product::<usize>();
-    if outer == 0 {
-        return None;
-    }
-    let block = x.numel() / outer;
-    let chunk = (CAP / block.saturating_mul(2).max(1)).clamp(1, outer);
-    Some([outer, block, chunk])
+    blocks(p.axis as usize, x, y)
 }
 
 /// Workspace bytes of a half softmax; 0 when the shapes do not make one.
 pub(super) fn workspace(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> usize {
-    let p: Option<SoftmaxParams> = read_params(params).ok();
-    match (p, ins.first(), outs.first()) {
-        (Some(p), Some(Some(x)), Some(y)) => split(&p, x, y).map_or(0, |[_, block, chunk]| {
-            total_bytes(0, &[chunk * block, chunk * block])
-        }),
-        _ => 0,
-    }
+    let axis = read_params::<SoftmaxParams>(params)
+        .ok()
+        .map(|p| p.axis as usize);
+    blocks_workspace(axis, ins, outs, &[])
 }
 
 /// Normalizes 16-bit (or f32) `x` into the 16-bit output.
@@ -54,14 +43,7 @@ pub(crate) fn run(
         let pc = chunk.min(outer - o0);
         let len = pc * block;
         widen_at(xt, o0 * block, &mut xw[..len], fast)?;
-        // The slice's leading dims fold into the first: the axis keeps its index.
-        let mut dims = [0usize; ge_runtime::format::MAX_RANK];
-        let r = xt.shape.rank();
-        dims[..r].copy_from_slice(xt.shape.dims());
-        if axis > 0 {
-            dims[0] = pc;
-            dims[1..axis].fill(1);
-        }
+        let (dims, r) = block_dims(&xt.shape, axis, pc);
         let sub = [Some(f32_ref(&xw[..len], &dims[..r])?)];
         let mut y = [f32_mut(&mut yw[..len], &dims[..r])?];
         run_softmax_of::<f32>(&p, &sub, &mut y)?;

@@ -8,8 +8,8 @@ extern crate std;
 use std::vec::Vec;
 
 use ge_runtime::format::{
-    Activation, ConvParams, DType, GemmParams, OpKind, PoolKind, PoolParams, Shape, TensorMut,
-    TensorRef, UnaryOp,
+    Activation, AttentionParams, ConvParams, DType, GemmParams, OpKind, PoolKind, PoolParams,
+    Shape, TensorMut, TensorRef, UnaryOp,
 };
 
 use super::convert::{fast, narrow, widen};
@@ -274,6 +274,129 @@ fn gemm_matches_the_f32_gemm_in_slices() {
 }
 
 #[test]
+fn matmul_matches_the_f32_matmul() {
+    for d in [DType::F16, DType::Bf16] {
+        let mm = |a: &[usize], b: &[usize], y: &[usize]| {
+            check(OpKind::MatMul, &[], &[Some(a), Some(b)], y, d);
+        };
+        // A shared 2-D B through the half Gemm: leading axes folded, columns sliced
+        // (1,536 columns of 384 rows: four slices).
+        mm(&[1, 6, 384], &[384, 1536], &[1, 6, 1536]);
+        mm(&[5, 7], &[7, 9], &[5, 9]);
+        // Attention-shaped batches, both operands batched.
+        mm(&[1, 4, 16, 8], &[1, 4, 8, 16], &[1, 4, 16, 16]);
+        // Broadcast batches: each A matrix meets every B matrix, and the reverse.
+        mm(&[3, 1, 5, 7], &[1, 2, 7, 4], &[3, 2, 5, 4]);
+        mm(&[5, 7], &[2, 7, 4], &[2, 5, 4]);
+        // 1-D operands (a vector on either side, and a dot product).
+        mm(&[7], &[2, 7, 4], &[2, 4]);
+        mm(&[2, 5, 7], &[7], &[2, 5]);
+        mm(&[7], &[7], &[]);
+    }
+}
+
+#[test]
+fn gemm_w8_matches_the_f32_gemm_w8() {
+    let p = GemmParams {
+        beta: 1.0,
+        act: Activation {
+            op: UnaryOp::Relu as u32,
+            alpha: 0.0,
+            beta: 0.0,
+        },
+        ..crate::kernels::gemm::PLAIN_GEMM
+    };
+    let (m, k, n) = (2 * 9, 64, 40);
+    let w: Vec<i8> = (0..k * n).map(|i| ((i * 37) % 255) as i8).collect();
+    for d in [DType::F16, DType::Bf16] {
+        let half = |len: usize, seed: u64| -> Vec<u16> {
+            values(len, seed)
+                .iter()
+                .map(|&v| to_bits(d, v * 0.1))
+                .collect()
+        };
+        let (a, sc, c, r) = (half(m * k, 1), half(n, 2), half(n, 3), half(m * n, 4));
+        let wide = |h: &[u16]| -> Vec<f32> { h.iter().map(|&x| from_bits(d, x)).collect() };
+        let (aw, sw, cw, rw) = (wide(&a), wide(&sc), wide(&c), wide(&r));
+        let dims: [&[usize]; 5] = [&[2, 9, k], &[k, n], &[n], &[n], &[2, 9, n]];
+        let wv = Some(TensorRef {
+            dtype: DType::I8,
+            shape: Shape::new(dims[1]).unwrap(),
+            data: bytemuck::cast_slice(&w),
+        });
+        fn h<'a>(d: DType, dims: &[usize], v: &'a [u16]) -> Option<TensorRef<'a>> {
+            view(d, dims, bytemuck::cast_slice(v))
+        }
+        fn f<'a>(dims: &[usize], v: &'a [f32]) -> Option<TensorRef<'a>> {
+            view(DType::F32, dims, bytemuck::cast_slice(v))
+        }
+        let y = Shape::new(&[2, 9, n]).unwrap();
+        let params = bytemuck::bytes_of(&p);
+        let got: Vec<u16> = run_task(
+            OpKind::GemmW8,
+            params,
+            &[
+                h(d, dims[0], &a),
+                wv,
+                h(d, dims[2], &sc),
+                h(d, dims[3], &c),
+                h(d, dims[4], &r),
+            ],
+            y,
+            d,
+        );
+        let want: Vec<f32> = run_task(
+            OpKind::GemmW8,
+            params,
+            &[
+                f(dims[0], &aw),
+                wv,
+                f(dims[2], &sw),
+                f(dims[3], &cw),
+                f(dims[4], &rw),
+            ],
+            y,
+            DType::F32,
+        );
+        assert!(want.iter().any(|&v| v != 0.0));
+        for (i, (&g, &r)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, to_bits(d, r), "{d:?} element {i}");
+        }
+    }
+}
+
+#[test]
+fn attention_matches_the_f32_attention_by_heads() {
+    let p = AttentionParams {
+        scale: 0.5,
+        reserved: 0,
+    };
+    for d in [DType::F16, DType::Bf16] {
+        let (q, k, v): (&[usize], &[usize], &[usize]) =
+            (&[1, 3, 5, 4], &[1, 3, 4, 6], &[1, 3, 6, 2]);
+        let y = [1, 3, 5, 2];
+        let params = bytemuck::bytes_of(&p);
+        check(
+            OpKind::Attention,
+            params,
+            &[Some(q), Some(k), Some(v)],
+            &y,
+            d,
+        );
+        // A key mask broadcast over heads and query rows, and a full per-head one.
+        for mask in [&[1, 1, 1, 6][..], &[1, 3, 5, 6]] {
+            check(
+                OpKind::Attention,
+                params,
+                &[Some(q), Some(k), Some(v), Some(mask)],
+                &y,
+                d,
+            );
+        }
+    }
+}
+
+#[test]
 fn pooling_matches_the_f32_pooling_in_slices() {
     for d in [DType::F16, DType::Bf16] {
         let mut p: PoolParams = bytemuck::Zeroable::zeroed();
@@ -306,6 +429,128 @@ fn pooling_matches_the_f32_pooling_in_slices() {
             &[2, 64, 1, 1],
             d,
         );
+    }
+}
+
+#[test]
+fn layer_norm_matches_the_f32_layer_norm_in_slices() {
+    use ge_runtime::format::LayerNormParams;
+    let act = Activation {
+        op: 0,
+        alpha: 0.0,
+        beta: 0.0,
+    };
+    for d in [DType::F16, DType::Bf16] {
+        // A transformer's rows (4,096 of 384: several slices) with scale and bias; the
+        // trailing two axes of a map with a broadcast scale and no bias.
+        for (axis, x, scale, bias) in [
+            (2, &[2, 2048, 384][..], &[384][..], Some(&[384][..])),
+            (2, &[3, 5, 4, 6], &[1, 6], None),
+        ] {
+            let p = LayerNormParams {
+                axis,
+                epsilon: 1e-5,
+                act,
+            };
+            check(
+                OpKind::LayerNorm,
+                bytemuck::bytes_of(&p),
+                &[Some(x), Some(scale), bias],
+                x,
+                d,
+            );
+        }
+    }
+}
+
+#[test]
+fn binary_ops_match_the_f32_binary_kernel() {
+    use ge_runtime::format::{BinaryOp, BinaryParams};
+    let none = Activation {
+        op: 0,
+        alpha: 0.0,
+        beta: 0.0,
+    };
+    let relu = Activation {
+        op: UnaryOp::Relu as u32,
+        ..none
+    };
+    for d in [DType::F16, DType::Bf16] {
+        for (op, act, a, b, y) in [
+            // A scale over the last axis; a residual sum with its Relu; both broadcasting.
+            (
+                BinaryOp::Mul,
+                none,
+                &[2, 128, 384][..],
+                &[384][..],
+                &[2, 128, 384][..],
+            ),
+            (
+                BinaryOp::Add,
+                relu,
+                &[1, 64, 56, 56],
+                &[1, 64, 56, 56],
+                &[1, 64, 56, 56],
+            ),
+            (BinaryOp::Sub, none, &[3, 1, 5], &[1, 4, 1], &[3, 4, 5]),
+            (BinaryOp::Max, none, &[4, 6], &[4, 6], &[4, 6]),
+            (
+                BinaryOp::PRelu,
+                none,
+                &[1, 8, 5, 5],
+                &[8, 1, 1],
+                &[1, 8, 5, 5],
+            ),
+        ] {
+            let p = BinaryParams { op: op as u32, act };
+            check(
+                OpKind::Binary,
+                bytemuck::bytes_of(&p),
+                &[Some(a), Some(b)],
+                y,
+                d,
+            );
+        }
+    }
+}
+
+#[test]
+fn resize_matches_the_f32_resize_by_planes() {
+    use ge_runtime::format::{CoordTransform, ResizeMode, ResizeParams};
+    let mut p: ResizeParams = bytemuck::Zeroable::zeroed();
+    p.mode = ResizeMode::Linear as u32;
+    p.coord = CoordTransform::HalfPixel as u32;
+    p.scales = [1.0; 8];
+    for d in [DType::F16, DType::Bf16] {
+        // U²-Net's 2× bilinear upsample over 64 planes (several slices), and a resize that
+        // also scales the channels (one slice).
+        (p.scales[2], p.scales[3]) = (2.0, 2.0);
+        check(
+            OpKind::Resize,
+            bytemuck::bytes_of(&p),
+            &[Some(&[1, 64, 80, 80])],
+            &[1, 64, 160, 160],
+            d,
+        );
+        (p.scales[1], p.scales[2], p.scales[3]) = (1.5, 0.5, 3.0);
+        check(
+            OpKind::Resize,
+            bytemuck::bytes_of(&p),
+            &[Some(&[2, 4, 6, 5])],
+            &[2, 6, 3, 15],
+            d,
+        );
+        p.scales[1] = 1.0;
+        p.mode = ResizeMode::Cubic as u32;
+        p.cubic_coeff = -0.75;
+        check(
+            OpKind::Resize,
+            bytemuck::bytes_of(&p),
+            &[Some(&[2, 4, 6, 5])],
+            &[2, 4, 3, 15],
+            d,
+        );
+        p.mode = ResizeMode::Linear as u32;
     }
 }
 
