@@ -238,6 +238,20 @@ pub fn gemm(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
     matrix(k, outs)
 }
 
+/// GemmW8: a Gemm, plus one vector op per weight for its dequantization (`float(w)·s`).
+pub fn gemm_w8(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let w = gemm(params, ins, outs);
+    let weights = ins
+        .get(1)
+        .copied()
+        .flatten()
+        .map_or(0, |b| b.numel() as u64);
+    Work {
+        vector_ops: w.vector_ops.saturating_add(weights),
+        ..w
+    }
+}
+
 /// QGemm: `k` MACs per output element on the int8 cube, one vector op each for the
 /// requantizing epilogue.
 pub fn qgemm(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {

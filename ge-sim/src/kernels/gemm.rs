@@ -163,25 +163,28 @@ impl PackB for Int8B<'_> {
         } else {
             (0, 0.0)
         };
-        let scale = |col: usize| {
-            if self.scale.len() == 1 {
-                self.scale[0]
-            } else {
-                self.scale[col]
-            }
-        };
-        for q in 0..nc.div_ceil(NR) {
-            let panel = &mut out[q * kc * NR..(q + 1) * kc * NR];
-            let (j0, nr) = (jc + q * NR, (nc - q * NR).min(NR));
-            for p in 0..kc {
-                let row = &self.b[(pc + p) * self.ld + j0..][..nr];
-                let dst = &mut panel[p * NR..(p + 1) * NR];
-                for (j, (d, &x)) in dst.iter_mut().zip(row).enumerate() {
-                    *d = (f32::from((x ^ flip) as i8) + offset) * scale(j0 + j);
+        super::isa::with_simd(
+            #[inline(always)]
+            || {
+                let mut sc = [0f32; NR];
+                for q in 0..nc.div_ceil(NR) {
+                    let panel = &mut out[q * kc * NR..(q + 1) * kc * NR];
+                    let (j0, nr) = (jc + q * NR, (nc - q * NR).min(NR));
+                    match self.scale {
+                        [s] => sc.fill(*s),
+                        cols => sc[..nr].copy_from_slice(&cols[j0..j0 + nr]),
+                    }
+                    for p in 0..kc {
+                        let row = &self.b[(pc + p) * self.ld + j0..][..nr];
+                        let dst = &mut panel[p * NR..(p + 1) * NR];
+                        for ((d, &x), &s) in dst.iter_mut().zip(row).zip(&sc) {
+                            *d = (f32::from((x ^ flip) as i8) + offset) * s;
+                        }
+                        dst[nr..].fill(0.0);
+                    }
                 }
-                dst[nr..].fill(0.0);
-            }
-        }
+            },
+        );
     }
 }
 
