@@ -211,6 +211,28 @@ impl Builder {
         self
     }
 
+    /// Quantizes the model before compiling it (post-training static quantization, as
+    /// `ge quantize --calib DIR` does with its defaults: MinMax ranges, per-tensor weights,
+    /// uint8 activations) on the samples in `calib_dir` (relative to the crate); the int8
+    /// model is what compiles. [`Builder::quantize_with`] takes the other options.
+    pub fn quantize(self, calib_dir: impl AsRef<Path>) -> Self {
+        self.quantize_with(calib_dir, crate::quantize::QuantizeOptions::default())
+    }
+
+    /// [`Builder::quantize`] with `ge quantize`'s options (method, per-channel weights,
+    /// symmetric activations, excluded nodes).
+    pub fn quantize_with(
+        mut self,
+        calib_dir: impl AsRef<Path>,
+        options: crate::quantize::QuantizeOptions,
+    ) -> Self {
+        self.options.quantize = Some(crate::QuantizeSpec {
+            calib: calib_dir.as_ref().to_path_buf(),
+            options,
+        });
+        self
+    }
+
     /// `--modify-mixlist FILE.json`: edits to the mixed-precision op lists (relative to
     /// `CARGO_MANIFEST_DIR`).
     pub fn modify_mixlist(mut self, path: impl AsRef<Path>) -> Self {
@@ -358,6 +380,10 @@ impl Builder {
         {
             *f = base.join(&*f);
             rerun.push(f.clone());
+        }
+        if let Some(q) = &mut options.quantize {
+            q.calib = base.join(&q.calib);
+            rerun.push(q.calib.clone());
         }
         std::fs::create_dir_all(&out_dir).map_err(|e| {
             err(

@@ -45,6 +45,14 @@ pub fn compile_bytes(
     model_dir: Option<&Path>,
     opts: &CompileOptions,
 ) -> Result<Compiled> {
+    if let Some(q) = &opts.quantize {
+        let plain = CompileOptions {
+            quantize: None,
+            ..opts.clone()
+        };
+        let quantized = crate::quantize::quantize(bytes, model_dir, &q.calib, &q.options, &plain)?;
+        return compile_bytes(&quantized.onnx, model_dir, &plain);
+    }
     let start = Instant::now();
     let t = Instant::now();
     let model = decode_model(bytes)?;

@@ -206,6 +206,18 @@ pub struct CompileOptions {
     /// Inputs given with `-1` dims (`--input-shape x:-1,3,224,224`): the gears set those
     /// dims, even where the model file fixes them.
     pub gear_inputs: BTreeMap<String, Vec<Option<usize>>>,
+    /// Post-training static quantization before the compile (`quantize = "calib/dir"` in
+    /// `ge_model!`, [`crate::Builder::quantize`]): the model is quantized on those samples
+    /// ([`crate::quantize`], as `ge quantize` does) and the QDQ model is what compiles.
+    pub quantize: Option<QuantizeSpec>,
+}
+
+/// What [`CompileOptions::quantize`] quantizes with.
+#[derive(Clone, Debug)]
+pub struct QuantizeSpec {
+    /// The calibration samples ([`crate::quantize::calib_set`]).
+    pub calib: PathBuf,
+    pub options: crate::quantize::QuantizeOptions,
 }
 
 impl Default for CompileOptions {
@@ -227,6 +239,7 @@ impl Default for CompileOptions {
             gears: crate::gears::GearSpec::None,
             gear_pad: crate::gears::GearPad::Batch,
             gear_inputs: BTreeMap::new(),
+            quantize: None,
         }
     }
 }

@@ -15,6 +15,7 @@
 //!         | gears(image_size = [[H, W], [H, W], …] [, pad = …])
 //!         | gears(NAME = [[D1, …], [D1, …], …], "name:0" = [[…], …] [, pad = …])
 //!         | input_value(NAME = "value.npy", …)        (or a TensorProto .pb file)
+//!         | quantize = "calib/dir"                     (post-training int8, as `ge quantize`)
 //!         | crate = path::to::ge
 //! ```
 
@@ -38,6 +39,7 @@ pub const OPTIONS: &[&str] = &[
     "max_arena_bytes",
     "input_shape",
     "input_value",
+    "quantize",
     "gears",
     "crate",
 ];

