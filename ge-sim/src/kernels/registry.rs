@@ -761,8 +761,8 @@ const SCATTER_ND: Kernel = Kernel {
 
 const RESIZE: Kernel = Kernel {
     kind: OpKind::Resize,
-    run: |p, ins, outs, _, _| resize::run_resize(&read_params(p)?, ins, outs),
-    workspace: no_workspace,
+    run: |p, ins, outs, ws, _| resize::run_resize_with(&read_params(p)?, ins, outs, ws),
+    workspace: |p, _, outs| resize::resize_workspace_bytes(p, outs),
     work: cost::per_output,
     // Nearest on any type; linear and cubic on f32.
     dtypes: DTypes::ANY,

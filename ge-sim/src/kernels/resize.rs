@@ -12,7 +12,8 @@
 //! `roi[axis]` (start) and `roi[MAX_RANK + axis]` (end), normalized coordinates.
 
 use ge_runtime::format::{
-    CoordTransform, DType, MAX_RANK, NearestMode, ResizeMode, ResizeParams, TensorMut, TensorRef,
+    CoordTransform, DType, MAX_RANK, NearestMode, ResizeMode, ResizeParams, Shape, TensorMut,
+    TensorRef,
 };
 
 use super::copy::checked_len;
@@ -181,11 +182,39 @@ impl AxisMap {
     }
 }
 
-/// Resize per `p` from the input to the output's shape (any rank; every axis may resample).
+/// Source rows, interpolated along the last axis, that a linear/cubic resize keeps in its
+/// workspace: the output rows that read a source row (four at a 2× upsample) interpolate it
+/// once instead of each again.
+const ROW_CACHE: usize = 4;
+
+/// Workspace bytes of a resize: the row cache of a linear or cubic one (none for nearest).
+pub fn resize_workspace_bytes(params: &[u8], outs: &[Shape]) -> usize {
+    match (super::read_params::<ResizeParams>(params), outs.first()) {
+        (Ok(p), Some(y)) if p.mode != ResizeMode::Nearest as u32 && y.rank() > 0 => ROW_CACHE
+            .saturating_mul(y.dim(y.rank() - 1))
+            .saturating_mul(4),
+        _ => 0,
+    }
+}
+
+/// Resize per `p` from the input to the output's shape (any rank; every axis may resample),
+/// without a row cache.
 pub fn run_resize(
     p: &ResizeParams,
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    run_resize_with(p, ins, outs, &mut [])
+}
+
+/// [`run_resize`] with `ws` ([`resize_workspace_bytes`]) as its row cache; a shorter `ws`
+/// runs without one. The values are the same either way (the same operations in the same
+/// order).
+pub fn run_resize_with(
+    p: &ResizeParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
 ) -> KernelResult {
     let x = input(ins, 0, "resize input")?;
     let y = output(outs, 0, "resize output")?;
@@ -256,7 +285,12 @@ pub fn run_resize(
     }
     let xs = x.as_slice::<f32>()?;
     let ys = y.as_slice_mut::<f32>()?;
-    interpolate(xs, ys, axes, &strides, &cfg, p.extrapolation);
+    let out = axes[rank - 1].out;
+    let cache: &mut [f32] = match bytemuck::try_cast_slice_mut::<u8, f32>(ws) {
+        Ok(c) if c.len() >= ROW_CACHE * out => &mut c[..ROW_CACHE * out],
+        _ => &mut [],
+    };
+    interpolate(xs, ys, axes, &strides, &cfg, p.extrapolation, cache);
     Ok(())
 }
 
@@ -435,6 +469,9 @@ fn nearest_fixed<const ES: usize>(
 
 /// Linear / cubic: each output row is the weighted sum, over the tap combinations of the
 /// outer axes, of the inner axis interpolated along the selected input rows.
+/// Linear/cubic interpolation: per output row, the weighted sum over the outer axes' taps of
+/// source rows interpolated along the last axis. `cache` (empty, or [`ROW_CACHE`] rows of
+/// the output's last axis) keeps interpolated source rows by offset, round robin.
 fn interpolate(
     x: &[f32],
     y: &mut [f32],
@@ -442,10 +479,14 @@ fn interpolate(
     strides: &[usize; MAX_RANK],
     cfg: &Cfg,
     extrap: f32,
+    cache: &mut [f32],
 ) {
     let last = axes.len() - 1;
     let inner = InnerTaps::new(axes[last], cfg);
     let (inp, identity) = (inner.axis.inp, inner.axis.identity);
+    let out = inner.axis.out;
+    let mut keys = [usize::MAX; ROW_CACHE];
+    let mut next = 0usize;
     let mut index = [0usize; MAX_RANK];
     for row in y.chunks_exact_mut(inner.axis.out) {
         let mut taps = [Taps::default(); MAX_RANK];
@@ -471,18 +512,39 @@ fn interpolate(
             }
             let src = &x[off..off + inp];
             let wf = w as f32;
+            // The source row along the last axis: as it is, interpolated (cached), or
+            // interpolated here (no cache).
+            let horizontal = |o: usize| {
+                let t = inner.get(o);
+                let mut v = 0.0f32;
+                for j in 0..t.n as usize {
+                    v += t.w[j] * src[t.idx[j] as usize];
+                }
+                v
+            };
             if identity {
                 for (d, s) in row.iter_mut().zip(src) {
                     *d += wf * *s;
                 }
-            } else {
+            } else if cache.is_empty() {
                 for (o, d) in row.iter_mut().enumerate() {
-                    let t = inner.get(o);
-                    let mut v = 0.0f32;
-                    for j in 0..t.n as usize {
-                        v += t.w[j] * src[t.idx[j] as usize];
+                    *d += wf * horizontal(o);
+                }
+            } else {
+                let slot = match keys.iter().position(|&k| k == off) {
+                    Some(s) => s,
+                    None => {
+                        let s = next;
+                        next = (next + 1) % ROW_CACHE;
+                        keys[s] = off;
+                        for (o, v) in cache[s * out..(s + 1) * out].iter_mut().enumerate() {
+                            *v = horizontal(o);
+                        }
+                        s
                     }
-                    *d += wf * v;
+                };
+                for (d, v) in row.iter_mut().zip(&cache[slot * out..(slot + 1) * out]) {
+                    *d += wf * *v;
                 }
             }
             let mut a = last;
@@ -563,6 +625,23 @@ mod tests {
             data: bytemuck::cast_slice_mut(&mut y),
         }];
         run_resize(&p, &ins, &mut outs).unwrap();
+        // With the row cache: bitwise the same values.
+        let mut cached = std::vec![0.0f32; y.len()];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(yd).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut cached),
+        }];
+        let pb = bytemuck::bytes_of(&p);
+        let bytes = resize_workspace_bytes(pb, &[Shape::new(yd).unwrap()]);
+        let mut ws = std::vec![0u32; bytes / 4];
+        run_resize_with(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws)).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&cached),
+            bits(&y),
+            "{mode:?} {coord:?} {xd:?} → {yd:?}"
+        );
         y
     }
 

@@ -5,7 +5,7 @@
 
 use ge_runtime::format::{ResizeMode, ResizeParams, Shape, TensorMut, TensorRef};
 
-use super::super::resize::{leaves_axis, run_resize};
+use super::super::resize::{leaves_axis, resize_workspace_bytes, run_resize, run_resize_with};
 use super::super::{KernelError, KernelResult, input, output, read_params};
 use super::{CAP, block_dims, carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at};
 
@@ -49,7 +49,8 @@ pub(super) fn workspace(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) ->
     let p: Option<ResizeParams> = read_params(params).ok();
     match (p, ins.first(), outs.first()) {
         (Some(p), Some(Some(x)), Some(y)) if linear(&p) => split(&p, x, y).map_or(0, |s| {
-            total_bytes(0, &[s.chunk * s.block_in, s.chunk * s.block_out])
+            let inner = resize_workspace_bytes(params, &[*y]);
+            total_bytes(inner, &[s.chunk * s.block_in, s.chunk * s.block_out])
         }),
         _ => 0,
     }
@@ -69,7 +70,8 @@ pub(crate) fn run(
     let xt = input(ins, 0, "resize input")?;
     let yt = output(outs, 0, "resize output")?;
     let s = split(&p, &xt.shape, &yt.shape).ok_or(KernelError::Shape("resize shapes"))?;
-    let (_, [xw, yw]) = carve(ws, 0, [s.chunk * s.block_in, s.chunk * s.block_out])?;
+    let inner = resize_workspace_bytes(params, &[yt.shape]);
+    let (cache, [xw, yw]) = carve(ws, inner, [s.chunk * s.block_in, s.chunk * s.block_out])?;
     let fast = convert::fast();
     let mut o0 = 0;
     while o0 < s.outer {
@@ -80,7 +82,7 @@ pub(crate) fn run(
         let (yd, _) = block_dims(&yt.shape, s.lead, pc);
         let sub = [Some(f32_ref(&xw[..li], &xd[..r])?)];
         let mut y = [f32_mut(&mut yw[..lo], &yd[..r])?];
-        run_resize(&p, &sub, &mut y)?;
+        run_resize_with(&p, &sub, &mut y, cache)?;
         narrow_at(&yw[..lo], yt, o0 * s.block_out, fast)?;
         o0 += pc;
     }
