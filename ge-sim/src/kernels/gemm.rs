@@ -800,15 +800,54 @@ fn gemm_task<const W8: bool>(
         }
         accumulate = true;
     }
-    if W8 {
-        let scale = scales;
-        if scale.len() != 1 && scale.len() != n {
+    // GemmW8's B: its bytes, dequantized while they are packed.
+    let int8 = if W8 {
+        if scales.len() != 1 && scales.len() != n {
             return Err(KernelError::Shape(
                 "int8 gemm B scales: one, or one per column",
             ));
         }
+        if tb {
+            return Err(KernelError::BadParams("GemmW8 takes B untransposed"));
+        }
+        Some(Int8B {
+            b: bt.data,
+            unsigned: bt.dtype == DType::U8,
+            scale: scales,
+            ld: bd[1],
+        })
+    } else {
+        None
+    };
+    // Packed, with the activation in the register tile: GemmW8 always; f32 B for several
+    // rows under a tile activation (else sgemm, which takes one row unpacked).
+    let fused = if m > 1 || W8 { tile_act(&p.act) } else { None };
+    let ws_len = if W8 {
+        gemm_packed_ws_len(n, k)
+    } else {
+        sgemm_ws_len(m, n, k)
+    };
+    let wsf = ws_f32(ws, ws_len)?;
+    if W8 || fused.is_some() {
+        check_operand(a.len(), if ta { k } else { m }, if ta { m } else { k }, lda)?;
+        let mat = MatB {
+            b,
+            ld: bd[1],
+            trans: tb,
+        };
+        let src: &dyn PackB = match &int8 {
+            Some(q) => q,
+            None => {
+                check_operand(
+                    b.len(),
+                    if tb { n } else { k },
+                    if tb { k } else { n },
+                    bd[1],
+                )?;
+                &mat
+            }
+        };
         let (rs, cs) = if ta { (1, lda) } else { (lda, 1) };
-        let fused = tile_act(&p.act);
         let ep = Epilogue {
             residual: None,
             alpha: p.alpha,
@@ -816,53 +855,13 @@ fn gemm_task<const W8: bool>(
             row_bias: None,
             act: fused.unwrap_or(TileAct::None),
         };
-        if tb {
-            return Err(KernelError::BadParams("GemmW8 takes B untransposed"));
-        }
-        let src = Int8B {
-            b: bt.data,
-            unsigned: bt.dtype == DType::U8,
-            scale,
-            ld: bd[1],
-        };
-        let wsf = ws_f32(ws, gemm_packed_ws_len(n, k))?;
-        let al = ALayout::Strided { rs, cs };
-        gemm_packed(m, n, k, a, al, &src, y, n, &ep, wsf, par)?;
-        if p.act.op != 0 && fused.is_none() {
-            super::unary::apply_activation(&p.act, y)?;
-        }
-        return Ok(());
-    }
-    let wsf = ws_f32(ws, sgemm_ws_len(m, n, k))?;
-    let fused = if m > 1 { tile_act(&p.act) } else { None };
-    if let Some(act) = fused {
-        check_operand(a.len(), if ta { k } else { m }, if ta { m } else { k }, lda)?;
-        check_operand(
-            b.len(),
-            if tb { n } else { k },
-            if tb { k } else { n },
-            bd[1],
-        )?;
-        let (rs, cs) = if ta { (1, lda) } else { (lda, 1) };
-        let ep = Epilogue {
-            residual: None,
-            alpha: p.alpha,
-            accumulate,
-            row_bias: None,
-            act,
-        };
-        let src = MatB {
-            b,
-            ld: bd[1],
-            trans: tb,
-        };
         gemm_packed(
             m,
             n,
             k,
             a,
             ALayout::Strided { rs, cs },
-            &src,
+            src,
             y,
             n,
             &ep,
@@ -1111,11 +1110,8 @@ pub const PLAIN_GEMM: GemmParams = GemmParams {
 pub fn gemm_w8_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
     let base = gemm_workspace_bytes(in_shapes, out_shapes);
     match in_shapes.get(1) {
-        Some(Some(b)) if b.rank() == 2 => {
-            // Either orientation of B (the kind's params are not read here).
-            let d = b.dim(0).max(b.dim(1));
-            base.max(gemm_packed_ws_len(d, d) * 4)
-        }
+        // B is `[K, N]`: GemmW8 refuses a transposed one.
+        Some(Some(b)) if b.rank() == 2 => base.max(gemm_packed_ws_len(b.dim(1), b.dim(0)) * 4),
         _ => base,
     }
 }

@@ -4,15 +4,12 @@
 //! time: its A and B matrices widened (a matrix the previous batch already widened, as a
 //! broadcast one, is kept), the f32 GEMM, the result rounded once.
 
-use ge_runtime::format::{GemmParams, Shape, TensorMut, TensorRef};
+use ge_runtime::format::{Shape, TensorMut, TensorRef};
 
 use super::super::gemm::{self, MatMulDims, batch_offsets, matmul_dims, sgemm_on, sgemm_ws_len};
 use super::super::{KernelResult, broadcast::broadcast_strides, input, output};
 use super::{carve, convert, narrow_at, total_bytes, widen_at};
 use crate::threads::Parallel;
-
-/// The Gemm a shared-B MatMul is.
-const PLAIN: GemmParams = gemm::PLAIN_GEMM;
 
 /// True when the product is the Gemm `[…, M, K] · [K, N]`.
 fn is_gemm(a: &Shape, b: &Shape) -> bool {
@@ -30,7 +27,7 @@ pub(super) fn workspace(ins: &[Option<Shape>], outs: &[Shape]) -> usize {
         return 0;
     };
     if is_gemm(a, b) {
-        return super::gemm::workspace(&PLAIN, ins, outs);
+        return super::gemm::workspace(&gemm::PLAIN_GEMM, ins, outs);
     }
     let Ok(d) = matmul_dims(a, b, y) else {
         return 0;
@@ -48,7 +45,7 @@ pub(crate) fn run(
     let at = input(ins, 0, "matmul A")?;
     let bt = input(ins, 1, "matmul B")?;
     if is_gemm(&at.shape, &bt.shape) {
-        return super::gemm::run(&PLAIN, &ins[..2], outs, ws, par);
+        return super::gemm::run(&gemm::PLAIN_GEMM, &ins[..2], outs, ws, par);
     }
     let yt = output(outs, 0, "matmul output")?;
     let d = matmul_dims(&at.shape, &bt.shape, &yt.shape)?;

@@ -1,15 +1,17 @@
 //! fp16 / bf16 tasks of the kinds whose kernels compute in f32 — Conv, Gemm, GemmW8, MatMul,
 //! Attention, Pool, GlobalPool, Softmax, LayerNorm, linear/cubic Resize, vector programs
-//! (Fused) and the float arithmetic Binary ops (as one-op vector programs) (std only: firmware links none of it). Each task reads its 16-bit
-//! (or f32) operands (activations and the weights the blob stores in fp16/bf16) and writes a
-//! 16-bit result, accumulating in f32: it widens one slice of its operands at a time into its
-//! workspace ([`convert`]: F16C on x86-64), runs the kind's f32 kernel on the slice and rounds
-//! the slice's result back to nearest even. Slices are output channels by bands of output
-//! rows (Conv; whole groups when grouped), output columns (Gemm, MatMul with a 2-D B), output
-//! matrices (batched MatMul), heads (Attention), channel planes (pooling, Resize) or
-//! normalized blocks (Softmax, LayerNorm) or indices of the output's first non-unit axis (Fused), so scratch is bounded: one slice (Gemm: plus the f32 copy of
-//! A) plus the f32 kernel's own workspace for a slice. Results are exactly the f32 kernel's
-//! on the widened operands, rounded once.
+//! (Fused) and the float arithmetic Binary ops (as one-op vector programs); std only:
+//! firmware links none of it. Each task reads its 16-bit (or f32) operands (activations and
+//! the weights the blob stores in fp16/bf16) and writes a 16-bit result, accumulating in
+//! f32: it widens one slice of its operands at a time into its workspace ([`convert`]: F16C
+//! on x86-64), runs the kind's f32 kernel on the slice and rounds the slice's result back to
+//! nearest even. Slices are output channels by bands of output rows (Conv; whole groups when
+//! grouped), output columns (Gemm, MatMul with a 2-D B), output matrices (batched MatMul),
+//! heads (Attention), channel planes (pooling, Resize), normalized blocks (Softmax,
+//! LayerNorm) or indices of the output's first non-unit axis (Fused), so scratch is bounded:
+//! one slice (Gemm: plus the f32 copy of A; GemmW8: its activations whole) plus the f32
+//! kernel's own workspace for a slice. Results are exactly the f32 kernel's on the widened
+//! operands, rounded once.
 
 pub(crate) mod attention;
 pub(crate) mod binary;
@@ -156,12 +158,7 @@ fn blocks_workspace(
         return 0;
     };
     blocks(axis, x, y).map_or(0, |[_, block, chunk]| {
-        let slice = total_bytes(0, &[chunk * block, chunk * block]);
-        slice.saturating_add(
-            extra
-                .iter()
-                .fold(0usize, |a, &r| a.saturating_add(r.saturating_mul(4))),
-        )
+        total_bytes(0, &[chunk * block, chunk * block]).saturating_add(total_bytes(0, extra))
     })
 }
 
