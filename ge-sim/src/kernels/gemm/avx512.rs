@@ -34,13 +34,26 @@ pub unsafe fn block(blk: &Block<'_>) {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
 unsafe fn shaped<R: Rows>(blk: &Block<'_>, b: R) {
+    let BlockA { rs, cs, .. } = blk.a;
+    let two = blk.mr > MR;
+    // Dense panels (`[p][MR]`, every row readable: packed weights, or a Taps block whose
+    // contract says so) get compile-time row offsets: the loop then needs no offset
+    // registers (the generic one spilled them and reloaded three per K step).
+    let dense = rs == 1
+        && cs[0] == MR
+        && (!two || cs[1] == MR)
+        && (b.dense_a() || blk.mr == if two { 2 * MR } else { MR });
     // SAFETY: forwarded contract; each shape covers `mr` rows and `nr` columns.
     unsafe {
-        match (blk.mr > MR, blk.nr > NR) {
-            (true, true) => kernel::<2, 2, _>(blk, b),
-            (true, false) => kernel::<2, 1, _>(blk, b),
-            (false, true) => kernel::<1, 2, _>(blk, b),
-            (false, false) => kernel::<1, 1, _>(blk, b),
+        match (dense, two, blk.nr > NR) {
+            (true, true, true) => kernel::<2, 2, true, _>(blk, b),
+            (true, true, false) => kernel::<2, 1, true, _>(blk, b),
+            (true, false, true) => kernel::<1, 2, true, _>(blk, b),
+            (true, false, false) => kernel::<1, 1, true, _>(blk, b),
+            (false, true, true) => kernel::<2, 2, false, _>(blk, b),
+            (false, true, false) => kernel::<2, 1, false, _>(blk, b),
+            (false, false, true) => kernel::<1, 2, false, _>(blk, b),
+            (false, false, false) => kernel::<1, 1, false, _>(blk, b),
         }
     }
 }
@@ -49,6 +62,8 @@ unsafe fn shaped<R: Rows>(blk: &Block<'_>, b: R) {
 trait Rows: Copy {
     /// Offset (in f32) from panel 0's row to panel 1's.
     fn next_panel(self) -> usize;
+    /// Whether blocks on this source always come with dense `[p][MR]` A panels.
+    fn dense_a(self) -> bool;
     /// # Safety
     /// `p < kc` of the block this source was made for.
     unsafe fn row(self, p: usize) -> *const f32;
@@ -62,6 +77,10 @@ impl Rows for Packed {
     #[inline(always)]
     fn next_panel(self) -> usize {
         self.1
+    }
+    #[inline(always)]
+    fn dense_a(self) -> bool {
+        false
     }
     #[inline(always)]
     unsafe fn row(self, p: usize) -> *const f32 {
@@ -79,27 +98,36 @@ impl Rows for Taps {
         NR
     }
     #[inline(always)]
+    fn dense_a(self) -> bool {
+        // BlockB::Taps' contract: A is `[p][MR]` panels.
+        true
+    }
+    #[inline(always)]
     unsafe fn row(self, p: usize) -> *const f32 {
         // SAFETY: `offs` holds `kc` offsets (contract).
         self.0.wrapping_add(unsafe { *self.1.add(p) } as usize)
     }
 }
 
-/// `P` A panels × `V` column panels: `P·MR·V` accumulators.
+/// `P` A panels × `V` column panels: `P·MR·V` accumulators. `D`: the panels are dense
+/// (`rs = 1`, `cs = MR`, all `MR` rows readable), so row offsets are constants.
 ///
 /// # Safety
-/// As [`block`], with `mr ≤ P·MR` and `nr ≤ V·NR`.
+/// As [`block`], with `mr ≤ P·MR` and `nr ≤ V·NR`; with `D`, `MR` values readable per step
+/// of each panel.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn kernel<const P: usize, const V: usize, R: Rows>(blk: &Block<'_>, b: R) {
+unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &Block<'_>, b: R) {
     let BlockA { a, rs, cs } = blk.a;
+    let (rs, cs) = if D { (1, [MR; 2]) } else { (rs, cs) };
     prefetch_rows(blk.c, blk.ldc, blk.mr.min(P * MR));
     if V == 2 {
         prefetch_rows(blk.c.wrapping_add(NR), blk.ldc, blk.mr.min(P * MR));
     }
     // Rows past a panel's real ones repeat its row 0 (computed, never stored).
+    // Dense panels read every row (the extra ones are zero padding or the next rows).
     let off: [[usize; MR]; P] = core::array::from_fn(|q| {
-        let rows = blk.mr.saturating_sub(q * MR);
+        let rows = if D { MR } else { blk.mr.saturating_sub(q * MR) };
         core::array::from_fn(|i| if i < rows { i * rs } else { 0 })
     });
     let step = b.next_panel();

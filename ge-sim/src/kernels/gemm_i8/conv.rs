@@ -199,6 +199,9 @@ fn conv_on<A: Act + bytemuck::Pod>(
     let cg = g.c / g.group;
     let hw = g.oh * g.ow;
     let pad = if A::SIGNED { za as i8 as u8 } else { za as u8 };
+    if cg == 1 && mg == 1 {
+        return depthwise(s, x, y);
+    }
     for n in 0..g.batch {
         for gi in 0..g.group {
             let xg = &x[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
@@ -240,12 +243,13 @@ fn conv_on<A: Act + bytemuck::Pod>(
                 };
                 qgemm(&gemm, out)?;
                 // Block [rows, mg] → y[n, gi·mg + j, p0 + r].
-                for j in 0..mg {
-                    let dst = ((n * g.m + gi * mg + j) * hw + p0) * esize;
-                    for r in 0..rows {
-                        let src = (r * mg + j) * esize;
-                        y[dst + r * esize..][..esize].copy_from_slice(&acc[src..src + esize]);
-                    }
+                let at = (n * g.m + gi * mg) * hw + p0;
+                if esize == 1 {
+                    scatter_columns(&acc[..rows * mg], mg, rows, &mut y[at..], hw);
+                } else {
+                    let src: &[[u8; 4]] = bytemuck::cast_slice(&acc[..rows * mg * 4]);
+                    let dst: &mut [[u8; 4]] = bytemuck::cast_slice_mut(&mut y[at * 4..]);
+                    scatter_columns(src, mg, rows, dst, hw);
                 }
             }
         }
@@ -253,8 +257,96 @@ fn conv_on<A: Act + bytemuck::Pod>(
     Ok(())
 }
 
+/// A depthwise conv (one input and one output channel per group): each output is its
+/// window's dot product computed directly, with exactly the integers of the GEMM path (the
+/// window's padding reads as the activation zero point, so the folded correction and the
+/// weight zero point's `zb·Σa` term apply unchanged), where that path ran a 16-column tile
+/// for one column per group. O(N·C·H_out·W_out·k).
+fn depthwise<A: Act + bytemuck::Pod>(s: &Slices<'_>, x: &[A], y: &mut [u8]) -> KernelResult {
+    let (p, g) = (s.p, &s.g);
+    let (sh, sw) = (p.stride[0] as isize, p.stride[1] as isize);
+    let (dh, dw) = (p.dilation[0] as isize, p.dilation[1] as isize);
+    let (pt, pl) = (p.pad_begin[0] as isize, p.pad_begin[1] as isize);
+    let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
+    // The byte im2col writes for padding, read back as an activation.
+    let pad = if A::SIGNED {
+        i32::from(s.za as i8)
+    } else {
+        i32::from(s.za as u8)
+    };
+    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
+    let mut w = [0i32; MAX_DW_TAPS];
+    if g.k > MAX_DW_TAPS {
+        return Err(KernelError::Shape("int8 depthwise conv: window too large"));
+    }
+    if s.y != DType::I32 && s.rq.is_empty() {
+        return Err(KernelError::Shape("int8 conv: requantization per channel"));
+    }
+    for n in 0..g.batch {
+        for c in 0..g.c {
+            // Column 0 of the group's packed panel: k-pair q holds B[2q][0], B[2q+1][0].
+            let panel = &s.b[c * s.plen..(c + 1) * s.plen];
+            for (kk, wv) in w.iter_mut().enumerate().take(g.k) {
+                *wv = i32::from(panel[kk / 2 * 2 * super::NR + kk % 2]);
+            }
+            let plane = &x[(n * g.c + c) * hw..][..hw];
+            let (corr, zb) = (s.corr[c], if s.zb.is_empty() { 0 } else { pick(s.zb, c) });
+            for pos in 0..ohw {
+                let (oy, ox) = ((pos / g.ow) as isize, (pos % g.ow) as isize);
+                let (mut acc, mut sum) = (0i32, 0i32);
+                let mut kk = 0;
+                for i in 0..g.kh {
+                    let iy = oy * sh - pt + i as isize * dh;
+                    for j in 0..g.kw {
+                        let ix = ox * sw - pl + j as isize * dw;
+                        let a = if iy >= 0 && (iy as usize) < g.h && ix >= 0 && (ix as usize) < g.w
+                        {
+                            i32::from(plane[iy as usize * g.w + ix as usize].wide())
+                        } else {
+                            pad
+                        };
+                        acc = acc.wrapping_add(a.wrapping_mul(w[kk]));
+                        sum = sum.wrapping_add(a);
+                        kk += 1;
+                    }
+                }
+                let v = acc.wrapping_add(corr).wrapping_sub(zb.wrapping_mul(sum));
+                let at = (n * g.c + c) * ohw + pos;
+                match s.y {
+                    DType::I32 => y[at * 4..at * 4 + 4].copy_from_slice(&v.to_le_bytes()),
+                    DType::U8 => y[at] = pick_rq(s.rq, c).apply(v, s.zp, 0, 255) as u8,
+                    _ => y[at] = pick_rq(s.rq, c).apply(v, s.zp, -128, 127) as i8 as u8,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Most taps of a depthwise window the direct path takes (larger ones are an error).
+const MAX_DW_TAPS: usize = 64;
+
+/// A per-channel list's entry `c`, or its only one.
+fn pick_rq(rq: &[Requant], c: usize) -> Requant {
+    if rq.len() == 1 { rq[0] } else { rq[c] }
+}
+
+/// `dst[j·ld + r] = src[r·cols + j]` for `r < rows`, `j < cols`: a row-major block written
+/// column by column (the GEMM's position-major block into channel planes). O(rows·cols).
+fn scatter_columns<T: Copy>(src: &[T], cols: usize, rows: usize, dst: &mut [T], ld: usize) {
+    for j in 0..cols {
+        let out = &mut dst[j * ld..][..rows];
+        for (r, d) in out.iter_mut().enumerate() {
+            *d = src[r * cols + j];
+        }
+    }
+}
+
 /// Columns of output positions `p0..p0 + rows` of one group: row `r`, column
 /// `(c·kh + i)·kw + j` is `x[c, oh·sh − pt + i·dh, ow·sw − pl + j·dw]`, `pad` outside.
+/// A 1×1 stride-1 unpadded conv is a transpose of the input block, done channel by channel
+/// (contiguous reads into a block that stays in L1); otherwise each position's window rows
+/// are copied whole when they lie inside the input, element by element only at the borders.
 fn im2col<A: Act + bytemuck::Pod>(
     p: &QConvParams,
     g: &Geom,
@@ -269,24 +361,44 @@ fn im2col<A: Act + bytemuck::Pod>(
     let (dh, dw) = (p.dilation[0] as isize, p.dilation[1] as isize);
     let (pt, pl) = (p.pad_begin[0] as isize, p.pad_begin[1] as isize);
     let cg = g.c / g.group;
+    let hw = g.h * g.w;
+    if g.kh == 1 && g.kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && hw == g.oh * g.ow {
+        for c in 0..cg {
+            let src = &x[c * hw + p0..][..rows];
+            for (r, &v) in src.iter().enumerate() {
+                cols[r * g.k + c] = v;
+            }
+        }
+        return;
+    }
+    let span = (g.kw as isize - 1) * dw;
     for r in 0..rows {
         let pos = p0 + r;
         let (oy, ox) = ((pos / g.ow) as isize, (pos % g.ow) as isize);
+        let ix0 = ox * sw - pl;
+        let whole = dw == 1 && ix0 >= 0 && ix0 + span < g.w as isize;
         let row = &mut cols[r * g.k..(r + 1) * g.k];
-        let mut at = 0;
-        for c in 0..cg {
-            let plane = &x[c * g.h * g.w..(c + 1) * g.h * g.w];
-            for i in 0..g.kh {
+        for (c, chan) in row.chunks_exact_mut(g.kh * g.kw).enumerate().take(cg) {
+            let plane = &x[c * hw..(c + 1) * hw];
+            for (i, dst) in chan.chunks_exact_mut(g.kw).enumerate() {
                 let iy = oy * sh - pt + i as isize * dh;
-                let inside_y = iy >= 0 && (iy as usize) < g.h;
-                for j in 0..g.kw {
-                    let ix = ox * sw - pl + j as isize * dw;
-                    row[at] = if inside_y && ix >= 0 && (ix as usize) < g.w {
-                        plane[iy as usize * g.w + ix as usize]
-                    } else {
-                        pad
-                    };
-                    at += 1;
+                if iy < 0 || iy as usize >= g.h {
+                    dst.fill(pad);
+                } else if whole {
+                    let src = &plane[iy as usize * g.w + ix0 as usize..][..g.kw];
+                    for (d, &v) in dst.iter_mut().zip(src) {
+                        *d = v;
+                    }
+                } else {
+                    let line = &plane[iy as usize * g.w..][..g.w];
+                    for (j, d) in dst.iter_mut().enumerate() {
+                        let ix = ix0 + j as isize * dw;
+                        *d = if ix >= 0 && (ix as usize) < g.w {
+                            line[ix as usize]
+                        } else {
+                            pad
+                        };
+                    }
                 }
             }
         }

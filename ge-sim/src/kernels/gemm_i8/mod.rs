@@ -13,6 +13,8 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod conv;
 pub mod pack;
 pub mod requant;
@@ -121,6 +123,10 @@ pub(crate) fn qgemm_on<A: Act>(
     let panel = NR * kp;
     let panels = g.n.div_ceil(NR);
     let block = (B_BLOCK_BYTES / panel.max(1)).clamp(1, panels);
+    #[cfg(target_arch = "x86_64")]
+    let wide = X86_TILES && isa == Isa::Avx512 && wide_epilogue(&out);
+    #[cfg(target_arch = "x86_64")]
+    let vnni = wide && avx512::has_vnni();
     for p0 in (0..panels).step_by(block) {
         for i0 in (0..g.m).step_by(MR) {
             let mr = MR.min(g.m - i0);
@@ -129,6 +135,12 @@ pub(crate) fn qgemm_on<A: Act>(
             let rowsum = row_sums(g, &off);
             for p in p0..(p0 + block).min(panels) {
                 let bp = &g.b[p * panel..(p + 1) * panel];
+                #[cfg(target_arch = "x86_64")]
+                if wide {
+                    // SAFETY: as below; `wide` and `vnni` were checked against the CPU.
+                    unsafe { wide_block(g, vnni, &off, bp, &rowsum, i0, mr, p * NR, &mut out) };
+                    continue;
+                }
                 // SAFETY: `check` proved rows `i0..i0 + mr` of A hold `k` values at `lda`
                 // apart (rows past `mr` repeat row `i0`) and packed B holds every panel.
                 let acc = unsafe { tile_on(isa, g.k, g.a.as_ptr(), &off, bp.as_ptr()) };
@@ -137,6 +149,73 @@ pub(crate) fn qgemm_on<A: Act>(
         }
     }
     Ok(())
+}
+
+/// Whether the AVX-512 epilogue computes this output: i32, or requantized in the f32 form.
+#[cfg(target_arch = "x86_64")]
+fn wide_epilogue(out: &QOut<'_>) -> bool {
+    match out {
+        QOut::I32 { .. } => true,
+        QOut::U8 { q, .. } | QOut::I8 { q, .. } => q.rq.iter().all(|r| r.shift == 0),
+    }
+}
+
+/// One tile on AVX-512 (VNNI when `vnni`), stored by the vector
+/// epilogue: the same integers and the same requantization as [`tile_on`] and [`store`].
+///
+/// # Safety
+/// As [`tile_on`] with `bp` one packed panel; the CPU supports AVX-512 F/BW/VL (and VNNI
+/// when `vnni`); `out` passed [`check`] and [`wide_epilogue`].
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn wide_block<A: Act>(
+    g: &QGemm<'_, A>,
+    vnni: bool,
+    off: &[usize; MR],
+    bp: &[i8],
+    rowsum: &[i32; MR],
+    i0: usize,
+    mr: usize,
+    j0: usize,
+    out: &mut QOut<'_>,
+) {
+    let nr = NR.min(g.n - j0);
+    // SAFETY: the contract covers the tile's reads; `check` proved C, `corr`, `zb` and the
+    // requantizers hold columns `j0..j0 + nr` of rows `i0..i0 + mr`.
+    unsafe {
+        let acc = if vnni {
+            avx512::tile_vnni(g.k, g.a.as_ptr(), off, bp.as_ptr())
+        } else {
+            avx512::rows(&avx2::tile(g.k, g.a.as_ptr(), off, bp.as_ptr()))
+        };
+        let (zb, zb_all) = match g.zb.len() {
+            0 => (core::ptr::null(), None),
+            1 => (core::ptr::null(), Some(g.zb[0])),
+            _ => (g.zb[j0..].as_ptr(), None),
+        };
+        for (i, (&row, &rs)) in acc.iter().zip(rowsum).enumerate().take(mr) {
+            let r = i0 + i;
+            let q8 = |c: *mut u8, q: &QOutParams<'_>, lo: i32, hi: i32| avx512::RowOut::Q8 {
+                c,
+                scale: if q.rq.len() == 1 {
+                    avx512::Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32))
+                } else {
+                    avx512::Scale::PerColumn(&q.rq[j0].mult)
+                },
+                zp: q.zp,
+                lo,
+                hi,
+            };
+            let dst = match out {
+                QOut::I32 { c, ldc } => avx512::RowOut::I32(c.as_mut_ptr().add(r * *ldc + j0)),
+                QOut::U8 { c, ldc, q } => q8(c.as_mut_ptr().add(r * *ldc + j0), q, 0, 255),
+                QOut::I8 { c, ldc, q } => {
+                    q8(c.as_mut_ptr().add(r * *ldc + j0).cast(), q, -128, 127)
+                }
+            };
+            avx512::store_row(row, g.corr[j0..].as_ptr(), zb, zb_all, rs, nr, dst);
+        }
+    }
 }
 
 /// # Safety

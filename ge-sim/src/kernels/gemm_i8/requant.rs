@@ -16,6 +16,7 @@
 //! exact one.
 
 use super::KernelError;
+use crate::kernels::real::Real;
 
 /// A multiplier `mult·2^−shift` (`mult = 0` for a multiplier below `2^−32`: its product with
 /// any i32 is below one half, so it rounds to 0).
@@ -77,7 +78,7 @@ impl Requant {
         if self.shift == 0 {
             let f = acc as f32 * f32::from_bits(self.mult as u32);
             // `as i64` saturates (NaN gives 0): no overflow for any blob.
-            let q = libm::rintf(f) as i64 + i64::from(zp);
+            let q = f.round_even() as i64 + i64::from(zp);
             return q.clamp(i64::from(lo), i64::from(hi)) as i32;
         }
         let s = self.shift.clamp(1, 62) as u32;

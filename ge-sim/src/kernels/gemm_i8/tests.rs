@@ -112,6 +112,9 @@ fn case<A: Act>(
     let rq: Vec<Requant> = (0..if per_channel { n } else { 1 })
         .map(|_| Requant::from_real(f64::from(g.int(1, 1000)) * 1e-5).unwrap())
         .collect();
+    let rq_f32: Vec<Requant> = (0..if per_channel { n } else { 1 })
+        .map(|_| Requant::from_f32_scale(g.int(1, 1000) as f32 * 1e-5).unwrap())
+        .collect();
     let zp = g.int(-20, 20);
     for isa in paths() {
         let mut c = vec![0i32; m * n];
@@ -141,6 +144,45 @@ fn case<A: Act>(
             },
         )
         .unwrap();
+        // onnxruntime's f32 form (the AVX-512 epilogue's): the scalar `apply` on the exact
+        // sums is the reference.
+        let fq = QOutParams { rq: &rq_f32, zp };
+        let mut f8 = vec![0i8; m * n];
+        let mut fu = vec![0u8; m * n];
+        qgemm_on(
+            isa,
+            &q,
+            QOut::I8 {
+                c: &mut f8,
+                ldc: n,
+                q: fq,
+            },
+        )
+        .unwrap();
+        qgemm_on(
+            isa,
+            &q,
+            QOut::U8 {
+                c: &mut fu,
+                ldc: n,
+                q: fq,
+            },
+        )
+        .unwrap();
+        for (idx, &w) in want.iter().enumerate() {
+            let r = rq_f32[if rq_f32.len() == 1 { 0 } else { idx % n }];
+            let acc = w as i32;
+            assert_eq!(
+                i32::from(f8[idx]),
+                r.apply(acc, zp, -128, 127),
+                "f32-scale i8 {idx} on {isa:?}"
+            );
+            assert_eq!(
+                i32::from(fu[idx]),
+                r.apply(acc, zp, 0, 255),
+                "f32-scale u8 {idx} on {isa:?}"
+            );
+        }
         for (idx, &w) in want.iter().enumerate() {
             let r = rq[if rq.len() == 1 { 0 } else { idx % n }];
             let y = rounded(w, r) + i64::from(zp);

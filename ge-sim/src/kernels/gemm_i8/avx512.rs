@@ -1,0 +1,221 @@
+//! The AVX-512 builds of the int8 tile and its epilogue.
+//!
+//! With VNNI (`vpdpbusd`: four u8·i8 products summed into each i32 lane, exact and
+//! wrapping like the other paths) a k-quad of 16 columns is one instruction per row, against
+//! six on AVX2. The blob's panels hold k-*pairs* (`[B[2q][j], B[2q+1][j]]`, what AVX2's
+//! `vpmaddwd` reads), so two pair rows are interleaved by 16-bit units into quads as they are
+//! loaded; that leaves the columns in the order 0–3, 8–11, 4–7, 12–15, which one 128-bit
+//! block swap undoes at the end. Two accumulator sets (even and odd quads) keep twelve
+//! independent sums in flight; integer sums do not depend on their order, so every path
+//! gives the same integers. `vpdpbusd` reads its first operand unsigned: i8 activations are
+//! flipped to `a + 128` (xor 0x80) and `128·Σ_k B[k][j]`, summed by one more `vpdpbusd` per
+//! quad, is taken off at the end (exact in wrapping i32).
+//!
+//! The epilogue ([`store_row`]) adds the folded correction and requantizes sixteen columns
+//! at once in onnxruntime's f32 form, `round_half_even(f32(acc)·scale) + zp` saturated: the
+//! conversion rounds to nearest even as the scalar path's `round_even` does, after the
+//! product is clamped to ±2^30 (a product that large saturates either way).
+
+use core::arch::x86_64::*;
+
+use super::{Act, MR, NR};
+
+/// `acc[i][j] = Σ_{kk<k} a[off[i] + kk] · B[kk][j]` over one packed panel `bp` (row `i`'s
+/// sixteen sums in `acc[i]`).
+///
+/// # Safety
+/// As [`super::tile::tile`]; the CPU must support AVX-512 F/BW/VL and VNNI.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
+pub unsafe fn tile_vnni<A: Act>(
+    k: usize,
+    a: *const A,
+    off: &[usize; MR],
+    bp: *const i8,
+) -> [__m512i; MR] {
+    let a = a as *const u8;
+    let z = _mm512_setzero_si512();
+    let mut acc = [[z; MR]; 2];
+    // 128·Σ B over the quads (i8 activations only).
+    let mut bias = z;
+    let flip = _mm512_set1_epi32(0x8080_8080_u32 as i32);
+    let quads = k / 4;
+    // Two pair rows (k = 4q..4q + 4) of 16 columns as one zmm of column quads.
+    let quad = |r0: __m256i, r1: __m256i| {
+        let lo = _mm256_unpacklo_epi16(r0, r1);
+        let hi = _mm256_unpackhi_epi16(r0, r1);
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+    };
+    let lane = |v: i32| {
+        let av = _mm512_set1_epi32(v);
+        if A::SIGNED {
+            _mm512_xor_si512(av, flip)
+        } else {
+            av
+        }
+    };
+    // SAFETY: (whole body) quad `q < k/4` reads pair rows `2q, 2q + 1` (`4·NR` bytes from
+    // `bp + 4q·NR`) and `a[off[i] + 4q..][..4]`, inside the panel and the rows per the
+    // contract; the tail reads only the pair rows the panel holds and the `k mod 4` values
+    // of each row left; the features are enabled on this function.
+    unsafe {
+        for q in 0..quads {
+            let r0 = _mm256_loadu_si256(bp.add(q * 4 * NR) as *const __m256i);
+            let r1 = _mm256_loadu_si256(bp.add(q * 4 * NR + 2 * NR) as *const __m256i);
+            let bv = quad(r0, r1);
+            if A::SIGNED {
+                bias = _mm512_dpbusd_epi32(bias, flip, bv);
+            }
+            let set = &mut acc[q & 1];
+            for (c, &o) in set.iter_mut().zip(off) {
+                let av = lane((a.add(o + 4 * q) as *const i32).read_unaligned());
+                *c = _mm512_dpbusd_epi32(*c, av, bv);
+            }
+        }
+        let rest = k - 4 * quads;
+        if rest > 0 {
+            // One or two pair rows left (the panel is padded with zeros to an even k), so
+            // whatever the missing activation bytes become, they meet zero weights.
+            let r0 = _mm256_loadu_si256(bp.add(quads * 4 * NR) as *const __m256i);
+            let r1 = if rest > 2 {
+                _mm256_loadu_si256(bp.add(quads * 4 * NR + 2 * NR) as *const __m256i)
+            } else {
+                _mm256_setzero_si256()
+            };
+            let bv = quad(r0, r1);
+            if A::SIGNED {
+                bias = _mm512_dpbusd_epi32(bias, flip, bv);
+            }
+            for (c, &o) in acc[0].iter_mut().zip(off) {
+                let mut bytes = [0u8; 4];
+                for (t, byte) in bytes.iter_mut().enumerate().take(rest) {
+                    *byte = *a.add(o + 4 * quads + t);
+                }
+                let av = lane(i32::from_le_bytes(bytes));
+                *c = _mm512_dpbusd_epi32(*c, av, bv);
+            }
+        }
+        // Sum the two sets, take the flip's share off and put the columns back in order
+        // (swap 128-bit blocks 1 and 2).
+        core::array::from_fn(|i| {
+            let s = _mm512_sub_epi32(_mm512_add_epi32(acc[0][i], acc[1][i]), bias);
+            _mm512_shuffle_i32x4::<0b11_01_10_00>(s, s)
+        })
+    }
+}
+
+/// Whether the CPU has VNNI beside AVX-512 F/BW/VL (probed with `std`).
+pub fn has_vnni() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "avx512vnni")
+    }
+}
+
+/// A tile from [`super::avx2::tile`] as rows of zmm.
+///
+/// # Safety
+/// The CPU supports AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn rows(t: &[[i32; NR]; MR]) -> [__m512i; MR] {
+    // SAFETY: each row is 16 i32.
+    core::array::from_fn(|i| unsafe { _mm512_loadu_si512(t[i].as_ptr() as *const __m512i) })
+}
+
+/// Where one tile row's sixteen (or fewer) results go.
+pub enum RowOut {
+    I32(*mut i32),
+    /// Requantized bytes with the range `[lo, hi]` (u8: 0–255, i8: −128–127).
+    Q8 {
+        c: *mut u8,
+        /// One f32 scale per column (`nr` values) or the same for all.
+        scale: Scale,
+        zp: i32,
+        lo: i32,
+        hi: i32,
+    },
+}
+
+/// The f32 requantization scales of a row's columns.
+#[derive(Clone, Copy)]
+pub enum Scale {
+    PerTensor(f32),
+    /// The first column's [`super::Requant`] (`mult` = the scale's bits, `shift` = 0): the
+    /// scales lie every other i32.
+    PerColumn(*const i32),
+}
+
+/// `row + corr` (minus `zb·rowsum`), stored as i32 or requantized, for `nr ≤ NR` columns.
+///
+/// # Safety
+/// `corr` (and `zb` when not null) hold `nr` readable values, a per-column scale `nr`
+/// requantizers; the output holds `nr` writable values; the CPU supports AVX-512 F/BW/VL.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+pub unsafe fn store_row(
+    row: __m512i,
+    corr: *const i32,
+    zb: *const i32,
+    zb_all: Option<i32>,
+    rowsum: i32,
+    nr: usize,
+    out: RowOut,
+) {
+    let mask: __mmask16 = if nr >= NR { !0 } else { (1u16 << nr) - 1 };
+    // SAFETY: masked loads and stores touch only the `nr` columns of the contract.
+    unsafe {
+        let mut v = _mm512_add_epi32(row, _mm512_maskz_loadu_epi32(mask, corr));
+        let zbv = match (zb.is_null(), zb_all) {
+            (false, _) => Some(_mm512_maskz_loadu_epi32(mask, zb)),
+            (true, Some(z)) => Some(_mm512_set1_epi32(z)),
+            (true, None) => None,
+        };
+        if let Some(zbv) = zbv {
+            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, _mm512_set1_epi32(rowsum)));
+        }
+        match out {
+            RowOut::I32(c) => _mm512_mask_storeu_epi32(c, mask, v),
+            RowOut::Q8 {
+                c,
+                scale,
+                zp,
+                lo,
+                hi,
+            } => {
+                let s = match scale {
+                    Scale::PerTensor(s) => _mm512_set1_ps(s),
+                    Scale::PerColumn(p) => {
+                        // (mult, shift) pairs: 2·nr i32, the even ones picked.
+                        let pairs = 2 * nr.min(NR);
+                        let m0: __mmask16 = if pairs >= 16 { !0 } else { (1u16 << pairs) - 1 };
+                        let m1: __mmask16 = if pairs > 16 {
+                            ((1u32 << (pairs - 16)) - 1) as u16
+                        } else {
+                            0
+                        };
+                        let a = _mm512_maskz_loadu_epi32(m0, p);
+                        let b = _mm512_maskz_loadu_epi32(m1, p.add(16));
+                        let even = _mm512_setr_epi32(
+                            0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                        );
+                        _mm512_castsi512_ps(_mm512_permutex2var_epi32(a, even, b))
+                    }
+                };
+                let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
+                let big = _mm512_set1_ps(1073741824.0);
+                let f = _mm512_min_ps(
+                    _mm512_max_ps(f, _mm512_sub_ps(_mm512_setzero_ps(), big)),
+                    big,
+                );
+                let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(zp));
+                let q = _mm512_min_epi32(
+                    _mm512_max_epi32(q, _mm512_set1_epi32(lo)),
+                    _mm512_set1_epi32(hi),
+                );
+                _mm_mask_storeu_epi8(c as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+            }
+        }
+    }
+}
