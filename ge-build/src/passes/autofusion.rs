@@ -1,6 +1,8 @@
 //! Autofusion: chains of elementwise f32 ops (unary math, arithmetic binary ops with
 //! broadcasting, and their fused activations) become one task running a vector program on the
-//! device's vector unit, so intermediates never leave the chip.
+//! device's vector unit, so intermediates never leave the chip. A Cast from int8/uint8 feeding
+//! the chain and one to int8/uint8 ending it (DequantizeLinear's and QuantizeLinear's, as
+//! imported) fold into its loads and store.
 //!
 //! A chain grows from a node through single-use intermediates, within the fusion switch's
 //! `min_ops..=max_ops`, the program's instruction and register limits, and only while its
@@ -50,6 +52,25 @@ fn instr_count(g: &Graph, n: NodeIndex) -> usize {
     }
 }
 
+/// A Cast a vector program does while loading an input (`load`: int8/uint8 to f32, as a
+/// DequantizeLinear starts) or storing its output (f32 to int8/uint8, as a QuantizeLinear
+/// ends): the kernel converts exactly as the Cast kernel does, and the int8 tensor is all
+/// that crosses memory.
+fn folds_cast(g: &Graph, n: NodeIndex, load: bool) -> bool {
+    let node = &g.g[n];
+    let (Op::Cast, [Some(x)], [y]) = (&node.op, node.inputs.as_slice(), node.outputs.as_slice())
+    else {
+        return false;
+    };
+    let int8 = |d: DType| matches!(d, DType::I8 | DType::U8);
+    let (from, to) = (g.value(*x).dtype, g.value(*y).dtype);
+    if load {
+        int8(from) && to == DType::F32
+    } else {
+        from == DType::F32 && int8(to)
+    }
+}
+
 struct Program {
     params: FusedParams,
     inputs: Vec<ValueId>,
@@ -95,6 +116,12 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
     }
     for &n in chain {
         let node = &g.g[n];
+        if matches!(node.op, Op::Cast) {
+            // The final Cast to int8 ([`folds_cast`]): the store converts, no instruction.
+            let a = node.inputs[0].and_then(|v| prog.reg_of(v))?;
+            prog.regs.push((node.outputs[0], a));
+            continue;
+        }
         let dst = (k + prog.temps) as u8;
         if dst as usize >= MAX_FUSED_REGS
             || prog.params.instr_count as usize + instr_count(g, n) > MAX_FUSED_INSTRS
@@ -185,12 +212,53 @@ impl Pass for AutoFusion {
                 }
                 chain.push(next);
             }
-            let Some((len, prog)) = best else { continue };
+            let Some((len, mut prog)) = best else {
+                continue;
+            };
             chain.truncate(len);
+            // A QuantizeLinear's final Cast: the program stores int8 itself.
+            if let Some(c) = g
+                .single_use(g.g[chain[len - 1]].outputs[0], &users)
+                .filter(|&c| !taken.contains(&c) && folds_cast(g, c, false))
+            {
+                chain.push(c);
+                match build(g, &chain) {
+                    Some(p) => prog = p,
+                    None => {
+                        chain.pop();
+                    }
+                }
+            }
+            // A DequantizeLinear's Casts: the program reads their int8 inputs, when nothing
+            // else reads the widened values.
+            let members: HashSet<NodeIndex> = chain.iter().copied().collect();
+            let mut loads = Vec::new();
+            for i in 0..prog.inputs.len() {
+                let v = prog.inputs[i];
+                let Some(c) = g.value(v).producer else {
+                    continue;
+                };
+                let only_here = users
+                    .get(&v)
+                    .is_some_and(|us| us.iter().all(|u| members.contains(u)));
+                if taken.contains(&c) || g.is_output(v) || !only_here || !folds_cast(g, c, true) {
+                    continue;
+                }
+                if let Some(Some(x)) = g.g[c].inputs.first().copied() {
+                    prog.inputs[i] = x;
+                    loads.push(c);
+                }
+            }
+            let len = chain.len();
             let last = chain[len - 1];
             taken.extend(chain.iter().copied());
-            let label: Vec<String> = chain.iter().map(|&n| g.g[n].op_type.clone()).collect();
-            for &n in &chain[..len - 1] {
+            taken.extend(loads.iter().copied());
+            let label: Vec<String> = loads
+                .iter()
+                .chain(&chain)
+                .map(|&n| g.g[n].op_type.clone())
+                .collect();
+            for &n in loads.iter().chain(&chain[..len - 1]) {
                 g.merge_into(n, Some(last));
             }
             g.g[last].op = Op::Fused(prog.params);

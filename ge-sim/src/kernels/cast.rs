@@ -403,6 +403,27 @@ fn convert<S: Element + Copy, D: Element>(
     Ok(true)
 }
 
+/// `v as i8` (truncating toward zero, saturating, NaN to 0) in operations that vectorize:
+/// NaN and the clamp as selects, then the plain conversion of an in-range value.
+#[inline(always)]
+pub(crate) fn f32_to_i8(v: f32) -> i8 {
+    let c = if v.is_nan() {
+        0.0
+    } else {
+        v.clamp(-128.0, 127.0)
+    };
+    // SAFETY: `c` is finite and inside i32's range.
+    unsafe { c.to_int_unchecked::<i32>() as i8 }
+}
+
+/// `v as u8`, likewise.
+#[inline(always)]
+pub(crate) fn f32_to_u8(v: f32) -> u8 {
+    let c = if v.is_nan() { 0.0 } else { v.clamp(0.0, 255.0) };
+    // SAFETY: as in [`f32_to_i8`].
+    unsafe { c.to_int_unchecked::<i32>() as u8 }
+}
+
 /// The common pairs among f32, f64, i64, i32, i8 and u8 (and bool to f32, i64, i32) without the 128-bit detour: Rust's
 /// `as` has exactly [`run_cast`]'s semantics for them (integers wrap, integer → float rounds
 /// to nearest even, float → integer truncates and saturates with NaN → 0, f64 → f32 rounds
@@ -420,6 +441,13 @@ fn direct(x: &TensorRef<'_>, y: &mut TensorMut<'_>) -> Result<bool, KernelError>
                 _ => Ok(false),
             }
         };
+    }
+    match (x.dtype, y.dtype) {
+        // The hot pairs of quantized models, as lane-parallel code (LLVM scalarizes the
+        // saturating `as` to 8 bits).
+        (DType::F32, DType::I8) => return convert::<f32, i8>(x, y, f32_to_i8),
+        (DType::F32, DType::U8) => return convert::<f32, u8>(x, y, f32_to_u8),
+        _ => {}
     }
     match x.dtype {
         DType::F32 => to_each!(f32),
@@ -513,6 +541,42 @@ mod tests {
     extern crate std;
     use super::super::test_util::*;
     use super::*;
+
+    #[test]
+    fn lane_conversions_to_8_bits_are_rusts_as() {
+        let mut v = std::vec![
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            127.5,
+            127.99,
+            128.0,
+            -128.9,
+            -129.0,
+            255.9,
+            256.0,
+            -0.99,
+            0.99,
+            -0.0,
+            1e10,
+            -1e10,
+            f32::MIN_POSITIVE,
+            3.5,
+            -3.5,
+        ];
+        let mut x = 0x1234_5678u32;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            v.push(f32::from_bits(x));
+            v.push((x % 100_000) as f32 / 97.0 - 400.0);
+        }
+        for &f in &v {
+            assert_eq!(f32_to_i8(f), f as i8, "{f}");
+            assert_eq!(f32_to_u8(f), f as u8, "{f}");
+        }
+    }
 
     fn raw_ref<'a>(dtype: DType, d: &[usize], v: &'a [u16]) -> TensorRef<'a> {
         TensorRef {

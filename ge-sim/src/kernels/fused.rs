@@ -13,6 +13,7 @@ use ge_runtime::format::{
 };
 
 use super::broadcast::{Odometer, broadcast_strides};
+use super::cast::{f32_to_i8, f32_to_u8};
 use super::isa;
 use super::unary::apply_unary_in_place;
 use super::{KernelError, KernelResult, output};
@@ -138,6 +139,58 @@ fn binary(op: BinaryOp, reg: &mut [Reg; MAX_FUSED_REGS], r: (usize, usize, usize
     }
 }
 
+/// A program's input or output elements: float32, or the 8-bit integers a folded Cast
+/// reads or writes.
+#[derive(Clone, Copy)]
+enum Lanes<F, I, U> {
+    F32(F),
+    I8(I),
+    U8(U),
+}
+
+impl<T, I, U> Lanes<&[T], I, U>
+where
+    I: AsRef<[i8]>,
+    U: AsRef<[u8]>,
+{
+    fn len(&self) -> usize {
+        match self {
+            Lanes::F32(v) => v.len(),
+            Lanes::I8(v) => v.as_ref().len(),
+            Lanes::U8(v) => v.as_ref().len(),
+        }
+    }
+}
+
+impl Lanes<&mut [f32], &mut [i8], &mut [u8]> {
+    fn len(&self) -> usize {
+        match self {
+            Lanes::F32(v) => v.len(),
+            Lanes::I8(v) => v.len(),
+            Lanes::U8(v) => v.len(),
+        }
+    }
+}
+
+/// Fills a register tile from `src` read every `s` values (0: one value broadcast).
+#[inline(always)]
+fn load<T: Copy>(r: &mut [f32], src: &[T], s: usize, f: impl Fn(T) -> f32) {
+    match s {
+        0 => r.fill(f(src[0])),
+        1 => r.iter_mut().zip(src).for_each(|(d, &v)| *d = f(v)),
+        _ => r
+            .iter_mut()
+            .zip(src.iter().step_by(s))
+            .for_each(|(d, &v)| *d = f(v)),
+    }
+}
+
+/// Writes a register tile converted by `f`.
+#[inline(always)]
+fn store<T>(dst: &mut [T], res: &[f32], f: impl Fn(f32) -> T) {
+    dst.iter_mut().zip(res).for_each(|(d, &v)| *d = f(v));
+}
+
 /// Runs a fused vector program.
 pub fn run_fused(
     p: &FusedParams,
@@ -169,27 +222,41 @@ pub fn run_fused(
     let program = &program[..n_instr];
     let y = output(outs, 0, "fused output")?;
     let out_shape: Shape = y.shape;
-    let yv = y.as_slice_mut::<f32>()?;
+    let yv = match y.dtype {
+        DType::F32 => Lanes::F32(y.as_slice_mut::<f32>()?),
+        DType::I8 => Lanes::I8(y.as_slice_mut::<i8>()?),
+        DType::U8 => Lanes::U8(y.as_slice_mut::<u8>()?),
+        _ => {
+            return Err(KernelError::UnsupportedDType(
+                "fused programs write float32, int8 or uint8",
+            ));
+        }
+    };
     if yv.len() != out_shape.numel() {
         return Err(KernelError::Shape("fused output length"));
     }
-    let mut data: [&[f32]; MAX_FUSED_REGS] = [&[]; MAX_FUSED_REGS];
+    let mut data: [Lanes<&[f32], &[i8], &[u8]>; MAX_FUSED_REGS] = [Lanes::F32(&[]); MAX_FUSED_REGS];
     let mut strides = [[0usize; MAX_RANK]; MAX_FUSED_REGS];
     for (k, t) in ins.iter().enumerate() {
         let t = t
             .as_ref()
             .ok_or(KernelError::MissingTensor("fused input"))?;
-        if t.dtype != DType::F32 {
-            return Err(KernelError::UnsupportedDType(
-                "fused programs run on float32",
-            ));
-        }
-        data[k] = t.as_slice::<f32>()?;
+        data[k] = match t.dtype {
+            DType::F32 => Lanes::F32(t.as_slice::<f32>()?),
+            DType::I8 => Lanes::I8(t.as_slice::<i8>()?),
+            DType::U8 => Lanes::U8(t.as_slice::<u8>()?),
+            _ => {
+                return Err(KernelError::UnsupportedDType(
+                    "fused programs read float32, int8 or uint8",
+                ));
+            }
+        };
         if data[k].len() != t.shape.numel() {
             return Err(KernelError::Shape("fused input length"));
         }
         strides[k] = broadcast_strides(&t.shape, &out_shape)?;
     }
+    let mut yv = yv;
     let total = yv.len();
     if total == 0 {
         return Ok(());
@@ -211,16 +278,14 @@ pub fn run_fused(
                         let s = od.inner_stride(k);
                         let r = &mut reg[k][..len];
                         let from = base[k] + col * s;
-                        let src = data[k]
-                            .get(from..from + (len - 1) * s + 1)
-                            .ok_or(KernelError::Shape("fused input index"))?;
-                        match s {
-                            0 => r.fill(src[0]),
-                            1 => r.copy_from_slice(src),
-                            _ => r
-                                .iter_mut()
-                                .zip(src.iter().step_by(s))
-                                .for_each(|(d, v)| *d = *v),
+                        let span = from..from + (len - 1) * s + 1;
+                        let bad = || KernelError::Shape("fused input index");
+                        match data[k] {
+                            Lanes::F32(d) => load(r, d.get(span).ok_or_else(bad)?, s, |v| v),
+                            // Integer inputs (a DequantizeLinear's Cast folded in) widen
+                            // exactly, as the Cast kernel's `as f32` does.
+                            Lanes::I8(d) => load(r, d.get(span).ok_or_else(bad)?, s, f32::from),
+                            Lanes::U8(d) => load(r, d.get(span).ok_or_else(bad)?, s, f32::from),
                         }
                     }
                     for &(op, alpha, beta, (dst, a, b)) in program {
@@ -237,9 +302,22 @@ pub fn run_fused(
                         }
                     }
                     let at = row_start + col;
-                    yv.get_mut(at..at + len)
-                        .ok_or(KernelError::Shape("fused output index"))?
-                        .copy_from_slice(&reg[out][..len]);
+                    let bad = || KernelError::Shape("fused output index");
+                    let res = &reg[out][..len];
+                    match &mut yv {
+                        Lanes::F32(y) => y
+                            .get_mut(at..at + len)
+                            .ok_or_else(bad)?
+                            .copy_from_slice(res),
+                        // A QuantizeLinear's final Cast folded in: the Cast kernel's
+                        // conversion (truncating, saturating, NaN to 0).
+                        Lanes::I8(y) => {
+                            store(y.get_mut(at..at + len).ok_or_else(bad)?, res, f32_to_i8)
+                        }
+                        Lanes::U8(y) => {
+                            store(y.get_mut(at..at + len).ok_or_else(bad)?, res, f32_to_u8)
+                        }
+                    }
                     col += len;
                 }
                 row_start += inner;

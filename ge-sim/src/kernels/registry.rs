@@ -384,7 +384,8 @@ const FUSED: Kernel = Kernel {
     run: |p, ins, outs, _, _| fused::run_fused(&read_params(p)?, ins, outs),
     workspace: no_workspace,
     work: cost::fused,
-    dtypes: DTypes::F32_HALVES,
+    // int8 / uint8 when a QuantizeLinear's final Cast is folded in.
+    dtypes: DTypes::F32_HALVES.with(DTypes::of(&[DType::I8, DType::U8])),
     in_place: None,
     epilogue: None,
 };

@@ -197,7 +197,15 @@ pub fn lower(g: &mut Graph, cfg: &PrecisionConfig) -> Result<PrecisionStat> {
         let is_kept = g.kept.contains(&n)
             || cfg.keep.nodes.contains(&node.name)
             || op_types(node).any(|t| cfg.keep.op_types.contains(t));
-        let run = if !has_float_out || matches!(node.op, Op::Cast) || is_kept {
+        // A vector program that reads or writes int8 (a folded Cast) runs in f32.
+        let int8_program = matches!(node.op, Op::Fused(_))
+            && node
+                .inputs
+                .iter()
+                .flatten()
+                .chain(&node.outputs)
+                .any(|&v| !cx.is_float(g, v));
+        let run = if !has_float_out || matches!(node.op, Op::Cast) || is_kept || int8_program {
             cx.stat.kept_nodes += usize::from(is_kept && has_float_out);
             Run::Origin
         } else if node.op.moves_elements() {

@@ -11,7 +11,8 @@ use ge_runtime::format::{
 
 use super::task::{activation_zero_point, corrected};
 use super::{Act, QGemm, QOut, QOutParams, Requant, packed_len, qgemm};
-use crate::kernels::{KernelError, KernelResult, input, output};
+use crate::kernels::real::Real;
+use crate::kernels::{KernelError, KernelResult, input, isa, output};
 
 /// Output positions per block (a multiple of the tile's rows).
 pub const ROWS: usize = 96;
@@ -59,10 +60,62 @@ fn geom(p: &QConvParams, x: Shape, y: Shape) -> Option<Geom> {
 }
 
 /// Bytes of the per-block result (i32), of the columns, and of the run-time correction.
-fn parts(g: &Geom, runtime_zp: bool) -> Option<(usize, usize, usize)> {
+fn parts(p: &QConvParams, g: &Geom, runtime_zp: bool) -> Option<(usize, usize, usize)> {
     let acc = ROWS.checked_mul(g.m / g.group)?.checked_mul(4)?;
-    let cols = ROWS.checked_mul(g.k)?.checked_add(63)? & !63;
+    let mut cols = ROWS.checked_mul(g.k)?.checked_add(63)? & !63;
+    if g.c == g.group && g.m == g.group {
+        // A depthwise conv's padded f32 plane and output row share the columns' place.
+        cols = cols.max(dw_band(p, g)?.checked_mul(4)?);
+    }
     Some((acc, cols, if runtime_zp { g.m.checked_mul(4)? } else { 0 }))
+}
+
+/// Bytes of the corrections for i8 activations read flipped to u8 (`m` i32), planned after
+/// the other parts (a blob from an older ge lacks them and runs the i8 tile instead).
+fn flip_len(_c: usize, m: usize) -> usize {
+    m.saturating_mul(4)
+}
+
+/// The padded input plane a depthwise conv reads (`hp × wp` f32: the rows and columns its
+/// outputs reach, plus the slack a flat run's last taps read past it) and three runs of
+/// outputs (sums, activation sums, requantized values), in f32 elements.
+fn dw_band(p: &QConvParams, g: &Geom) -> Option<usize> {
+    let (hp, wp) = dw_plane(p, g)?;
+    let run = dw_run(p, g, wp)?;
+    hp.checked_mul(wp)?
+        .checked_add(dw_slack(p, g))?
+        .checked_add(run.checked_mul(3)?)
+}
+
+/// Values past the padded plane a flat run reads: the last tap row's column offset.
+fn dw_slack(p: &QConvParams, g: &Geom) -> usize {
+    g.kw.saturating_sub(1)
+        .saturating_mul(p.dilation[1] as usize)
+}
+
+/// Outputs per run: a stride-1 conv runs over the flat padded plane (`oh` rows of `wp`,
+/// the columns past `ow` computed and dropped), so each tap is one long multiply-add; a
+/// strided one row by row.
+fn dw_run(p: &QConvParams, g: &Geom, wp: usize) -> Option<usize> {
+    if p.stride == [1, 1] {
+        g.oh.checked_mul(wp)
+    } else {
+        Some(g.ow)
+    }
+}
+
+/// Rows and columns of a depthwise conv's padded plane.
+fn dw_plane(p: &QConvParams, g: &Geom) -> Option<(usize, usize)> {
+    let reach = |o: usize, s: u32, k: usize, d: u32| -> Option<usize> {
+        o.checked_sub(1)?
+            .checked_mul(s as usize)?
+            .checked_add(k.checked_sub(1)?.checked_mul(d as usize)?)?
+            .checked_add(1)
+    };
+    Some((
+        reach(g.oh, p.stride[0], g.kh, p.dilation[0])?,
+        reach(g.ow, p.stride[1], g.kw, p.dilation[1])?,
+    ))
 }
 
 /// Workspace bytes of a task (0 for shapes it cannot run: it then fails with an error).
@@ -72,8 +125,9 @@ pub fn workspace_bytes(p: &QConvParams, ins: &[Option<Shape>], outs: &[Shape]) -
     };
     let runtime_zp = ins.get(5).copied().flatten().is_some();
     geom(p, *x, *y)
-        .and_then(|g| parts(&g, runtime_zp))
+        .and_then(|g| parts(p, &g, runtime_zp))
         .map_or(0, |(a, c, z)| a.saturating_add(c).saturating_add(z))
+        .saturating_add(flip_len(x.dim(1), y.dim(1)))
 }
 
 /// Runs one `QConv` task.
@@ -96,13 +150,16 @@ pub fn run_qconv(
     }
     let runtime = ins.get(5).copied().flatten();
     let (acc_len, cols_len, corr_len) =
-        parts(&g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
+        parts(p, &g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
     if ws.len() < acc_len + cols_len + corr_len {
         return Err(KernelError::Shape("int8 conv: workspace too small"));
     }
     let (corr_ws, rest) = ws.split_at_mut(corr_len);
     let (acc, rest) = rest.split_at_mut(acc_len);
-    let cols = &mut rest[..cols_len];
+    let (cols, rest) = rest.split_at_mut(cols_len);
+    let flip_ws = rest
+        .get_mut(..flip_len(g.c, g.m))
+        .and_then(|b| bytemuck::try_cast_slice_mut::<u8, i32>(b).ok());
     let mut corr = input(ins, 2, "int8 conv correction")?.as_slice::<i32>()?;
     let za = match runtime {
         Some(za) => {
@@ -155,8 +212,8 @@ pub fn run_qconv(
         y: yt.dtype,
     };
     match xt.dtype {
-        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, cols, acc, yt.data),
-        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, cols, acc, yt.data),
+        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, cols, acc, None, yt.data),
+        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, cols, acc, flip_ws, yt.data),
         _ => Err(KernelError::UnsupportedDType(
             "int8 conv: x must be u8 or i8",
         )),
@@ -187,11 +244,15 @@ fn group_slice<T>(v: &[T], g: usize, mg: usize) -> &[T] {
     }
 }
 
+/// `flip`: room for `m` corrections; with it, i8 activations are read as `a + 128` (u8, the
+/// bytes xor 0x80 after im2col), which the VNNI tile multiplies without flipping each
+/// broadcast, and the corrections absorb the difference ([`flipped_corrections`]).
 fn conv_on<A: Act + bytemuck::Pod>(
     s: &Slices<'_>,
     x: &[A],
     cols: &mut [u8],
     acc: &mut [u8],
+    flip: Option<&mut [i32]>,
     y: &mut [u8],
 ) -> KernelResult {
     let (p, g, za, esize) = (s.p, &s.g, s.za, s.esize);
@@ -200,25 +261,24 @@ fn conv_on<A: Act + bytemuck::Pod>(
     let hw = g.oh * g.ow;
     let pad = if A::SIGNED { za as i8 as u8 } else { za as u8 };
     if cg == 1 && mg == 1 {
-        return depthwise(s, x, y);
+        if let Some(done) = depthwise_f32(s, x, cols, y) {
+            return done;
+        }
+        return depthwise(s, x, acc, y);
     }
+    let flip: Option<&[i32]> = match flip {
+        Some(f) if A::SIGNED => {
+            flipped_corrections(s, f);
+            Some(f)
+        }
+        _ => None,
+    };
     for n in 0..g.batch {
         for gi in 0..g.group {
             let xg = &x[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
             for p0 in (0..hw).step_by(ROWS) {
                 let rows = ROWS.min(hw - p0);
                 im2col(p, g, xg, pad, p0, rows, cols);
-                let a: &[A] = bytemuck::cast_slice(&cols[..rows * g.k]);
-                let gemm = QGemm {
-                    m: rows,
-                    n: mg,
-                    k: g.k,
-                    a,
-                    lda: g.k,
-                    b: &s.b[gi * s.plen..(gi + 1) * s.plen],
-                    corr: &s.corr[gi * mg..(gi + 1) * mg],
-                    zb: group_slice(s.zb, gi, mg),
-                };
                 let q = QOutParams {
                     rq: group_slice(s.rq, gi, mg),
                     zp: s.zp,
@@ -241,7 +301,37 @@ fn conv_on<A: Act + bytemuck::Pod>(
                         q,
                     },
                 };
-                qgemm(&gemm, out)?;
+                let (b, zb) = (
+                    &s.b[gi * s.plen..(gi + 1) * s.plen],
+                    group_slice(s.zb, gi, mg),
+                );
+                if let Some(f) = flip {
+                    let a = &mut cols[..rows * g.k];
+                    a.iter_mut().for_each(|v| *v ^= 0x80);
+                    let gemm = QGemm::<u8> {
+                        m: rows,
+                        n: mg,
+                        k: g.k,
+                        a,
+                        lda: g.k,
+                        b,
+                        corr: &f[gi * mg..(gi + 1) * mg],
+                        zb,
+                    };
+                    qgemm(&gemm, out)?;
+                } else {
+                    let gemm = QGemm::<A> {
+                        m: rows,
+                        n: mg,
+                        k: g.k,
+                        a: bytemuck::cast_slice(&cols[..rows * g.k]),
+                        lda: g.k,
+                        b,
+                        corr: &s.corr[gi * mg..(gi + 1) * mg],
+                        zb,
+                    };
+                    qgemm(&gemm, out)?;
+                }
                 // Block [rows, mg] → y[n, gi·mg + j, p0 + r].
                 let at = (n * g.m + gi * mg) * hw + p0;
                 if esize == 1 {
@@ -257,31 +347,189 @@ fn conv_on<A: Act + bytemuck::Pod>(
     Ok(())
 }
 
-/// A depthwise conv (one input and one output channel per group): each output is its
-/// window's dot product computed directly, with exactly the integers of the GEMM path (the
-/// window's padding reads as the activation zero point, so the folded correction and the
-/// weight zero point's `zb·Σa` term apply unchanged), where that path ran a 16-column tile
-/// for one column per group. O(N·C·H_out·W_out·k).
-fn depthwise<A: Act + bytemuck::Pod>(s: &Slices<'_>, x: &[A], y: &mut [u8]) -> KernelResult {
+/// A depthwise conv on a padded f32 copy of each channel: every product and partial sum
+/// is an integer below 2^24 in magnitude (at most [`MAX_DW_TAPS`] taps of 255·128), so f32
+/// arithmetic is exact whatever the order and the result is the integer the GEMM path
+/// computes (padding reads as the activation zero point there too); the tap loop is then a
+/// plain multiply-add over consecutive values, built for the host's vector ISA. `None` when
+/// the workspace was planned for the row-run path (a blob from an older ge) or the window is
+/// too large. O(N·C·(H·W + H_out·W_out·k)).
+fn depthwise_f32<A: Act + bytemuck::Pod>(
+    s: &Slices<'_>,
+    x: &[A],
+    ws: &mut [u8],
+    y: &mut [u8],
+) -> Option<KernelResult> {
+    let (p, g) = (s.p, &s.g);
+    let (hp, wp) = dw_plane(p, g)?;
+    let run = dw_run(p, g, wp)?;
+    let need = dw_band(p, g)?;
+    let ws: &mut [f32] = bytemuck::try_cast_slice_mut(ws.get_mut(..need.checked_mul(4)?)?).ok()?;
+    if g.k > MAX_DW_TAPS || (s.y != DType::I32 && s.rq.is_empty()) {
+        return None;
+    }
+    let (band, rest) = ws.split_at_mut(hp * wp + dw_slack(p, g));
+    let (acc, rest) = rest.split_at_mut(run);
+    let (sum, qv) = rest.split_at_mut(run);
+    let (sh, sw) = (p.stride[0] as usize, p.stride[1] as usize);
+    let (dh, dw) = (p.dilation[0] as usize, p.dilation[1] as usize);
+    let (pt, pl) = (p.pad_begin[0] as usize, p.pad_begin[1] as usize);
+    let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
+    let flat = sh == 1 && sw == 1;
+    let pad = if A::SIGNED {
+        f32::from(s.za as i8)
+    } else {
+        f32::from(s.za as u8)
+    };
+    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
+    let mut w = [0f32; MAX_DW_TAPS];
+    isa::with_simd(
+        #[inline(always)]
+        || {
+            for n in 0..g.batch {
+                for c in 0..g.c {
+                    let panel = &s.b[c * s.plen..(c + 1) * s.plen];
+                    for (kk, wv) in w.iter_mut().enumerate().take(g.k) {
+                        *wv = f32::from(panel[kk / 2 * 2 * super::NR + kk % 2]);
+                    }
+                    // The plane with its padding written out (rows and columns past the
+                    // input read as the zero point, as im2col's do).
+                    let plane = &x[(n * g.c + c) * hw..][..hw];
+                    band.fill(pad);
+                    for (r, row) in band.chunks_exact_mut(wp).enumerate() {
+                        let Some(iy) = r.checked_sub(pt).filter(|&iy| iy < g.h) else {
+                            continue;
+                        };
+                        let src = &plane[iy * g.w..][..g.w];
+                        let lo = pl.min(wp);
+                        for (d, v) in row[lo..].iter_mut().zip(src) {
+                            *d = f32::from(v.wide());
+                        }
+                    }
+                    let (corr, zb) = (s.corr[c], if s.zb.is_empty() { 0 } else { pick(s.zb, c) });
+                    let rq = if s.rq.is_empty() {
+                        Requant { mult: 0, shift: 1 }
+                    } else {
+                        pick_rq(s.rq, c)
+                    };
+                    // Runs: the whole plane at once (stride 1), else each output row.
+                    let runs = if flat { 1 } else { g.oh };
+                    for oy in 0..runs {
+                        acc.fill(0.0);
+                        sum.fill(0.0);
+                        for i in 0..g.kh {
+                            for j in 0..g.kw {
+                                let wt = w[i * g.kw + j];
+                                let from = &band[(oy * sh + i * dh) * wp + j * dw..];
+                                if sw == 1 {
+                                    for (a, &v) in acc.iter_mut().zip(from) {
+                                        *a += v * wt;
+                                    }
+                                    if zb != 0 {
+                                        for (a, &v) in sum.iter_mut().zip(from) {
+                                            *a += v;
+                                        }
+                                    }
+                                } else {
+                                    for (t, a) in acc.iter_mut().enumerate() {
+                                        *a += from[t * sw] * wt;
+                                    }
+                                    if zb != 0 {
+                                        for (t, a) in sum.iter_mut().enumerate() {
+                                            *a += from[t * sw];
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        // The run's rows: `wp` apart in a flat run (the first `ow` kept).
+                        let (rows, stride) = if flat { (g.oh, wp) } else { (1, g.ow) };
+                        let at = (n * g.c + c) * ohw + oy * g.ow;
+                        if let (Some(scale), DType::U8 | DType::I8) = (f32_scale(rq), s.y) {
+                            // onnxruntime's f32 requantization, lane by lane over the whole
+                            // run (the scalar `apply` per output was most of this task's
+                            // time): the rounded product plus the zero point is exact in f32
+                            // below 2^24, and a larger one saturates either way.
+                            let (lo, hi) = if s.y == DType::U8 {
+                                (0.0, 255.0)
+                            } else {
+                                (-128.0, 127.0)
+                            };
+                            let zp = s.zp as f32;
+                            for ((q, &a), &sm) in qv.iter_mut().zip(acc.iter()).zip(sum.iter()) {
+                                let v = (a as i32)
+                                    .wrapping_add(corr)
+                                    .wrapping_sub(zb.wrapping_mul(sm as i32));
+                                *q = ((v as f32 * scale).round_even() + zp).clamp(lo, hi);
+                            }
+                            for r in 0..rows {
+                                let out = &mut y[at + r * g.ow..][..g.ow];
+                                for (o, &q) in out.iter_mut().zip(&qv[r * stride..]) {
+                                    *o = q as i32 as u8;
+                                }
+                            }
+                            continue;
+                        }
+                        for r in 0..rows {
+                            for t in 0..g.ow {
+                                let (a, sm) = (acc[r * stride + t], sum[r * stride + t]);
+                                let v = (a as i32)
+                                    .wrapping_add(corr)
+                                    .wrapping_sub(zb.wrapping_mul(sm as i32));
+                                let o = at + r * g.ow + t;
+                                match s.y {
+                                    DType::I32 => {
+                                        y[o * 4..o * 4 + 4].copy_from_slice(&v.to_le_bytes())
+                                    }
+                                    DType::U8 => y[o] = rq.apply(v, s.zp, 0, 255) as u8,
+                                    _ => y[o] = rq.apply(v, s.zp, -128, 127) as i8 as u8,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    );
+    Some(Ok(()))
+}
+
+/// A depthwise conv (one input and one output channel per group): each output row is
+/// accumulated tap by tap in i32 over runs of [`DW_COLS`] outputs (the inner loop a plain
+/// multiply-add over consecutive inputs at stride 1, which vectorizes), with exactly the
+/// integers of the GEMM path: the window's padding reads as the activation zero point, so the
+/// folded correction and the weight zero point's `zb·Σa` term apply unchanged. That path ran
+/// a 16-column tile for one column per group. O(N·C·H_out·W_out·k).
+fn depthwise<A: Act + bytemuck::Pod>(
+    s: &Slices<'_>,
+    x: &[A],
+    ws: &mut [u8],
+    y: &mut [u8],
+) -> KernelResult {
     let (p, g) = (s.p, &s.g);
     let (sh, sw) = (p.stride[0] as isize, p.stride[1] as isize);
     let (dh, dw) = (p.dilation[0] as isize, p.dilation[1] as isize);
     let (pt, pl) = (p.pad_begin[0] as isize, p.pad_begin[1] as isize);
-    let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
+    let (hw, ohw, wi) = (g.h * g.w, g.oh * g.ow, g.w as isize);
     // The byte im2col writes for padding, read back as an activation.
     let pad = if A::SIGNED {
         i32::from(s.za as i8)
     } else {
         i32::from(s.za as u8)
     };
-    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
-    let mut w = [0i32; MAX_DW_TAPS];
     if g.k > MAX_DW_TAPS {
         return Err(KernelError::Shape("int8 depthwise conv: window too large"));
     }
     if s.y != DType::I32 && s.rq.is_empty() {
         return Err(KernelError::Shape("int8 conv: requantization per channel"));
     }
+    let buf: &mut [i32] = ws
+        .get_mut(..2 * DW_COLS * 4)
+        .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
+        .ok_or(KernelError::Shape("int8 conv: workspace too small"))?;
+    let (acc, sum) = buf.split_at_mut(DW_COLS);
+    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
+    let mut w = [0i32; MAX_DW_TAPS];
     for n in 0..g.batch {
         for c in 0..g.c {
             // Column 0 of the group's packed panel: k-pair q holds B[2q][0], B[2q+1][0].
@@ -291,31 +539,78 @@ fn depthwise<A: Act + bytemuck::Pod>(s: &Slices<'_>, x: &[A], y: &mut [u8]) -> K
             }
             let plane = &x[(n * g.c + c) * hw..][..hw];
             let (corr, zb) = (s.corr[c], if s.zb.is_empty() { 0 } else { pick(s.zb, c) });
-            for pos in 0..ohw {
-                let (oy, ox) = ((pos / g.ow) as isize, (pos % g.ow) as isize);
-                let (mut acc, mut sum) = (0i32, 0i32);
-                let mut kk = 0;
-                for i in 0..g.kh {
-                    let iy = oy * sh - pt + i as isize * dh;
-                    for j in 0..g.kw {
-                        let ix = ox * sw - pl + j as isize * dw;
-                        let a = if iy >= 0 && (iy as usize) < g.h && ix >= 0 && (ix as usize) < g.w
-                        {
-                            i32::from(plane[iy as usize * g.w + ix as usize].wide())
-                        } else {
-                            pad
-                        };
-                        acc = acc.wrapping_add(a.wrapping_mul(w[kk]));
-                        sum = sum.wrapping_add(a);
-                        kk += 1;
+            let rq = if s.rq.is_empty() {
+                Requant { mult: 0, shift: 1 }
+            } else {
+                pick_rq(s.rq, c)
+            };
+            for oy in 0..g.oh {
+                for x0 in (0..g.ow).step_by(DW_COLS) {
+                    let cw = DW_COLS.min(g.ow - x0);
+                    let (acc, sum) = (&mut acc[..cw], &mut sum[..cw]);
+                    acc.fill(0);
+                    sum.fill(0);
+                    for i in 0..g.kh {
+                        let iy = oy as isize * sh - pt + i as isize * dh;
+                        let line = (iy >= 0 && iy < g.h as isize)
+                            .then(|| &plane[iy as usize * g.w..][..g.w]);
+                        for j in 0..g.kw {
+                            let wt = w[i * g.kw + j];
+                            // Outputs `ox` of this run read `ix = ox·sw + base`, inside the
+                            // row for `lo ≤ ox < hi`.
+                            let base = j as isize * dw - pl;
+                            let (lo, hi) = match line {
+                                Some(_) => {
+                                    let lo = if base >= 0 { 0 } else { (-base + sw - 1) / sw };
+                                    let hi = if base > wi - 1 {
+                                        0
+                                    } else {
+                                        (wi - 1 - base) / sw + 1
+                                    };
+                                    let run =
+                                        |v: isize| (v.max(x0 as isize) as usize).min(x0 + cw) - x0;
+                                    let (lo, hi) = (run(lo), run(hi));
+                                    (lo, hi.max(lo))
+                                }
+                                None => (0, 0),
+                            };
+                            for t in (0..lo).chain(hi..cw) {
+                                acc[t] += pad * wt;
+                                sum[t] += pad;
+                            }
+                            let Some(line) = line else { continue };
+                            let first = ((x0 + lo) as isize * sw + base) as usize;
+                            if sw == 1 {
+                                let src = &line[first..first + (hi - lo)];
+                                for ((a, sm), &v) in
+                                    acc[lo..hi].iter_mut().zip(&mut sum[lo..hi]).zip(src)
+                                {
+                                    let v = i32::from(v.wide());
+                                    *a += v * wt;
+                                    *sm += v;
+                                }
+                            } else {
+                                let src = line[first..].iter().step_by(sw as usize);
+                                for ((a, sm), &v) in
+                                    acc[lo..hi].iter_mut().zip(&mut sum[lo..hi]).zip(src)
+                                {
+                                    let v = i32::from(v.wide());
+                                    *a += v * wt;
+                                    *sm += v;
+                                }
+                            }
+                        }
                     }
-                }
-                let v = acc.wrapping_add(corr).wrapping_sub(zb.wrapping_mul(sum));
-                let at = (n * g.c + c) * ohw + pos;
-                match s.y {
-                    DType::I32 => y[at * 4..at * 4 + 4].copy_from_slice(&v.to_le_bytes()),
-                    DType::U8 => y[at] = pick_rq(s.rq, c).apply(v, s.zp, 0, 255) as u8,
-                    _ => y[at] = pick_rq(s.rq, c).apply(v, s.zp, -128, 127) as i8 as u8,
+                    let at = (n * g.c + c) * ohw + oy * g.ow + x0;
+                    for (t, (&a, &sm)) in acc.iter().zip(sum.iter()).enumerate() {
+                        let v = a.wrapping_add(corr).wrapping_sub(zb.wrapping_mul(sm));
+                        let o = at + t;
+                        match s.y {
+                            DType::I32 => y[o * 4..o * 4 + 4].copy_from_slice(&v.to_le_bytes()),
+                            DType::U8 => y[o] = rq.apply(v, s.zp, 0, 255) as u8,
+                            _ => y[o] = rq.apply(v, s.zp, -128, 127) as i8 as u8,
+                        }
+                    }
                 }
             }
         }
@@ -323,12 +618,48 @@ fn depthwise<A: Act + bytemuck::Pod>(s: &Slices<'_>, x: &[A], y: &mut [u8]) -> K
     Ok(())
 }
 
+/// Outputs of a depthwise row run (its i32 sums and activation sums fill the GEMM block's
+/// accumulator part of the workspace, `ROWS` i32).
+const DW_COLS: usize = ROWS / 2;
+
 /// Most taps of a depthwise window the direct path takes (larger ones are an error).
 const MAX_DW_TAPS: usize = 64;
+
+/// The scale of onnxruntime's f32 requantization form, `None` for the fixed-point one.
+fn f32_scale(rq: Requant) -> Option<f32> {
+    (rq.shift == 0).then(|| f32::from_bits(rq.mult as u32))
+}
 
 /// A per-channel list's entry `c`, or its only one.
 fn pick_rq(rq: &[Requant], c: usize) -> Requant {
     if rq.len() == 1 { rq[0] } else { rq[c] }
+}
+
+/// The corrections for activations read as `a + 128`: the tile then sums
+/// `Σ(a + 128)·b = Σa·b + 128·Σb` and the row sums grow by `128·k`, so
+/// `corr'_j = corr_j − 128·Σ_k B[k][j] + 128·k·zb_j` (wrapping, as every i32 here) gives the
+/// same result. `Σ_k B` comes from the packed panels (their padding is zero). O(m·k).
+fn flipped_corrections(s: &Slices<'_>, out: &mut [i32]) {
+    let g = &s.g;
+    let mg = g.m / g.group;
+    let kp = g.k.div_ceil(2) * 2;
+    for (j, o) in out.iter_mut().enumerate().take(g.m) {
+        let (gi, jj) = (j / mg, j % mg);
+        let panel = &s.b[gi * s.plen + jj / super::NR * super::NR * kp..][..super::NR * kp];
+        let col = 2 * (jj % super::NR);
+        let colsum: i32 = panel
+            .chunks_exact(2 * super::NR)
+            .map(|pair| i32::from(pair[col]) + i32::from(pair[col + 1]))
+            .sum();
+        let zb = match s.zb.len() {
+            0 => 0,
+            1 => s.zb[0],
+            _ => s.zb[j],
+        };
+        *o = s.corr[j]
+            .wrapping_sub(colsum.wrapping_mul(128))
+            .wrapping_add((g.k as i32).wrapping_mul(128).wrapping_mul(zb));
+    }
 }
 
 /// `dst[j·ld + r] = src[r·cols + j]` for `r < rows`, `j < cols`: a row-major block written

@@ -394,3 +394,69 @@ fn f32_scale_requantizes_as_onnxruntime() {
     assert!(Requant::from_f32_scale(f32::NAN).is_err());
     assert!(Requant::from_f32_scale(-1.0).is_err());
 }
+
+/// A QConv with i8 activations gives the same bytes whether its workspace holds the flipped
+/// corrections (activations read as `a + 128` by the u8 tile) or not (the i8 tile, as a blob
+/// from an older ge plans it), with per-channel weight zero points and scales, padding and
+/// a stride.
+#[test]
+fn flipped_i8_activations_match_the_i8_path() {
+    use super::super::test_util::{t, tm};
+    use ge_runtime::format::{QConvParams, QGEMM_OUT_Q8_F32, Shape};
+    let (c, h, w, m, kh) = (5usize, 9usize, 8usize, 19usize, 3usize);
+    let k = c * kh * kh;
+    let mut g = Gen(0x5eed);
+    let x: Vec<i8> = (0..c * h * w).map(|_| g.int(-128, 127) as i8).collect();
+    let b: Vec<i8> = (0..m * k).map(|_| g.int(-128, 127) as i8).collect();
+    let za = g.int(-20, 20);
+    let zb: Vec<i32> = (0..m)
+        .map(|j| if j % 3 == 0 { 0 } else { g.int(-5, 5) })
+        .collect();
+    let bias: Vec<i32> = (0..m).map(|_| g.int(-5000, 5000)).collect();
+    let mut packed = vec![0i8; packed_len(k, m).unwrap()];
+    pack_b(&b, k, m, 1, k, &mut packed).unwrap();
+    let mut corr = vec![0i32; m];
+    fold_zero_points(&b, k, m, 1, k, za, &zb, Some(&bias), &mut corr).unwrap();
+    let rq: Vec<i32> = (0..m)
+        .flat_map(|_| {
+            let r = Requant::from_f32_scale(g.int(1, 1000) as f32 * 1e-4).unwrap();
+            [r.mult, r.shift]
+        })
+        .collect();
+    let p = QConvParams {
+        out: QGEMM_OUT_Q8_F32,
+        out_zp: 3,
+        a_zp: za,
+        group: 1,
+        kernel: [kh as u32; 2],
+        stride: [2, 1],
+        dilation: [1, 1],
+        pad_begin: [1, 1],
+        pad_end: [1, 1],
+    };
+    let (oh, ow) = ((h + 2 - kh) / 2 + 1, w + 2 - kh + 1);
+    let ins = [
+        Some(t(&[1, c, h, w], &x)),
+        Some(t(&[packed.len()], &packed)),
+        Some(t(&[m], &corr)),
+        Some(t(&[m], &zb)),
+        Some(t(&[m, 2], &rq)),
+    ];
+    let shapes: Vec<Option<Shape>> = ins.iter().map(|i| i.as_ref().map(|t| t.shape)).collect();
+    let out_shape = Shape::new(&[1, m, oh, ow]).unwrap();
+    let planned = conv::workspace_bytes(&p, &shapes, &[out_shape]);
+    let mut results = Vec::new();
+    for ws_len in [planned, planned - 4 * m] {
+        let mut y = vec![0i8; m * oh * ow];
+        let mut ws = vec![0u32; ws_len.div_ceil(4)];
+        let ws: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut ws)[..ws_len];
+        let mut outs = [tm(&[1, m, oh, ow], &mut y)];
+        conv::run_qconv(&p, &ins, &mut outs, ws).unwrap();
+        results.push(y);
+    }
+    assert_eq!(results[0], results[1]);
+    assert!(
+        results[0].iter().any(|&v| v != results[0][0]),
+        "a constant output tests nothing"
+    );
+}
