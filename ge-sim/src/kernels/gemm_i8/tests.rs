@@ -460,3 +460,30 @@ fn flipped_i8_activations_match_the_i8_path() {
         "a constant output tests nothing"
     );
 }
+
+/// The byte transpose (16 × 16 SSE2 blocks, scalar edges) against the definition, on shapes
+/// with and without whole blocks and with padded strides.
+#[test]
+fn byte_transposes_match_the_definition() {
+    let mut g = Gen(77);
+    for (rows, cols, lds, ldd) in [
+        (16, 16, 16, 16),
+        (35, 50, 53, 40),
+        (1, 70, 70, 3),
+        (64, 17, 20, 64),
+        (15, 15, 15, 15),
+    ] {
+        let src: Vec<u8> = (0..rows * lds).map(|_| g.int(0, 255) as u8).collect();
+        let mut dst = vec![0u8; cols * ldd];
+        conv::transpose_bytes(&src, lds, rows, cols, &mut dst, ldd);
+        for i in 0..rows {
+            for j in 0..cols {
+                assert_eq!(
+                    dst[j * ldd + i],
+                    src[i * lds + j],
+                    "{rows}x{cols} at ({i}, {j})"
+                );
+            }
+        }
+    }
+}
