@@ -14,31 +14,16 @@ Random weights, scales and non-zero inputs.
 import os
 
 import numpy as np
-import onnx
-import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
+
+from onnx_cases import save_case
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "weight_only")
 rng = np.random.default_rng(16)
 
 
 def save(name, nodes, inits, feeds, out):
-    elem = {np.dtype(np.int64): TensorProto.INT64, np.dtype(np.float32): TensorProto.FLOAT}
-    gi = [helper.make_tensor_value_info(k, elem[v.dtype], v.shape) for k, v in feeds.items()]
-    go = [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]
-    g = helper.make_graph(nodes, name, gi, go, [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    res = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-    m.graph.output[0].CopyFrom(helper.make_tensor_value_info(out, TensorProto.FLOAT, res[0].shape))
-    d = os.path.join(OUT, name)
-    os.makedirs(d + "/test_data_set_0", exist_ok=True)
-    onnx.save(m, d + "/model.onnx")
-    for i, (k, v) in enumerate(feeds.items()):
-        open(f"{d}/test_data_set_0/input_{i}.pb", "wb").write(numpy_helper.from_array(v, k).SerializeToString())
-    open(f"{d}/test_data_set_0/output_0.pb", "wb").write(numpy_helper.from_array(res[0], out).SerializeToString())
+    save_case(OUT, name, nodes, inits, feeds, [out], np.float32)
 
 
 def table(name, dt, vocab, dim, scale_shape, ids_shape, scale_first=False):

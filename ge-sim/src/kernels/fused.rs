@@ -148,26 +148,13 @@ enum Lanes<F, I, U> {
     U8(U),
 }
 
-impl<T, I, U> Lanes<&[T], I, U>
-where
-    I: AsRef<[i8]>,
-    U: AsRef<[u8]>,
-{
+impl<F: AsRef<[f32]>, I: AsRef<[i8]>, U: AsRef<[u8]>> Lanes<F, I, U> {
+    /// Elements, whichever the type (shared and mutable slices alike).
     fn len(&self) -> usize {
         match self {
-            Lanes::F32(v) => v.len(),
+            Lanes::F32(v) => v.as_ref().len(),
             Lanes::I8(v) => v.as_ref().len(),
             Lanes::U8(v) => v.as_ref().len(),
-        }
-    }
-}
-
-impl Lanes<&mut [f32], &mut [i8], &mut [u8]> {
-    fn len(&self) -> usize {
-        match self {
-            Lanes::F32(v) => v.len(),
-            Lanes::I8(v) => v.len(),
-            Lanes::U8(v) => v.len(),
         }
     }
 }
@@ -222,7 +209,7 @@ pub fn run_fused(
     let program = &program[..n_instr];
     let y = output(outs, 0, "fused output")?;
     let out_shape: Shape = y.shape;
-    let yv = match y.dtype {
+    let mut yv = match y.dtype {
         DType::F32 => Lanes::F32(y.as_slice_mut::<f32>()?),
         DType::I8 => Lanes::I8(y.as_slice_mut::<i8>()?),
         DType::U8 => Lanes::U8(y.as_slice_mut::<u8>()?),
@@ -256,7 +243,6 @@ pub fn run_fused(
         }
         strides[k] = broadcast_strides(&t.shape, &out_shape)?;
     }
-    let mut yv = yv;
     let total = yv.len();
     if total == 0 {
         return Ok(());

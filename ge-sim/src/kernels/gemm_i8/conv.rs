@@ -60,20 +60,27 @@ fn geom(p: &QConvParams, x: Shape, y: Shape) -> Option<Geom> {
 }
 
 /// Bytes of the per-block result (i32), of the columns, and of the run-time correction.
-fn parts(p: &QConvParams, g: &Geom, runtime_zp: bool) -> Option<(usize, usize, usize)> {
+fn parts(g: &Geom, runtime_zp: bool) -> Option<(usize, usize, usize)> {
     let acc = ROWS.checked_mul(g.m / g.group)?.checked_mul(4)?;
-    let mut cols = ROWS.checked_mul(g.k)?.checked_add(63)? & !63;
-    if g.c == g.group && g.m == g.group {
-        // A depthwise conv's padded f32 plane and output row share the columns' place.
-        cols = cols.max(dw_band(p, g)?.checked_mul(4)?);
-    }
+    let cols = ROWS.checked_mul(g.k)?.checked_add(63)? & !63;
     Some((acc, cols, if runtime_zp { g.m.checked_mul(4)? } else { 0 }))
 }
 
-/// Bytes of the corrections for i8 activations read flipped to u8 (`m` i32), planned after
-/// the other parts (a blob from an older ge lacks them and runs the i8 tile instead).
-fn flip_len(_c: usize, m: usize) -> usize {
-    m.saturating_mul(4)
+/// Bytes planned after [`parts`] for the faster paths: a depthwise conv's padded f32 plane
+/// and output runs ([`dw_band`]), else the `m` i32 corrections of i8 activations read flipped
+/// ([`flipped_corrections`]). A blob planned by an older ge lacks them and runs the GEMM
+/// path with the i8 tile, which needs only [`parts`].
+fn extra_len(p: &QConvParams, g: &Geom) -> Option<usize> {
+    if is_depthwise(g) {
+        dw_band(p, g)?.checked_mul(4)
+    } else {
+        g.m.checked_mul(4)
+    }
+}
+
+/// One input and one output channel per group.
+fn is_depthwise(g: &Geom) -> bool {
+    g.c == g.group && g.m == g.group
 }
 
 /// The padded input plane a depthwise conv reads (`hp × wp` f32: the rows and columns its
@@ -125,9 +132,10 @@ pub fn workspace_bytes(p: &QConvParams, ins: &[Option<Shape>], outs: &[Shape]) -
     };
     let runtime_zp = ins.get(5).copied().flatten().is_some();
     geom(p, *x, *y)
-        .and_then(|g| parts(p, &g, runtime_zp))
-        .map_or(0, |(a, c, z)| a.saturating_add(c).saturating_add(z))
-        .saturating_add(flip_len(x.dim(1), y.dim(1)))
+        .and_then(|g| Some((parts(&g, runtime_zp)?, extra_len(p, &g)?)))
+        .map_or(0, |((a, c, z), e)| {
+            a.saturating_add(c).saturating_add(z).saturating_add(e)
+        })
 }
 
 /// Runs one `QConv` task.
@@ -150,16 +158,13 @@ pub fn run_qconv(
     }
     let runtime = ins.get(5).copied().flatten();
     let (acc_len, cols_len, corr_len) =
-        parts(p, &g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
+        parts(&g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
     if ws.len() < acc_len + cols_len + corr_len {
         return Err(KernelError::Shape("int8 conv: workspace too small"));
     }
     let (corr_ws, rest) = ws.split_at_mut(corr_len);
     let (acc, rest) = rest.split_at_mut(acc_len);
-    let (cols, rest) = rest.split_at_mut(cols_len);
-    let flip_ws = rest
-        .get_mut(..flip_len(g.c, g.m))
-        .and_then(|b| bytemuck::try_cast_slice_mut::<u8, i32>(b).ok());
+    let (cols, extra) = rest.split_at_mut(cols_len);
     let mut corr = input(ins, 2, "int8 conv correction")?.as_slice::<i32>()?;
     let za = match runtime {
         Some(za) => {
@@ -212,8 +217,8 @@ pub fn run_qconv(
         y: yt.dtype,
     };
     match xt.dtype {
-        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, cols, acc, None, yt.data),
-        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, cols, acc, flip_ws, yt.data),
+        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, cols, acc, extra, yt.data),
+        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, cols, acc, extra, yt.data),
         _ => Err(KernelError::UnsupportedDType(
             "int8 conv: x must be u8 or i8",
         )),
@@ -244,15 +249,16 @@ fn group_slice<T>(v: &[T], g: usize, mg: usize) -> &[T] {
     }
 }
 
-/// `flip`: room for `m` corrections; with it, i8 activations are read as `a + 128` (u8, the
-/// bytes xor 0x80 after im2col), which the VNNI tile multiplies without flipping each
-/// broadcast, and the corrections absorb the difference ([`flipped_corrections`]).
+/// `extra`: the workspace past [`parts`] ([`extra_len`]): a depthwise conv's plane, or the
+/// corrections with which i8 activations are read as `a + 128` (u8, the bytes xor 0x80
+/// after im2col) — the VNNI tile then multiplies without flipping each broadcast. Empty in a
+/// blob from an older ge: the GEMM path with the i8 tile.
 fn conv_on<A: Act + bytemuck::Pod>(
     s: &Slices<'_>,
     x: &[A],
     cols: &mut [u8],
     acc: &mut [u8],
-    flip: Option<&mut [i32]>,
+    extra: &mut [u8],
     y: &mut [u8],
 ) -> KernelResult {
     let (p, g, za, esize) = (s.p, &s.g, s.za, s.esize);
@@ -260,16 +266,17 @@ fn conv_on<A: Act + bytemuck::Pod>(
     let cg = g.c / g.group;
     let hw = g.oh * g.ow;
     let pad = if A::SIGNED { za as i8 as u8 } else { za as u8 };
-    if cg == 1 && mg == 1 {
-        if let Some(done) = depthwise_f32(s, x, cols, y) {
-            return done;
-        }
-        return depthwise(s, x, acc, y);
+    if is_depthwise(g)
+        && let Some(done) = depthwise_f32(s, x, pad, extra, y)
+    {
+        return done;
     }
-    let flip: Option<&[i32]> = match flip {
-        Some(f) if A::SIGNED => {
-            flipped_corrections(s, f);
-            Some(f)
+    let flip: Option<&[i32]> = match extra.get_mut(..g.m * 4) {
+        Some(b) if A::SIGNED && !is_depthwise(g) => {
+            bytemuck::try_cast_slice_mut::<u8, i32>(b).ok().map(|f| {
+                flipped_corrections(s, f);
+                &*f
+            })
         }
         _ => None,
     };
@@ -351,12 +358,13 @@ fn conv_on<A: Act + bytemuck::Pod>(
 /// is an integer below 2^24 in magnitude (at most [`MAX_DW_TAPS`] taps of 255·128), so f32
 /// arithmetic is exact whatever the order and the result is the integer the GEMM path
 /// computes (padding reads as the activation zero point there too); the tap loop is then a
-/// plain multiply-add over consecutive values, built for the host's vector ISA. `None` when
-/// the workspace was planned for the row-run path (a blob from an older ge) or the window is
-/// too large. O(N·C·(H·W + H_out·W_out·k)).
+/// plain multiply-add over consecutive values, built for the host's vector ISA. That path
+/// ran a 16-column tile for one column per group. `None` (the GEMM path then runs) when the
+/// workspace was planned by an older ge or the window is too large. O(N·C·(H·W + H_out·W_out·k)).
 fn depthwise_f32<A: Act + bytemuck::Pod>(
     s: &Slices<'_>,
     x: &[A],
+    pad: u8,
     ws: &mut [u8],
     y: &mut [u8],
 ) -> Option<KernelResult> {
@@ -376,12 +384,12 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
     let (pt, pl) = (p.pad_begin[0] as usize, p.pad_begin[1] as usize);
     let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
     let flat = sh == 1 && sw == 1;
+    // The byte im2col writes for padding, read as an activation.
     let pad = if A::SIGNED {
-        f32::from(s.za as i8)
+        f32::from(pad as i8)
     } else {
-        f32::from(s.za as u8)
+        f32::from(pad)
     };
-    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
     let mut w = [0f32; MAX_DW_TAPS];
     isa::with_simd(
         #[inline(always)]
@@ -406,12 +414,8 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                             *d = f32::from(v.wide());
                         }
                     }
-                    let (corr, zb) = (s.corr[c], if s.zb.is_empty() { 0 } else { pick(s.zb, c) });
-                    let rq = if s.rq.is_empty() {
-                        Requant { mult: 0, shift: 1 }
-                    } else {
-                        pick_rq(s.rq, c)
-                    };
+                    let (corr, zb) = (s.corr[c], pick(s.zb, c).unwrap_or(0));
+                    let rq = pick(s.rq, c).unwrap_or(Requant { mult: 0, shift: 1 });
                     // Runs: the whole plane at once (stride 1), else each output row.
                     let runs = if flat { 1 } else { g.oh };
                     for oy in 0..runs {
@@ -494,134 +498,6 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
     Some(Ok(()))
 }
 
-/// A depthwise conv (one input and one output channel per group): each output row is
-/// accumulated tap by tap in i32 over runs of [`DW_COLS`] outputs (the inner loop a plain
-/// multiply-add over consecutive inputs at stride 1, which vectorizes), with exactly the
-/// integers of the GEMM path: the window's padding reads as the activation zero point, so the
-/// folded correction and the weight zero point's `zb·Σa` term apply unchanged. That path ran
-/// a 16-column tile for one column per group. O(N·C·H_out·W_out·k).
-fn depthwise<A: Act + bytemuck::Pod>(
-    s: &Slices<'_>,
-    x: &[A],
-    ws: &mut [u8],
-    y: &mut [u8],
-) -> KernelResult {
-    let (p, g) = (s.p, &s.g);
-    let (sh, sw) = (p.stride[0] as isize, p.stride[1] as isize);
-    let (dh, dw) = (p.dilation[0] as isize, p.dilation[1] as isize);
-    let (pt, pl) = (p.pad_begin[0] as isize, p.pad_begin[1] as isize);
-    let (hw, ohw, wi) = (g.h * g.w, g.oh * g.ow, g.w as isize);
-    // The byte im2col writes for padding, read back as an activation.
-    let pad = if A::SIGNED {
-        i32::from(s.za as i8)
-    } else {
-        i32::from(s.za as u8)
-    };
-    if g.k > MAX_DW_TAPS {
-        return Err(KernelError::Shape("int8 depthwise conv: window too large"));
-    }
-    if s.y != DType::I32 && s.rq.is_empty() {
-        return Err(KernelError::Shape("int8 conv: requantization per channel"));
-    }
-    let buf: &mut [i32] = ws
-        .get_mut(..2 * DW_COLS * 4)
-        .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
-        .ok_or(KernelError::Shape("int8 conv: workspace too small"))?;
-    let (acc, sum) = buf.split_at_mut(DW_COLS);
-    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
-    let mut w = [0i32; MAX_DW_TAPS];
-    for n in 0..g.batch {
-        for c in 0..g.c {
-            // Column 0 of the group's packed panel: k-pair q holds B[2q][0], B[2q+1][0].
-            let panel = &s.b[c * s.plen..(c + 1) * s.plen];
-            for (kk, wv) in w.iter_mut().enumerate().take(g.k) {
-                *wv = i32::from(panel[kk / 2 * 2 * super::NR + kk % 2]);
-            }
-            let plane = &x[(n * g.c + c) * hw..][..hw];
-            let (corr, zb) = (s.corr[c], if s.zb.is_empty() { 0 } else { pick(s.zb, c) });
-            let rq = if s.rq.is_empty() {
-                Requant { mult: 0, shift: 1 }
-            } else {
-                pick_rq(s.rq, c)
-            };
-            for oy in 0..g.oh {
-                for x0 in (0..g.ow).step_by(DW_COLS) {
-                    let cw = DW_COLS.min(g.ow - x0);
-                    let (acc, sum) = (&mut acc[..cw], &mut sum[..cw]);
-                    acc.fill(0);
-                    sum.fill(0);
-                    for i in 0..g.kh {
-                        let iy = oy as isize * sh - pt + i as isize * dh;
-                        let line = (iy >= 0 && iy < g.h as isize)
-                            .then(|| &plane[iy as usize * g.w..][..g.w]);
-                        for j in 0..g.kw {
-                            let wt = w[i * g.kw + j];
-                            // Outputs `ox` of this run read `ix = ox·sw + base`, inside the
-                            // row for `lo ≤ ox < hi`.
-                            let base = j as isize * dw - pl;
-                            let (lo, hi) = match line {
-                                Some(_) => {
-                                    let lo = if base >= 0 { 0 } else { (-base + sw - 1) / sw };
-                                    let hi = if base > wi - 1 {
-                                        0
-                                    } else {
-                                        (wi - 1 - base) / sw + 1
-                                    };
-                                    let run =
-                                        |v: isize| (v.max(x0 as isize) as usize).min(x0 + cw) - x0;
-                                    let (lo, hi) = (run(lo), run(hi));
-                                    (lo, hi.max(lo))
-                                }
-                                None => (0, 0),
-                            };
-                            for t in (0..lo).chain(hi..cw) {
-                                acc[t] += pad * wt;
-                                sum[t] += pad;
-                            }
-                            let Some(line) = line else { continue };
-                            let first = ((x0 + lo) as isize * sw + base) as usize;
-                            if sw == 1 {
-                                let src = &line[first..first + (hi - lo)];
-                                for ((a, sm), &v) in
-                                    acc[lo..hi].iter_mut().zip(&mut sum[lo..hi]).zip(src)
-                                {
-                                    let v = i32::from(v.wide());
-                                    *a += v * wt;
-                                    *sm += v;
-                                }
-                            } else {
-                                let src = line[first..].iter().step_by(sw as usize);
-                                for ((a, sm), &v) in
-                                    acc[lo..hi].iter_mut().zip(&mut sum[lo..hi]).zip(src)
-                                {
-                                    let v = i32::from(v.wide());
-                                    *a += v * wt;
-                                    *sm += v;
-                                }
-                            }
-                        }
-                    }
-                    let at = (n * g.c + c) * ohw + oy * g.ow + x0;
-                    for (t, (&a, &sm)) in acc.iter().zip(sum.iter()).enumerate() {
-                        let v = a.wrapping_add(corr).wrapping_sub(zb.wrapping_mul(sm));
-                        let o = at + t;
-                        match s.y {
-                            DType::I32 => y[o * 4..o * 4 + 4].copy_from_slice(&v.to_le_bytes()),
-                            DType::U8 => y[o] = rq.apply(v, s.zp, 0, 255) as u8,
-                            _ => y[o] = rq.apply(v, s.zp, -128, 127) as i8 as u8,
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Outputs of a depthwise row run (its i32 sums and activation sums fill the GEMM block's
-/// accumulator part of the workspace, `ROWS` i32).
-const DW_COLS: usize = ROWS / 2;
-
 /// Most taps of a depthwise window the direct path takes (larger ones are an error).
 const MAX_DW_TAPS: usize = 64;
 
@@ -630,9 +506,13 @@ fn f32_scale(rq: Requant) -> Option<f32> {
     (rq.shift == 0).then(|| f32::from_bits(rq.mult as u32))
 }
 
-/// A per-channel list's entry `c`, or its only one.
-fn pick_rq(rq: &[Requant], c: usize) -> Requant {
-    if rq.len() == 1 { rq[0] } else { rq[c] }
+/// A per-channel list's entry `c`, its only one for a per-tensor list, `None` when empty.
+fn pick<T: Copy>(v: &[T], c: usize) -> Option<T> {
+    if v.len() == 1 {
+        v.first().copied()
+    } else {
+        v.get(c).copied()
+    }
 }
 
 /// The corrections for activations read as `a + 128`: the tile then sums
@@ -651,11 +531,7 @@ fn flipped_corrections(s: &Slices<'_>, out: &mut [i32]) {
             .chunks_exact(2 * super::NR)
             .map(|pair| i32::from(pair[col]) + i32::from(pair[col + 1]))
             .sum();
-        let zb = match s.zb.len() {
-            0 => 0,
-            1 => s.zb[0],
-            _ => s.zb[j],
-        };
+        let zb = pick(s.zb, j).unwrap_or(0);
         *o = s.corr[j]
             .wrapping_sub(colsum.wrapping_mul(128))
             .wrapping_add((g.k as i32).wrapping_mul(128).wrapping_mul(zb));

@@ -395,28 +395,37 @@ fn f32_scale_requantizes_as_onnxruntime() {
     assert!(Requant::from_f32_scale(-1.0).is_err());
 }
 
-/// A QConv with i8 activations gives the same bytes whether its workspace holds the flipped
-/// corrections (activations read as `a + 128` by the u8 tile) or not (the i8 tile, as a blob
-/// from an older ge plans it), with per-channel weight zero points and scales, padding and
-/// a stride.
-#[test]
-fn flipped_i8_activations_match_the_i8_path() {
-    use super::super::test_util::{t, tm};
-    use ge_runtime::format::{QConvParams, QGEMM_OUT_Q8_F32, Shape};
-    let (c, h, w, m, kh) = (5usize, 9usize, 8usize, 19usize, 3usize);
-    let k = c * kh * kh;
+/// A 3×3 QConv (`group` groups of `cg` input and `mg` output channels, padding, stride
+/// 2 × 1, per-channel weight zero points and scales, activation zero point `za`) with
+/// activations of type `A`, run once with the workspace this ge plans and once with only the
+/// GEMM path's part of it (as a blob from an older ge plans it): the two outputs.
+fn qconv_both_paths<A: Act + bytemuck::Pod>(
+    (cg, mg, group): (usize, usize, usize),
+    za: i32,
+    to_a: fn(i32) -> A,
+    range: (i32, i32),
+) -> [Vec<u8>; 2] {
+    use super::super::test_util::{t, tmb};
+    use ge_runtime::format::{DType, QConvParams, QGEMM_OUT_Q8_F32, Shape};
+    let (c, h, w, m, kh) = (cg * group, 9usize, 8usize, mg * group, 3usize);
+    let k = cg * kh * kh;
     let mut g = Gen(0x5eed);
-    let x: Vec<i8> = (0..c * h * w).map(|_| g.int(-128, 127) as i8).collect();
-    let b: Vec<i8> = (0..m * k).map(|_| g.int(-128, 127) as i8).collect();
-    let za = g.int(-20, 20);
+    let x: Vec<A> = (0..c * h * w)
+        .map(|_| to_a(g.int(range.0, range.1)))
+        .collect();
     let zb: Vec<i32> = (0..m)
         .map(|j| if j % 3 == 0 { 0 } else { g.int(-5, 5) })
         .collect();
     let bias: Vec<i32> = (0..m).map(|_| g.int(-5000, 5000)).collect();
-    let mut packed = vec![0i8; packed_len(k, m).unwrap()];
-    pack_b(&b, k, m, 1, k, &mut packed).unwrap();
+    let plen = packed_len(k, mg).unwrap();
+    let mut packed = vec![0i8; plen * group];
     let mut corr = vec![0i32; m];
-    fold_zero_points(&b, k, m, 1, k, za, &zb, Some(&bias), &mut corr).unwrap();
+    for gi in 0..group {
+        let b: Vec<i8> = (0..mg * k).map(|_| g.int(-128, 127) as i8).collect();
+        let (zg, cr) = (&zb[gi * mg..][..mg], &mut corr[gi * mg..][..mg]);
+        pack_b(&b, k, mg, 1, k, &mut packed[gi * plen..][..plen]).unwrap();
+        fold_zero_points(&b, k, mg, 1, k, za, zg, Some(&bias[gi * mg..][..mg]), cr).unwrap();
+    }
     let rq: Vec<i32> = (0..m)
         .flat_map(|_| {
             let r = Requant::from_f32_scale(g.int(1, 1000) as f32 * 1e-4).unwrap();
@@ -427,7 +436,7 @@ fn flipped_i8_activations_match_the_i8_path() {
         out: QGEMM_OUT_Q8_F32,
         out_zp: 3,
         a_zp: za,
-        group: 1,
+        group: group as u32,
         kernel: [kh as u32; 2],
         stride: [2, 1],
         dilation: [1, 1],
@@ -435,8 +444,14 @@ fn flipped_i8_activations_match_the_i8_path() {
         pad_end: [1, 1],
     };
     let (oh, ow) = ((h + 2 - kh) / 2 + 1, w + 2 - kh + 1);
+    let xb: &[u8] = bytemuck::cast_slice(&x);
+    let xt = ge_runtime::format::TensorRef {
+        dtype: if A::SIGNED { DType::I8 } else { DType::U8 },
+        shape: Shape::new(&[1, c, h, w]).unwrap(),
+        data: xb,
+    };
     let ins = [
-        Some(t(&[1, c, h, w], &x)),
+        Some(xt),
         Some(t(&[packed.len()], &packed)),
         Some(t(&[m], &corr)),
         Some(t(&[m], &zb)),
@@ -445,20 +460,45 @@ fn flipped_i8_activations_match_the_i8_path() {
     let shapes: Vec<Option<Shape>> = ins.iter().map(|i| i.as_ref().map(|t| t.shape)).collect();
     let out_shape = Shape::new(&[1, m, oh, ow]).unwrap();
     let planned = conv::workspace_bytes(&p, &shapes, &[out_shape]);
-    let mut results = Vec::new();
-    for ws_len in [planned, planned - 4 * m] {
-        let mut y = vec![0i8; m * oh * ow];
+    // The GEMM path's parts: its i32 block and its columns (rounded to 64 bytes).
+    let gemm_only = conv::ROWS * mg * 4 + ((conv::ROWS * k + 63) & !63);
+    assert!(gemm_only < planned);
+    [planned, gemm_only].map(|ws_len| {
+        let mut y = vec![0u8; m * oh * ow];
         let mut ws = vec![0u32; ws_len.div_ceil(4)];
         let ws: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut ws)[..ws_len];
-        let mut outs = [tm(&[1, m, oh, ow], &mut y)];
+        let mut outs = [tmb(&[1, m, oh, ow], &mut y)];
+        outs[0].dtype = DType::I8;
         conv::run_qconv(&p, &ins, &mut outs, ws).unwrap();
-        results.push(y);
-    }
-    assert_eq!(results[0], results[1]);
+        y
+    })
+}
+
+/// A QConv with i8 activations gives the same bytes whether its workspace holds the flipped
+/// corrections (activations read as `a + 128` by the u8 tile) or not (the i8 tile, as a blob
+/// from an older ge plans it).
+#[test]
+fn flipped_i8_activations_match_the_i8_path() {
+    let [new, old] = qconv_both_paths((5, 19, 1), -7, |v| v as i8, (-128, 127));
+    assert_eq!(new, old);
     assert!(
-        results[0].iter().any(|&v| v != results[0][0]),
+        new.iter().any(|&v| v != new[0]),
         "a constant output tests nothing"
     );
+}
+
+/// A depthwise QConv on its padded f32 plane gives the bytes of the GEMM path (the one a
+/// blob from an older ge runs), with u8 and i8 activations.
+#[test]
+fn depthwise_f32_plane_matches_the_gemm_path() {
+    let [new, old] = qconv_both_paths((1, 1, 12), 131, |v| v as u8, (0, 255));
+    assert_eq!(new, old);
+    assert!(
+        new.iter().any(|&v| v != new[0]),
+        "a constant output tests nothing"
+    );
+    let [new, old] = qconv_both_paths((1, 1, 12), -9, |v| v as i8, (-128, 127));
+    assert_eq!(new, old);
 }
 
 /// The byte transpose (16 × 16 SSE2 blocks, scalar edges) against the definition, on shapes
