@@ -2,7 +2,8 @@
 as onnxruntime's quantize_static writes them) with onnxruntime's int8 outputs, for ge's QDQ
 recognition (ge-build/src/passes/qdq): Conv (+ bias, + a Relu the QuantizeLinear makes
 redundant), per-channel and per-tensor weights, int8 and uint8 activations, a DequantizeLinear
-shared by two Convs (onnxruntime keeps both in float), MatMul, Gemm (transB, bias; float and
+shared by two Convs (onnxruntime keeps both in float), MaxPool / Reshape / Transpose between
+equal Q/DQ pairs (dropped), MatMul, Gemm (transB, bias; float and
 quantized outputs), Add, Concat, AveragePool, GlobalAveragePool, Sigmoid and Softmax. Random
 weights, non-zero inputs; weights are 7-bit so onnxruntime's AVX2 kernels (saturating int16
 pair sums) give host-independent references. Each case prints which QOperator ops
@@ -172,6 +173,17 @@ def pools():
     save("pools_u8", g, [1, 3, 8, 8], g.q(g.op("GlobalAveragePool", [cat]), 0.02, 90), TensorProto.UINT8)
 
 
+def moves():
+    """Conv, then MaxPool, Reshape and Transpose each between a DQ and a Q of equal parameters:
+    onnxruntime drops those pairs (DropQDQNodesRules) and moves the int8 values themselves."""
+    g = G(I8)
+    x = g.qdq("x", 0.03, 0)
+    y = g.dq(g.conv(x, 0.03, 4, 6, so=0.05, zo=-3), 0.05, -3)
+    y = g.dq(g.q(g.op("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2]), 0.05, -3), 0.05, -3)
+    y = g.dq(g.q(g.op("Reshape", [y, g.const(np.array([1, 6, 16], np.int64), "shape")]), 0.05, -3), 0.05, -3)
+    save("moves_s8", g, [1, 4, 8, 8], g.q(g.op("Transpose", [y], perm=[0, 2, 1]), 0.05, -3), TensorProto.INT8)
+
+
 def bad(name, nodes, inits):
     """A malformed model (no reference: ge must refuse it)."""
     gi = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])]
@@ -237,3 +249,4 @@ if __name__ == "__main__":
     gemm_softmax()
     gemm_float()
     pools()
+    moves()

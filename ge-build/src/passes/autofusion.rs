@@ -7,10 +7,12 @@
 //! A chain grows from a node through single-use intermediates, within the fusion switch's
 //! `min_ops..=max_ops`, the program's instruction and register limits, and only while its
 //! tile working set (registers × tile × 4 B) fits the device's unified buffer. The chain's
-//! last node becomes the fused task; the rest are removed. At O3 chains may be twice as long
-//! as the switch allows at O2. O(V + E · chain length).
+//! last node becomes the fused task; the rest are removed. The chain then takes in the
+//! fusable producers only it reads (see [`absorb_producers`]), so a residual Add of two
+//! dequantized branches is one program. At O3 chains may be twice as long as the switch
+//! allows at O2. O(V + E · chain length²).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use ge_runtime::format::{
     DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr, VOP_BINARY,
@@ -175,6 +177,60 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
     Some(prog)
 }
 
+/// A program's size limits: members, and registers the unified buffer holds.
+#[derive(Clone, Copy)]
+struct Limits {
+    max_ops: usize,
+    max_regs: usize,
+}
+
+/// Pulls into `chain` the fusable producers of its inputs that only the chain reads (the
+/// other operand of a residual Add, a second DequantizeLinear), one at a time while the
+/// program still builds within `limits`: a fan-in of chains becomes one program instead of
+/// one writing f32 for the other to read back. Members stay in topological order (`pos`).
+/// O(max_ops²) builds per chain at most.
+fn absorb_producers(
+    g: &Graph,
+    users: &HashMap<ValueId, Vec<NodeIndex>>,
+    taken: &HashSet<NodeIndex>,
+    pos: &HashMap<NodeIndex, usize>,
+    limits: Limits,
+    chain: &mut Vec<NodeIndex>,
+    prog: &mut Program,
+) {
+    let mut grown = true;
+    while grown && chain.len() < limits.max_ops {
+        grown = false;
+        for v in prog.inputs.clone() {
+            let Some(p) = g.value(v).producer else {
+                continue;
+            };
+            let only_chain = users
+                .get(&v)
+                .is_some_and(|us| us.iter().all(|u| chain.contains(u)));
+            if !only_chain
+                || g.is_output(v)
+                || taken.contains(&p)
+                || chain.contains(&p)
+                || instr_count(g, p) == 0
+            {
+                continue;
+            }
+            let mut wider = chain.clone();
+            wider.push(p);
+            wider.sort_by_key(|n| pos.get(n).copied().unwrap_or(usize::MAX));
+            if let Some(q) =
+                build(g, &wider).filter(|q| q.inputs.len() + q.temps <= limits.max_regs)
+            {
+                *chain = wider;
+                *prog = q;
+                grown = true;
+                break;
+            }
+        }
+    }
+}
+
 impl Pass for AutoFusion {
     pass_info!("autofusion", O2, fusion);
     fn run(&self, g: &mut Graph, cx: &PassContext<'_>) -> Result<bool> {
@@ -189,7 +245,10 @@ impl Pass for AutoFusion {
         };
         let mut taken: HashSet<NodeIndex> = HashSet::new();
         let mut changed = false;
-        for start in g.topo_order() {
+        let order = g.topo_order();
+        let pos: HashMap<NodeIndex, usize> =
+            order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        for start in order {
             if taken.contains(&start) || instr_count(g, start) == 0 {
                 continue;
             }
@@ -216,6 +275,19 @@ impl Pass for AutoFusion {
                 continue;
             };
             chain.truncate(len);
+            absorb_producers(
+                g,
+                &users,
+                &taken,
+                &pos,
+                Limits {
+                    max_ops,
+                    max_regs: max_regs_for_ub,
+                },
+                &mut chain,
+                &mut prog,
+            );
+            let len = chain.len();
             // A QuantizeLinear's final Cast: the program stores int8 itself.
             if let Some(c) = g
                 .single_use(g.g[chain[len - 1]].outputs[0], &users)

@@ -319,10 +319,17 @@ fn variadic(ctx: &NodeCtx<'_>, op: BinaryOp) -> Result<Imported> {
     if super::fan_in::too_many(n) {
         return super::fan_in::variadic_tree(ctx, infos[0].dtype);
     }
-    let op = Op::Variadic(BinaryParams {
+    let params = BinaryParams {
         op: op as u32,
         act: Activation::default(),
-    });
+    };
+    // Two inputs are the binary op, which the fusion passes and autofusion know (a
+    // ResNet's `Sum` residual then fuses with its activation and Q/DQ neighbours).
+    let op = if n == 2 {
+        Op::Binary(params)
+    } else {
+        Op::Variadic(params)
+    };
     Ok(Imported::one(op, (0..n).collect(), infos[0].dtype, shape))
 }
 

@@ -12,8 +12,9 @@
 //! only in the ONNX graph (import decomposes Q/DQ into float arithmetic), and which groups
 //! onnxruntime fuses decides its rounding, so O0 must fuse the same ones. Groups it does
 //! not select keep their DequantizeLinear/QuantizeLinear nodes (float tasks), as in
-//! onnxruntime. Pairs around ops that only move values (MaxPool, Reshape, Flatten,
-//! Transpose…) are exact either way and are left as they are.
+//! onnxruntime. Pairs of equal parameters around ops that only move values (MaxPool,
+//! Reshape, Flatten, Transpose, Squeeze, Unsqueeze) are dropped, as onnxruntime drops
+//! them: the op then runs on the 8-bit values, exactly.
 //!
 //! Cost: one pass over the nodes to index producers and consumers, then O(degree) per
 //! node: O(nodes + edges).
@@ -168,6 +169,15 @@ pub fn recognize(gp: &GraphProto, opset: i64) -> Option<Vec<NodeProto>> {
     // Consumer edges of each DequantizeLinear that fused groups took over.
     let mut absorbed: HashMap<usize, usize> = HashMap::new();
     for (i, n) in gp.node.iter().enumerate() {
+        if let Some((d, q)) = select::droppable(&ix, i) {
+            let mut node = n.clone();
+            node.input[0] = gp.node[d].input.first().cloned().unwrap_or_default();
+            node.output = gp.node[q].output.clone();
+            *absorbed.entry(d).or_default() += 1;
+            removed.insert(q);
+            replaced.insert(i, node);
+            continue;
+        }
         let Some(group) = select::group(&ix, i) else {
             continue;
         };

@@ -4,8 +4,9 @@
 //! output (optionally behind a Relu/Clip that the QuantizeLinear's range makes
 //! redundant); the 8-bit types must agree as each selector requires, seen after
 //! onnxruntime's int8 → uint8 rewrite of Q/DQ pairs (see [`Index::selected_type`]).
-//! Mirrors onnxruntime's CPU provider on an x86 host without VNNI (int8 activations
-//! not allowed in Conv/MatMul), the host the corpus references come from.
+//! Mirrors onnxruntime's CPU provider on x86, with one deliberate difference: Conv and
+//! MatMul groups with int8 activations run in int8 (onnxruntime keeps them in float there);
+//! the integer result is the exact value its float convolution approximates.
 
 use super::{Index, code, is_op};
 use crate::onnx::proto::NodeProto;
@@ -194,11 +195,18 @@ fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
             is_q8(a) && (0..g.dq.len()).all(|i| dt(i) == a) && out == a
         }
         Kind::Conv | Kind::MatMul => {
-            let w = dt(1);
-            let bias_ok = g.dq.get(2).copied().flatten().is_none() || dt(2) == Some(code::INT32);
-            // int8 activations: onnxruntime allows them only where its MLAS has s8s8
-            // kernels (VNNI / ARM); on the x86 hosts ge targets it keeps them in float.
-            is_q8(a) && is_q8(w) && out == a && a != Some(code::INT8) && bias_ok
+            // The model's own types, not the selected ones: onnxruntime on x86 keeps a
+            // group with int8 activations in float (MLAS has s8s8 kernels only with VNNI
+            // / on ARM), ge runs it in int8 on every path (i8 activations are read flipped
+            // to u8), so an int8 Q→DQ pair shared by two consumers stays int8 here.
+            let raw = |slot: usize| -> Option<i32> {
+                let d = ix.node((*g.dq.get(slot)?)?);
+                ix.elem_type(d.input.first()?)
+            };
+            let a = raw(0);
+            let out = g.q.and_then(|q| ix.elem_type(ix.node(q).output.first()?));
+            let bias_ok = g.dq.get(2).copied().flatten().is_none() || raw(2) == Some(code::INT32);
+            is_q8(a) && is_q8(raw(1)) && out == a && bias_ok
         }
         Kind::Gemm => {
             let w = dt(1);
@@ -217,4 +225,47 @@ fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
                 && bias_ok
         }
     }
+}
+
+/// Ops that only move or select values: a DequantizeLinear → op → QuantizeLinear group
+/// around one of them with the same scale and zero point on both sides is the op on the
+/// 8-bit values (onnxruntime's `DropQDQNodesRules`; exact, the order of values being kept).
+fn moves_values(n: &NodeProto) -> bool {
+    matches!(n.domain(), "" | "ai.onnx")
+        && matches!(
+            n.op_type(),
+            "MaxPool" | "Reshape" | "Flatten" | "Transpose" | "Squeeze" | "Unsqueeze"
+        )
+}
+
+/// The (DequantizeLinear, QuantizeLinear) around node `t` that can be dropped: `t` moves
+/// values, its data input is the DequantizeLinear's output and its only output feeds one
+/// QuantizeLinear alone, and both use equal constant per-tensor scale and zero point.
+pub(super) fn droppable(ix: &Index<'_>, t: usize) -> Option<(usize, usize)> {
+    let n = ix.node(t);
+    if !moves_values(n) || n.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return None;
+    }
+    // MaxPool's optional Indices output rules it out (checked above); a Reshape's shape
+    // and the like stay as they are.
+    let d = ix.producer_of(n.input.first()?, "DequantizeLinear")?;
+    let out = n.output.first()?.as_str();
+    let [q] = ix.consumers(out) else {
+        return None;
+    };
+    if ix.is_output(out) || !is_op(ix.node(*q), "QuantizeLinear") {
+        return None;
+    }
+    let params = |node: &NodeProto| -> Option<(f64, f64, Option<i32>)> {
+        let s = constant(ix, node.input.get(1)?)?;
+        let (z, zt) = match node.input.get(2).filter(|z| !z.is_empty()) {
+            Some(z) => (constant(ix, z)?, ix.init(z)?.data_type),
+            None => (vec![0.0], Some(code::UINT8)),
+        };
+        (s.len() == 1 && z.len() == 1 && s[0].is_finite() && s[0] > 0.0).then(|| (s[0], z[0], zt))
+    };
+    let (dn, qn) = (ix.node(d), ix.node(*q));
+    let same = params(dn)? == params(qn)?;
+    let dq_type = ix.elem_type(dn.input.first()?);
+    (same && is_q8(dq_type) && dq_type == params(qn)?.2).then_some((d, *q))
 }
