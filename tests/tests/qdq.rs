@@ -150,3 +150,45 @@ fn malformed_quantization_parameters_are_compile_errors() {
         assert!(e.contains(says), "{file}: {e}");
     }
 }
+
+/// The int8 conv epilogue (from O2: a QConv and the vector program reading it, as one
+/// `QConvFused` task running the program in place over the conv's tile) gives exactly the
+/// bytes of the two tasks it replaces (O1), on seeded inputs; O0 agrees too.
+#[test]
+fn qconv_epilogue_gives_the_bytes_of_the_separate_tasks() {
+    // (case, QConvFused tasks at O2): the Add of two convs takes one in; MaxPool after a
+    // conv is no vector program, so moves_s8 has none.
+    for (case, fused) in [("conv_shared_dq", 1), ("conv_chain_u8", 0), ("pools_u8", 1)] {
+        let dir = ge_tests::workspace_root().join("tests/data/qdq").join(case);
+        let bytes = std::fs::read(dir.join("model.onnx")).unwrap();
+        let runs: Vec<_> = [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3]
+            .into_iter()
+            .map(|level| {
+                let c = ge_tests::compile_at(&bytes, level);
+                let model = Model::from_bytes(AlignedBlob::from_bytes(&c.blob).as_bytes())
+                    .unwrap()
+                    .tasks()
+                    .iter()
+                    .filter(|t| OpKind::from_u16(t.op) == Some(OpKind::QConvFused))
+                    .count();
+                let out = ge_tests::run(&c, &ge_tests::random_inputs(&c, 7));
+                (model, out)
+            })
+            .collect();
+        assert_eq!(runs[1].0, 0, "{case}: no epilogue below O2");
+        assert_eq!(runs[2].0, fused, "{case}: QConvFused tasks at O2");
+        for (level, r) in runs.iter().enumerate() {
+            assert_eq!(r.1.len(), runs[1].1.len());
+            for (a, b) in r.1.iter().zip(&runs[1].1) {
+                assert_eq!(a.bytes, b.bytes, "{case}: O{level} differs from O1");
+            }
+        }
+        assert!(
+            runs[1].1[0]
+                .bytes
+                .iter()
+                .any(|&v| v != runs[1].1[0].bytes[0]),
+            "{case}: a constant output tests nothing"
+        );
+    }
+}

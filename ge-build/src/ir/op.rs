@@ -66,6 +66,8 @@ pub enum Op {
     QGemm(ge_runtime::format::QGemmParams),
     /// A 2-D int8 convolution on a constant packed int8 weight (ConvInteger, QLinearConv).
     QConv(ge_runtime::format::QConvParams),
+    /// A QConv with a vector-program epilogue (`passes::fuse_qconv_epilogue`).
+    QConvFused(ge_runtime::format::QConvFusedParams),
     /// A Gemm on a weight-only int8 constant B (inputs A, B, B's scales, optional C).
     GemmW8(GemmParams),
 }
@@ -137,6 +139,7 @@ impl Op {
             Op::GridSample(p) => (OpKind::GridSample, b(p)),
             Op::QGemm(p) => (OpKind::QGemm, b(p)),
             Op::QConv(p) => (OpKind::QConv, b(p)),
+            Op::QConvFused(p) => (OpKind::QConvFused, b(p)),
             Op::GemmW8(p) => (OpKind::GemmW8, b(p)),
         }
     }
@@ -189,7 +192,8 @@ impl Op {
             | Op::GatherElements(_)
             | Op::GatherNd(_)
             | Op::QGemm(_)
-            | Op::QConv(_) => false,
+            | Op::QConv(_)
+            | Op::QConvFused(_) => false,
         }
     }
 

@@ -52,7 +52,8 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::Cumulative(_)
         | Op::GridSample(_)
         | Op::QGemm(_)
-        | Op::QConv(_) => None,
+        | Op::QConv(_)
+        | Op::QConvFused(_) => None,
     }
 }
 

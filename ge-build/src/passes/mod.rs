@@ -38,6 +38,7 @@ mod fuse_epilogue;
 mod fuse_gelu;
 mod fuse_layer_norm;
 mod fuse_prologue;
+mod fuse_qconv_epilogue;
 mod fuse_residual;
 mod fusion_switch;
 mod matmul_add_to_gemm;
@@ -97,6 +98,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(fuse_residual::FuseResidual),
         Box::new(fuse_prologue::FusePrologue),
         Box::new(autofusion::AutoFusion),
+        Box::new(fuse_qconv_epilogue::FuseQConvEpilogue),
         Box::new(dead_code::DeadCode),
     ]
 }

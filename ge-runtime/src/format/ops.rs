@@ -44,6 +44,7 @@ macro_rules! op_kinds {
                     OpKind::Recurrent => 2,
                     OpKind::QGemm | OpKind::QConv => 4,
                     OpKind::GemmW8 => 6,
+                    OpKind::QConvFused => 7,
                     _ => 1,
                 }
             }
@@ -130,6 +131,12 @@ op_kinds! {
     /// residual R shaped like Y ([`GemmParams`]).
     /// New in format version 6.
     GemmW8 = 106 => GemmParams,
+    /// A `QConv` whose 8-bit result a vector program finishes before anything else reads
+    /// it (a residual Add, an activation between a DequantizeLinear and a QuantizeLinear):
+    /// inputs 0–6 the QConv's (absent ones marked), then the program's registers 1.., its
+    /// register 0 being the conv's result; output as the program's, the conv's 8-bit type
+    /// ([`QConvFusedParams`]). New in format version 7.
+    QConvFused = 107 => QConvFusedParams,
     /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
     GatherElements = 40 => AxisParams,
     /// Copy of data with updates written at per-element indices along an axis.
@@ -707,6 +714,17 @@ pub struct QGemmParams {
     /// Columns of B and of the output.
     pub n: u32,
 }
+
+/// Parameters of `QConvFused`: the convolution, then the program run over its result.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct QConvFusedParams {
+    pub conv: QConvParams,
+    pub program: FusedParams,
+}
+
+/// Input slots of a `QConvFused` task before the program's: the QConv's seven.
+pub const QCONV_INPUTS: usize = 7;
 
 /// Parameters of `QConv`: a 2-D integer convolution (ConvInteger, QLinearConv). Inputs as
 /// [`QGemmParams`]'s with x `[N, C, H, W]` for A, the weight packed per group (group `g` at

@@ -18,8 +18,8 @@
 //! fusion issue's refinements).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QConvParams, QGemmParams,
-    RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QConvFusedParams, QConvParams,
+    QGemmParams, RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
 use crate::device::Profile;
@@ -277,6 +277,18 @@ pub fn qconv(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
         int8_cube_macs: out.saturating_mul(k),
         vector_ops: out,
         ..Work::default()
+    }
+}
+
+/// QConvFused: the QConv's work, then one vector op per output element per instruction of
+/// its program.
+pub fn qconv_fused(params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    let p: QConvFusedParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let conv = qconv(bytemuck::bytes_of(&p.conv), ins, outs);
+    let program = out_elems(outs).saturating_mul(u64::from(p.program.instr_count.max(1)));
+    Work {
+        vector_ops: conv.vector_ops.saturating_add(program),
+        ..conv
     }
 }
 

@@ -98,12 +98,16 @@ impl<'m> Timeline<'m> {
             }
             self.next_event += 1;
         }
-        // A cube task's output tiles are its f32 accumulators (L0C) whatever it stores, so
-        // an fp16 conv splits over as many cores as an fp32 one.
+        // A cube task's output tiles are its 32-bit accumulators (L0C: f32, or i32 for the
+        // int8 cube) whatever it stores, so an fp16 or int8 conv splits over as many cores
+        // as an fp32 one.
         let half = |d: u8| d == DType::F16 as u8 || d == DType::Bf16 as u8;
+        let byte = |d: u8| d == DType::I8 as u8 || d == DType::U8 as u8;
         let tile_bytes = |t: &TensorDesc| {
             if work.cube_macs > 0 && half(t.dtype) {
                 t.bytes.saturating_mul(2)
+            } else if work.int8_cube_macs > 0 && byte(t.dtype) {
+                t.bytes.saturating_mul(4)
             } else {
                 t.bytes
             }

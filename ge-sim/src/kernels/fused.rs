@@ -184,12 +184,35 @@ pub fn run_fused(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
+    run_program(p, ins, outs, false)
+}
+
+/// Runs a fused vector program whose register 0 is the output itself (registers 1.. from
+/// `ins`): the epilogue of a task that wrote its result there first (`QConvFused`). Each
+/// tile of register 0 is read before the program stores that tile, so one buffer serves.
+pub fn run_fused_in_place(
+    p: &FusedParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    run_program(p, ins, outs, true)
+}
+
+/// [`run_fused`], or [`run_fused_in_place`] when `in_place`.
+fn run_program(
+    p: &FusedParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    in_place: bool,
+) -> KernelResult {
     let n_in = p.input_count as usize;
     let n_instr = p.instr_count as usize;
     let regs = MAX_FUSED_REGS;
+    // Registers taken from `ins` start here (register 0 is the output when in place).
+    let first = usize::from(in_place);
     if n_in == 0
         || n_in > regs
-        || n_in != ins.len()
+        || n_in != ins.len() + first
         || n_instr == 0
         || n_instr > MAX_FUSED_INSTRS
         || p.out as usize >= regs
@@ -224,7 +247,11 @@ pub fn run_fused(
     }
     let mut data: [Lanes<&[f32], &[i8], &[u8]>; MAX_FUSED_REGS] = [Lanes::F32(&[]); MAX_FUSED_REGS];
     let mut strides = [[0usize; MAX_RANK]; MAX_FUSED_REGS];
+    if in_place {
+        strides[0] = broadcast_strides(&out_shape, &out_shape)?;
+    }
     for (k, t) in ins.iter().enumerate() {
+        let k = k + first;
         let t = t
             .as_ref()
             .ok_or(KernelError::MissingTensor("fused input"))?;
@@ -260,7 +287,23 @@ pub fn run_fused(
                 let mut col = 0;
                 while col < inner {
                     let len = TILE.min(inner - col);
-                    for k in 0..n_in {
+                    if in_place {
+                        let at = row_start + col;
+                        let bad = || KernelError::Shape("fused output index");
+                        let r = &mut reg[0][..len];
+                        match &yv {
+                            Lanes::F32(y) => {
+                                load(r, y.get(at..at + len).ok_or_else(bad)?, 1, |v| v)
+                            }
+                            Lanes::I8(y) => {
+                                load(r, y.get(at..at + len).ok_or_else(bad)?, 1, f32::from)
+                            }
+                            Lanes::U8(y) => {
+                                load(r, y.get(at..at + len).ok_or_else(bad)?, 1, f32::from)
+                            }
+                        }
+                    }
+                    for k in first..n_in {
                         let s = od.inner_stride(k);
                         let r = &mut reg[k][..len];
                         let from = base[k] + col * s;

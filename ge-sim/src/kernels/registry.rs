@@ -13,8 +13,8 @@
 use core::fmt;
 
 use ge_runtime::format::{
-    BinaryOp, BinaryParams, ConvParams, DType, OpKind, QConvParams, QGemmParams, Shape, TensorMut,
-    TensorRef, UnaryOp,
+    BinaryOp, BinaryParams, ConvParams, DType, OpKind, QConvFusedParams, QConvParams, QGemmParams,
+    Shape, TensorMut, TensorRef, UnaryOp,
 };
 
 use super::{
@@ -225,6 +225,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::QGemm => &QGEMM,
         OpKind::GemmW8 => &GEMM_W8,
         OpKind::QConv => &QCONV,
+        OpKind::QConvFused => &QCONV_FUSED,
         OpKind::GatherElements => &GATHER_ELEMENTS,
         OpKind::ScatterElements => &SCATTER_ELEMENTS,
         OpKind::ScatterNd => &SCATTER_ND,
@@ -469,6 +470,22 @@ const QCONV: Kernel = Kernel {
     },
     work: cost::qconv,
     dtypes: DTypes::of(&[DType::I32, DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
+};
+
+const QCONV_FUSED: Kernel = Kernel {
+    kind: OpKind::QConvFused,
+    run: |p, ins, outs, ws, _| {
+        gemm_i8::conv_epilogue::run_qconv_fused(&read_params(p)?, ins, outs, ws)
+    },
+    workspace: |p, ins, outs| {
+        read_params::<QConvFusedParams>(p)
+            .map_or(0, |p| gemm_i8::conv_epilogue::workspace(&p, ins, outs))
+    },
+    work: cost::qconv_fused,
+    // The program stores the conv's own 8-bit type.
+    dtypes: DTypes::of(&[DType::U8, DType::I8]),
     in_place: None,
     epilogue: None,
 };

@@ -16,6 +16,7 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 pub mod conv;
+pub mod conv_epilogue;
 pub mod pack;
 pub mod requant;
 pub mod task;
