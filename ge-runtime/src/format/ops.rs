@@ -133,7 +133,7 @@ op_kinds! {
     GemmW8 = 106 => GemmParams,
     /// A `QConv` whose 8-bit result a vector program finishes before anything else reads
     /// it (a residual Add, an activation between a DequantizeLinear and a QuantizeLinear):
-    /// inputs 0–6 the QConv's (absent ones marked), then the program's registers 1.., its
+    /// inputs 0–7 the QConv's (absent ones marked), then the program's registers 1.., its
     /// register 0 being the conv's result; output as the program's, the conv's 8-bit type
     /// ([`QConvFusedParams`]). New in format version 7.
     QConvFused = 107 => QConvFusedParams,
@@ -723,13 +723,18 @@ pub struct QConvFusedParams {
     pub program: FusedParams,
 }
 
-/// Input slots of a `QConvFused` task before the program's: the QConv's seven.
-pub const QCONV_INPUTS: usize = 7;
+/// Input slots of a `QConvFused` task before the program's: the QConv's eight.
+pub const QCONV_INPUTS: usize = 8;
+/// The QConv input slot of the corrections for i8 activations read flipped to `a + 128`
+/// (those of zero point `za + 128`, i32 `[M]`); absent in older blobs (the kernel then
+/// computes them on every run).
+pub const QCONV_FLIPPED: usize = 7;
 
 /// Parameters of `QConv`: a 2-D integer convolution (ConvInteger, QLinearConv). Inputs as
 /// [`QGemmParams`]'s with x `[N, C, H, W]` for A, the weight packed per group (group `g` at
 /// `g·packed_len(k, M/group)`, `k = C/group·kh·kw`) and the per-channel lists over the M
-/// output channels. Output `[N, M, H_out, W_out]`.
+/// output channels, plus 7 ([`QCONV_FLIPPED`]) for i8 activations. Output
+/// `[N, M, H_out, W_out]`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
 pub struct QConvParams {

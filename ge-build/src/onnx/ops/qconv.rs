@@ -5,7 +5,9 @@
 //! channel on the same GEMM); other ranks and run-time weights keep their decomposition.
 //! O(weight size) per node.
 
-use ge_runtime::format::{DType, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32};
+use ge_runtime::format::{
+    DType, QCONV_FLIPPED, QCONV_INPUTS, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32,
+};
 use ge_sim::kernels::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
@@ -15,6 +17,7 @@ use super::qgemm::{
 use super::qparams::{Per, is_q8, same_axis, scale, zero_point};
 use crate::error::Result;
 use crate::ir::Op;
+use crate::tensor::TensorData;
 
 /// What differs between ConvInteger and QLinearConv.
 struct Spec {
@@ -55,6 +58,10 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
         Za::Input(_) => 0,
     };
     let (mut corr, mut adj) = (vec![0i32; m], vec![0i32; m]);
+    // i8 activations are read flipped to `a + 128` (u8) by the kernel: their corrections
+    // are those of zero point `za + 128`, computed here once instead of on every run.
+    let flip = x.dtype == DType::I8 && matches!(za, Za::Const(_));
+    let mut flipped = vec![0i32; if flip { m } else { 0 }];
     for g in 0..group {
         // Group g's B[kk][j] = w[g·mg + j][kk]: k rows, mg columns, column stride k.
         let bg = &b[g * mg * k..(g + 1) * mg * k];
@@ -68,6 +75,10 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
         let bias = s.bias.as_ref().map(|v| &v[cols.clone()]);
         fold_zero_points(bg, k, mg, 1, k, za_const, zg, bias, &mut corr[cols.clone()])
             .map_err(kerr)?;
+        if flip {
+            let f = &mut flipped[cols.clone()];
+            fold_zero_points(bg, k, mg, 1, k, za_const + 128, zg, bias, f).map_err(kerr)?;
+        }
         fold_zero_points(bg, k, mg, 1, k, -1, zg, None, &mut adj[cols]).map_err(kerr)?;
     }
     let mut inputs = vec![s.x, s.w, NONE, NONE, NONE];
@@ -78,7 +89,13 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
         }
         Za::Const(_) => None,
     };
-    let overrides = constants(ctx, &packed, &corr, &zb, s.rq.as_deref(), adj.as_deref())?;
+    let mut overrides = constants(ctx, &packed, &corr, &zb, s.rq.as_deref(), adj.as_deref())?;
+    if flip {
+        inputs.resize(QCONV_INPUTS, NONE);
+        let bytes = bytemuck::cast_slice(&flipped).to_vec();
+        let t = TensorData::new(DType::I32, vec![m], bytes).map_err(|e| ctx.err(e.to_string()))?;
+        overrides.push((QCONV_FLIPPED, t));
+    }
     let two = |v: [u32; 3]| [v[0], v[1]];
     let p = QConvParams {
         out: s.out.1,

@@ -6,7 +6,8 @@
 //! compile time. O(N·M·H_out·W_out·K).
 
 use ge_runtime::format::{
-    DType, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, Shape, TensorMut, TensorRef,
+    DType, QCONV_FLIPPED, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, Shape,
+    TensorMut, TensorRef,
 };
 
 use super::task::{activation_zero_point, corrected};
@@ -203,9 +204,22 @@ pub fn run_qconv(
     if yt.data.len() != g.batch * g.m * g.oh * g.ow * esize {
         return Err(KernelError::Shape("int8 conv: output size"));
     }
+    let flipped = match ins.get(QCONV_FLIPPED).copied().flatten() {
+        Some(t) => {
+            let f = t.as_slice::<i32>()?;
+            if f.len() != g.m {
+                return Err(KernelError::Shape(
+                    "int8 conv: flipped corrections per channel",
+                ));
+            }
+            Some(f)
+        }
+        None => None,
+    };
     let s = Slices {
         p,
         g,
+        flipped,
         za,
         esize,
         b,
@@ -229,6 +243,8 @@ pub fn run_qconv(
 struct Slices<'a> {
     p: &'a QConvParams,
     g: Geom,
+    /// The compiler's corrections for flipped i8 activations (input 7), when the blob has them.
+    flipped: Option<&'a [i32]>,
     za: i32,
     esize: usize,
     b: &'a [i8],
@@ -272,12 +288,12 @@ fn conv_on<A: Act + bytemuck::Pod>(
         return done;
     }
     let flip: Option<&[i32]> = match extra.get_mut(..g.m * 4) {
-        Some(b) if A::SIGNED && !is_depthwise(g) => {
-            bytemuck::try_cast_slice_mut::<u8, i32>(b).ok().map(|f| {
-                flipped_corrections(s, f);
-                &*f
-            })
-        }
+        _ if !A::SIGNED || is_depthwise(g) => None,
+        _ if s.flipped.is_some() => s.flipped,
+        Some(b) => bytemuck::try_cast_slice_mut::<u8, i32>(b).ok().map(|f| {
+            flipped_corrections(s, f);
+            &*f
+        }),
         _ => None,
     };
     for n in 0..g.batch {
@@ -520,21 +536,54 @@ fn pick<T: Copy>(v: &[T], c: usize) -> Option<T> {
 /// `corr'_j = corr_j − 128·Σ_k B[k][j] + 128·k·zb_j` (wrapping, as every i32 here) gives the
 /// same result. `Σ_k B` comes from the packed panels (their padding is zero). O(m·k).
 fn flipped_corrections(s: &Slices<'_>, out: &mut [i32]) {
+    use super::NR;
     let g = &s.g;
     let mg = g.m / g.group;
     let kp = g.k.div_ceil(2) * 2;
-    for (j, o) in out.iter_mut().enumerate().take(g.m) {
-        let (gi, jj) = (j / mg, j % mg);
-        let panel = &s.b[gi * s.plen + jj / super::NR * super::NR * kp..][..super::NR * kp];
-        let col = 2 * (jj % super::NR);
-        let colsum: i32 = panel
-            .chunks_exact(2 * super::NR)
-            .map(|pair| i32::from(pair[col]) + i32::from(pair[col + 1]))
-            .sum();
-        let zb = pick(s.zb, j).unwrap_or(0);
-        *o = s.corr[j]
-            .wrapping_sub(colsum.wrapping_mul(128))
-            .wrapping_add((g.k as i32).wrapping_mul(128).wrapping_mul(zb));
+    for gi in 0..g.group {
+        for p in 0..mg.div_ceil(NR) {
+            // One pass over the panel sums its sixteen columns (pair rows
+            // `[B[2q][j], B[2q+1][j]]`; the padding is zero).
+            let panel = &s.b[gi * s.plen + p * NR * kp..][..NR * kp];
+            let mut sums = [0i32; NR];
+            for pair in panel.chunks_exact(2 * NR) {
+                for (c, sum) in sums.iter_mut().enumerate() {
+                    *sum += i32::from(pair[2 * c]) + i32::from(pair[2 * c + 1]);
+                }
+            }
+            for (t, &sum) in sums.iter().enumerate().take(mg - p * NR) {
+                let j = gi * mg + p * NR + t;
+                if let Some(o) = out.get_mut(j) {
+                    *o = flipped_correction(s, j, sum);
+                }
+            }
+        }
+    }
+}
+
+/// Channel `j`'s correction for flipped activations, from its column sum.
+fn flipped_correction(s: &Slices<'_>, j: usize, colsum: i32) -> i32 {
+    let zb = pick(s.zb, j).unwrap_or(0);
+    s.corr[j]
+        .wrapping_sub(colsum.wrapping_mul(128))
+        .wrapping_add((s.g.k as i32).wrapping_mul(128).wrapping_mul(zb))
+}
+
+/// `dst = src` for one window row: the common widths as fixed-size moves (a plain copy of
+/// three bytes becomes a `memmove` call, which cost more than the GEMM on small convs).
+#[inline(always)]
+fn copy_window_row(dst: &mut [u8], src: &[u8]) {
+    fn fixed<const W: usize>(dst: &mut [u8], src: &[u8]) {
+        if let (Ok(d), Ok(s)) = (<&mut [u8; W]>::try_from(dst), <&[u8; W]>::try_from(src)) {
+            *d = *s;
+        }
+    }
+    match dst.len() {
+        1 => fixed::<1>(dst, src),
+        3 => fixed::<3>(dst, src),
+        5 => fixed::<5>(dst, src),
+        7 => fixed::<7>(dst, src),
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -683,9 +732,7 @@ fn im2col<A: Act + bytemuck::Pod>(
                     dst.fill(pad);
                 } else if whole {
                     let src = &plane[iy as usize * g.w + ix0 as usize..][..g.kw];
-                    for (d, &v) in dst.iter_mut().zip(src) {
-                        *d = v;
-                    }
+                    copy_window_row(dst, src);
                 } else {
                     let line = &plane[iy as usize * g.w..][..g.w];
                     for (j, d) in dst.iter_mut().enumerate() {

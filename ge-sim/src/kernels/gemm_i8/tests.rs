@@ -398,13 +398,15 @@ fn f32_scale_requantizes_as_onnxruntime() {
 /// A 3×3 QConv (`group` groups of `cg` input and `mg` output channels, padding, stride
 /// 2 × 1, per-channel weight zero points and scales, activation zero point `za`) with
 /// activations of type `A`, run once with the workspace this ge plans and once with only the
-/// GEMM path's part of it (as a blob from an older ge plans it): the two outputs.
+/// GEMM path's part of it (as a blob from an older ge plans it), and once with the planned
+/// workspace and the compiler's flipped corrections (input 7: those of zero point
+/// `za + 128`): the three outputs.
 fn qconv_both_paths<A: Act + bytemuck::Pod>(
     (cg, mg, group): (usize, usize, usize),
     za: i32,
     to_a: fn(i32) -> A,
     range: (i32, i32),
-) -> [Vec<u8>; 2] {
+) -> [Vec<u8>; 3] {
     use super::super::test_util::{t, tmb};
     use ge_runtime::format::{DType, QConvParams, QGEMM_OUT_Q8_F32, Shape};
     let (c, h, w, m, kh) = (cg * group, 9usize, 8usize, mg * group, 3usize);
@@ -419,12 +421,15 @@ fn qconv_both_paths<A: Act + bytemuck::Pod>(
     let bias: Vec<i32> = (0..m).map(|_| g.int(-5000, 5000)).collect();
     let plen = packed_len(k, mg).unwrap();
     let mut packed = vec![0i8; plen * group];
-    let mut corr = vec![0i32; m];
+    let (mut corr, mut flipped) = (vec![0i32; m], vec![0i32; m]);
     for gi in 0..group {
         let b: Vec<i8> = (0..mg * k).map(|_| g.int(-128, 127) as i8).collect();
         let (zg, cr) = (&zb[gi * mg..][..mg], &mut corr[gi * mg..][..mg]);
         pack_b(&b, k, mg, 1, k, &mut packed[gi * plen..][..plen]).unwrap();
-        fold_zero_points(&b, k, mg, 1, k, za, zg, Some(&bias[gi * mg..][..mg]), cr).unwrap();
+        let bias = Some(&bias[gi * mg..][..mg]);
+        fold_zero_points(&b, k, mg, 1, k, za, zg, bias, cr).unwrap();
+        let f = &mut flipped[gi * mg..][..mg];
+        fold_zero_points(&b, k, mg, 1, k, za + 128, zg, bias, f).unwrap();
     }
     let rq: Vec<i32> = (0..m)
         .flat_map(|_| {
@@ -456,6 +461,9 @@ fn qconv_both_paths<A: Act + bytemuck::Pod>(
         Some(t(&[m], &corr)),
         Some(t(&[m], &zb)),
         Some(t(&[m, 2], &rq)),
+        None,
+        None,
+        Some(t(&[m], &flipped)),
     ];
     let shapes: Vec<Option<Shape>> = ins.iter().map(|i| i.as_ref().map(|t| t.shape)).collect();
     let out_shape = Shape::new(&[1, m, oh, ow]).unwrap();
@@ -463,13 +471,13 @@ fn qconv_both_paths<A: Act + bytemuck::Pod>(
     // The GEMM path's parts: its i32 block and its columns (rounded to 64 bytes).
     let gemm_only = conv::ROWS * mg * 4 + ((conv::ROWS * k + 63) & !63);
     assert!(gemm_only < planned);
-    [planned, gemm_only].map(|ws_len| {
+    [(planned, 5), (gemm_only, 5), (planned, 8)].map(|(ws_len, inputs)| {
         let mut y = vec![0u8; m * oh * ow];
         let mut ws = vec![0u32; ws_len.div_ceil(4)];
         let ws: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut ws)[..ws_len];
         let mut outs = [tmb(&[1, m, oh, ow], &mut y)];
         outs[0].dtype = DType::I8;
-        conv::run_qconv(&p, &ins, &mut outs, ws).unwrap();
+        conv::run_qconv(&p, &ins[..inputs], &mut outs, ws).unwrap();
         y
     })
 }
@@ -479,8 +487,9 @@ fn qconv_both_paths<A: Act + bytemuck::Pod>(
 /// from an older ge plans it).
 #[test]
 fn flipped_i8_activations_match_the_i8_path() {
-    let [new, old] = qconv_both_paths((5, 19, 1), -7, |v| v as i8, (-128, 127));
+    let [new, old, compiled] = qconv_both_paths((5, 19, 1), -7, |v| v as i8, (-128, 127));
     assert_eq!(new, old);
+    assert_eq!(compiled, old, "the compiler's flipped corrections");
     assert!(
         new.iter().any(|&v| v != new[0]),
         "a constant output tests nothing"
@@ -491,13 +500,13 @@ fn flipped_i8_activations_match_the_i8_path() {
 /// blob from an older ge runs), with u8 and i8 activations.
 #[test]
 fn depthwise_f32_plane_matches_the_gemm_path() {
-    let [new, old] = qconv_both_paths((1, 1, 12), 131, |v| v as u8, (0, 255));
+    let [new, old, _] = qconv_both_paths((1, 1, 12), 131, |v| v as u8, (0, 255));
     assert_eq!(new, old);
     assert!(
         new.iter().any(|&v| v != new[0]),
         "a constant output tests nothing"
     );
-    let [new, old] = qconv_both_paths((1, 1, 12), -9, |v| v as i8, (-128, 127));
+    let [new, old, _] = qconv_both_paths((1, 1, 12), -9, |v| v as i8, (-128, 127));
     assert_eq!(new, old);
 }
 
