@@ -11,7 +11,7 @@
 //! flipped to `a + 128` (xor 0x80) and `128·Σ_k B[k][j]`, summed by one more `vpdpbusd` per
 //! quad, is taken off at the end (exact in wrapping i32).
 //!
-//! The epilogue ([`store_row`]) adds the folded correction and requantizes sixteen columns
+//! The epilogue ([`store_tile`]) adds the folded correction and requantizes sixteen columns
 //! at once in onnxruntime's f32 form, `round_half_even(f32(acc)·scale) + zp` saturated: the
 //! conversion rounds to nearest even as the scalar path's `round_even` does, after the
 //! product is clamped to ±2^30 (a product that large saturates either way).
@@ -125,12 +125,16 @@ pub unsafe fn rows(t: &[[i32; NR]; MR]) -> [__m512i; MR] {
     core::array::from_fn(|i| unsafe { _mm512_loadu_si512(t[i].as_ptr() as *const __m512i) })
 }
 
-/// Where one tile row's sixteen (or fewer) results go.
-pub enum RowOut {
-    I32(*mut i32),
+/// Where a tile's rows (sixteen or fewer results each) go: row `i` at `c + i·ldc`.
+pub enum TileOut {
+    I32 {
+        c: *mut i32,
+        ldc: usize,
+    },
     /// Requantized bytes with the range `[lo, hi]` (u8: 0–255, i8: −128–127).
     Q8 {
         c: *mut u8,
+        ldc: usize,
         /// One f32 scale per column (`nr` values) or the same for all.
         scale: Scale,
         zp: i32,
@@ -148,37 +152,54 @@ pub enum Scale {
     PerColumn(*const i32),
 }
 
-/// `row + corr` (minus `zb·rowsum`), stored as i32 or requantized, for `nr ≤ NR` columns.
+/// `acc[i] + corr` (minus `zb·rowsum[i]`) for the first `mr` rows and `nr ≤ NR` columns,
+/// stored as i32 or requantized; the column constants (correction, weight zero points,
+/// scales) are loaded once per tile.
 ///
 /// # Safety
 /// `corr` (and `zb` when not null) hold `nr` readable values, a per-column scale `nr`
-/// requantizers; the output holds `nr` writable values; the CPU supports AVX-512 F/BW/VL.
+/// requantizers; each of the `mr` output rows holds `nr` writable values; the CPU supports
+/// AVX-512 F/BW/VL.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-pub unsafe fn store_row(
-    row: __m512i,
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn store_tile(
+    acc: &[__m512i; MR],
+    rowsum: &[i32; MR],
+    mr: usize,
+    nr: usize,
     corr: *const i32,
     zb: *const i32,
     zb_all: Option<i32>,
-    rowsum: i32,
-    nr: usize,
-    out: RowOut,
+    out: TileOut,
 ) {
     let mask: __mmask16 = if nr >= NR { !0 } else { (1u16 << nr) - 1 };
-    // SAFETY: masked loads and stores touch only the `nr` columns of the contract.
+    // SAFETY: masked loads and stores touch only the `nr` columns of the `mr` rows of the
+    // contract.
     unsafe {
-        let mut v = _mm512_add_epi32(row, _mm512_maskz_loadu_epi32(mask, corr));
+        let corr = _mm512_maskz_loadu_epi32(mask, corr);
         let zbv = match (zb.is_null(), zb_all) {
             (false, _) => Some(_mm512_maskz_loadu_epi32(mask, zb)),
             (true, Some(z)) => Some(_mm512_set1_epi32(z)),
             (true, None) => None,
         };
-        if let Some(zbv) = zbv {
-            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, _mm512_set1_epi32(rowsum)));
-        }
+        let sum = |i: usize| {
+            let v = _mm512_add_epi32(acc[i], corr);
+            match zbv {
+                Some(zbv) => {
+                    _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, _mm512_set1_epi32(rowsum[i])))
+                }
+                None => v,
+            }
+        };
         match out {
-            RowOut::I32(c) => _mm512_mask_storeu_epi32(c, mask, v),
-            RowOut::Q8 {
+            TileOut::I32 { c, ldc } => {
+                for i in 0..mr.min(MR) {
+                    _mm512_mask_storeu_epi32(c.add(i * ldc), mask, sum(i));
+                }
+            }
+            TileOut::Q8 {
                 c,
+                ldc,
                 scale,
                 zp,
                 lo,
@@ -203,18 +224,20 @@ pub unsafe fn store_row(
                         _mm512_castsi512_ps(_mm512_permutex2var_epi32(a, even, b))
                     }
                 };
-                let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
                 let big = _mm512_set1_ps(1073741824.0);
-                let f = _mm512_min_ps(
-                    _mm512_max_ps(f, _mm512_sub_ps(_mm512_setzero_ps(), big)),
-                    big,
-                );
-                let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(zp));
-                let q = _mm512_min_epi32(
-                    _mm512_max_epi32(q, _mm512_set1_epi32(lo)),
+                let neg_big = _mm512_sub_ps(_mm512_setzero_ps(), big);
+                let (zp, lo, hi) = (
+                    _mm512_set1_epi32(zp),
+                    _mm512_set1_epi32(lo),
                     _mm512_set1_epi32(hi),
                 );
-                _mm_mask_storeu_epi8(c as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+                for i in 0..mr.min(MR) {
+                    let f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum(i)), s);
+                    let f = _mm512_min_ps(_mm512_max_ps(f, neg_big), big);
+                    let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
+                    let q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+                    _mm_mask_storeu_epi8(c.add(i * ldc) as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+                }
             }
         }
     }

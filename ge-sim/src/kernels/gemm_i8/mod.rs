@@ -194,10 +194,10 @@ unsafe fn wide_block<A: Act>(
             1 => (core::ptr::null(), Some(g.zb[0])),
             _ => (g.zb[j0..].as_ptr(), None),
         };
-        for (i, (&row, &rs)) in acc.iter().zip(rowsum).enumerate().take(mr) {
-            let r = i0 + i;
-            let q8 = |c: *mut u8, q: &QOutParams<'_>, lo: i32, hi: i32| avx512::RowOut::Q8 {
+        let q8 =
+            |c: *mut u8, ldc: usize, q: &QOutParams<'_>, lo: i32, hi: i32| avx512::TileOut::Q8 {
                 c,
+                ldc,
                 scale: if q.rq.len() == 1 {
                     avx512::Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32))
                 } else {
@@ -207,15 +207,16 @@ unsafe fn wide_block<A: Act>(
                 lo,
                 hi,
             };
-            let dst = match out {
-                QOut::I32 { c, ldc } => avx512::RowOut::I32(c.as_mut_ptr().add(r * *ldc + j0)),
-                QOut::U8 { c, ldc, q } => q8(c.as_mut_ptr().add(r * *ldc + j0), q, 0, 255),
-                QOut::I8 { c, ldc, q } => {
-                    q8(c.as_mut_ptr().add(r * *ldc + j0).cast(), q, -128, 127)
-                }
-            };
-            avx512::store_row(row, g.corr[j0..].as_ptr(), zb, zb_all, rs, nr, dst);
-        }
+        let at = |ldc: usize| i0 * ldc + j0;
+        let dst = match out {
+            QOut::I32 { c, ldc } => avx512::TileOut::I32 {
+                c: c.as_mut_ptr().add(at(*ldc)),
+                ldc: *ldc,
+            },
+            QOut::U8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)), *ldc, q, 0, 255),
+            QOut::I8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)).cast(), *ldc, q, -128, 127),
+        };
+        avx512::store_tile(&acc, rowsum, mr, nr, g.corr[j0..].as_ptr(), zb, zb_all, dst);
     }
 }
 
