@@ -34,7 +34,9 @@ pub unsafe fn tile_vnni<A: Act>(
 ) -> [__m512i; MR] {
     let a = a as *const u8;
     let z = _mm512_setzero_si512();
-    let mut acc = [[z; MR]; 2];
+    // Two named sets (even and odd quads): indexing one array of sets by `q & 1` kept
+    // every accumulator on the stack, a load and a store around each `vpdpbusd`.
+    let (mut even, mut odd) = ([z; MR], [z; MR]);
     // 128·Σ B over the quads (i8 activations only).
     let mut bias = z;
     let flip = _mm512_set1_epi32(0x8080_8080_u32 as i32);
@@ -58,18 +60,26 @@ pub unsafe fn tile_vnni<A: Act>(
     // contract; the tail reads only the pair rows the panel holds and the `k mod 4` values
     // of each row left; the features are enabled on this function.
     unsafe {
-        for q in 0..quads {
+        let step = |set: &mut [__m512i; MR], bias: &mut __m512i, q: usize| {
             let r0 = _mm256_loadu_si256(bp.add(q * 4 * NR) as *const __m256i);
             let r1 = _mm256_loadu_si256(bp.add(q * 4 * NR + 2 * NR) as *const __m256i);
             let bv = quad(r0, r1);
             if A::SIGNED {
-                bias = _mm512_dpbusd_epi32(bias, flip, bv);
+                *bias = _mm512_dpbusd_epi32(*bias, flip, bv);
             }
-            let set = &mut acc[q & 1];
             for (c, &o) in set.iter_mut().zip(off) {
                 let av = lane((a.add(o + 4 * q) as *const i32).read_unaligned());
                 *c = _mm512_dpbusd_epi32(*c, av, bv);
             }
+        };
+        let mut q = 0;
+        while q + 2 <= quads {
+            step(&mut even, &mut bias, q);
+            step(&mut odd, &mut bias, q + 1);
+            q += 2;
+        }
+        if q < quads {
+            step(&mut even, &mut bias, q);
         }
         let rest = k - 4 * quads;
         if rest > 0 {
@@ -85,7 +95,7 @@ pub unsafe fn tile_vnni<A: Act>(
             if A::SIGNED {
                 bias = _mm512_dpbusd_epi32(bias, flip, bv);
             }
-            for (c, &o) in acc[0].iter_mut().zip(off) {
+            for (c, &o) in even.iter_mut().zip(off) {
                 let mut bytes = [0u8; 4];
                 for (t, byte) in bytes.iter_mut().enumerate().take(rest) {
                     *byte = *a.add(o + 4 * quads + t);
@@ -97,7 +107,7 @@ pub unsafe fn tile_vnni<A: Act>(
         // Sum the two sets, take the flip's share off and put the columns back in order
         // (swap 128-bit blocks 1 and 2).
         core::array::from_fn(|i| {
-            let s = _mm512_sub_epi32(_mm512_add_epi32(acc[0][i], acc[1][i]), bias);
+            let s = _mm512_sub_epi32(_mm512_add_epi32(even[i], odd[i]), bias);
             _mm512_shuffle_i32x4::<0b11_01_10_00>(s, s)
         })
     }
