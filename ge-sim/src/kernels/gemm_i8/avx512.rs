@@ -252,3 +252,47 @@ pub unsafe fn store_tile(
         }
     }
 }
+
+/// A depthwise run's requantization, sixteen lanes at a time: `out[t]` = onnxruntime's f32
+/// form of `i32(acc[t]) + corr − zb·i32(sum[t])` (the sums are exact integers in f32), as
+/// [`store_tile`] computes it.
+///
+/// # Safety
+/// The CPU supports AVX-512 F/BW/VL.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn requant_run(
+    acc: &[f32],
+    sum: &[f32],
+    corr: i32,
+    zb: i32,
+    scale: f32,
+    zp: i32,
+    (lo, hi): (i32, i32),
+    out: &mut [u8],
+) {
+    let n = acc.len().min(sum.len()).min(out.len());
+    // SAFETY: each masked load and store touches lanes `t..t + len` with `t + len ≤ n`.
+    unsafe {
+        let big = _mm512_set1_ps(1073741824.0);
+        let neg_big = _mm512_sub_ps(_mm512_setzero_ps(), big);
+        let (corr, zbv) = (_mm512_set1_epi32(corr), _mm512_set1_epi32(zb));
+        let s = _mm512_set1_ps(scale);
+        let (zp, lo, hi) = (_mm512_set1_epi32(zp), _mm512_set1_epi32(lo), _mm512_set1_epi32(hi));
+        for t in (0..n).step_by(16) {
+            let len = 16.min(n - t);
+            let mask: __mmask16 = if len == 16 { !0 } else { (1u16 << len) - 1 };
+            let a = _mm512_cvttps_epi32(_mm512_maskz_loadu_ps(mask, acc.as_ptr().add(t)));
+            let mut v = _mm512_add_epi32(a, corr);
+            if zb != 0 {
+                let sm = _mm512_cvttps_epi32(_mm512_maskz_loadu_ps(mask, sum.as_ptr().add(t)));
+                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, sm));
+            }
+            let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
+            let f = _mm512_min_ps(_mm512_max_ps(f, neg_big), big);
+            let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
+            let q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+            _mm_mask_storeu_epi8(out.as_mut_ptr().add(t) as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+        }
+    }
+}

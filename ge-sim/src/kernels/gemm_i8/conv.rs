@@ -11,7 +11,9 @@ use ge_runtime::format::{
 };
 
 use super::task::{activation_zero_point, corrected};
-use super::{Act, QGemm, QOut, QOutParams, Requant, packed_len, qgemm};
+use super::{
+    Act, MAX_POINTWISE_CG, QGemm, QOut, QOutParams, Requant, packed_len, pointwise, qgemm,
+};
 use crate::kernels::real::Real;
 use crate::kernels::{KernelError, KernelResult, input, isa, output};
 
@@ -74,9 +76,29 @@ fn parts(g: &Geom, runtime_zp: bool) -> Option<(usize, usize, usize)> {
 fn extra_len(p: &QConvParams, g: &Geom) -> Option<usize> {
     if is_depthwise(g) {
         dw_band(p, g)?.checked_mul(4)
+    } else if is_pointwise(p, g) {
+        // ... and the weight quads [`pointwise`] broadcasts.
+        pointwise::table_len(g.m, g.c / g.group)?
+            .checked_add(g.m)?
+            .checked_mul(4)
     } else {
         g.m.checked_mul(4)
     }
+}
+
+/// A 1×1 stride-1 unpadded conv with at most [`MAX_POINTWISE_CG`] input channels per group,
+/// requantized in the f32 form: [`pointwise`]'s, with VNNI.
+fn is_pointwise(p: &QConvParams, g: &Geom) -> bool {
+    g.kh == 1
+        && g.kw == 1
+        && p.stride == [1, 1]
+        && p.pad_begin == [0, 0]
+        && p.pad_end == [0, 0]
+        && g.oh == g.h
+        && g.ow == g.w
+        && g.c / g.group <= MAX_POINTWISE_CG
+        && p.out == QGEMM_OUT_Q8_F32
+        && !is_depthwise(g)
 }
 
 /// One input and one output channel per group.
@@ -105,11 +127,21 @@ fn dw_slack(p: &QConvParams, g: &Geom) -> usize {
 /// the columns past `ow` computed and dropped), so each tap is one long multiply-add; a
 /// strided one row by row.
 fn dw_run(p: &QConvParams, g: &Geom, wp: usize) -> Option<usize> {
-    if p.stride == [1, 1] {
-        g.oh.checked_mul(wp)
+    if dw_flat(p) {
+        g.oh.checked_sub(1)?
+            .checked_mul(p.stride[0] as usize)?
+            .checked_add(1)?
+            .checked_mul(wp)
     } else {
         Some(g.ow)
     }
+}
+
+/// Whether a depthwise conv runs over its flat padded plane: stride 1, and stride 2 too —
+/// every position of the plane is computed and the strided ones kept, four times the
+/// products but one contiguous multiply-add per tap instead of a gather per output.
+fn dw_flat(p: &QConvParams) -> bool {
+    p.stride[0] <= 2 && p.stride[1] <= 2
 }
 
 /// Rows and columns of a depthwise conv's padded plane.
@@ -287,6 +319,7 @@ fn conv_on<A: Act + bytemuck::Pod>(
     {
         return done;
     }
+    let (extra, table_ws) = extra.split_at_mut((g.m * 4).min(extra.len()));
     let flip: Option<&[i32]> = match extra.get_mut(..g.m * 4) {
         _ if !A::SIGNED || is_depthwise(g) => None,
         _ if s.flipped.is_some() => s.flipped,
@@ -296,6 +329,49 @@ fn conv_on<A: Act + bytemuck::Pod>(
         }),
         _ => None,
     };
+    #[cfg(target_arch = "x86_64")]
+    if is_pointwise(p, g)
+        && esize == 1
+        && s.rq.iter().all(|r| r.shift == 0)
+        && super::avx512::has_vnni()
+        && isa::isa() == isa::Isa::Avx512
+        && let Ok(table) = bytemuck::try_cast_slice_mut::<u8, i32>(table_ws)
+        && let Some(table) = table.get_mut(..pointwise::table_len(g.m, cg).unwrap_or(usize::MAX))
+    {
+        pointwise::fill_table(s.b, s.plen, g.group, mg, g.k, table);
+        let corr = flip.unwrap_or(s.corr);
+        let xb: &[u8] = bytemuck::cast_slice(x);
+        let (lo, hi) = if s.y == DType::U8 {
+            (0, 255)
+        } else {
+            (-128, 127)
+        };
+        let kq = cg.div_ceil(4);
+        for n in 0..g.batch {
+            for gi in 0..g.group {
+                let group = pointwise::Group {
+                    x: &xb[(n * g.c + gi * cg) * hw..][..cg * hw],
+                    hw,
+                    cg,
+                    mg,
+                    flip: A::SIGNED,
+                    table: &table[gi * mg * kq..(gi + 1) * mg * kq],
+                    corr: &corr[gi * mg..(gi + 1) * mg],
+                    zb: group_slice(s.zb, gi, mg),
+                    rq: group_slice(s.rq, gi, mg),
+                    zp: s.zp,
+                    lo,
+                    hi,
+                };
+                let at = (n * g.m + gi * mg) * hw;
+                // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
+                if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
+                    return Err(KernelError::Shape("int8 pointwise conv: slices"));
+                }
+            }
+        }
+        return Ok(());
+    }
     for n in 0..g.batch {
         for gi in 0..g.group {
             let xg = &x[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
@@ -399,7 +475,7 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
     let (dh, dw) = (p.dilation[0] as usize, p.dilation[1] as usize);
     let (pt, pl) = (p.pad_begin[0] as usize, p.pad_begin[1] as usize);
     let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
-    let flat = sh == 1 && sw == 1;
+    let flat = dw_flat(p);
     // The byte im2col writes for padding, read as an activation.
     let pad = if A::SIGNED {
         f32::from(pad as i8)
@@ -407,6 +483,9 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
         f32::from(pad)
     };
     let mut w = [0f32; MAX_DW_TAPS];
+    // The vector requantization (onnxruntime's f32 form, as the GEMM path's AVX-512 epilogue).
+    #[cfg(target_arch = "x86_64")]
+    let wide = isa::isa() == isa::Isa::Avx512;
     isa::with_simd(
         #[inline(always)]
         || {
@@ -432,7 +511,7 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                     }
                     let (corr, zb) = (s.corr[c], pick(s.zb, c).unwrap_or(0));
                     let rq = pick(s.rq, c).unwrap_or(Requant { mult: 0, shift: 1 });
-                    // Runs: the whole plane at once (stride 1), else each output row.
+                    // Runs: the whole plane at once (stride ≤ 2), else each output row.
                     let runs = if flat { 1 } else { g.oh };
                     for oy in 0..runs {
                         acc.fill(0.0);
@@ -441,7 +520,7 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                             for j in 0..g.kw {
                                 let wt = w[i * g.kw + j];
                                 let from = &band[(oy * sh + i * dh) * wp + j * dw..];
-                                if sw == 1 {
+                                if flat || sw == 1 {
                                     for (a, &v) in acc.iter_mut().zip(from) {
                                         *a += v * wt;
                                     }
@@ -462,8 +541,13 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                                 }
                             }
                         }
-                        // The run's rows: `wp` apart in a flat run (the first `ow` kept).
-                        let (rows, stride) = if flat { (g.oh, wp) } else { (1, g.ow) };
+                        // The run's rows: `sh·wp` apart in a flat run, every `sw`-th of
+                        // their first `(ow − 1)·sw + 1` positions kept.
+                        let (rows, stride, step) = if flat {
+                            (g.oh, sh * wp, sw)
+                        } else {
+                            (1, g.ow, 1)
+                        };
                         let at = (n * g.c + c) * ohw + oy * g.ow;
                         if let (Some(scale), DType::U8 | DType::I8) = (f32_scale(rq), s.y) {
                             // onnxruntime's f32 requantization, lane by lane over the whole
@@ -475,6 +559,25 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                             } else {
                                 (-128.0, 127.0)
                             };
+                            #[cfg(target_arch = "x86_64")]
+                            if wide {
+                                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
+                                let range = (lo as i32, hi as i32);
+                                // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+                                unsafe {
+                                    super::avx512::requant_run(
+                                        acc, sum, corr, zb, scale, s.zp, range, bytes,
+                                    )
+                                };
+                                for r in 0..rows {
+                                    let out = &mut y[at + r * g.ow..][..g.ow];
+                                    let from = bytes[r * stride..].iter().step_by(step);
+                                    for (o, &q) in out.iter_mut().zip(from) {
+                                        *o = q;
+                                    }
+                                }
+                                continue;
+                            }
                             let zp = s.zp as f32;
                             for ((q, &a), &sm) in qv.iter_mut().zip(acc.iter()).zip(sum.iter()) {
                                 let v = (a as i32)
@@ -484,7 +587,8 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                             }
                             for r in 0..rows {
                                 let out = &mut y[at + r * g.ow..][..g.ow];
-                                for (o, &q) in out.iter_mut().zip(&qv[r * stride..]) {
+                                let from = qv[r * stride..].iter().step_by(step);
+                                for (o, &q) in out.iter_mut().zip(from) {
                                     *o = q as i32 as u8;
                                 }
                             }
@@ -492,7 +596,8 @@ fn depthwise_f32<A: Act + bytemuck::Pod>(
                         }
                         for r in 0..rows {
                             for t in 0..g.ow {
-                                let (a, sm) = (acc[r * stride + t], sum[r * stride + t]);
+                                let i = r * stride + t * step;
+                                let (a, sm) = (acc[i], sum[i]);
                                 let v = (a as i32)
                                     .wrapping_add(corr)
                                     .wrapping_sub(zb.wrapping_mul(sm as i32));

@@ -18,6 +18,7 @@ mod avx512;
 pub mod conv;
 pub mod conv_epilogue;
 pub mod pack;
+pub mod pointwise;
 pub mod requant;
 pub mod task;
 #[cfg(test)]
@@ -34,6 +35,8 @@ use crate::kernels::isa::{Isa, isa};
 pub const MR: usize = 6;
 /// Columns of the register tile and of a packed B panel.
 pub const NR: usize = 16;
+/// Most input channels per group [`pointwise`] holds in registers (as channel quads).
+pub const MAX_POINTWISE_CG: usize = 64;
 /// Target bytes of packed B reused across a block of A rows (about half an L2).
 const B_BLOCK_BYTES: usize = 256 * 1024;
 

@@ -407,9 +407,23 @@ fn qconv_both_paths<A: Act + bytemuck::Pod>(
     to_a: fn(i32) -> A,
     range: (i32, i32),
 ) -> [Vec<u8>; 3] {
+    qconv_paths((cg, mg, group), (3, [2, 1]), za, to_a, range)
+}
+
+/// [`qconv_both_paths`] with a `kh × kh` window (padded by one when 3; 1 is the pointwise
+/// path's when `cg` is small) and `stride`.
+fn qconv_paths<A: Act + bytemuck::Pod>(
+    (cg, mg, group): (usize, usize, usize),
+    (kh, stride): (usize, [usize; 2]),
+    za: i32,
+    to_a: fn(i32) -> A,
+    range: (i32, i32),
+) -> [Vec<u8>; 3] {
     use super::super::test_util::{t, tmb};
     use ge_runtime::format::{DType, QConvParams, QGEMM_OUT_Q8_F32, Shape};
-    let (c, h, w, m, kh) = (cg * group, 9usize, 8usize, mg * group, 3usize);
+    let (c, h, w, m) = (cg * group, 9usize, 8usize, mg * group);
+    let pad = usize::from(kh == 3);
+    let [sh, sw] = stride;
     let k = cg * kh * kh;
     let mut g = Gen(0x5eed);
     let x: Vec<A> = (0..c * h * w)
@@ -443,12 +457,12 @@ fn qconv_both_paths<A: Act + bytemuck::Pod>(
         a_zp: za,
         group: group as u32,
         kernel: [kh as u32; 2],
-        stride: [2, 1],
+        stride: [sh as u32, sw as u32],
         dilation: [1, 1],
-        pad_begin: [1, 1],
-        pad_end: [1, 1],
+        pad_begin: [pad as u32; 2],
+        pad_end: [pad as u32; 2],
     };
-    let (oh, ow) = ((h + 2 - kh) / 2 + 1, w + 2 - kh + 1);
+    let (oh, ow) = ((h + 2 * pad - kh) / sh + 1, (w + 2 * pad - kh) / sw + 1);
     let xb: &[u8] = bytemuck::cast_slice(&x);
     let xt = ge_runtime::format::TensorRef {
         dtype: if A::SIGNED { DType::I8 } else { DType::U8 },
@@ -496,6 +510,21 @@ fn flipped_i8_activations_match_the_i8_path() {
     );
 }
 
+/// A 1×1 QConv with few input channels per group (the pointwise path with VNNI: pixels in
+/// lanes, no transposes) gives the bytes of the GEMM path, u8 and i8 activations, channels
+/// not a multiple of four, positions not a multiple of sixteen, grouped and not.
+#[test]
+fn pointwise_path_matches_the_gemm_path() {
+    for (shape, za) in [((6, 28, 4), 0), ((64, 19, 1), 0), ((5, 9, 2), 0)] {
+        let [new, old, _] = qconv_paths(shape, (1, [1, 1]), 120 + za, |v| v as u8, (0, 255));
+        assert_eq!(new, old, "u8 {shape:?}");
+        assert!(new.iter().any(|&v| v != new[0]), "a constant output tests nothing");
+        let [new, old, compiled] = qconv_paths(shape, (1, [1, 1]), -3, |v| v as i8, (-128, 127));
+        assert_eq!(new, old, "i8 {shape:?}");
+        assert_eq!(compiled, old, "i8 {shape:?}, the compiler's flipped corrections");
+    }
+}
+
 /// A depthwise QConv on its padded f32 plane gives the bytes of the GEMM path (the one a
 /// blob from an older ge runs), with u8 and i8 activations.
 #[test]
@@ -508,6 +537,12 @@ fn depthwise_f32_plane_matches_the_gemm_path() {
     );
     let [new, old, _] = qconv_both_paths((1, 1, 12), -9, |v| v as i8, (-128, 127));
     assert_eq!(new, old);
+    // Stride 1 and 2 × 2 run over the flat plane too, stride 3 row by row.
+    for stride in [[1, 1], [2, 2], [3, 2]] {
+        let [new, old, _] = qconv_paths((1, 1, 12), (3, stride), 131, |v| v as u8, (0, 255));
+        assert_eq!(new, old, "stride {stride:?}");
+        assert!(new.iter().any(|&v| v != new[0]), "a constant output tests nothing");
+    }
 }
 
 /// The byte transpose (16 × 16 SSE2 blocks, scalar edges) against the definition, on shapes
