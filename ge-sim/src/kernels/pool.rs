@@ -409,23 +409,27 @@ fn fold_lanes<T: Copy, A: Copy>(
 }
 
 /// Max pooling of an integer tensor (ONNX allows int8 / uint8).
+/// The type's least value is the max's identity (`lowest`), so the windows fold on plain
+/// values the host's vector ISA takes; a window of padding only gives 0.
 fn max_int<T: Element + Ord + Default>(
     xt: &TensorRef<'_>,
     yt: &mut TensorMut<'_>,
     ax: &[Axis; 3],
+    lowest: T,
 ) -> Result<(), KernelError> {
     checked_len(&xt.shape, xt.dtype, xt.data.len())?;
     checked_len(&yt.shape, yt.dtype, yt.data.len())?;
     let x = xt.as_slice::<T>()?;
     let y = yt.as_slice_mut::<T>()?;
-    let step = |a: Option<T>, v: T| Some(a.map_or(v, |a| a.max(v)));
-    let combine = |a: Option<T>, b: Option<T>| match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
-    fold_windows(x, y, ax, None, step, separable(combine), |a, _, _| {
-        a.unwrap_or_default()
-    });
+    let step = |a: T, v: T| a.max(v);
+    isa::with_simd(
+        #[inline(always)]
+        || {
+            fold_windows(x, y, ax, lowest, step, separable(step), |a, n, _| {
+                if n == 0 { T::default() } else { a }
+            })
+        },
+    );
     Ok(())
 }
 
@@ -475,8 +479,8 @@ fn run_pool_int(
 ) -> KernelResult {
     let (kind, xt, yt, ax) = prepare(p, ins, outs)?;
     match (xt.dtype, kind) {
-        (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax),
-        (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax),
+        (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax, u8::MIN),
+        (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax, i8::MIN),
         _ => Err(POOL_DTYPES),
     }
 }

@@ -278,7 +278,11 @@ pub unsafe fn requant_run(
         let neg_big = _mm512_sub_ps(_mm512_setzero_ps(), big);
         let (corr, zbv) = (_mm512_set1_epi32(corr), _mm512_set1_epi32(zb));
         let s = _mm512_set1_ps(scale);
-        let (zp, lo, hi) = (_mm512_set1_epi32(zp), _mm512_set1_epi32(lo), _mm512_set1_epi32(hi));
+        let (zp, lo, hi) = (
+            _mm512_set1_epi32(zp),
+            _mm512_set1_epi32(lo),
+            _mm512_set1_epi32(hi),
+        );
         for t in (0..n).step_by(16) {
             let len = 16.min(n - t);
             let mask: __mmask16 = if len == 16 { !0 } else { (1u16 << len) - 1 };
@@ -292,7 +296,11 @@ pub unsafe fn requant_run(
             let f = _mm512_min_ps(_mm512_max_ps(f, neg_big), big);
             let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
             let q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-            _mm_mask_storeu_epi8(out.as_mut_ptr().add(t) as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+            _mm_mask_storeu_epi8(
+                out.as_mut_ptr().add(t) as *mut i8,
+                mask,
+                _mm512_cvtepi32_epi8(q),
+            );
         }
     }
 }

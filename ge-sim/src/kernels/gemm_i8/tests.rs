@@ -518,10 +518,16 @@ fn pointwise_path_matches_the_gemm_path() {
     for (shape, za) in [((6, 28, 4), 0), ((64, 19, 1), 0), ((5, 9, 2), 0)] {
         let [new, old, _] = qconv_paths(shape, (1, [1, 1]), 120 + za, |v| v as u8, (0, 255));
         assert_eq!(new, old, "u8 {shape:?}");
-        assert!(new.iter().any(|&v| v != new[0]), "a constant output tests nothing");
+        assert!(
+            new.iter().any(|&v| v != new[0]),
+            "a constant output tests nothing"
+        );
         let [new, old, compiled] = qconv_paths(shape, (1, [1, 1]), -3, |v| v as i8, (-128, 127));
         assert_eq!(new, old, "i8 {shape:?}");
-        assert_eq!(compiled, old, "i8 {shape:?}, the compiler's flipped corrections");
+        assert_eq!(
+            compiled, old,
+            "i8 {shape:?}, the compiler's flipped corrections"
+        );
     }
 }
 
@@ -541,7 +547,10 @@ fn depthwise_f32_plane_matches_the_gemm_path() {
     for stride in [[1, 1], [2, 2], [3, 2]] {
         let [new, old, _] = qconv_paths((1, 1, 12), (3, stride), 131, |v| v as u8, (0, 255));
         assert_eq!(new, old, "stride {stride:?}");
-        assert!(new.iter().any(|&v| v != new[0]), "a constant output tests nothing");
+        assert!(
+            new.iter().any(|&v| v != new[0]),
+            "a constant output tests nothing"
+        );
     }
 }
 
