@@ -192,3 +192,18 @@ fn qconv_epilogue_gives_the_bytes_of_the_separate_tasks() {
         );
     }
 }
+
+/// A vector program that loads or stores int8 marks its record (`FUSED_8BIT_IO`), so the
+/// blob is stamped format version 7 and a runtime without 8-bit loads refuses it at load;
+/// without autofusion (O0) the same model needs only version 5 (f32 requantization).
+#[test]
+fn eight_bit_vector_programs_need_format_version_7() {
+    let dir = ge_tests::workspace_root().join("tests/data/qdq/moves_s8");
+    let bytes = std::fs::read(dir.join("model.onnx")).unwrap();
+    for (level, version) in [(OptLevel::O0, 5), (OptLevel::O2, 7)] {
+        let c = ge_tests::compile_at(&bytes, level);
+        let blob = AlignedBlob::from_bytes(&c.blob);
+        let model = Model::from_bytes(blob.as_bytes()).unwrap();
+        assert_eq!(model.version(), version, "{level:?}");
+    }
+}

@@ -15,7 +15,8 @@
 use std::collections::{HashMap, HashSet};
 
 use ge_runtime::format::{
-    DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr, VOP_BINARY,
+    DType, FUSED_8BIT_IO, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr,
+    VOP_BINARY,
 };
 use ge_sim::kernels::fused::{TILE, fusable_binary_task, fusable_unary};
 use petgraph::stable_graph::NodeIndex;
@@ -332,6 +333,10 @@ impl Pass for AutoFusion {
                 .collect();
             for &n in loads.iter().chain(&chain[..len - 1]) {
                 g.merge_into(n, Some(last));
+            }
+            let eight_bit = !loads.is_empty() || matches!(g.g[last].op, Op::Cast);
+            if eight_bit {
+                prog.params.reserved |= FUSED_8BIT_IO;
             }
             g.g[last].op = Op::Fused(prog.params);
             g.g[last].op_type = format!("Fused[{}]", label.join("+"));

@@ -320,7 +320,7 @@ impl ConvParams {
 
 /// The first format version that may hold a task of `op` with parameter record `params`:
 /// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
-/// `QGemm`/`QConv` that requantizes in f32.
+/// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O.
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     let first = params
         .get(..4)
@@ -330,6 +330,16 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
         OpKind::Conv => first >> 8 != 0,
         // `out`, both records' first field.
         OpKind::QGemm | OpKind::QConv => first == QGEMM_OUT_Q8_F32,
+        // `reserved`, the fourth field.
+        OpKind::Fused => {
+            let marks = params
+                .get(12..16)
+                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            if marks & FUSED_8BIT_IO != 0 {
+                return 7;
+            }
+            false
+        }
         _ => false,
     };
     if newer { 5 } else { op.since_version() }
@@ -546,6 +556,10 @@ pub struct VInstr {
 /// Offset of binary op numbers in [`VInstr::op`].
 pub const VOP_BINARY: u16 = 64;
 
+/// [`FusedParams::reserved`]'s mark of a program with int8/uint8 inputs or output: its
+/// blob needs format version 7, so a runtime without those loads refuses it at load.
+pub const FUSED_8BIT_IO: u32 = 1;
+
 /// Parameters of `Fused`: registers `0..input_count` hold the task's inputs broadcast to the
 /// output shape; the program runs in order; register `out` is written to the output.
 #[repr(C)]
@@ -554,6 +568,8 @@ pub struct FusedParams {
     pub instr_count: u32,
     pub input_count: u32,
     pub out: u32,
+    /// [`FUSED_8BIT_IO`] when the program loads or stores int8/uint8 (format version 7;
+    /// 0 otherwise).
     pub reserved: u32,
     pub instrs: [VInstr; MAX_FUSED_INSTRS],
 }

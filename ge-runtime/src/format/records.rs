@@ -22,7 +22,8 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 ///   `QGemm`/`QConv` output kind [`super::QGEMM_OUT_Q8_F32`] (onnxruntime's f32
 ///   requantization): which tasks need it is [`super::task_since_version`]'s.
 /// - 6: `GemmW8` tasks (f32 activations × weight-only int8 weights).
-/// - 7: `QConvFused` tasks (an int8 convolution with a vector-program epilogue).
+/// - 7: `QConvFused` tasks (an int8 convolution with a vector-program epilogue), and
+///   `Fused` programs that load or store int8/uint8 ([`super::FUSED_8BIT_IO`]).
 pub const FORMAT_VERSION: u32 = 7;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;
