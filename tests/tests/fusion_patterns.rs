@@ -580,3 +580,44 @@ fn batch_norm_prologue_stays_out_where_it_would_be_wrong() {
     let o = optimized(&pre_activation(1, 0, true));
     assert_eq!(o, ["BatchNormalization+Relu", "Conv"]);
 }
+
+/// A SiLU between QDQ pairs (YOLO's `x · sigmoid(x)` with the Sigmoid requantized): the
+/// QuantizeLinear → DequantizeLinear round trip after the Sigmoid is the identity on its
+/// rounded, clipped values, so from O2 the uint8 intermediates never exist and the whole
+/// chain is one vector program — with the bytes of O0's run.
+#[test]
+fn requantized_silu_is_one_program_with_o0s_bytes() {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 8, 6, 6])
+        .constant("s", &[], &[0.04])
+        .constant("s_sig", &[], &[1.0 / 256.0])
+        .constant("s_out", &[], &[0.03])
+        .node("QuantizeLinear", &["x", "s"], &["xq"], &[])
+        .node("DequantizeLinear", &["xq", "s"], &["xd"], &[])
+        .node("Sigmoid", &["xd"], &["sg"], &[])
+        .node("QuantizeLinear", &["sg", "s_sig"], &["sq"], &[])
+        .node("DequantizeLinear", &["sq", "s_sig"], &["sd"], &[])
+        .node("Mul", &["xd", "sd"], &["y"], &[])
+        .node("QuantizeLinear", &["y", "s_out"], &["yq"], &[])
+        .output("yq", &[1, 8, 6, 6]);
+    let bytes = m.build();
+    let (o0, o2) = (
+        compile_at(&bytes, OptLevel::O0),
+        compile_at(&bytes, OptLevel::O2),
+    );
+    let inputs = random_inputs(&o0, 7);
+    let (a, b) = (run(&o0, &inputs), run(&o2, &inputs));
+    assert_eq!(a[0].bytes, b[0].bytes, "O2 changed the bytes");
+    assert!(
+        a[0].bytes.iter().any(|&v| v != a[0].bytes[0]),
+        "a constant output tests nothing"
+    );
+    let o = ops(&o2);
+    // Both round trips (the input's too) go: one program, f32 in, uint8 out, its only Cast
+    // the final store.
+    assert_eq!(o.len(), 1, "{o:?}");
+    assert!(
+        o[0].starts_with("Fused[") && o[0].matches("Cast").count() == 1,
+        "{o:?}"
+    );
+}

@@ -10,7 +10,7 @@
 //! last node becomes the fused task; the rest are removed. The chain then takes in the
 //! fusable producers only it reads (see [`absorb_producers`]), so a residual Add of two
 //! dequantized branches is one program. At O3 chains may be twice as long as the switch
-//! allows at O2. O(V + E · chain length²).
+//! allows at O2. Two rounds over the nodes (see `run`). O(V + E · chain length²).
 
 use std::collections::{HashMap, HashSet};
 
@@ -114,24 +114,51 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
         }
     }
     let k = prog.inputs.len();
+    if k > MAX_FUSED_REGS {
+        return None;
+    }
     for (i, &v) in prog.inputs.clone().iter().enumerate() {
         prog.regs.push((v, i as u8));
     }
-    for &n in chain {
+    // A register is free again after the last member reading its value (inputs' too: each
+    // tile loads them afresh), so a long chain needs only as many as are live at once.
+    let mut last_read: HashMap<ValueId, usize> = HashMap::new();
+    for (i, &n) in chain.iter().enumerate() {
+        for v in g.g[n].inputs.iter().flatten() {
+            last_read.insert(*v, i);
+        }
+    }
+    let mut free: Vec<u8> = Vec::new();
+    let mut out = 0u8;
+    for (i, &n) in chain.iter().enumerate() {
         let node = &g.g[n];
         if matches!(node.op, Op::Cast) {
             // The final Cast to int8 ([`folds_cast`]): the store converts, no instruction.
             let a = node.inputs[0].and_then(|v| prog.reg_of(v))?;
             prog.regs.push((node.outputs[0], a));
+            out = a;
             continue;
         }
-        let dst = (k + prog.temps) as u8;
+        for v in node.inputs.iter().flatten() {
+            if last_read.get(v) == Some(&i)
+                && let Some(r) = prog.reg_of(*v)
+                && !free.contains(&r)
+            {
+                free.push(r);
+            }
+        }
+        let dst = match free.pop() {
+            Some(r) => r,
+            None => {
+                prog.temps += 1;
+                (k + prog.temps - 1) as u8
+            }
+        };
         if dst as usize >= MAX_FUSED_REGS
             || prog.params.instr_count as usize + instr_count(g, n) > MAX_FUSED_INSTRS
         {
             return None;
         }
-        prog.temps += 1;
         let reg = |v: Option<ValueId>| v.and_then(|v| prog.reg_of(v));
         match node.op {
             Op::Unary(p) => {
@@ -172,10 +199,28 @@ fn build(g: &Graph, chain: &[NodeIndex]) -> Option<Program> {
             _ => return None,
         }
         prog.regs.push((node.outputs[0], dst));
+        out = dst;
     }
     prog.params.input_count = k as u32;
-    prog.params.out = (k + prog.temps - 1) as u32;
+    prog.params.out = u32::from(out);
     Some(prog)
+}
+
+/// True when node `n`'s result is read by more than one node, all of them fusable and not
+/// yet fused, and is no graph output.
+fn fans_out_to_fusable(
+    g: &Graph,
+    users: &HashMap<ValueId, Vec<NodeIndex>>,
+    taken: &HashSet<NodeIndex>,
+    n: NodeIndex,
+) -> bool {
+    let v = g.g[n].outputs[0];
+    users.get(&v).is_some_and(|us| {
+        us.len() > 1
+            && us
+                .iter()
+                .all(|&u| !taken.contains(&u) && instr_count(g, u) > 0)
+    }) && !g.is_output(v)
 }
 
 /// A program's size limits: members, and registers the unified buffer holds.
@@ -249,8 +294,17 @@ impl Pass for AutoFusion {
         let order = g.topo_order();
         let pos: HashMap<NodeIndex, usize> =
             order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-        for start in order {
-            if taken.contains(&start) || instr_count(g, start) == 0 {
+        // Two rounds: the first leaves alone a chain whose result fans out to fusable
+        // readers only (a DequantizeLinear read by a Sigmoid and by the Mul after it), so the
+        // chain of those readers takes it in ([`absorb_producers`]) instead of reading it
+        // back from memory; the second fuses whatever is left as it comes.
+        for (round, start) in order
+            .iter()
+            .map(|&n| (0, n))
+            .chain(order.iter().map(|&n| (1, n)))
+            .collect::<Vec<_>>()
+        {
+            if !g.g.contains_node(start) || taken.contains(&start) || instr_count(g, start) == 0 {
                 continue;
             }
             let mut chain = vec![start];
@@ -276,6 +330,9 @@ impl Pass for AutoFusion {
                 continue;
             };
             chain.truncate(len);
+            if round == 0 && fans_out_to_fusable(g, &users, &taken, chain[len - 1]) {
+                continue;
+            }
             absorb_producers(
                 g,
                 &users,

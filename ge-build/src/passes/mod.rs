@@ -28,6 +28,7 @@ macro_rules! pass_info {
 
 mod algebraic;
 mod autofusion;
+mod cast_round_trip;
 mod cse;
 mod dead_code;
 mod fold_affine;
@@ -97,6 +98,8 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(fuse_epilogue::FuseEpilogue),
         Box::new(fuse_residual::FuseResidual),
         Box::new(fuse_prologue::FusePrologue),
+        Box::new(cast_round_trip::CastRoundTrip),
+        Box::new(dead_code::DeadCode),
         Box::new(autofusion::AutoFusion),
         Box::new(fuse_qconv_epilogue::FuseQConvEpilogue),
         Box::new(dead_code::DeadCode),
