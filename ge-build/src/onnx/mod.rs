@@ -18,5 +18,5 @@ mod values;
 pub use ctx::{Imported, InputInfo, NodeCtx};
 pub use import::{ImportOptions, declared_dims, decode_model, default_opset, import_model};
 pub use legalize::cast_data;
-pub(crate) use ops::weight_only;
 pub use ops::{broadcast_shapes, is_float, registry, supported, table};
+pub(crate) use ops::{int_range, weight_only};

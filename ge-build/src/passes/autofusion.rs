@@ -298,11 +298,9 @@ impl Pass for AutoFusion {
         // readers only (a DequantizeLinear read by a Sigmoid and by the Mul after it), so the
         // chain of those readers takes it in ([`absorb_producers`]) instead of reading it
         // back from memory; the second fuses whatever is left as it comes.
-        for (round, start) in order
-            .iter()
-            .map(|&n| (0, n))
-            .chain(order.iter().map(|&n| (1, n)))
-            .collect::<Vec<_>>()
+        for (round, &start) in [0, 1]
+            .into_iter()
+            .flat_map(|r| order.iter().map(move |n| (r, n)))
         {
             if !g.g.contains_node(start) || taken.contains(&start) || instr_count(g, start) == 0 {
                 continue;

@@ -14,20 +14,10 @@ use petgraph::stable_graph::NodeIndex;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Op, ValueId};
+use crate::onnx::int_range;
 
 /// Removes Cast round trips on integral in-range values.
 pub struct CastRoundTrip;
-
-/// The range of the integer types a round trip may pass through.
-fn int_range(d: DType) -> Option<(f32, f32)> {
-    Some(match d {
-        DType::I8 => (-128.0, 127.0),
-        DType::U8 => (0.0, 255.0),
-        DType::I16 => (-32768.0, 32767.0),
-        DType::U16 => (0.0, 65535.0),
-        _ => return None,
-    })
-}
 
 /// Whether every element of a constant is an integer small enough to add exactly in f32.
 fn whole(g: &Graph, c: ValueId) -> bool {
@@ -117,7 +107,7 @@ fn round_trip_source(
         return None;
     }
     let (a, b) = clipped_integral(g, g.value(*c).producer?)?;
-    (a >= lo && b <= hi).then_some(*c)
+    (f64::from(a) >= lo && f64::from(b) <= hi).then_some(*c)
 }
 
 impl Pass for CastRoundTrip {

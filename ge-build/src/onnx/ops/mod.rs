@@ -52,6 +52,7 @@ use ge_runtime::format::DType;
 use super::ctx::{Imported, NodeCtx};
 use crate::error::Result;
 
+pub(crate) use quant::int_range;
 pub use registry::supported;
 
 /// Imports one node through its registry entry. A node of the model must use its op within

@@ -135,6 +135,42 @@ pub unsafe fn rows(t: &[[i32; NR]; MR]) -> [__m512i; MR] {
     core::array::from_fn(|i| unsafe { _mm512_loadu_si512(t[i].as_ptr() as *const __m512i) })
 }
 
+/// The output side of onnxruntime's f32 requantization, in lanes: zero point and range.
+#[derive(Clone, Copy)]
+pub struct Q8Range {
+    zp: __m512i,
+    lo: __m512i,
+    hi: __m512i,
+}
+
+impl Q8Range {
+    #[target_feature(enable = "avx512f")]
+    pub fn new(zp: i32, lo: i32, hi: i32) -> Q8Range {
+        Q8Range {
+            zp: _mm512_set1_epi32(zp),
+            lo: _mm512_set1_epi32(lo),
+            hi: _mm512_set1_epi32(hi),
+        }
+    }
+}
+
+/// onnxruntime's f32 requantization of sixteen i32 sums, `round_half_even(f32(v)·s) + zp`
+/// saturated to the range, as sixteen bytes: the conversion rounds to nearest even (the
+/// default mode) after the product is clamped to ±2^30 (one that large saturates either
+/// way). The one form of it the AVX-512 epilogues share.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+pub fn requantize16(v: __m512i, s: __m512, r: Q8Range) -> __m128i {
+    let big = _mm512_set1_ps(1073741824.0);
+    let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
+    let f = _mm512_min_ps(
+        _mm512_max_ps(f, _mm512_sub_ps(_mm512_setzero_ps(), big)),
+        big,
+    );
+    let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), r.zp);
+    _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, r.lo), r.hi))
+}
+
 /// Where a tile's rows (sixteen or fewer results each) go: row `i` at `c + i·ldc`.
 pub enum TileOut {
     I32 {
@@ -234,19 +270,10 @@ pub unsafe fn store_tile(
                         _mm512_castsi512_ps(_mm512_permutex2var_epi32(a, even, b))
                     }
                 };
-                let big = _mm512_set1_ps(1073741824.0);
-                let neg_big = _mm512_sub_ps(_mm512_setzero_ps(), big);
-                let (zp, lo, hi) = (
-                    _mm512_set1_epi32(zp),
-                    _mm512_set1_epi32(lo),
-                    _mm512_set1_epi32(hi),
-                );
+                let range = Q8Range::new(zp, lo, hi);
                 for i in 0..mr.min(MR) {
-                    let f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum(i)), s);
-                    let f = _mm512_min_ps(_mm512_max_ps(f, neg_big), big);
-                    let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
-                    let q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-                    _mm_mask_storeu_epi8(c.add(i * ldc) as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+                    let q = requantize16(sum(i), s, range);
+                    _mm_mask_storeu_epi8(c.add(i * ldc) as *mut i8, mask, q);
                 }
             }
         }
@@ -274,15 +301,9 @@ pub unsafe fn requant_run(
     let n = acc.len().min(sum.len()).min(out.len());
     // SAFETY: each masked load and store touches lanes `t..t + len` with `t + len ≤ n`.
     unsafe {
-        let big = _mm512_set1_ps(1073741824.0);
-        let neg_big = _mm512_sub_ps(_mm512_setzero_ps(), big);
         let (corr, zbv) = (_mm512_set1_epi32(corr), _mm512_set1_epi32(zb));
         let s = _mm512_set1_ps(scale);
-        let (zp, lo, hi) = (
-            _mm512_set1_epi32(zp),
-            _mm512_set1_epi32(lo),
-            _mm512_set1_epi32(hi),
-        );
+        let range = Q8Range::new(zp, lo, hi);
         for t in (0..n).step_by(16) {
             let len = 16.min(n - t);
             let mask: __mmask16 = if len == 16 { !0 } else { (1u16 << len) - 1 };
@@ -292,15 +313,8 @@ pub unsafe fn requant_run(
                 let sm = _mm512_cvttps_epi32(_mm512_maskz_loadu_ps(mask, sum.as_ptr().add(t)));
                 v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, sm));
             }
-            let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
-            let f = _mm512_min_ps(_mm512_max_ps(f, neg_big), big);
-            let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
-            let q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-            _mm_mask_storeu_epi8(
-                out.as_mut_ptr().add(t) as *mut i8,
-                mask,
-                _mm512_cvtepi32_epi8(q),
-            );
+            let q = requantize16(v, s, range);
+            _mm_mask_storeu_epi8(out.as_mut_ptr().add(t) as *mut i8, mask, q);
         }
     }
 }

@@ -69,6 +69,8 @@ pub struct Group<'a> {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
 pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
     use core::arch::x86_64::*;
+
+    use super::avx512::{Q8Range, requantize16};
     let kq = g.cg.div_ceil(4);
     fn per<T>(v: &[T], n: usize) -> bool {
         v.len() == 1 || v.len() == n
@@ -92,13 +94,7 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
     unsafe {
         let flip = _mm_set1_epi8(i8::MIN);
         let ones = _mm512_set1_epi8(1);
-        let big = _mm512_set1_ps(1073741824.0);
-        let neg_big = _mm512_sub_ps(_mm512_setzero_ps(), big);
-        let (zp, lo, hi) = (
-            _mm512_set1_epi32(g.zp),
-            _mm512_set1_epi32(g.lo),
-            _mm512_set1_epi32(g.hi),
-        );
+        let range = Q8Range::new(g.zp, g.lo, g.hi);
         for p0 in (0..g.hw).step_by(16) {
             let n = 16.min(g.hw - p0);
             let mask: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
@@ -138,12 +134,9 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
                 }
                 let r = if g.rq.len() == 1 { g.rq[0] } else { g.rq[j] };
                 let s = f32::from_bits(r.mult as u32);
-                let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(s));
-                let f = _mm512_min_ps(_mm512_max_ps(f, neg_big), big);
-                let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
-                let q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+                let q = requantize16(v, _mm512_set1_ps(s), range);
                 let at = y.as_mut_ptr().add(j * g.hw + p0);
-                _mm_mask_storeu_epi8(at as *mut i8, mask, _mm512_cvtepi32_epi8(q));
+                _mm_mask_storeu_epi8(at as *mut i8, mask, q);
             };
             // Four channels at a time: four independent sums in flight.
             let mut j = 0;
