@@ -256,6 +256,11 @@ pub struct QuantizeFlags {
     /// int8 activations with zero point 0 (default: uint8 with a zero point).
     #[arg(long = "symmetric-activations")]
     pub symmetric_activations: bool,
+    /// Even out the channel ranges of each conv output that feeds an activation and of each
+    /// depthwise conv input before quantizing them per tensor (the scaling moves into the
+    /// weights); helps MobileNet-style nets.
+    #[arg(long)]
+    pub equalize: bool,
     /// Nodes left in float: NODE,NODE… (ONNX node names); repeatable.
     #[arg(long, value_name = "NODE,..")]
     pub exclude: Vec<String>,

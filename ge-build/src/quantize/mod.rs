@@ -17,6 +17,7 @@
 
 pub mod calib_set;
 pub mod calibrate;
+pub mod equalize;
 pub mod fold_bn;
 pub(crate) mod graph;
 pub mod histogram;
@@ -92,6 +93,8 @@ pub struct QuantizeOptions {
     pub exclude: Vec<String>,
     /// Use at most this many calibration samples.
     pub max_samples: Option<usize>,
+    /// Even out activation channel ranges before quantizing them (see [`equalize`]).
+    pub equalize: bool,
 }
 
 impl Default for QuantizeOptions {
@@ -103,6 +106,7 @@ impl Default for QuantizeOptions {
             symmetric_activations: false,
             exclude: Vec::new(),
             max_samples: None,
+            equalize: false,
         }
     }
 }
@@ -154,13 +158,29 @@ pub fn quantize(
         return Err(CompileError::Model("the model has no graph".into()));
     };
     let folded = fold_bn::fold_batch_norms(graph, model_dir, opset)?;
-    let selection = select::select(graph, model_dir, opset, &q.exclude)?;
-    let tensors = selection.activations();
+    let mut selection = select::select(graph, model_dir, opset, &q.exclude)?;
     let opts = CompileOptions {
         gears: crate::gears::GearSpec::None,
         ..fp32_options(opts)
     };
-    let cal = calibrate::calibrate(&model, model_dir, &opts, calib_dir, &tensors, q)?;
+    let mut equalized = 0;
+    if q.equalize {
+        let sites = equalize::sites(graph, &selection, model_dir)?;
+        if !sites.is_empty() {
+            let values: Vec<String> = sites.iter().map(|s| s.value().to_string()).collect();
+            let src = calibrate::Source::new(&model, model_dir, &opts, calib_dir, q);
+            let amax = calibrate::channel_absmax(&src, &values)?;
+            let graph = model
+                .graph
+                .as_mut()
+                .ok_or_else(|| CompileError::Model("the model has no graph".into()))?;
+            equalized = equalize::apply(graph, model_dir, &sites, &amax)?;
+            selection = select::select(graph, model_dir, opset, &q.exclude)?;
+        }
+    }
+    let tensors = selection.activations();
+    let src = calibrate::Source::new(&model, model_dir, &opts, calib_dir, q);
+    let cal = calibrate::calibrate(&src, &tensors)?;
     let acts: HashMap<String, params::ActParams> = cal
         .ranges
         .iter()
@@ -187,6 +207,10 @@ pub fn quantize(
     let outputs = evaluate(&onnx, model_dir, &opts, &cal)?;
     let report =
         report::QuantReport::new(q, &cal, &acts, layers, selection.skipped, folded, outputs);
+    let report = QuantReport {
+        equalized,
+        ..report
+    };
     Ok(Quantized { onnx, report })
 }
 

@@ -37,6 +37,8 @@ pub struct QuantReport {
     pub calibration_layout: &'static str,
     pub samples: usize,
     pub batch_norms_folded: usize,
+    /// Activations whose channel ranges were evened out (`--equalize`).
+    pub equalized: usize,
     pub layers: Vec<LayerReport>,
     pub activations: Vec<ActivationReport>,
     /// The Conv/Gemm/MatMul ops left in float, and why.
@@ -79,6 +81,7 @@ impl QuantReport {
             calibration_layout: cal.set.layout,
             samples: cal.set.samples.len(),
             batch_norms_folded,
+            equalized: 0,
             layers,
             activations,
             float_ops,

@@ -37,6 +37,7 @@ pub(super) fn quantize(
             .map(str::to_string)
             .collect(),
         max_samples: q.max_samples,
+        equalize: q.equalize,
     };
     let bytes =
         std::fs::read(model).map_err(|e| format!("cannot read {}: {e}", model.display()))?;
@@ -58,7 +59,7 @@ pub(super) fn quantize(
     }
     eprintln!(
         "quantized {} → {} ({} bytes): {} ops int8 (weights {}, activations {}), {} left float, \
-         {} batch norms folded; {} activations calibrated ({}) on {} samples",
+         {} batch norms folded, {} activations equalized; {} activations calibrated ({}) on {} samples",
         model.display(),
         output.display(),
         written.len(),
@@ -75,6 +76,7 @@ pub(super) fn quantize(
         },
         r.float_ops.len(),
         r.batch_norms_folded,
+        r.equalized,
         r.activations.len(),
         r.method,
         r.samples
