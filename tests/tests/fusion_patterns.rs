@@ -621,3 +621,63 @@ fn requantized_silu_is_one_program_with_o0s_bytes() {
         "{o:?}"
     );
 }
+
+/// `Conv → Sigmoid → Mul(conv, sigmoid)` (YOLOv8's SiLU), `sigmoid_used_elsewhere` adding a
+/// second reader of the Sigmoid, `other_factor` multiplying by another value.
+fn conv_silu(sigmoid_used_elsewhere: bool, other_factor: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[1, 3, 8, 8])
+        .weight("w", &[4, 3, 3, 3], -0.5, 0.5)
+        .weight("b", &[4], -0.3, 0.3)
+        .weight("k", &[1, 4, 6, 6], -1.0, 1.0)
+        .node("Conv", &["x", "w", "b"], &["c"], &[])
+        .node("Sigmoid", &["c"], &["s"], &[]);
+    m.node(
+        "Mul",
+        &[if other_factor { "k" } else { "c" }, "s"],
+        &["y"],
+        &[],
+    )
+    .output("y", &[1, 4, 6, 6]);
+    if sigmoid_used_elsewhere {
+        m.output("s", &[1, 4, 6, 6]);
+    }
+    m
+}
+
+#[test]
+fn silu_becomes_the_conv_epilogue_with_the_two_nodes_bytes() {
+    let bytes = conv_silu(false, false).build();
+    let (o0, o2) = (
+        compile_at(&bytes, OptLevel::O0),
+        compile_at(&bytes, OptLevel::O2),
+    );
+    assert_eq!(ops(&o2), ["Conv+Silu"]);
+    let inputs = random_inputs(&o0, 11);
+    let (a, b) = (run(&o2, &inputs), run(&o0, &inputs));
+    assert_eq!(
+        a[0].bytes, b[0].bytes,
+        "Silu must equal Sigmoid then Mul bit for bit"
+    );
+}
+
+#[test]
+fn silu_is_not_recognized_when_the_sigmoid_has_another_reader_or_factor() {
+    for (elsewhere, other) in [(true, false), (false, true)] {
+        let o = optimized(&conv_silu(elsewhere, other));
+        assert!(!o.iter().any(|t| t.contains("Silu")), "{o:?}");
+    }
+}
+
+/// A blob that applies Silu is stamped format version 8 (a runtime without the op refuses it
+/// at load); the same model at O0 (Sigmoid and Mul) needs only version 1.
+#[test]
+fn silu_needs_format_version_8() {
+    let bytes = conv_silu(false, false).build();
+    for (level, version) in [(OptLevel::O0, 1), (OptLevel::O2, 8)] {
+        let c = compile_at(&bytes, level);
+        let blob = ge_runtime::AlignedBlob::from_bytes(&c.blob);
+        let model = ge_runtime::Model::from_bytes(blob.as_bytes()).expect("loads");
+        assert_eq!(model.version(), version, "{level:?}");
+    }
+}

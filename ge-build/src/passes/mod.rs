@@ -41,6 +41,7 @@ mod fuse_layer_norm;
 mod fuse_prologue;
 mod fuse_qconv_epilogue;
 mod fuse_residual;
+mod fuse_silu;
 mod fusion_switch;
 mod matmul_add_to_gemm;
 mod pack_weights;
@@ -93,6 +94,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(fold_pad::FoldPad),
         Box::new(matmul_add_to_gemm::MatMulAddToGemm),
         Box::new(fuse_gelu::FuseGelu),
+        Box::new(fuse_silu::FuseSilu),
         Box::new(fuse_layer_norm::FuseLayerNorm),
         Box::new(fuse_attention::FuseAttention),
         Box::new(fuse_epilogue::FuseEpilogue),

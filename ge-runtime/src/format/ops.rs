@@ -207,6 +207,8 @@ numbered! {
         /// Shrink: `alpha` = bias, `beta` = lambd.
         Shrink = 38,
         Not = 39, IsNaN = 40, IsInf = 41, Identity = 42,
+        /// SiLU / Swish, `x · σ(x)` (format version 8).
+        Silu = 43,
     }
 }
 
@@ -320,8 +322,12 @@ impl ConvParams {
 
 /// The first format version that may hold a task of `op` with parameter record `params`:
 /// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
-/// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O.
+/// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O, 8 for a
+/// record that applies [`UnaryOp::Silu`].
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
+    if applies_silu(op, params) {
+        return 8;
+    }
     let first = params
         .get(..4)
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
@@ -343,6 +349,42 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
         _ => false,
     };
     if newer { 5 } else { op.since_version() }
+}
+
+/// True when the record `params` of `op` applies [`UnaryOp::Silu`]: as its activation (or a
+/// Conv's prologue), or in a vector program's instructions. A reader older than version 8
+/// would refuse the op number at run time; the version makes it refuse the blob at load.
+fn applies_silu(op: OpKind, params: &[u8]) -> bool {
+    use core::mem::offset_of;
+    let silu = UnaryOp::Silu as u32;
+    let u32_at = |at: usize| {
+        params
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let act_at = |at: usize| u32_at(at) == Some(silu);
+    let program_at = |at: usize| {
+        let count = u32_at(at + offset_of!(FusedParams, instr_count)).unwrap_or(0) as usize;
+        (0..count.min(MAX_FUSED_INSTRS)).any(|i| {
+            let instr = at + offset_of!(FusedParams, instrs) + i * size_of::<VInstr>();
+            params
+                .get(instr..instr + 2)
+                .is_some_and(|b| u16::from_le_bytes([b[0], b[1]]) as u32 == silu)
+        })
+    };
+    match op {
+        OpKind::Unary => act_at(offset_of!(UnaryParams, act)),
+        OpKind::Binary | OpKind::Variadic => act_at(offset_of!(BinaryParams, act)),
+        OpKind::Conv | OpKind::ConvTranspose => {
+            act_at(offset_of!(ConvParams, act)) || act_at(offset_of!(ConvParams, prologue))
+        }
+        OpKind::Gemm | OpKind::GemmW8 => act_at(offset_of!(GemmParams, act)),
+        OpKind::BatchNorm | OpKind::InstanceNorm => act_at(offset_of!(NormParams, act)),
+        OpKind::LayerNorm => act_at(offset_of!(LayerNormParams, act)),
+        OpKind::Fused => program_at(0),
+        OpKind::QConvFused => program_at(offset_of!(QConvFusedParams, program)),
+        _ => false,
+    }
 }
 
 /// Parameters of `Gemm`.

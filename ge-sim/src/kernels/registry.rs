@@ -298,6 +298,7 @@ pub fn epilogue_activation(op: UnaryOp) -> bool {
         Relu | LeakyRelu
             | Clip
             | Sigmoid
+            | Silu
             | HardSigmoid
             | HardSwish
             | Tanh

@@ -101,6 +101,8 @@ fn epilogue_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) -> 
             }
         }),
         Sigmoid => m.map(sigmoid),
+        // The product a separate Sigmoid and Mul compute, bit for bit.
+        Silu => m.map(|x| x * sigmoid(x)),
         Tanh => m.map(|x| x.tanh()),
         HardSigmoid => m.map(|x| clamp01(a * x + b)),
         Softplus => m.map(softplus),
@@ -140,7 +142,7 @@ fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
     let (a, b) = (T::of(alpha as f64), T::of(beta as f64));
     let (zero, one) = (T::ZERO, T::ONE);
     match op {
-        Relu | LeakyRelu | Elu | Selu | Sigmoid | Tanh | HardSigmoid | Softplus | Clip
+        Relu | LeakyRelu | Elu | Selu | Sigmoid | Silu | Tanh | HardSigmoid | Softplus | Clip
         | HardSwish | Mish | Gelu => {}
         Softsign => m.map(|x| x / (one + x.abs())),
         Sqrt => m.map(|x| x.sqrt()),
@@ -230,6 +232,7 @@ pub fn op_cost(op: UnaryOp) -> u64 {
         Relu | Neg | Abs | Identity | Not | IsNaN | IsInf | Floor | Ceil | Round | Sign => 1,
         LeakyRelu | Clip | ThresholdedRelu | Reciprocal | Softsign | Shrink | HardSigmoid => 2,
         HardSwish => 3,
+        Silu => 5,
         Sqrt | Exp | Log | Sigmoid | Tanh | Elu | Selu | Celu | Erf => 4,
         Softplus | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Asinh | Acosh | Atanh => 6,
         Gelu => 8,
