@@ -32,6 +32,40 @@ pub fn f32_out<'b>(t: &'b mut TensorMut<'_>) -> Result<&'b mut [f32], KernelErro
     Ok(t.as_slice_mut::<f32>()?)
 }
 
+/// `dst.copy_from_slice(src)` without a `memmove` call for runs shorter than 64 elements:
+/// the run is split into fixed-size moves of 32, 16, 8, 4, 2 and 1 (no loop the compiler
+/// could turn back into a call). A call costs more than copying a 14-wide row, and small
+/// planes copy thousands of them (depthwise bands, im2col window rows). Lengths must match.
+#[inline(always)]
+pub fn copy_short<T: Copy>(dst: &mut [T], src: &[T]) {
+    let n = dst.len();
+    if n >= 64 || src.len() != n {
+        dst.copy_from_slice(src);
+        return;
+    }
+    #[inline(always)]
+    fn piece<const W: usize, T: Copy>(dst: &mut [T], src: &[T], n: usize, at: &mut usize) {
+        if n & W != 0 {
+            if let (Some(d), Some(s)) = (
+                dst.get_mut(*at..*at + W)
+                    .and_then(|d| <&mut [T; W]>::try_from(d).ok()),
+                src.get(*at..*at + W)
+                    .and_then(|s| <&[T; W]>::try_from(s).ok()),
+            ) {
+                *d = *s;
+            }
+            *at += W;
+        }
+    }
+    let mut at = 0;
+    piece::<32, T>(dst, src, n, &mut at);
+    piece::<16, T>(dst, src, n, &mut at);
+    piece::<8, T>(dst, src, n, &mut at);
+    piece::<4, T>(dst, src, n, &mut at);
+    piece::<2, T>(dst, src, n, &mut at);
+    piece::<1, T>(dst, src, n, &mut at);
+}
+
 /// Byte copy for Reshape / Flatten / Squeeze / Unsqueeze / Identity / Dropout / BitCast: same
 /// element count and width (BitCast reinterprets the bytes as another dtype); extra inputs
 /// (e.g. Reshape's shape) are ignored.
@@ -134,6 +168,17 @@ mod tests {
             shape: Shape::new(d).unwrap(),
             data,
         })
+    }
+
+    #[test]
+    fn copy_short_copies_every_length() {
+        let src: [u32; 80] = core::array::from_fn(|v| v as u32 * 7 + 1);
+        for n in 0..80usize {
+            let mut dst = [0u32; 80];
+            super::copy_short(&mut dst[..n], &src[..n]);
+            assert_eq!(dst[..n], src[..n], "{n}");
+            assert!(dst[n..].iter().all(|&v| v == 0), "{n}: wrote past the run");
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! thread slot).
 
 use super::Geo;
+use crate::kernels::copy::copy_short;
 use crate::kernels::gemm::WS_SLOTS;
 #[cfg(target_arch = "x86_64")]
 use crate::kernels::isa::{Isa, isa};
@@ -151,11 +152,10 @@ pub(super) fn plane(
     buf: &mut [f32],
 ) {
     let (oh, ow, sv) = (geo.small[1], geo.small[2], geo.s[1]);
-    let mut table = [(0usize, 0f32); MAX_TAPS];
-    let taps = &mut table[..offs.taps];
-    for ((tap, &off), &wv) in taps.iter_mut().zip(&offs.offs).zip(w) {
-        *tap = (off, wv);
-    }
+    // The taps' offsets and weights side by side (no per-channel table to fill: zeroing a
+    // `MAX_TAPS` one cost more than a small plane's multiply-adds).
+    let n = offs.taps.min(w.len());
+    let taps = Taps(&offs.offs[..n], &w[..n]);
     let (band, out) = buf[..lay.slot_len()].split_at_mut(lay.band_len);
     // Eight chunks in flight fill AVX-512's registers; four (eight ymm) AVX2's.
     #[cfg(target_arch = "x86_64")]
@@ -181,7 +181,7 @@ pub(super) fn plane(
                         *d = s + r;
                     }
                 }
-                None => dst.copy_from_slice(src),
+                None => copy_short(dst, src),
             }
         }
         o0 = o1;
@@ -264,7 +264,7 @@ fn phase_row(
     }
     let run = &mut dst[lo..hi];
     if sh == 1 {
-        run.copy_from_slice(&xrow[lo - pl..][..run.len()]);
+        copy_short(run, &xrow[lo - pl..][..run.len()]);
     } else if !run.is_empty() {
         for (d, &s) in run
             .iter_mut()
@@ -315,10 +315,14 @@ fn deinterleave(
     }
 }
 
+/// Each tap's band offset and weight (equal lengths).
+#[derive(Clone, Copy)]
+struct Taps<'a>(&'a [usize], &'a [f32]);
+
 /// `flat[q] = bias + Σ_t w_t · band[off_t + q]` for every `q` of `flat` (whole chunks), `R`
 /// chunks at a time, then fewer for the rest.
 #[inline(always)]
-fn chunks<const R: usize>(band: &[f32], taps: &[(usize, f32)], bias: f32, flat: &mut [f32]) {
+fn chunks<const R: usize>(band: &[f32], taps: Taps<'_>, bias: f32, flat: &mut [f32]) {
     let mut groups = flat.chunks_exact_mut(R * CHUNK);
     for (g, out) in groups.by_ref().enumerate() {
         group::<R>(band, g * R * CHUNK, taps, bias, out);
@@ -343,15 +347,9 @@ fn chunks<const R: usize>(band: &[f32], taps: &[(usize, f32)], bias: f32, flat: 
 
 /// `R` chunks of flat outputs from `q`, in registers across all taps.
 #[inline(always)]
-fn group<const R: usize>(
-    band: &[f32],
-    q: usize,
-    taps: &[(usize, f32)],
-    bias: f32,
-    out: &mut [f32],
-) {
+fn group<const R: usize>(band: &[f32], q: usize, taps: Taps<'_>, bias: f32, out: &mut [f32]) {
     let mut acc = [[bias; CHUNK]; R];
-    for &(off, wv) in taps {
+    for (&off, &wv) in taps.0.iter().zip(taps.1) {
         for (r, a) in acc.iter_mut().enumerate() {
             // In range by construction: the band's slack covers the last chunk of every tap.
             let at = q + off + r * CHUNK;

@@ -745,24 +745,6 @@ fn im2col_by_taps(
     transpose_bytes(t, rows, g.k, rows, cols, g.k);
 }
 
-/// `dst = src` for one window row: the common widths as fixed-size moves (a plain copy of
-/// three bytes becomes a `memmove` call, which cost more than the GEMM on small convs).
-#[inline(always)]
-fn copy_window_row(dst: &mut [u8], src: &[u8]) {
-    fn fixed<const W: usize>(dst: &mut [u8], src: &[u8]) {
-        if let (Ok(d), Ok(s)) = (<&mut [u8; W]>::try_from(dst), <&[u8; W]>::try_from(src)) {
-            *d = *s;
-        }
-    }
-    match dst.len() {
-        1 => fixed::<1>(dst, src),
-        3 => fixed::<3>(dst, src),
-        5 => fixed::<5>(dst, src),
-        7 => fixed::<7>(dst, src),
-        _ => dst.copy_from_slice(src),
-    }
-}
-
 /// `dst[j·ldd + i] = src[i·lds + j]` for `i < rows`, `j < cols`: whole 16 × 16 blocks by
 /// SSE2 byte unpacks (four rounds), the edges element by element. The 1×1 conv's im2col and
 /// the block-to-planes copy are such transposes; element by element they cost as much as a
@@ -908,7 +890,7 @@ fn im2col<A: Act + bytemuck::Pod>(
                     dst.fill(pad);
                 } else if whole {
                     let src = &plane[iy as usize * g.w + ix0 as usize..][..g.kw];
-                    copy_window_row(dst, src);
+                    crate::kernels::copy::copy_short(dst, src);
                 } else {
                     let line = &plane[iy as usize * g.w..][..g.w];
                     for (j, d) in dst.iter_mut().enumerate() {
