@@ -12,39 +12,75 @@ const LAYOUT_ERR: KernelError = KernelError::Shape("softmax data does not match 
 /// Columns processed together when the normalized axis is not innermost.
 const COLS: usize = 64;
 
-/// One contiguous row.
-fn row<T: Real>(kind: SoftmaxKind, x: &[T], y: &mut [T]) {
-    let mut m = T::NEG_INFINITY;
-    let mut arg = 0;
-    for (k, &v) in x.iter().enumerate() {
-        if v > m {
-            m = v;
-            arg = k;
+/// Partial results kept per lane so the row loops vectorize (a fixed order: the result does
+/// not depend on the ISA or the thread count).
+const LANES: usize = 8;
+
+/// The largest value of `x` (NaNs skipped, as `v > m` skips them; −∞ for none), in
+/// [`LANES`] partial maxima.
+#[inline(always)]
+fn row_max<T: Real>(x: &[T]) -> T {
+    let pick = |m: T, v: T| if v > m { v } else { m };
+    let mut acc = [T::NEG_INFINITY; LANES];
+    let (c, r) = x.as_chunks::<LANES>();
+    for ch in c {
+        for l in 0..LANES {
+            acc[l] = pick(acc[l], ch[l]);
         }
     }
+    r.iter()
+        .copied()
+        .fold(acc.into_iter().fold(T::NEG_INFINITY, pick), pick)
+}
+
+/// `Σ e^(x − m)` in [`LANES`] partial sums, `y` receiving the terms when given. The
+/// exponentials are one plain map loop (the loop vectorizer if-converts `vmath::exp`'s
+/// range tests; an unrolled lane loop kept it scalar), the sum a second pass.
+#[inline(always)]
+fn exp_sum<T: Real>(x: &[T], m: T, y: &mut [T]) -> T {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = (v - m).exp();
+    }
+    let mut acc = [T::ZERO; LANES];
+    let (c, r) = y.as_chunks::<LANES>();
+    for ch in c {
+        for l in 0..LANES {
+            acc[l] = acc[l] + ch[l];
+        }
+    }
+    let add = |a: T, b: T| a + b;
+    acc.into_iter().fold(T::ZERO, add) + r.iter().copied().fold(T::ZERO, add)
+}
+
+/// One contiguous row.
+#[inline(always)]
+fn row<T: Real>(kind: SoftmaxKind, x: &[T], y: &mut [T]) {
     match kind {
         SoftmaxKind::Softmax => {
-            let mut s = T::ZERO;
-            for (o, &v) in y.iter_mut().zip(x) {
-                let e = (v - m).exp();
-                *o = e;
-                s = s + e;
-            }
+            let m = row_max(x);
+            let s = exp_sum(x, m, y);
             for o in y.iter_mut() {
                 *o = *o / s;
             }
         }
         SoftmaxKind::LogSoftmax => {
-            let mut s = T::ZERO;
-            for &v in x {
-                s = s + (v - m).exp();
-            }
-            let ls = s.ln();
+            let m = row_max(x);
+            // `y` holds the terms until the outputs overwrite them.
+            let ls = exp_sum(x, m, y).ln();
             for (o, &v) in y.iter_mut().zip(x) {
                 *o = (v - m) - ls;
             }
         }
         SoftmaxKind::Hardmax => {
+            // The first maximum wins.
+            let mut m = T::NEG_INFINITY;
+            let mut arg = 0;
+            for (k, &v) in x.iter().enumerate() {
+                if v > m {
+                    m = v;
+                    arg = k;
+                }
+            }
             for (k, o) in y.iter_mut().enumerate() {
                 *o = if k == arg { T::ONE } else { T::ZERO };
             }
@@ -143,12 +179,19 @@ fn softmax_t<T: Real>(
     if total == 0 {
         return Ok(());
     }
+    if inner == 1 {
+        super::isa::with_simd(
+            #[inline(always)]
+            || {
+                for (xb, yb) in x.chunks_exact(block).zip(y.chunks_exact_mut(block)) {
+                    row(kind, xb, yb);
+                }
+            },
+        );
+        return Ok(());
+    }
     for (xb, yb) in x.chunks_exact(block).zip(y.chunks_exact_mut(block)) {
-        if inner == 1 {
-            row(kind, xb, yb);
-        } else {
-            strided(kind, xb, yb, n, inner)?;
-        }
+        strided(kind, xb, yb, n, inner)?;
     }
     Ok(())
 }
