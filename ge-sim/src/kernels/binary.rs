@@ -525,7 +525,7 @@ fn raw<'a, T: bytemuck::Pod>(t: &TensorRef<'a>) -> Result<&'a [T], KernelError> 
     bytemuck::try_cast_slice(t.data).map_err(|_| dtype_mismatch(t.dtype, t.dtype))
 }
 
-fn where_t<T: bytemuck::Pod>(
+fn where_t<T: bytemuck::Pod + Lanes>(
     c: &TensorRef<'_>,
     x: &TensorRef<'_>,
     yv: &TensorRef<'_>,
@@ -566,6 +566,9 @@ fn where_t<T: bytemuck::Pod>(
                 bad = true;
                 return;
             };
+            if where_row(o, (cs, oc, ic), (xs, ox, ix), (ys, oy, iy)) {
+                return;
+            }
             for (j, o) in o.iter_mut().enumerate() {
                 match (
                     cs.get(oc + j * ic),
@@ -583,6 +586,90 @@ fn where_t<T: bytemuck::Pod>(
     )?;
     if bad { Err(OFFSET_ERR) } else { Ok(()) }
 }
+
+/// One broadcast row of Where whose operands each run contiguously (inner stride 1) or
+/// repeat one value (stride 0): the row selected by a loop with no index arithmetic or
+/// bounds tests, which vectorizes (a masked attention score row is `Where(mask, 0, s)`).
+/// `false` (nothing written) for other strides or a row that does not fit its data.
+#[inline(always)]
+fn where_row<T: Lanes>(
+    o: &mut [T],
+    (cs, oc, ic): (&[u8], usize, usize),
+    (xs, ox, ix): (&[T], usize, usize),
+    (ys, oy, iy): (&[T], usize, usize),
+) -> bool {
+    /// A row operand: `len` values from `at`, or the one at `at`.
+    fn run<T>(v: &[T], at: usize, stride: usize, len: usize) -> Option<&[T]> {
+        match stride {
+            0 => v.get(at..at + 1),
+            1 => v.get(at..at + len),
+            _ => None,
+        }
+    }
+    let len = o.len();
+    let (Some(c), Some(a), Some(b)) = (
+        run(cs, oc, ic, len),
+        run(xs, ox, ix, len),
+        run(ys, oy, iy, len),
+    ) else {
+        return false;
+    };
+    match (c.len() == len, a.len() == len, b.len() == len) {
+        (true, true, true) => select(o, |j| c[j], |j| a[j], |j| b[j]),
+        (true, false, true) => select(o, |j| c[j], |_| a[0], |j| b[j]),
+        (true, true, false) => select(o, |j| c[j], |j| a[j], |_| b[0]),
+        (true, false, false) => select(o, |j| c[j], |_| a[0], |_| b[0]),
+        // A condition constant over the row picks one operand for all of it.
+        (false, _, _) => {
+            let src = if c[0] != 0 { a } else { b };
+            if src.len() == len {
+                o.copy_from_slice(src);
+            } else {
+                o.fill(src[0]);
+            }
+        }
+    }
+    true
+}
+
+/// `o[j] = c(j) ? a(j) : b(j)` as a bit blend of both values (a select between two loads
+/// compiles to a select of addresses, which does not vectorize).
+#[inline(always)]
+fn select<T: Lanes>(
+    o: &mut [T],
+    c: impl Fn(usize) -> u8,
+    a: impl Fn(usize) -> T,
+    b: impl Fn(usize) -> T,
+) {
+    for (j, o) in o.iter_mut().enumerate() {
+        let m = T::mask(c(j) != 0);
+        *o = a(j).blend(b(j), m);
+    }
+}
+
+/// The unsigned element types Where moves values as.
+pub(crate) trait Lanes: Copy {
+    /// All ones when `on`, else zero.
+    fn mask(on: bool) -> Self;
+    /// `self` where `m` is set, `other` elsewhere.
+    fn blend(self, other: Self, m: Self) -> Self;
+}
+
+macro_rules! lanes {
+    ($($t:ty),*) => {$(
+        impl Lanes for $t {
+            #[inline(always)]
+            fn mask(on: bool) -> $t {
+                (0 as $t).wrapping_sub(on as $t)
+            }
+            #[inline(always)]
+            fn blend(self, other: $t, m: $t) -> $t {
+                (self & m) | (other & !m)
+            }
+        }
+    )*};
+}
+lanes!(u8, u16, u32, u64);
 
 /// `cond ? x : y` with broadcasting, for any element type (selected by element size).
 pub fn run_where(ins: &[Option<TensorRef<'_>>], outs: &mut [TensorMut<'_>]) -> KernelResult {
@@ -1101,6 +1188,51 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// The contiguous / repeated row forms (`where_row`) against numpy-style indexing, for
+    /// every pattern of broadcast operands (a scalar, a row, the full shape) and a condition
+    /// that broadcasts along the row (constant over it) or runs with it.
+    #[test]
+    fn where_rows_match_elementwise_selection() {
+        let full = [2usize, 3, 4];
+        let n = 24;
+        let cond: Vec<u8> = (0..n).map(|i| u8::from(i % 3 != 1)).collect();
+        let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let ys: Vec<f32> = (0..n).map(|i| -(i as f32) - 0.5).collect();
+        // (shape, index of element i of the full [2, 3, 4] grid)
+        type Form = (&'static [usize], fn(usize) -> usize);
+        let forms: [Form; 4] = [
+            (&[2, 3, 4], |i| i),
+            (&[4], |i| i % 4),
+            (&[], |_| 0),
+            (&[2, 3, 1], |i| i / 4),
+        ];
+        for (sc, ci) in forms {
+            for (sx, xi) in forms {
+                for (sy, yi) in forms {
+                    let len = |s: &[usize]| s.iter().product::<usize>();
+                    let mut y = [0f32; 24];
+                    run_where(
+                        &[
+                            Some(tb(sc, &cond[..len(sc)])),
+                            Some(t(sx, &xs[..len(sx)])),
+                            Some(t(sy, &ys[..len(sy)])),
+                        ],
+                        &mut [tm(&full, &mut y)],
+                    )
+                    .unwrap();
+                    for (i, &v) in y.iter().enumerate() {
+                        let want = if cond[ci(i)] != 0 {
+                            xs[xi(i)]
+                        } else {
+                            ys[yi(i)]
+                        };
+                        assert_eq!(v, want, "{sc:?} {sx:?} {sy:?} at {i}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
