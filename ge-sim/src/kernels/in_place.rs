@@ -81,7 +81,9 @@ pub fn binary(
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
     let op = BinaryOp::from_u32(p.op).ok_or(KernelError::BadParams("unknown binary op"))?;
-    let f = binary_op(op).ok_or(KernelError::BadParams("binary op does not run in place"))?;
+    if binary_op(op).is_none() {
+        return Err(KernelError::BadParams("binary op does not run in place"));
+    }
     let other = match k {
         0 => input(ins, 1, "binary input B")?,
         1 => input(ins, 0, "binary input A")?,
@@ -89,12 +91,35 @@ pub fn binary(
     };
     let b = other.as_slice::<f32>()?;
     let (shape, y) = f32_output(outs)?;
-    // `accumulate` passes `y`'s element first; updating input 1 in place swaps the operands.
-    if k == 0 {
-        accumulate(y, &shape, b, &other.shape, f)?;
-    } else {
-        accumulate(y, &shape, b, &other.shape, |v, o| f(o, v))?;
+    // Each op's own function item (not `binary_op`'s pointer), so the loops inline it and
+    // vectorize. `accumulate` passes `y`'s element first; updating input 1 in place swaps
+    // the operands.
+    fn run<F: Fn(f32, f32) -> f32 + Copy>(
+        f: F,
+        k: usize,
+        y: &mut [f32],
+        shape: &Shape,
+        b: &[f32],
+        bs: &Shape,
+    ) -> Result<(), KernelError> {
+        if k == 0 {
+            accumulate(y, shape, b, bs, f)
+        } else {
+            accumulate(y, shape, b, bs, move |v, o| f(o, v))
+        }
     }
+    use BinaryOp::*;
+    let bs = other.shape;
+    match op {
+        Add => run(f32::plus, k, y, &shape, b, &bs),
+        Sub => run(f32::minus, k, y, &shape, b, &bs),
+        Mul => run(f32::times, k, y, &shape, b, &bs),
+        Div => run(f32::over, k, y, &shape, b, &bs),
+        Pow => run(f32::power, k, y, &shape, b, &bs),
+        Max => run(f32::maxp, k, y, &shape, b, &bs),
+        Min => run(f32::minp, k, y, &shape, b, &bs),
+        _ => Err(KernelError::BadParams("binary op does not run in place")),
+    }?;
     apply_activation(&p.act, y)?;
     Ok(())
 }
