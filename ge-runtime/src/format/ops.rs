@@ -354,37 +354,53 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
 /// True when the record `params` of `op` applies [`UnaryOp::Silu`]: as its activation (or a
 /// Conv's prologue), or in a vector program's instructions. A reader older than version 8
 /// would refuse the op number at run time; the version makes it refuse the blob at load.
+/// Table-driven and out of line: the runtime runs it on every task at load, and firmware
+/// pays for its code.
+#[inline(never)]
 fn applies_silu(op: OpKind, params: &[u8]) -> bool {
     use core::mem::offset_of;
-    let silu = UnaryOp::Silu as u32;
-    let u32_at = |at: usize| {
+    let word = |at: usize| -> u32 {
         params
             .get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    let act_at = |at: usize| u32_at(at) == Some(silu);
-    let program_at = |at: usize| {
-        let count = u32_at(at + offset_of!(FusedParams, instr_count)).unwrap_or(0) as usize;
-        (0..count.min(MAX_FUSED_INSTRS)).any(|i| {
-            let instr = at + offset_of!(FusedParams, instrs) + i * size_of::<VInstr>();
-            params
-                .get(instr..instr + 2)
-                .is_some_and(|b| u16::from_le_bytes([b[0], b[1]]) as u32 == silu)
-        })
-    };
-    match op {
-        OpKind::Unary => act_at(offset_of!(UnaryParams, act)),
-        OpKind::Binary | OpKind::Variadic => act_at(offset_of!(BinaryParams, act)),
-        OpKind::Conv | OpKind::ConvTranspose => {
-            act_at(offset_of!(ConvParams, act)) || act_at(offset_of!(ConvParams, prologue))
+    // Where the record holds an `Activation`'s op number (two for a Conv: its prologue), or
+    // (`usize::MAX`) where it holds a vector program.
+    let (at, also) = match op {
+        OpKind::Unary => (offset_of!(UnaryParams, act), None),
+        OpKind::Binary | OpKind::Variadic => (offset_of!(BinaryParams, act), None),
+        OpKind::Conv => (
+            offset_of!(ConvParams, act),
+            Some(offset_of!(ConvParams, prologue)),
+        ),
+        OpKind::ConvTranspose => (offset_of!(ConvParams, act), None),
+        OpKind::Gemm | OpKind::GemmW8 => (offset_of!(GemmParams, act), None),
+        OpKind::BatchNorm | OpKind::InstanceNorm => (offset_of!(NormParams, act), None),
+        OpKind::LayerNorm => (offset_of!(LayerNormParams, act), None),
+        OpKind::Fused => return program_applies_silu(params, 0),
+        OpKind::QConvFused => {
+            return program_applies_silu(params, offset_of!(QConvFusedParams, program));
         }
-        OpKind::Gemm | OpKind::GemmW8 => act_at(offset_of!(GemmParams, act)),
-        OpKind::BatchNorm | OpKind::InstanceNorm => act_at(offset_of!(NormParams, act)),
-        OpKind::LayerNorm => act_at(offset_of!(LayerNormParams, act)),
-        OpKind::Fused => program_at(0),
-        OpKind::QConvFused => program_at(offset_of!(QConvFusedParams, program)),
-        _ => false,
-    }
+        _ => return false,
+    };
+    let silu = UnaryOp::Silu as u32;
+    word(at) == silu || also.is_some_and(|p| word(p) == silu)
+}
+
+/// True when the [`FusedParams`] at byte `at` of `params` has a Silu instruction.
+fn program_applies_silu(params: &[u8], at: usize) -> bool {
+    use core::mem::offset_of;
+    let count = params
+        .get(at..at + 4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) as usize;
+    let first = at + offset_of!(FusedParams, instrs);
+    (0..count.min(MAX_FUSED_INSTRS)).any(|i| {
+        // `VInstr::op`, the instruction's first field.
+        let o = first + i * size_of::<VInstr>();
+        params
+            .get(o..o + 2)
+            .is_some_and(|b| u32::from(u16::from_le_bytes([b[0], b[1]])) == UnaryOp::Silu as u32)
+    })
 }
 
 /// Parameters of `Gemm`.

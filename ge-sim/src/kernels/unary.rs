@@ -100,9 +100,15 @@ fn epilogue_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) -> 
                 b * (a * x.exp_m1())
             }
         }),
-        Sigmoid => m.map(sigmoid),
-        // The product a separate Sigmoid and Mul compute, bit for bit.
-        Silu => m.map(|x| x * sigmoid(x)),
+        // Silu: the product a separate Sigmoid and Mul compute, bit for bit. One loop for
+        // both (firmware links every epilogue activation; a loop-invariant select is free).
+        Sigmoid | Silu => {
+            let times_x = op == Silu;
+            m.map(move |x| {
+                let s = sigmoid(x);
+                if times_x { x * s } else { s }
+            })
+        }
         Tanh => m.map(|x| x.tanh()),
         HardSigmoid => m.map(|x| clamp01(a * x + b)),
         Softplus => m.map(softplus),
