@@ -225,7 +225,7 @@ fn equalization_keeps_the_float_function() {
     let folded = model.encode_to_vec();
     let g = model.graph.as_mut().expect("graph");
     let sel = select::select(g, None, opset, &[]).expect("selects");
-    let sites = equalize::sites(g, &sel, None).expect("sites");
+    let sites = equalize::sites(g, &sel);
     let outputs = sites
         .iter()
         .filter(|s| matches!(s, equalize::Site::Output { .. }))

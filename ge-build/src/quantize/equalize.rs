@@ -29,7 +29,7 @@ use ge_runtime::format::DType;
 use super::graph::{Names, consumers, f32_value, initializers, outputs};
 use super::select::Selection;
 use crate::error::Result;
-use crate::onnx::proto::{GraphProto, NodeProto};
+use crate::onnx::proto::{GraphProto, NodeProto, TensorProto};
 use crate::tensor::{TensorData, encode_tensor};
 
 /// The smallest `α`: a channel below 1/1024 of the widest is boosted at most 1024×.
@@ -67,29 +67,24 @@ impl Site {
     }
 }
 
-/// The sites of `g` among the quantization targets of `sel`: only convs whose weight (and
-/// bias) are f32 initializers no other node reads.
-pub fn sites(g: &GraphProto, sel: &Selection, model_dir: Option<&Path>) -> Result<Vec<Site>> {
+/// The sites of `g` among the quantization targets of `sel` (whose weights `select` already
+/// checked are f32 initializers): only convs whose weight (and bias) no other node reads.
+pub fn sites(g: &GraphProto, sel: &Selection) -> Vec<Site> {
     let users = consumers(g);
     let inits = initializers(g);
     let graph_outputs = outputs(g);
-    let sole_f32 = |v: &str| -> Result<Option<TensorData>> {
-        match (inits.get(v), users.get(v).map(Vec::len)) {
-            (Some(&i), Some(1)) => f32_value(&g.initializer[i], model_dir),
-            _ => Ok(None),
-        }
-    };
-    // Targets that are Convs with a sole-reader weight of shape [M, C/group, …].
+    // Targets that are Convs with a sole-reader weight: its dims ([M, C/group, …]).
     let mut convs: HashMap<usize, Vec<usize>> = HashMap::new();
     for t in &sel.targets {
         let n = &g.node[t.node];
         if n.op_type() != "Conv"
             || t.bias.is_none() && n.input.get(2).is_some_and(|b| !b.is_empty())
+            || users.get(&t.weight).map(Vec::len) != Some(1)
         {
             continue;
         }
-        if let Some(w) = sole_f32(&t.weight)? {
-            convs.insert(t.node, w.dims);
+        if let Some(&i) = inits.get(&t.weight) {
+            convs.insert(t.node, dims(&g.initializer[i]));
         }
     }
     let group = |n: &NodeProto| {
@@ -139,7 +134,12 @@ pub fn sites(g: &GraphProto, sel: &Selection, model_dir: Option<&Path>) -> Resul
             .into_iter()
             .map(|(value, convs)| Site::DepthwiseInput { value, convs }),
     );
-    Ok(out)
+    out
+}
+
+/// An initializer's dims (from its record: no need to decode the values).
+fn dims(t: &TensorProto) -> Vec<usize> {
+    t.dims.iter().map(|&d| d.max(0) as usize).collect()
 }
 
 /// `α` of one site from its channels' largest magnitudes.
@@ -182,22 +182,18 @@ pub fn apply(
         let Some(a) = amax.get(site.value()).map(|m| alpha(m)) else {
             continue;
         };
-        // The weight's dims when it has one row per channel of `a`.
-        let weight_dims = |node: usize| -> Result<Option<Vec<usize>>> {
-            let w = &g.node[node].input[1];
-            Ok(match inits.get(w.as_str()) {
-                Some(&i) => f32_value(&g.initializer[i], model_dir)?
-                    .map(|t| t.dims)
-                    .filter(|d| d.first() == Some(&a.len())),
-                None => None,
-            })
+        // The rank of a conv's weight that has one row per channel of `a`.
+        let weight_rank = |node: usize| -> Option<usize> {
+            let w = inits.get(g.node[node].input.get(1)?.as_str())?;
+            let d = dims(&g.initializer[*w]);
+            (d.first() == Some(&a.len())).then_some(d.len())
         };
+        let inv: Vec<f32> = a.iter().map(|x| 1.0 / x).collect();
         match site {
             Site::Output { conv, value } => {
-                let Some(dims) = weight_dims(*conv)? else {
+                let Some(rank) = weight_rank(*conv) else {
                     continue;
                 };
-                let inv: Vec<f32> = a.iter().map(|x| 1.0 / x).collect();
                 let n = &g.node[*conv];
                 scale_rows(&n.input[1], &inv);
                 if let Some(b) = n.input.get(2).filter(|b| !b.is_empty()) {
@@ -205,28 +201,20 @@ pub fn apply(
                 }
                 let scaled = names.fresh(&format!("{value}_equalized"));
                 let an = names.fresh(&format!("{value}_equalize_alpha"));
-                g.initializer
-                    .push(encode_tensor(&an, &column(&a, dims.len())?));
+                g.initializer.push(encode_tensor(&an, &column(&a, rank)?));
                 let mul = mul_node(&mut names, value, &scaled, &an, value);
                 g.node[*conv].output[0] = scaled;
                 muls.push((*conv, mul));
             }
             Site::DepthwiseInput { value, convs } => {
-                let mut rank = None;
-                for &c in convs {
-                    let Some(d) = weight_dims(c)? else {
-                        rank = None;
-                        break;
-                    };
-                    rank = Some(d.len());
-                }
-                let Some(rank) = rank else {
+                // Every reader's weight must fit (they share the one rescaled input).
+                let ranks: Option<Vec<usize>> = convs.iter().map(|&c| weight_rank(c)).collect();
+                let Some(&rank) = ranks.as_deref().and_then(<[usize]>::first) else {
                     continue;
                 };
                 for &c in convs {
                     scale_rows(&g.node[c].input[1].clone(), &a);
                 }
-                let inv: Vec<f32> = a.iter().map(|x| 1.0 / x).collect();
                 let scaled = names.fresh(&format!("{value}_equalized"));
                 let an = names.fresh(&format!("{value}_equalize_inv_alpha"));
                 g.initializer.push(encode_tensor(&an, &column(&inv, rank)?));

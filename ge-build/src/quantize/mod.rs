@@ -165,7 +165,7 @@ pub fn quantize(
     };
     let mut equalized = 0;
     if q.equalize {
-        let sites = equalize::sites(graph, &selection, model_dir)?;
+        let sites = equalize::sites(graph, &selection);
         if !sites.is_empty() {
             let values: Vec<String> = sites.iter().map(|s| s.value().to_string()).collect();
             let src = calibrate::Source::new(&model, model_dir, &opts, calib_dir, q);

@@ -328,9 +328,7 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     if applies_silu(op, params) {
         return 8;
     }
-    let first = params
-        .get(..4)
-        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let first = u32_at(params, 0);
     let newer = match op {
         // `spatial`, the record's first field, holds the weight layout from bit 8 on.
         OpKind::Conv => first >> 8 != 0,
@@ -338,10 +336,7 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
         OpKind::QGemm | OpKind::QConv => first == QGEMM_OUT_Q8_F32,
         // `reserved`, the fourth field.
         OpKind::Fused => {
-            let marks = params
-                .get(12..16)
-                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            if marks & FUSED_8BIT_IO != 0 {
+            if u32_at(params, 12) & FUSED_8BIT_IO != 0 {
                 return 7;
             }
             false
@@ -354,18 +349,12 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
 /// True when the record `params` of `op` applies [`UnaryOp::Silu`]: as its activation (or a
 /// Conv's prologue), or in a vector program's instructions. A reader older than version 8
 /// would refuse the op number at run time; the version makes it refuse the blob at load.
-/// Table-driven and out of line: the runtime runs it on every task at load, and firmware
-/// pays for its code.
+/// Out of line: the runtime runs it on every task at load, and firmware pays for its code.
 #[inline(never)]
 fn applies_silu(op: OpKind, params: &[u8]) -> bool {
     use core::mem::offset_of;
-    let word = |at: usize| -> u32 {
-        params
-            .get(at..at + 4)
-            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    // Where the record holds an `Activation`'s op number (two for a Conv: its prologue), or
-    // (`usize::MAX`) where it holds a vector program.
+    // Where the record holds an `Activation`'s op number (a Conv a second one: its
+    // prologue); vector programs are scanned instead.
     let (at, also) = match op {
         OpKind::Unary => (offset_of!(UnaryParams, act), None),
         OpKind::Binary | OpKind::Variadic => (offset_of!(BinaryParams, act), None),
@@ -384,15 +373,20 @@ fn applies_silu(op: OpKind, params: &[u8]) -> bool {
         _ => return false,
     };
     let silu = UnaryOp::Silu as u32;
-    word(at) == silu || also.is_some_and(|p| word(p) == silu)
+    u32_at(params, at) == silu || also.is_some_and(|p| u32_at(params, p) == silu)
+}
+
+/// The little-endian u32 at byte `at` of a record (0 past its end).
+fn u32_at(params: &[u8], at: usize) -> u32 {
+    params
+        .get(at..at + 4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// True when the [`FusedParams`] at byte `at` of `params` has a Silu instruction.
 fn program_applies_silu(params: &[u8], at: usize) -> bool {
     use core::mem::offset_of;
-    let count = params
-        .get(at..at + 4)
-        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) as usize;
+    let count = u32_at(params, at + offset_of!(FusedParams, instr_count)) as usize;
     let first = at + offset_of!(FusedParams, instrs);
     (0..count.min(MAX_FUSED_INSTRS)).any(|i| {
         // `VInstr::op`, the instruction's first field.

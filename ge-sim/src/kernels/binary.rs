@@ -648,7 +648,7 @@ fn select<T: Lanes>(
 }
 
 /// The unsigned element types Where moves values as.
-pub(crate) trait Lanes: Copy {
+trait Lanes: Copy {
     /// All ones when `on`, else zero.
     fn mask(on: bool) -> Self;
     /// `self` where `m` is set, `other` elsewhere.

@@ -89,8 +89,8 @@ pub fn binary(
     let b = other.as_slice::<f32>()?;
     let (shape, y) = f32_output(outs)?;
     // With `std`, each op's own function item (not `binary_op`'s pointer), so the loops
-    // inline it and vectorize. `accumulate` passes `y`'s element first; updating input 1 in place swaps
-    // the operands.
+    // inline it and vectorize. `accumulate` passes `y`'s element first; updating input 1
+    // in place swaps the operands.
     fn run<F: Fn(f32, f32) -> f32 + Copy>(
         f: F,
         k: usize,
