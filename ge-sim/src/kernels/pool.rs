@@ -13,6 +13,9 @@ use super::copy::{checked_len, f32_in, f32_out};
 use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
 
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod max2d_avx512;
+
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
 struct Axis {
@@ -46,6 +49,19 @@ impl Axis {
         let padded = below(self.inp as i64 + self.pe as i64);
         let lo = lo.min(k) as usize;
         (lo, (hi as usize).max(lo), padded as usize)
+    }
+
+    /// The interior outputs `[lo, hi)`: windows whose first tap is at or after 0 and last
+    /// tap before `inp`.
+    fn interior(&self) -> (usize, usize) {
+        let span = (self.k - 1) * self.d;
+        let lo = self.pb.div_ceil(self.s).min(self.out);
+        let hi = if self.inp + self.pb > span {
+            ((self.inp + self.pb - span - 1) / self.s + 1).min(self.out)
+        } else {
+            0
+        };
+        (lo, hi.max(lo))
     }
 
     fn index(&self, o: usize, t: usize) -> usize {
@@ -95,6 +111,32 @@ fn lp_root(s: f32, p: f32) -> f32 {
     } else {
         pow(s, 1.0 / p)
     }
+}
+
+/// 2-D windows the tests run on wide rows: (kernel, stride, dilation, pads begin, end).
+#[cfg(test)]
+type Window = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [usize; 2]);
+#[cfg(test)]
+const WINDOWS: [Window; 7] = [
+    ([1, 3], [1, 3], [1, 1], [0, 1], [0, 1]),
+    ([3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
+    ([3, 3], [2, 2], [1, 1], [0, 0], [1, 1]),
+    ([3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
+    ([2, 2], [2, 2], [1, 1], [0, 0], [0, 0]),
+    ([1, 5], [1, 3], [1, 2], [0, 3], [0, 2]),
+    ([3, 4], [1, 1], [2, 1], [2, 0], [0, 3]),
+];
+
+/// A max pool's fold: the larger value, and a NaN (from either side) once seen.
+#[inline(always)]
+fn max_step(a: f32, v: f32) -> f32 {
+    if v > a || v.is_nan() { v } else { a }
+}
+
+/// A max pool's output from its fold over `n` in-input taps (0 for a window of padding).
+#[inline(always)]
+fn max_fin(a: f32, n: usize, _padded: usize) -> f32 {
+    if n == 0 { 0.0 } else { a }
 }
 
 /// Validates the window parameters against the shapes; returns the axes normalized to 3.
@@ -190,15 +232,7 @@ fn fold_windows<T: Copy, A: Copy>(
         return;
     }
     let a2 = &ax[2];
-    // Interior columns: first tap at or after 0, last tap before `inp`.
-    let span = (a2.k - 1) * a2.d;
-    let c_lo = a2.pb.div_ceil(a2.s).min(a2.out);
-    let c_hi = if a2.inp + a2.pb > span {
-        ((a2.inp + a2.pb - span - 1) / a2.s + 1).min(a2.out)
-    } else {
-        0
-    }
-    .max(c_lo);
+    let (c_lo, c_hi) = a2.interior();
     let mut sep = combine.as_ref().and_then(|_| Interior::new(a2, init));
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let mut yi = 0;
@@ -501,21 +535,18 @@ pub fn run_pool_f32(
         #[inline(always)]
         || match kind {
             PoolKind::Max => {
-                let step = |a: f32, v: f32| if v > a || v.is_nan() { v } else { a };
+                let step = max_step;
                 if cfg!(feature = "std") && max_small_planes(x, y, &ax, step) {
                     return;
                 }
-                fold_windows(
-                    x,
-                    y,
-                    &ax,
-                    f32::NEG_INFINITY,
-                    step,
-                    separable(step),
-                    |a, n, _| {
-                        if n == 0 { 0.0 } else { a }
-                    },
-                )
+                #[cfg(all(feature = "std", target_arch = "x86_64"))]
+                if isa::isa() == isa::Isa::Avx512
+                    // SAFETY: the CPU supports AVX-512 (`isa()` only returns classes it has).
+                    && unsafe { max2d_avx512::max_pool_2d(x, y, &ax) }
+                {
+                    return;
+                }
+                fold_windows(x, y, &ax, f32::NEG_INFINITY, step, separable(step), max_fin)
             }
             PoolKind::Average => {
                 let include_pad = p.count_include_pad != 0;
@@ -817,15 +848,7 @@ mod tests {
         let x: Vec<f32> = (0..2 * h * w)
             .map(|i| ((i * 7919) % 211) as f32 - 100.0)
             .collect();
-        for (k, s, d, pb, pe) in [
-            ([1, 3], [1, 3], [1, 1], [0, 1], [0, 1]),
-            ([3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
-            ([3, 3], [2, 2], [1, 1], [0, 0], [1, 1]),
-            ([3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
-            ([2, 2], [2, 2], [1, 1], [0, 0], [0, 0]),
-            ([1, 5], [1, 3], [1, 2], [0, 3], [0, 2]),
-            ([3, 4], [1, 1], [2, 1], [2, 0], [0, 3]),
-        ] {
+        for (k, s, d, pb, pe) in WINDOWS {
             let out = |i: usize| (([h, w][i] + pb[i] + pe[i] - (k[i] - 1) * d[i] - 1) / s[i]) + 1;
             let (oh, ow) = (out(0), out(1));
             let u = |a: [usize; 2]| a.map(|v| v as u32);
