@@ -446,6 +446,7 @@ fn gemm() {
             mr: bm,
             nr: bn,
             ep: &ep,
+            flat: None,
         };
         let reps = 20_000;
         let mut best = f64::MAX;

@@ -484,6 +484,7 @@ unsafe fn gemm_block(
                         mr,
                         nr,
                         ep: &tep,
+                        flat: None,
                     };
                     // SAFETY: per this function's contract and the packing layout (column
                     // panel `v` of the block at `bpack[(jr + v·NR)·kc..]`).

@@ -10,10 +10,17 @@
 //! same operations in the same order as on the im2col path (taps in (channel, kd, kh, kw)
 //! order, the same K blocks, zeros for padding), so the two paths agree bitwise.
 //!
+//! Rows narrower than a tile (ResNet-50's 14- and 7-wide stages) take *flat* tiles at
+//! stride 1: a tile's lanes run across band rows (output `(r, c)` at flat index `r·wp + c`,
+//! its B rows still `NR` consecutive band values per tap), the `wp − w` lanes past each
+//! output row are computed and dropped by the AVX-512 block's compressing store
+//! ([`Flat`]). They ran on im2col before (its packing cost more than row tiles' lane
+//! waste); elsewhere (AVX2, firmware) they still do.
+//!
 //! Cost: O(input · rows re-read at band borders) to copy, O(M·K·output) multiply-adds.
 
 use super::super::gemm::micro::{
-    Block, BlockA, BlockB, MR, NR, TileAct, TileEp, block, block_dims, isa,
+    Block, BlockA, BlockB, Flat, Isa, MR, NR, TileAct, TileEp, block, block_dims, isa,
 };
 use super::super::gemm::{SendPtr, k_block};
 use super::{Geo, KernelError, bad};
@@ -45,6 +52,12 @@ pub(super) struct Layout {
     apack: usize,
     /// Taps (`K = C/g · Πk`), one u32 offset each.
     taps: usize,
+    /// Stride 1 along both row axes with at most a quarter of each padded row past the
+    /// output row: tiles may run across whole band rows ([`Flat`] blocks).
+    flat: bool,
+    /// Output rows too narrow for row tiles (most lanes wasted): worth running only as
+    /// flat tiles ([`flat_here`]), im2col elsewhere.
+    pub(super) narrow: bool,
 }
 
 impl Layout {
@@ -60,10 +73,19 @@ impl Layout {
 /// for a few outputs, where the GEMM's columns run across rows: ResNet-50's 7- and 14-wide
 /// 3 × 3 convs ran 1.3–2.9× faster on im2col (AVX-512 and AVX2, `kernels` bench).
 pub(super) fn layout(geo: &Geo) -> Option<Layout> {
-    if geo.small[2] < NR {
+    // Narrow rows only where flat tiles can run: firmware plans them on im2col at once
+    // (its model's shapes are constants there, so the direct path folds away).
+    let narrow = geo.small[2] < NR;
+    if narrow && !cfg!(feature = "std") {
         return None;
     }
-    layout_within(geo, usize::MAX)
+    layout_within(geo, usize::MAX).filter(|l| !narrow || l.flat)
+}
+
+/// Whether this build stores flat blocks in registers (AVX-512 with `std`): elsewhere a
+/// flat block goes through a stack tile, and narrow rows are faster on im2col.
+pub(super) fn flat_here() -> bool {
+    cfg!(feature = "std") && isa() == Isa::Avx512
 }
 
 /// [`layout`] with at most `ws` f32 of workspace, narrow rows allowed: bands of fewer rows
@@ -74,11 +96,9 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
     if geo.cg == 0 || geo.mg == 0 || geo.small.contains(&0) {
         return None;
     }
-    // Tiles cover one output row each: on narrow rows most of a tile's lanes would be
-    // wasted, where im2col's columns run across rows.
     let w = geo.small[2];
     let covered = w / NR * NR + (w % NR).next_multiple_of(NR / 2);
-    if w * 4 < covered * 3 {
+    if !cfg!(feature = "std") && w * 4 < covered * 3 {
         return None;
     }
     let [k0, k1, k2] = geo.k;
@@ -90,6 +110,13 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         + 1;
     let pw = span2.div_ceil(s2);
     let wp = pw.checked_mul(s2)?;
+    // Row tiles cover one output row each: on narrow rows most of a tile's lanes would be
+    // wasted, where im2col's columns run across rows; flat tiles run across band rows.
+    let flat = s1 == 1 && s2 == 1 && 4 * w >= 3 * wp;
+    let narrow = w < NR || w * 4 < covered * 3;
+    if narrow && !flat {
+        return None;
+    }
     let reach1 = (k1 - 1).checked_mul(d1)? + 1;
     let taps = geo.cg.checked_mul(geo.kprod)?;
     // A K block of `kb` consecutive taps spans at most this many channels.
@@ -116,6 +143,8 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         buf,
         apack,
         taps,
+        flat,
+        narrow,
     })
 }
 
@@ -224,6 +253,10 @@ pub(super) fn run(
     // band has the slack for it (a blob planned by an older ge may have `NR` only).
     let bn = if wide > NR && fits(wide) { wide } else { NR };
     let two_panels = bm > MR;
+    // Flat tiles on narrow rows, where this build stores them in registers. Not on wide
+    // rows: their row tiles waste few lanes, and flat tiles' stores start at unaligned
+    // columns (VGG-19: 4% slower).
+    let flat = lay.flat && lay.narrow && flat_here() && bn == 2 * NR;
     let panels = geo.mg.div_ceil(MR);
     let yptr = SendPtr(g.y.as_mut_ptr());
     // K blocks outermost: a band holds one block's channels only, so it covers many output
@@ -251,7 +284,33 @@ pub(super) fn run(
                 fill.band(chans.clone(), band, par);
                 let (band, apack, offs): (&[f32], &[f32], &[u32]) = (band, apack, offs);
                 let blocks = small2.div_ceil(bn);
-                let items = rows * blocks;
+                // Flat: output (row, column) at flat index row·wp + column of the band,
+                // tiles of `bn` flat lanes; the `wp − small2` lanes past each row dropped.
+                let f_end = (rows - 1) * wp + small2;
+                let flat = flat && max_off + f_end.next_multiple_of(bn) <= band.len();
+                let items = if flat {
+                    f_end.div_ceil(bn)
+                } else {
+                    rows * blocks
+                };
+                // The kept lanes of the flat tile at `f` and where they go.
+                let flat_cols = |f: usize| {
+                    let mut cols = Flat {
+                        mask: [0; 2],
+                        col: [0; 2],
+                    };
+                    for v in 0..2 {
+                        let fv = f + v * NR;
+                        cols.col[v] = fv / wp * small2 + (fv % wp).min(small2);
+                        for l in 0..NR {
+                            let fl = fv + l;
+                            if fl < f_end && fl % wp < small2 {
+                                cols.mask[v] |= 1 << l;
+                            }
+                        }
+                    }
+                    cols
+                };
                 let mpanels = (MC_FLOATS / (kc * MR)).clamp(1, panels);
                 let units = panels.div_ceil(mpanels) * items;
                 // Without std one slot (firmware is single-core): one copy of the loop.
@@ -263,10 +322,15 @@ pub(super) fn run(
                 let body = |s: usize| {
                     for unit in s * units / slots..(s + 1) * units / slots {
                         let (mb, item) = (unit / items, unit % items);
-                        let (ro, j) = (item / blocks, item % blocks * bn);
-                        let nr = (small2 - j).min(bn);
-                        let out_col = (o0 * small1 + r0 + ro) * small2 + j;
-                        let xat = ro * geo.s[1] * wp + j;
+                        let (nr, out_col, xat, cols) = if flat {
+                            let f = item * bn;
+                            let out = (o0 * small1 + r0) * small2;
+                            ((f_end - f).min(bn), out, f, Some(flat_cols(f)))
+                        } else {
+                            let (ro, j) = (item / blocks, item % blocks * bn);
+                            let out_col = (o0 * small1 + r0 + ro) * small2 + j;
+                            ((small2 - j).min(bn), out_col, ro * geo.s[1] * wp + j, None)
+                        };
                         let (mut q, qend) = (mb * mpanels, ((mb + 1) * mpanels).min(panels));
                         while q < qend {
                             let m0 = q * MR;
@@ -301,9 +365,10 @@ pub(super) fn run(
                             let a1 = if pair { panel(q + 1) } else { a0 };
                             // SAFETY: each panel holds K·MR values; every `band[xat +
                             // offs[p]..][..bn]` is inside `band` (checked above); rows
-                            // `m0..m0 + mr` and columns `j..j + nr` of this output row are
-                            // inside `y` (and the residual) and written by this unit only
-                            // within this K block; `isa` was detected.
+                            // `m0..m0 + mr` and columns `j..j + nr` of this output row (flat:
+                            // the kept lanes' outputs, all in the band's rows) are inside
+                            // `y` (and the residual) and written by this unit only within
+                            // this K block; `isa` was detected.
                             unsafe {
                                 let blk = Block {
                                     kc,
@@ -321,6 +386,7 @@ pub(super) fn run(
                                     mr,
                                     nr,
                                     ep: &ep,
+                                    flat: cols,
                                 };
                                 block(isa, &blk);
                             }

@@ -163,13 +163,25 @@ unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &B
         for (i, row) in rows.iter().enumerate().take(m) {
             let r = q * MR + i;
             for (v, &val) in row.iter().enumerate() {
-                let lanes = blk.nr.saturating_sub(v * NR).min(NR);
+                // A flat block keeps the lanes of its mask, packed to the front.
+                let (val, col, lanes) = match blk.flat {
+                    // (register-only; AVX-512F is enabled on this function)
+                    Some(f) => {
+                        let m = f.mask[v];
+                        (
+                            _mm512_maskz_compress_ps(m, val),
+                            f.col[v],
+                            m.count_ones() as usize,
+                        )
+                    }
+                    None => (val, v * NR, blk.nr.saturating_sub(v * NR).min(NR)),
+                };
                 if lanes == 0 {
-                    break;
+                    continue;
                 }
-                // SAFETY: row `r < mr`, columns `v·NR..v·NR + lanes` (`< nr`) of C, the
-                // bias and the residual, per the contract.
-                unsafe { store(val, blk.c, blk.ldc, r, v * NR, lanes, blk.ep) };
+                // SAFETY: row `r < mr`, columns `col..col + lanes` of C, the bias and the
+                // residual, per the contract (`v·NR..` below `nr`, or the kept lanes).
+                unsafe { store(val, blk.c, blk.ldc, r, col, lanes, blk.ep) };
             }
         }
     }

@@ -145,6 +145,28 @@ unsafe fn tile_portable(
     unsafe { store_portable(&acc, c, ldc, mr, nr, ep) };
 }
 
+/// The epilogue after alpha of the element at row `r`, column `col` of a tile (C at `d`):
+/// `v = c + v` (accumulating), `+ bias[r]`, `+ res[r·ldr + col]`, the activation, stored.
+///
+/// # Safety
+/// `d` readable and writable; `ep.bias` and `ep.res` readable there when not null.
+#[inline(always)]
+unsafe fn finish(ep: &TileEp, mut v: f32, d: *mut f32, r: usize, col: usize) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if ep.add {
+            v += *d;
+        }
+        if !ep.bias.is_null() {
+            v += *ep.bias.add(r);
+        }
+        if !ep.res.is_null() {
+            v += *ep.res.add(r * ep.ldr + col);
+        }
+        *d = act_scalar(ep.act, v);
+    }
+}
+
 /// The epilogue and store of a portable tile's accumulators (rows `< mr`, columns `< nr`).
 ///
 /// # Safety
@@ -160,20 +182,7 @@ unsafe fn store_portable(
     for (i, row) in acc.iter().enumerate().take(mr) {
         for (j, &s) in row.iter().enumerate().take(nr) {
             // SAFETY: in bounds per the contract.
-            unsafe {
-                let d = c.add(i * ldc + j);
-                let mut v = s * ep.alpha;
-                if ep.add {
-                    v += *d;
-                }
-                if !ep.bias.is_null() {
-                    v += *ep.bias.add(i);
-                }
-                if !ep.res.is_null() {
-                    v += *ep.res.add(i * ep.ldr + j);
-                }
-                *d = act_scalar(ep.act, v);
-            }
+            unsafe { finish(ep, s * ep.alpha, c.add(i * ldc + j), i, j) };
         }
     }
 }
@@ -290,8 +299,20 @@ pub enum BlockB {
     Taps { x: *const f32, offs: *const u32 },
 }
 
+/// Where a flat block's columns go: a direct convolution's block over whole band rows
+/// (`conv::direct`), whose lanes past each output row's end are computed and dropped. Lane
+/// `l` of column panel `v` is stored when bit `l` of `mask[v]` is set, the kept lanes in
+/// order from column `col[v]` of C on (the output rows they belong to follow each other
+/// in C, so the kept lanes of a panel are consecutive there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flat {
+    pub mask: [u16; 2],
+    pub col: [usize; 2],
+}
+
 /// One register block: rows `< mr ≤ 2·MR`, columns `< nr ≤ 2·NR` of
-/// `C = ep(Σ_{p<kc} op(A)[i][p] · B[p][j])`, stored at `c[i·ldc + j]`.
+/// `C = ep(Σ_{p<kc} op(A)[i][p] · B[p][j])`, stored at `c[i·ldc + j]` (or, with `flat`, at
+/// the columns it gives).
 #[derive(Clone, Copy, Debug)]
 pub struct Block<'a> {
     pub kc: usize,
@@ -302,6 +323,7 @@ pub struct Block<'a> {
     pub mr: usize,
     pub nr: usize,
     pub ep: &'a TileEp,
+    pub flat: Option<Flat>,
 }
 
 /// The register block the drivers should step by on `isa` (rows, columns): 12 × 32 where
@@ -322,7 +344,9 @@ pub const fn block_dims(isa: Isa) -> (usize, usize) {
 /// For each panel `q` with rows (`q·MR < mr`) and each column panel `v` with columns
 /// (`v·NR < nr`), the contract of [`tile`] (Packed) or [`conv_tile`] (Taps) for that
 /// sub-tile, with `ep` moved to it; AVX-512 Taps blocks read `nr.next_multiple_of(NR)`
-/// values at `x + offs[p]`; `isa` supported by the CPU.
+/// values at `x + offs[p]`; `isa` supported by the CPU. With `flat`, C (and the residual)
+/// are written (read) at the kept lanes' columns instead of `0..nr`; without `std` only
+/// AVX-512 builds honour `flat` (nothing else makes flat blocks there).
 #[inline(always)]
 pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
     #[cfg(target_arch = "x86_64")]
@@ -331,6 +355,65 @@ pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
         unsafe { super::avx512::block(blk) };
         return;
     }
+    // Flat blocks come from the direct path's host tiles only (`conv::direct::flat_here`):
+    // firmware links no fallback for them.
+    if cfg!(feature = "std")
+        && let Some(flat) = blk.flat
+    {
+        // SAFETY: forwarded contract.
+        unsafe { flat_via_tile(isa, blk, flat) };
+        return;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { tiles(isa, blk) };
+}
+
+/// A flat block where the tiles have no compressing store (the AVX-512 block stores the
+/// kept lanes itself): the alpha-scaled sums into a stack tile, then per kept lane the
+/// rest of the epilogue in the order the tiles apply it, so the values are the same.
+///
+/// # Safety
+/// As [`block`].
+unsafe fn flat_via_tile(isa: Isa, blk: &Block<'_>, flat: Flat) {
+    const W: usize = 2 * NR;
+    let mut sums = [0.0f32; 2 * MR * W];
+    let raw = TileEp {
+        alpha: blk.ep.alpha,
+        add: false,
+        bias: core::ptr::null(),
+        res: core::ptr::null(),
+        ldr: 0,
+        act: TileAct::None,
+    };
+    let inner = Block {
+        c: sums.as_mut_ptr(),
+        ldc: W,
+        ep: &raw,
+        flat: None,
+        ..*blk
+    };
+    // SAFETY: forwarded contract, C being the stack tile (`mr ≤ 2·MR` rows, `nr ≤ W`).
+    unsafe { tiles(isa, &inner) };
+    let ep = blk.ep;
+    for (r, row) in sums.chunks_exact(W).enumerate().take(blk.mr) {
+        for (v, lanes) in row.chunks_exact(NR).enumerate() {
+            let kept = (0..NR).filter(|l| flat.mask[v] >> l & 1 != 0);
+            for (k, l) in kept.enumerate() {
+                let col = flat.col[v] + k;
+                // SAFETY: the kept lanes' columns of C, the bias and the residual are
+                // inside them (contract).
+                unsafe { finish(ep, lanes[l], blk.c.add(r * blk.ldc + col), r, col) };
+            }
+        }
+    }
+}
+
+/// [`block`] as `MR × NR` tiles (every build but AVX-512's).
+///
+/// # Safety
+/// As [`block`], without `flat`.
+#[inline(always)]
+unsafe fn tiles(isa: Isa, blk: &Block<'_>) {
     let Block {
         kc,
         a,
@@ -340,6 +423,7 @@ pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
         mr,
         nr,
         ep,
+        ..
     } = *blk;
     // The pair tile only with std: firmware keeps one tile build (the loop below gives the
     // same values).
@@ -658,6 +742,7 @@ mod tests {
                                     mr,
                                     nr,
                                     ep: &ep,
+                                    flat: None,
                                 };
                                 // SAFETY: a holds two panels of kc·MR, bp two panels of
                                 // kc·NR, x every offset + 2·NR values, c/res 12 × 32.
@@ -691,6 +776,104 @@ mod tests {
                                     isa.name()
                                 );
                             }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A flat block (kept lanes packed to the front of each column panel) on every ISA:
+    /// bitwise the plain block run on C and the residual spread out to the lane positions,
+    /// kept lanes compacted back; nothing written past the kept lanes.
+    #[test]
+    fn flat_blocks_store_the_kept_lanes() {
+        let mut seed = 5;
+        let kc = 37;
+        let (rows, w) = (2 * MR, 2 * NR);
+        let a: Vec<f32> = (0..2 * kc * MR).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..kc * 3 + 2 * NR).map(|_| lcg(&mut seed)).collect();
+        let offs: Vec<u32> = (0..kc as u32).map(|p| p * 3).collect();
+        let bias: Vec<f32> = (0..rows).map(|_| lcg(&mut seed)).collect();
+        // Lanes dropped at a row end of 10 (like a 7-wide output on a 10-wide band row).
+        let masks = [[0b1111_1110_0111_1111u16, 0b0011_1111_1001_1111], [0x7f, 0]];
+        for &isa in Isa::ALL {
+            if !isa.supported() {
+                std::println!(
+                    "skipping the {} flat blocks: this CPU lacks them",
+                    isa.name()
+                );
+                continue;
+            }
+            for mask in masks {
+                let kept = [mask[0].count_ones() as usize, mask[1].count_ones() as usize];
+                let ncols = kept[0] + kept[1];
+                let flat = Flat {
+                    mask,
+                    col: [0, kept[0]],
+                };
+                // Packed C and residual (`ncols` per row, 3 columns of slack) and their
+                // spread-out copies at the lane positions.
+                let ldc = ncols + 3;
+                let c0: Vec<f32> = (0..rows * ldc).map(|_| lcg(&mut seed)).collect();
+                let res: Vec<f32> = (0..rows * ldc).map(|_| lcg(&mut seed)).collect();
+                let lanes: Vec<(usize, usize)> = (0..w)
+                    .filter(|&l| mask[l / NR] >> (l % NR) & 1 != 0)
+                    .enumerate()
+                    .collect();
+                let spread = |v: &[f32]| {
+                    let mut out = std::vec![0.0f32; rows * w];
+                    for r in 0..rows {
+                        for &(k, l) in &lanes {
+                            out[r * w + l] = v[r * ldc + k];
+                        }
+                    }
+                    out
+                };
+                for act in [TileAct::None, TileAct::Clamp { lo: 0.0, hi: 0.3 }] {
+                    for with in [false, true] {
+                        let nr = if mask[1] == 0 { NR } else { w };
+                        let run = |c: &mut [f32], ldc: usize, res: &[f32], flat| {
+                            let ep = test_ep(with, &bias, res, ldc, act);
+                            let blk = Block {
+                                kc,
+                                a: BlockA {
+                                    a: [a.as_ptr(), a[kc * MR..].as_ptr()],
+                                    rs: 1,
+                                    cs: [MR, MR],
+                                },
+                                b: BlockB::Taps {
+                                    x: x.as_ptr(),
+                                    offs: offs.as_ptr(),
+                                },
+                                c: c.as_mut_ptr(),
+                                ldc,
+                                mr: rows,
+                                nr,
+                                ep: &ep,
+                                flat,
+                            };
+                            // SAFETY: a holds two panels of kc·MR, x every offset + 2·NR
+                            // values, c and res `rows` rows of `ldc` (flat: the kept lanes).
+                            unsafe { block(isa, &blk) };
+                        };
+                        let mut got = c0.clone();
+                        run(&mut got, ldc, &res, Some(flat));
+                        let mut plain = spread(&c0);
+                        run(&mut plain, w, &spread(&res), None);
+                        for r in 0..rows {
+                            for &(k, l) in &lanes {
+                                assert_eq!(
+                                    got[r * ldc + k].to_bits(),
+                                    plain[r * w + l].to_bits(),
+                                    "{} mask {mask:?} row {r} lane {l}",
+                                    isa.name()
+                                );
+                            }
+                            assert_eq!(
+                                got[r * ldc + ncols..(r + 1) * ldc],
+                                c0[r * ldc + ncols..(r + 1) * ldc]
+                            );
                         }
                     }
                 }
