@@ -1820,6 +1820,75 @@ mod tests {
         assert_banded(check(&c, false));
     }
 
+    /// Banded stride-1 depthwise convs with a residual, against the row loop bitwise:
+    /// padding on one side only, none at all, planes narrower and wider than a 16-output
+    /// chunk, special values in the input.
+    #[test]
+    fn banded_depthwise_with_residual_is_the_row_loop() {
+        for (x, k, pb, pe) in [
+            ([1, 4, 14, 14], [5, 5], [2, 2], [2, 2]),
+            ([2, 3, 9, 30], [3, 5], [0, 2], [2, 1]),
+            ([1, 2, 20, 40], [7, 7], [3, 3], [3, 3]),
+            ([1, 2, 17, 33], [3, 3], [0, 0], [0, 0]),
+        ] {
+            let c = case(
+                &x,
+                &[x[1], 1, k[0], k[1]],
+                x[1],
+                &[1, 1],
+                &[1, 1],
+                &pb,
+                &pe,
+                true,
+            );
+            let mut seed = 7;
+            let mut xv: Vec<f32> = (0..x.iter().product()).map(|_| lcg(&mut seed)).collect();
+            xv[5] = f32::INFINITY;
+            xv[11] = -0.0;
+            let wv: Vec<f32> = (0..x[1] * k[0] * k[1]).map(|_| lcg(&mut seed)).collect();
+            let bv: Vec<f32> = (0..x[1]).map(|_| lcg(&mut seed)).collect();
+            let yd = out_dims(&c, false);
+            let rv: Vec<f32> = (0..yd.iter().product()).map(|_| lcg(&mut seed)).collect();
+            let p = params(&c);
+            let sh = |d: &[usize]| Shape::new(d).unwrap();
+            let (xs, wsh, ys, bs) = (sh(&x), sh(&c.w), sh(&yd), sh(&[x[1]]));
+            fn t(data: &[f32], shape: Shape) -> Option<TensorRef<'_>> {
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape,
+                    data: bytemuck::cast_slice(data),
+                })
+            }
+            let ins = [t(&xv, xs), t(&wv, wsh), t(&bv, bs), t(&rv, ys)];
+            let nbytes = conv_workspace_bytes(&p, false, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
+            let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
+            assert!(
+                matches!(planned.path, Path::Depthwise(Some(_))),
+                "{x:?} {k:?}"
+            );
+            let run = |pl: &Plan, ws: &mut [u32]| {
+                let mut y = std::vec![0.0f32; rv.len()];
+                let mut outs = [TensorMut {
+                    dtype: DType::F32,
+                    shape: ys,
+                    data: bytemuck::cast_slice_mut(&mut y),
+                }];
+                let wsb: &mut [u8] = bytemuck::cast_slice_mut(ws);
+                run_conv_planned(&p, pl, &ins, &mut outs, wsb, &Serial).unwrap();
+                y
+            };
+            let got = run(&planned, &mut std::vec![0u32; nbytes / 4]);
+            let rows = Plan {
+                path: Path::Depthwise(None),
+                gemm_len: 0,
+                ..planned
+            };
+            let want = run(&rows, &mut []);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{x:?} k {k:?} pads {pb:?}/{pe:?}");
+        }
+    }
+
     #[test]
     fn direct_bands_strides_and_k_blocks() {
         // 64·9 = 576 taps: three K blocks; 70 output rows: several bands; 7 filters: a
