@@ -231,6 +231,10 @@ fn fold_windows<T: Copy, A: Copy>(
     if xp == 0 || yp == 0 {
         return;
     }
+    // Host speed for the simulator; firmware keeps the loops below (the same values).
+    if cfg!(feature = "std") && whole_planes(x, y, ax, init, &step, &fin) {
+        return;
+    }
     let a2 = &ax[2];
     let (c_lo, c_hi) = a2.interior();
     let mut sep = combine.as_ref().and_then(|_| Interior::new(a2, init));
@@ -309,6 +313,54 @@ fn fold_windows<T: Copy, A: Copy>(
             }
         }
     }
+}
+
+/// Planes folded at once by [`whole_planes`].
+const PLANES: usize = 8;
+
+/// Windows that cover each whole, unpadded plane once (ResNet's 7 × 7 average pool on
+/// 7 × 7 planes): one output per plane whose taps are the plane in memory order. Each plane
+/// is one chain of dependent folds (49 adds, four cycles apiece), so [`PLANES`] planes'
+/// chains run interleaved — each plane's own fold in the order of the general path below,
+/// so the values are the same. `false` (nothing written) for other windows.
+/// O(input).
+#[inline(always)]
+fn whole_planes<T: Copy, A: Copy>(
+    x: &[T],
+    y: &mut [T],
+    ax: &[Axis; 3],
+    init: A,
+    step: &impl Fn(A, T) -> A,
+    fin: &impl Fn(A, usize, usize) -> T,
+) -> bool {
+    let whole = |a: &Axis| a.out == 1 && a.pb == 0 && a.pe == 0 && a.d == 1 && a.k == a.inp;
+    let plane = ax[0].inp * ax[1].inp * ax[2].inp;
+    if !ax.iter().all(whole) || plane == 0 {
+        return false;
+    }
+    let mut groups = x
+        .chunks_exact(PLANES * plane)
+        .zip(y.chunks_exact_mut(PLANES));
+    for (xs, ys) in groups.by_ref() {
+        let rows: [&[T]; PLANES] = core::array::from_fn(|c| &xs[c * plane..(c + 1) * plane]);
+        let mut acc = [init; PLANES];
+        for i in 0..plane {
+            for (a, row) in acc.iter_mut().zip(&rows) {
+                *a = step(*a, row[i]);
+            }
+        }
+        for (o, &a) in ys.iter_mut().zip(&acc) {
+            *o = fin(a, plane, plane);
+        }
+    }
+    let done = y.len() / PLANES * PLANES;
+    for (o, xpl) in y[done..]
+        .iter_mut()
+        .zip(x[done * plane..].chunks_exact(plane))
+    {
+        *o = fin(xpl.iter().fold(init, |a, &v| step(a, v)), plane, plane);
+    }
+    true
 }
 
 /// A max pool's `combine` for the separable interior path where it is host speed for the
@@ -536,6 +588,10 @@ pub fn run_pool_f32(
         || match kind {
             PoolKind::Max => {
                 let step = max_step;
+                let ninf = f32::NEG_INFINITY;
+                if cfg!(feature = "std") && whole_planes(x, y, &ax, ninf, &step, &max_fin) {
+                    return;
+                }
                 if cfg!(feature = "std") && max_small_planes(x, y, &ax, step) {
                     return;
                 }
@@ -873,6 +929,54 @@ mod tests {
                 .unwrap();
                 let want = reference(max, &x, (h, w), (oh, ow), k, s, d, pb, cip == 1, pe);
                 close(&got, &want);
+            }
+        }
+    }
+
+    /// Windows covering whole unpadded planes (1-D to 3-D, channel counts not a multiple of
+    /// the interleave) give each plane's fold in memory order, bitwise: max with NaN and
+    /// signed zeros, average, Lp.
+    #[test]
+    fn whole_plane_windows_fold_each_plane_in_order() {
+        for dims in [
+            &[1, 11, 7, 7][..],
+            &[2, 9, 3, 5],
+            &[1, 10, 13],
+            &[1, 9, 2, 3, 4],
+        ] {
+            let plane: usize = dims[2..].iter().product();
+            let n: usize = dims.iter().product();
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919) % 211) as f32 / 7.0 - 15.0)
+                .collect();
+            x[3] = f32::NAN;
+            x[plane + 1] = -0.0;
+            let sp = dims.len() - 2;
+            let k: Vec<u32> = dims[2..].iter().map(|&d| d as u32).collect();
+            let yd: Vec<usize> = dims[..2]
+                .iter()
+                .copied()
+                .chain(core::iter::repeat_n(1, sp))
+                .collect();
+            let ones = std::vec![1u32; sp];
+            let zeros = std::vec![0u32; sp];
+            for (kind, e) in [
+                (PoolKind::Max, 0.0),
+                (PoolKind::Average, 0.0),
+                (PoolKind::Lp, 3.0),
+            ] {
+                let got =
+                    pool(kind, &x, dims, &yd, &k, &ones, &ones, &zeros, &zeros, 0, e).unwrap();
+                let want: Vec<f32> = x
+                    .chunks_exact(plane)
+                    .map(|p| match kind {
+                        PoolKind::Max => p.iter().fold(f32::NEG_INFINITY, |a, &v| max_step(a, v)),
+                        PoolKind::Average => p.iter().fold(0.0, |a, &v| a + v) / plane as f32,
+                        PoolKind::Lp => lp_root(p.iter().fold(0.0, |a, &v| a + lp_term(v, e)), e),
+                    })
+                    .collect();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{kind:?} {dims:?}");
             }
         }
     }
