@@ -10,12 +10,13 @@
 //! same operations in the same order as on the im2col path (taps in (channel, kd, kh, kw)
 //! order, the same K blocks, zeros for padding), so the two paths agree bitwise.
 //!
-//! Rows narrower than a tile (ResNet-50's 14- and 7-wide stages) take *flat* tiles at
+//! Rows narrower than a tile (ResNet-50's 14- and 7-wide stages), or whose row tiles would
+//! waste over a fifth of their lanes (YOLO's 20- and 40-wide), take *flat* tiles at
 //! stride 1: a tile's lanes run across band rows (output `(r, c)` at flat index `r·wp + c`,
 //! its B rows still `NR` consecutive band values per tap), the `wp − w` lanes past each
 //! output row are computed and dropped by the AVX-512 block's compressing store
-//! ([`Flat`]). They ran on im2col before (its packing cost more than row tiles' lane
-//! waste); elsewhere (AVX2, firmware) they still do.
+//! ([`Flat`]). Narrow rows ran on im2col before (its packing cost more than row tiles'
+//! lane waste); elsewhere (AVX2, firmware) they still do, and wider rows keep row tiles.
 //!
 //! Cost: O(input · rows re-read at band borders) to copy, O(M·K·output) multiply-adds.
 
@@ -55,6 +56,10 @@ pub(super) struct Layout {
     /// Stride 1 along both row axes with at most a quarter of each padded row past the
     /// output row: tiles may run across whole band rows ([`Flat`] blocks).
     flat: bool,
+    /// Flat tiles beat AVX-512 row tiles here: these waste over a fifth of their lanes
+    /// (rows of 20, 40: 62%; 14, 7: under half), where 56- or 112-wide rows waste an
+    /// eighth and flat tiles' unaligned stores cost more (VGG-19: 4% slower).
+    prefer_flat: bool,
     /// Output rows too narrow for row tiles (most lanes wasted): worth running only as
     /// flat tiles ([`flat_here`]), im2col elsewhere.
     pub(super) narrow: bool,
@@ -113,6 +118,7 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
     // Row tiles cover one output row each: on narrow rows most of a tile's lanes would be
     // wasted, where im2col's columns run across rows; flat tiles run across band rows.
     let flat = s1 == 1 && s2 == 1 && 4 * w >= 3 * wp;
+    let prefer_flat = flat && 5 * w < 4 * w.next_multiple_of(2 * NR);
     let narrow = w < NR || w * 4 < covered * 3;
     if narrow && !flat {
         return None;
@@ -144,6 +150,7 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         apack,
         taps,
         flat,
+        prefer_flat,
         narrow,
     })
 }
@@ -253,10 +260,8 @@ pub(super) fn run(
     // band has the slack for it (a blob planned by an older ge may have `NR` only).
     let bn = if wide > NR && fits(wide) { wide } else { NR };
     let two_panels = bm > MR;
-    // Flat tiles on narrow rows, where this build stores them in registers. Not on wide
-    // rows: their row tiles waste few lanes, and flat tiles' stores start at unaligned
-    // columns (VGG-19: 4% slower).
-    let flat = lay.flat && lay.narrow && flat_here() && bn == 2 * NR;
+    // Flat tiles where row tiles waste many lanes and this build stores them in registers.
+    let flat = lay.prefer_flat && flat_here() && bn == 2 * NR;
     let panels = geo.mg.div_ceil(MR);
     let yptr = SendPtr(g.y.as_mut_ptr());
     // K blocks outermost: a band holds one block's channels only, so it covers many output
