@@ -53,12 +53,11 @@ pub(super) struct Layout {
     apack: usize,
     /// Taps (`K = C/g · Πk`), one u32 offset each.
     taps: usize,
-    /// Stride 1 along both row axes with at most a quarter of each padded row past the
-    /// output row: tiles may run across whole band rows ([`Flat`] blocks).
-    flat: bool,
-    /// Flat tiles beat AVX-512 row tiles here: these waste over a fifth of their lanes
-    /// (rows of 20, 40: 62%; 14, 7: under half), where 56- or 112-wide rows waste an
-    /// eighth and flat tiles' unaligned stores cost more (VGG-19: 4% slower).
+    /// Tiles may run across whole band rows ([`Flat`] blocks: stride 1 along both row
+    /// axes, at most a quarter of each padded row past the output row) and beat AVX-512
+    /// row tiles, which waste over a fifth of their lanes here (rows of 20, 40: 62%; 14,
+    /// 7: under half), where 56- or 112-wide rows waste an eighth and flat tiles' unaligned
+    /// stores cost more (VGG-19: 4% slower).
     prefer_flat: bool,
     /// Output rows too narrow for row tiles (most lanes wasted): worth running only as
     /// flat tiles ([`flat_here`]), im2col elsewhere.
@@ -72,19 +71,19 @@ impl Layout {
     }
 }
 
-/// The band layout, or `None` when output rows are narrower than a tile's `NR` columns,
-/// offsets would not fit in u32 or the conv is empty (the im2col path takes those). On
-/// narrow rows (a 7 × 7 or 14 × 14 stage) a row tile wastes lanes and re-reads every weight
-/// for a few outputs, where the GEMM's columns run across rows: ResNet-50's 7- and 14-wide
-/// 3 × 3 convs ran 1.3–2.9× faster on im2col (AVX-512 and AVX2, `kernels` bench).
+/// The band layout, or `None` when output rows are narrower than a tile's `NR` columns and
+/// cannot take flat tiles (strided, or without `std`), offsets would not fit in u32 or the
+/// conv is empty (the im2col path takes those). On narrow rows (a 7 × 7 or 14 × 14 stage) a
+/// row tile wastes lanes and re-reads every weight for a few outputs, where the GEMM's
+/// columns run across rows: ResNet-50's 7- and 14-wide 3 × 3 convs ran 1.3–2.9× faster on
+/// im2col than on row tiles (AVX-512 and AVX2, `kernels` bench).
 pub(super) fn layout(geo: &Geo) -> Option<Layout> {
-    // Narrow rows only where flat tiles can run: firmware plans them on im2col at once
-    // (its model's shapes are constants there, so the direct path folds away).
-    let narrow = geo.small[2] < NR;
-    if narrow && !cfg!(feature = "std") {
+    // Firmware plans narrow rows on im2col at once (its model's shapes are constants
+    // there, so the direct path folds away).
+    if !cfg!(feature = "std") && geo.small[2] < NR {
         return None;
     }
-    layout_within(geo, usize::MAX).filter(|l| !narrow || l.flat)
+    layout_within(geo, usize::MAX)
 }
 
 /// Whether this build stores flat blocks in registers (AVX-512 with `std`): elsewhere a
@@ -103,6 +102,8 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
     }
     let w = geo.small[2];
     let covered = w / NR * NR + (w % NR).next_multiple_of(NR / 2);
+    // Without `std` (no flat tiles) wasteful rows leave at once, before any of the
+    // arithmetic below: firmware folds its model's constant geometry through here.
     if !cfg!(feature = "std") && w * 4 < covered * 3 {
         return None;
     }
@@ -149,7 +150,6 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
         buf,
         apack,
         taps,
-        flat,
         prefer_flat,
         narrow,
     })

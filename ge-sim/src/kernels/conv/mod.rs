@@ -1850,16 +1850,14 @@ mod tests {
             let yd = out_dims(&c, false);
             let rv: Vec<f32> = (0..yd.iter().product()).map(|_| lcg(&mut seed)).collect();
             let p = params(&c);
-            let sh = |d: &[usize]| Shape::new(d).unwrap();
-            let (xs, wsh, ys, bs) = (sh(&x), sh(&c.w), sh(&yd), sh(&[x[1]]));
-            fn t(data: &[f32], shape: Shape) -> Option<TensorRef<'_>> {
-                Some(TensorRef {
-                    dtype: DType::F32,
-                    shape,
-                    data: bytemuck::cast_slice(data),
-                })
-            }
-            let ins = [t(&xv, xs), t(&wv, wsh), t(&bv, bs), t(&rv, ys)];
+            use super::super::test_util::{shape, t, tm};
+            let (xs, wsh, ys, bs) = (shape(&x), shape(&c.w), shape(&yd), shape(&[x[1]]));
+            let ins = [
+                Some(t(&x, &xv)),
+                Some(t(&c.w, &wv)),
+                Some(t(&[x[1]], &bv)),
+                Some(t(&yd, &rv)),
+            ];
             let nbytes = conv_workspace_bytes(&p, false, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
             let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
             assert!(
@@ -1868,11 +1866,7 @@ mod tests {
             );
             let run = |pl: &Plan, ws: &mut [u32]| {
                 let mut y = std::vec![0.0f32; rv.len()];
-                let mut outs = [TensorMut {
-                    dtype: DType::F32,
-                    shape: ys,
-                    data: bytemuck::cast_slice_mut(&mut y),
-                }];
+                let mut outs = [tm(&yd, &mut y)];
                 let wsb: &mut [u8] = bytemuck::cast_slice_mut(ws);
                 run_conv_planned(&p, pl, &ins, &mut outs, wsb, &Serial).unwrap();
                 y
