@@ -18,6 +18,12 @@ use super::{Axis, max_step};
 const ROW: usize = 1024;
 /// Columns read past a chunk's last needed one (a stride-2 tap reads two registers).
 const SLACK: usize = 32;
+/// Stack of folded chunks awaiting their taps (f32; at least `ROW`).
+const STACK: usize = 4096;
+/// Chunks awaiting their taps at most.
+const PENDING: usize = 64;
+/// Window rows at most (taller windows take the generic path).
+const WINDOW_ROWS: usize = 32;
 
 /// Max pooling of 2-D planes (`ax[0]` a unit axis) with horizontal stride 1 or 2; `false`
 /// (nothing written) for other shapes, which the generic path takes.
@@ -27,7 +33,11 @@ const SLACK: usize = 32;
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn max_pool_2d(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
     let [a0, a1, a2] = ax;
-    if (a0.inp, a0.out, a0.k) != (1, 1, 1) || !(1..=2).contains(&a2.s) || a2.d == 0 {
+    if (a0.inp, a0.out, a0.k) != (1, 1, 1)
+        || !(1..=2).contains(&a2.s)
+        || a2.d == 0
+        || a1.k > WINDOW_ROWS
+    {
         return false;
     }
     let span = (a2.k - 1) * a2.d;
@@ -37,17 +47,24 @@ pub(super) unsafe fn max_pool_2d(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bo
         return false;
     };
     let (xp, yp) = (a1.inp * a2.inp, a1.out * a2.out);
-    if c_hi - c_lo < 16 || chunk < 16 || xp == 0 || yp == 0 {
+    if c_hi == c_lo || chunk < 16 || xp == 0 || yp == 0 {
         return false;
     }
-    let mut cols = [f32::NEG_INFINITY; ROW];
+    // Folded columns of several chunks (rows) wait in `stack` before their taps fold, so a
+    // chunk's stores have retired when its taps load them: on narrow planes (13 outputs a
+    // row) folding one row then loading it at once stalled on store forwarding every row.
+    let mut stack = [f32::NEG_INFINITY; STACK];
+    // (slot start, output row, first output, outputs) of the chunks folded into `stack`.
+    let mut pending = [(0usize, 0usize, 0usize, 0usize); PENDING];
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
-        for (o1, yrow) in ypl.chunks_exact_mut(a2.out).enumerate() {
+        let (mut used, mut np) = (0, 0);
+        for o1 in 0..a1.out {
             let (l1, h1, _) = a1.taps(o1);
             let row = |t1: usize| {
                 let r = a1.index(o1, t1);
                 &xpl[r * a2.inp..(r + 1) * a2.inp]
             };
+            let yrow = &mut ypl[o1 * a2.out..(o1 + 1) * a2.out];
             // Border outputs: the generic path's per-tap loop.
             for o2 in (0..c_lo).chain(c_hi..a2.out) {
                 let (l2, h2, _) = a2.taps(o2);
@@ -69,15 +86,27 @@ pub(super) unsafe fn max_pool_2d(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bo
                 let n = chunk.min(c_hi - o);
                 let base = o * a2.s - a2.pb;
                 let need = (n - 1) * a2.s + span + 1;
-                // SAFETY: AVX-512F is enabled here; every access is bounds-checked by the
-                // helpers' slices.
-                unsafe {
-                    fold_rows((l1..h1).map(|t1| &row(t1)[base..base + need]), &mut cols);
-                    fold_taps(&cols, a2, n, &mut yrow[o..o + n]);
+                if used + need + SLACK > STACK || np == PENDING {
+                    // SAFETY: AVX-512F is enabled here.
+                    unsafe { fold_pending(&stack, &pending[..np], a2, span, ypl) };
+                    (used, np) = (0, 0);
                 }
+                // The window's rows (`h1 − l1 ≤ k ≤ WINDOW_ROWS`), each `need` columns.
+                let mut rows: [&[f32]; WINDOW_ROWS] = [&[]; WINDOW_ROWS];
+                for (r, t1) in rows.iter_mut().zip(l1..h1) {
+                    *r = &row(t1)[base..base + need];
+                }
+                // SAFETY: AVX-512F is enabled here; at least one row (`h1 > l1`), all `need`
+                // long, and the slot holds `need + SLACK`.
+                unsafe { fold_rows(&rows[..h1 - l1], &mut stack[used..used + need + SLACK]) };
+                pending[np] = (used, o1, o, n);
+                np += 1;
+                used += need + SLACK;
                 o += n;
             }
         }
+        // SAFETY: AVX-512F is enabled here.
+        unsafe { fold_pending(&stack, &pending[..np], a2, span, ypl) };
     }
     true
 }
@@ -93,63 +122,75 @@ unsafe fn keep_max(a: __m512, v: __m512) -> __m512 {
     }
 }
 
-/// Folds the window's input rows (each `need` columns) into `cols[..need]` in row order.
+/// Folds the taps of the chunks in `pending` (slot start, output row, first output,
+/// outputs) from their folded columns in `stack` into the plane `ypl`.
 ///
 /// # Safety
-/// AVX-512F; every row as long as the first, `need + SLACK ≤ ROW`.
+/// AVX-512F; each chunk's slot holds its folded columns and `SLACK` more within `stack`.
 #[inline(always)]
-unsafe fn fold_rows<'r>(mut rows: impl Iterator<Item = &'r [f32]>, cols: &mut [f32; ROW]) {
-    let Some(first) = rows.next() else {
-        return;
-    };
-    let need = first.len();
-    // The first two rows fold straight into `cols` (a copy of the first compiled to a
-    // library call per output row); `step(−∞, v)` is `v`, bitwise.
-    let Some(second) = rows.next() else {
-        cols[..need].copy_from_slice(first);
-        return;
-    };
-    let out = cols.as_mut_ptr();
-    // SAFETY: forwarded contract (`first` and `second` hold `need ≤ ROW` values).
-    unsafe { fold_row(first.as_ptr(), &second[..need], out) };
-    for r in rows {
-        // SAFETY: forwarded contract; each register of `cols` is read before it is stored.
-        unsafe { fold_row(out, &r[..need], out) };
+unsafe fn fold_pending(
+    stack: &[f32; STACK],
+    pending: &[(usize, usize, usize, usize)],
+    a2: &Axis,
+    span: usize,
+    ypl: &mut [f32],
+) {
+    for &(slot, o1, o, n) in pending {
+        let len = (n - 1) * a2.s + span + 1 + SLACK;
+        let y = &mut ypl[o1 * a2.out + o..][..n];
+        // SAFETY: forwarded contract; the slot is `len` long.
+        unsafe { fold_taps(&stack[slot..slot + len], a2, n, y) };
     }
 }
 
-/// `out[c] = keep_max(acc[c], r[c])` for `c < r.len()`.
+/// Folds the window's input rows (each `need` columns) into `cols[..need]`: per register
+/// of columns, the rows in order, in registers (folding a row at a time into `cols` read
+/// each register back right after its masked store, a store-forwarding stall per row on
+/// narrow planes).
 ///
 /// # Safety
-/// AVX-512F; `acc` readable and `out` writable for `r.len()` values (`acc` may be `out`).
+/// AVX-512F; at least one row, every row as long as the first, `need ≤ cols.len()`.
 #[inline(always)]
-unsafe fn fold_row(acc: *const f32, r: &[f32], out: *mut f32) {
-    let need = r.len();
+unsafe fn fold_rows(rows: &[&[f32]], cols: &mut [f32]) {
+    let need = rows[0].len();
+    assert!(need <= cols.len() && rows.iter().all(|r| r.len() == need));
     let mut c = 0;
-    // SAFETY: full registers read `r[c..c + 16]` and `acc[c..c + 16]` with `c + 16 ≤ need`;
-    // the tail is masked to `need − c` lanes.
+    // SAFETY: full registers cover `c + 16 ≤ need`, the tail is masked to `need − c` lanes.
     unsafe {
         while c + 16 <= need {
-            let v = _mm512_loadu_ps(r.as_ptr().add(c));
-            let a = _mm512_loadu_ps(acc.add(c));
-            _mm512_storeu_ps(out.add(c), keep_max(a, v));
+            _mm512_storeu_ps(cols.as_mut_ptr().add(c), fold_column(rows, c, !0));
             c += 16;
         }
         if c < need {
             let k: __mmask16 = (1u16 << (need - c)) - 1;
-            let v = _mm512_maskz_loadu_ps(k, r.as_ptr().add(c));
-            let a = _mm512_maskz_loadu_ps(k, acc.add(c));
-            _mm512_mask_storeu_ps(out.add(c), k, keep_max(a, v));
+            _mm512_mask_storeu_ps(cols.as_mut_ptr().add(c), k, fold_column(rows, c, k));
         }
+    }
+}
+
+/// Lanes `k` of columns `c..c + 16` folded over `rows` in order.
+///
+/// # Safety
+/// AVX-512F; the lanes of `k` lie inside every row.
+#[inline(always)]
+unsafe fn fold_column(rows: &[&[f32]], c: usize, k: __mmask16) -> __m512 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        let mut acc = _mm512_maskz_loadu_ps(k, rows[0].as_ptr().add(c));
+        for r in &rows[1..] {
+            acc = keep_max(acc, _mm512_maskz_loadu_ps(k, r.as_ptr().add(c)));
+        }
+        acc
     }
 }
 
 /// `y[j] = max over taps t (in order) of cols[j·s + t·d]`, 16 outputs per register.
 ///
 /// # Safety
-/// AVX-512F; `cols` holds the `(n − 1)·s + span + 1` folded columns, `SLACK` readable past.
+/// AVX-512F; `cols` holds the `(n − 1)·s + span + 1` folded columns and `SLACK` more.
 #[inline(always)]
-unsafe fn fold_taps(cols: &[f32; ROW], a2: &Axis, n: usize, y: &mut [f32]) {
+unsafe fn fold_taps(cols: &[f32], a2: &Axis, n: usize, y: &mut [f32]) {
+    debug_assert!(cols.len() >= (n - 1) * a2.s + (a2.k - 1) * a2.d + 1 + SLACK);
     // Even lanes of two registers: output j of 16 reads lane 2j.
     // SAFETY: register-only.
     let evens =
@@ -209,7 +250,17 @@ mod tests {
             return;
         }
         let special = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY];
-        for (h, w) in [(9, 37), (5, 64), (3, 200), (4, 1700)] {
+        // Narrow rows (fewer than 16 interior outputs), more rows than `PENDING`, rows past
+        // `STACK` in chunks.
+        for (h, w) in [
+            (9, 37),
+            (5, 64),
+            (3, 200),
+            (4, 1700),
+            (27, 27),
+            (13, 13),
+            (150, 9),
+        ] {
             let x: std::vec::Vec<f32> = (0..2 * h * w)
                 .map(|i| match i % 97 {
                     3 | 40 | 41 | 77 | 90 => special[(i / 97) % special.len()],
@@ -228,8 +279,11 @@ mod tests {
                 // SAFETY: AVX-512 is supported (checked above).
                 let ran = unsafe { super::max_pool_2d(&x, &mut got, &ax) };
                 if !ran {
-                    // Fewer than 16 interior outputs per row, or stride 3: the generic path's.
-                    assert!(w < 64 || s[1] > 2, "{h}x{w} k {k:?} s {s:?}: not taken");
+                    // No interior output in a row, or stride 3: the generic path's.
+                    assert!(
+                        s[1] > 2 || ax[2].interior().0 == ax[2].interior().1,
+                        "{h}x{w} k {k:?} s {s:?}: not taken"
+                    );
                     continue;
                 }
                 fold_windows(
