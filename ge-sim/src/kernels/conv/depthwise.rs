@@ -136,7 +136,9 @@ impl Offsets {
     }
 }
 
-/// One channel: `y = w ⋆ x + bias (+ res)`. `buf` holds [`Layout::slot_len`] f32.
+/// One channel: `y = w ⋆ x + bias (+ res)`. `buf` holds [`Layout::slot_len`] f32; `first`
+/// says it may hold anything (else it holds the previous channel's band of this conv, whose
+/// zeros a plane that fits one band keeps: the same positions are rewritten).
 // Inlined into `isa::with_simd`'s closure, so it compiles for the chosen ISA.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -150,8 +152,10 @@ pub(super) fn plane(
     res: Option<&[f32]>,
     y: &mut [f32],
     buf: &mut [f32],
+    first: bool,
 ) {
     let (oh, ow, sv) = (geo.small[1], geo.small[2], geo.s[1]);
+    let zero = first || lay.band_out < oh;
     // The taps' offsets and weights side by side (no per-channel table to fill: zeroing a
     // `MAX_TAPS` one cost more than a small plane's multiply-adds).
     let n = offs.taps.min(w.len());
@@ -165,7 +169,7 @@ pub(super) fn plane(
     let mut o0 = 0;
     while o0 < oh {
         let o1 = (o0 + lay.band_out).min(oh);
-        fill(geo, lay, &offs.cols, x, o0 * sv, band);
+        fill(geo, lay, &offs.cols, x, o0 * sv, band, zero);
         let flat = &mut out[..((o1 - o0) * lay.pw).next_multiple_of(CHUNK)];
         if wide {
             chunks::<8>(band, taps, bias, flat);
@@ -190,8 +194,10 @@ pub(super) fn plane(
 
 /// Copies the band's rows (padded rows `r0 + rr·s + v`) into `band`, split by vertical and
 /// horizontal phase, zeros where the padded grid lies outside the input; zeros the slack.
-#[inline(always)]
 /// `cols` holds [`valid`] of phases 0 and 1 (strides above 2 compute theirs per row).
+/// Narrow rows zero the whole band first, unless `zero` is false (the band holds a
+/// previous fill of the same rows, so the same positions hold zeros).
+#[inline(always)]
 fn fill(
     geo: &Geo,
     lay: &Layout,
@@ -199,6 +205,7 @@ fn fill(
     x: &[f32],
     r0: usize,
     band: &mut [f32],
+    zero: bool,
 ) {
     let (ih, iw, sv, sh) = (geo.big[1], geo.big[2], geo.s[1], geo.s[2]);
     let (pt, pw) = (geo.pb[1], lay.pw);
@@ -206,7 +213,9 @@ fn fill(
     // Narrow rows: one memset for the whole band beats two tiny ones per row.
     let zeroed = pw < 64;
     if zeroed {
-        band.fill(0.0);
+        if zero {
+            band.fill(0.0);
+        }
     } else {
         band[grid..].fill(0.0);
     }

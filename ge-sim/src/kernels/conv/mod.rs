@@ -11,6 +11,8 @@
 //! packing only when the direct path's offsets would not fit in 32 bits.
 
 mod depthwise;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod depthwise_avx512;
 mod direct;
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef, WeightLayout};
@@ -57,6 +59,10 @@ enum Path {
     /// Depthwise conv (group == C == M): a padded, phase-split band per channel and the
     /// outputs in registers ([`depthwise`]); `None`: the row loop (3-D, or no workspace).
     Depthwise(Option<depthwise::Layout>),
+    /// Depthwise conv on AVX-512: 16 channels at a time as pixel vectors
+    /// ([`depthwise_avx512`]); chosen at run time over the band when the CPU has it.
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    DepthwiseBlocked(depthwise_avx512::Layout),
     /// 1×1, stride 1, unpadded conv: GEMM on the input.
     Pointwise,
     /// Conv: the register tile reading a padded band of the input in place.
@@ -65,6 +71,18 @@ enum Path {
     Implicit,
     /// ConvTranspose: GEMM then col2im over column chunks of `cols`.
     Columns { cols: usize },
+}
+
+impl Path {
+    /// A depthwise path: its activation runs after it, not in a GEMM epilogue.
+    fn depthwise(&self) -> bool {
+        match self {
+            Path::Depthwise(_) => true,
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            Path::DepthwiseBlocked(_) => true,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -276,12 +294,17 @@ fn plan(
         } else {
             None
         };
+        // Room for the AVX-512 channel blocks too, whichever CPU runs the blob.
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        let blocked = depthwise_avx512::layout(&geo).map_or(0, |l| l.ws_len());
+        #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
+        let blocked = 0;
         return Ok(Plan {
             geo,
             path: Path::Depthwise(lay),
             rows,
             col_len: 0,
-            gemm_len: lay.map_or(0, |l| l.ws_len()),
+            gemm_len: lay.map_or(0, |l| l.ws_len()).max(blocked),
         });
     }
     let gemm_len = gemm_packed_ws_len(geo.small_plane, rows);
@@ -826,6 +849,15 @@ pub fn run_conv_on(
         pl.path = Path::Depthwise(lay);
         pl.gemm_len = lay.map_or(0, |l| l.ws_len());
     }
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if matches!(pl.path, Path::Depthwise(Some(_)))
+        && isa::isa() == isa::Isa::Avx512
+        && let Some(lay) = depthwise_avx512::layout(&pl.geo)
+        && lay.ws_len().saturating_mul(4) <= ws.len()
+    {
+        pl.path = Path::DepthwiseBlocked(lay);
+        pl.gemm_len = lay.ws_len();
+    }
     run_conv_planned(p, &pl, ins, outs, ws, par)
 }
 
@@ -851,7 +883,7 @@ fn run_conv_planned(
         Some((scale, shift)) => {
             let padded = p.pad_begin.iter().chain(&p.pad_end).any(|&v| v != 0);
             let act = tile_act(&p.prologue).ok_or(bad("conv prologue activation"))?;
-            if padded || geo.g != 1 || matches!(pl.path, Path::Depthwise(_)) {
+            if padded || geo.g != 1 || pl.path.depthwise() {
                 return Err(bad("conv prologue needs an unpadded, ungrouped conv"));
             }
             if scale.len() != geo.c || shift.len() != geo.c {
@@ -913,7 +945,18 @@ fn run_conv_planned(
                                 match (&lay, &offs) {
                                     // (statically dead without std: see `plan`)
                                     (Some(l), Some(o)) if cfg!(feature = "std") => {
-                                        depthwise::plane(&geo, l, o, xc, wc, bv, rc, yc, band)
+                                        depthwise::plane(
+                                            &geo,
+                                            l,
+                                            o,
+                                            xc,
+                                            wc,
+                                            bv,
+                                            rc,
+                                            yc,
+                                            band,
+                                            ch == s * geo.c / slots,
+                                        )
                                     }
                                     _ => {
                                         yc.fill(bv);
@@ -998,14 +1041,80 @@ fn run_conv_planned(
                     )?;
                 }
             }
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            Path::DepthwiseBlocked(lay) => {
+                let rb = ops
+                    .residual
+                    .map(|r| &r[b * geo.m * yp..(b + 1) * geo.m * yp]);
+                depthwise_blocks(&geo, &lay, xb, &ops, rb, yb, gws, par);
+            }
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
         }
     }
-    if !matches!(pl.path, Path::Depthwise(_)) && act.is_some() {
+    if !pl.path.depthwise() && act.is_some() {
         // applied in the GEMM's epilogue
         return Ok(());
     }
     finish(p, y)
+}
+
+/// One batch of a depthwise conv on [`depthwise_avx512`]: blocks of 16 channels split
+/// between thread slots (each channel's values are the same on any split).
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_blocks(
+    geo: &Geo,
+    lay: &depthwise_avx512::Layout,
+    xb: &[f32],
+    ops: &Operands<'_>,
+    rb: Option<&[f32]>,
+    yb: &mut [f32],
+    gws: &mut [f32],
+    par: &dyn Parallel,
+) {
+    use depthwise_avx512::LANES;
+    let (xp, yp, taps) = (geo.big_plane, geo.small_plane, geo.kprod);
+    let blocks = geo.c.div_ceil(LANES);
+    let slots = if geo.c * yp * taps < PAR_MIN_TAPS {
+        1
+    } else {
+        par.threads().min(blocks).clamp(1, WS_SLOTS)
+    };
+    let slot_len = lay.slot_len();
+    let (yptr, bptr) = (SendPtr(yb.as_mut_ptr()), SendPtr(gws.as_mut_ptr()));
+    let body = |s: usize| {
+        // SAFETY: slot `s` alone uses workspace slot `s` (`WS_SLOTS` slots of `slot_len`
+        // planned, `slots ≤ WS_SLOTS`).
+        let buf =
+            unsafe { core::slice::from_raw_parts_mut(bptr.get().add(s * slot_len), slot_len) };
+        for blk in s * blocks / slots..(s + 1) * blocks / slots {
+            let (c0, c1) = (blk * LANES, ((blk + 1) * LANES).min(geo.c));
+            // SAFETY: slot `s` alone writes the planes of channels `c0..c1` of this batch's
+            // output (its blocks), all inside `yb`.
+            let y =
+                unsafe { core::slice::from_raw_parts_mut(yptr.get().add(c0 * yp), (c1 - c0) * yp) };
+            let first = blk == s * blocks / slots;
+            // SAFETY: `Path::DepthwiseBlocked` is only planned when the CPU has AVX-512.
+            unsafe {
+                depthwise_avx512::block(
+                    geo,
+                    lay,
+                    &xb[c0 * xp..c1 * xp],
+                    &ops.w[c0 * taps..c1 * taps],
+                    ops.bias.map(|b| &b[c0..c1]),
+                    rb.map(|r| &r[c0 * yp..c1 * yp]),
+                    y,
+                    buf,
+                    first,
+                )
+            };
+        }
+    };
+    if slots == 1 {
+        body(0);
+    } else {
+        par.run(slots, &body);
+    }
 }
 
 fn finish(p: &ConvParams, y: &mut [f32]) -> KernelResult {
@@ -1820,6 +1929,17 @@ mod tests {
         assert_banded(check(&c, false));
     }
 
+    /// A depthwise case's input (with an infinity and a −0), weights, bias and residual.
+    fn depthwise_data(c: &Case, yd: &[usize], mut seed: u32) -> [Vec<f32>; 4] {
+        let mut draw = |n: usize| (0..n).map(|_| lcg(&mut seed)).collect::<Vec<f32>>();
+        let mut xv = draw(c.x.iter().product());
+        xv[5] = f32::INFINITY;
+        xv[11] = -0.0;
+        let wv = draw(c.w.iter().product());
+        let bv = draw(c.x[1]);
+        [xv, wv, bv, draw(yd.iter().product())]
+    }
+
     /// Banded stride-1 depthwise convs with a residual, against the row loop bitwise:
     /// padding on one side only, none at all, planes narrower and wider than a 16-output
     /// chunk, special values in the input.
@@ -1841,14 +1961,8 @@ mod tests {
                 &pe,
                 true,
             );
-            let mut seed = 7;
-            let mut xv: Vec<f32> = (0..x.iter().product()).map(|_| lcg(&mut seed)).collect();
-            xv[5] = f32::INFINITY;
-            xv[11] = -0.0;
-            let wv: Vec<f32> = (0..x[1] * k[0] * k[1]).map(|_| lcg(&mut seed)).collect();
-            let bv: Vec<f32> = (0..x[1]).map(|_| lcg(&mut seed)).collect();
             let yd = out_dims(&c, false);
-            let rv: Vec<f32> = (0..yd.iter().product()).map(|_| lcg(&mut seed)).collect();
+            let [xv, wv, bv, rv] = depthwise_data(&c, &yd, 7);
             let p = params(&c);
             use super::super::test_util::{shape, t, tm};
             let (xs, wsh, ys, bs) = (shape(&x), shape(&c.w), shape(&yd), shape(&[x[1]]));
@@ -1880,6 +1994,72 @@ mod tests {
             let want = run(&rows, &mut []);
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "{x:?} k {k:?} pads {pb:?}/{pe:?}");
+        }
+    }
+
+    /// AVX-512 channel blocks against the row loop bitwise, on one slot and three: channel
+    /// counts off a multiple of 16, rows of several 16-pixel transposes, strides 2 and 3,
+    /// dilation, one-sided and asymmetric padding, a residual, special input values.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn blocked_depthwise_is_the_row_loop() {
+        if isa::isa() != isa::Isa::Avx512 {
+            std::println!("skipping the AVX-512 depthwise blocks: this CPU lacks AVX-512");
+            return;
+        }
+        use super::super::test_util::{Slots, shape, t, tm};
+        for (x, k, s, d, pb, pe) in [
+            ([1, 17, 14, 14], [5, 5], [1, 1], [1, 1], [2, 2], [2, 2]),
+            ([2, 3, 9, 37], [3, 5], [1, 2], [1, 1], [0, 2], [2, 1]),
+            ([1, 40, 20, 40], [7, 7], [1, 1], [1, 1], [3, 3], [3, 3]),
+            ([1, 16, 17, 33], [3, 3], [2, 2], [1, 1], [0, 0], [0, 0]),
+            ([1, 33, 11, 50], [3, 3], [3, 3], [2, 2], [1, 2], [0, 1]),
+            ([1, 2, 7, 7], [1, 1], [1, 1], [1, 1], [0, 0], [0, 0]),
+        ] {
+            let c = case(&x, &[x[1], 1, k[0], k[1]], x[1], &s, &d, &pb, &pe, true);
+            let yd = out_dims(&c, false);
+            let [xv, wv, bv, rv] = depthwise_data(&c, &yd, 5);
+            let p = params(&c);
+            let (xs, wsh, ys) = (shape(&x), shape(&c.w), shape(&yd));
+            let ins = [
+                Some(t(&x, &xv)),
+                Some(t(&c.w, &wv)),
+                Some(t(&[x[1]], &bv)),
+                Some(t(&yd, &rv)),
+            ];
+            let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
+            let lay = depthwise_avx512::layout(&planned.geo).unwrap();
+            assert!(
+                lay.ws_len() <= planned.gemm_len,
+                "{x:?}: blocks outgrow the plan"
+            );
+            let run = |pl: &Plan, slots: usize| {
+                let mut ws = std::vec![0u32; pl.gemm_len];
+                let mut y = std::vec![0.0f32; rv.len()];
+                let mut outs = [tm(&yd, &mut y)];
+                let wsb: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
+                run_conv_planned(&p, pl, &ins, &mut outs, wsb, &Slots(slots)).unwrap();
+                y
+            };
+            let rows = Plan {
+                path: Path::Depthwise(None),
+                gemm_len: 0,
+                ..planned
+            };
+            let want = run(&rows, 1);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            for slots in [1, 3] {
+                let blocked = Plan {
+                    path: Path::DepthwiseBlocked(lay),
+                    ..planned
+                };
+                let got = run(&blocked, slots);
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{x:?} k {k:?} s {s:?} ({slots} slots)"
+                );
+            }
         }
     }
 
