@@ -6,14 +6,14 @@
 //! op(A) is read in place (row-major or transposed, any leading dimension), a `MR`-row
 //! micro-panel staying in L1 while B panels stream from L2; the `MR × NR` register tile
 //! ([`micro`]: AVX2+FMA chosen at run time, or the portable build) applies the epilogue
-//! (alpha, accumulate, per-row bias, Relu/Clip/LeakyRelu) while the tile is in registers.
+//! (alpha, accumulate, per-row bias, Relu/Clip/LeakyRelu/HardSwish) while the tile is in registers.
 //! Work is split between host threads by output tiles, so every element is computed by the
 //! same instructions whatever the thread count.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+pub(crate) mod avx512;
 pub mod micro;
 #[cfg(feature = "std")]
 pub mod peak;
@@ -226,6 +226,8 @@ pub fn tile_act(act: &Activation) -> Option<TileAct> {
             hi: act.beta,
         }),
         Some(UnaryOp::LeakyRelu) => Some(TileAct::Leaky { alpha: act.alpha }),
+        #[cfg(feature = "std")]
+        Some(UnaryOp::HardSwish) => Some(TileAct::HardSwish),
         Some(UnaryOp::Identity) => Some(TileAct::None),
         _ => None,
     }

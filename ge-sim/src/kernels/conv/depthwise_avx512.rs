@@ -17,6 +17,8 @@ use core::arch::x86_64::*;
 
 use super::Geo;
 use crate::kernels::gemm::WS_SLOTS;
+use crate::kernels::gemm::avx512::act as apply_act;
+use crate::kernels::gemm::micro::TileAct;
 
 /// Channels per block: one AVX-512 register of f32.
 pub(super) const LANES: usize = 16;
@@ -88,7 +90,7 @@ pub(super) fn layout(geo: &Geo) -> Option<Layout> {
 
 /// One batch's channels `ch0..ch0 + lanes` (`1 ≤ lanes ≤ 16`): `x`, `res` and `y` hold
 /// exactly those channels' planes, `w` their `lanes · taps` weights, `bias` their `lanes`
-/// biases. `buf` is the slot's [`Layout::slot_len`] f32; `first` says it may hold anything
+/// biases; `act` runs on each output after the residual. `buf` is the slot's [`Layout::slot_len`] f32; `first` says it may hold anything
 /// (else the previous block's ring of this conv, whose padding columns are still zero).
 ///
 /// # Safety
@@ -102,6 +104,7 @@ pub(super) unsafe fn block(
     w: &[f32],
     bias: Option<&[f32]>,
     res: Option<&[f32]>,
+    act: TileAct,
     y: &mut [f32],
     buf: &mut [f32],
     first: bool,
@@ -160,7 +163,7 @@ pub(super) unsafe fn block(
                 2 => row_pixels::<2>(geo, ring, rows, wt, &bv, stage),
                 _ => row_pixels::<0>(geo, ring, rows, wt, &bv, stage),
             }
-            store_row(stage, ow, o, yp, lanes, res, y);
+            store_row(stage, ow, o, yp, lanes, res, act, y);
         }
     }
 }
@@ -287,10 +290,11 @@ unsafe fn pixels<const P: usize, const SH: usize>(
 }
 
 /// Output row `o` from `stage` (pixel vectors) into the block's `lanes` planes of `y`, the
-/// residual added (`conv + res`, as the band adds it).
+/// residual added (`conv + res`, as the band adds it), then `act`.
 ///
 /// # Safety
 /// AVX-512F; `stage` holds `ow` pixel vectors, padded to a multiple of 16.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn store_row(
     stage: &[f32],
@@ -299,6 +303,7 @@ unsafe fn store_row(
     yp: usize,
     lanes: usize,
     res: Option<&[f32]>,
+    act: TileAct,
     y: &mut [f32],
 ) {
     let mut j0 = 0;
@@ -320,6 +325,7 @@ unsafe fn store_row(
                     let rv = _mm512_maskz_loadu_ps(k, r[at..at + n].as_ptr());
                     out = _mm512_add_ps(out, rv);
                 }
+                out = apply_act(out, act);
                 _mm512_mask_storeu_ps(y[at..at + n].as_mut_ptr(), k, out);
             }
         }

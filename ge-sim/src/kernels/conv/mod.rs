@@ -74,7 +74,13 @@ enum Path {
 }
 
 impl Path {
-    /// A depthwise path: its activation runs after it, not in a GEMM epilogue.
+    /// Whether the path applies an epilogue activation ([`tile_act`]) in registers; else
+    /// it runs as a pass over the output.
+    fn fuses_act(&self) -> bool {
+        !matches!(self, Path::Depthwise(_))
+    }
+
+    /// A depthwise path (no input prologue).
     fn depthwise(&self) -> bool {
         match self {
             Path::Depthwise(_) => true,
@@ -1046,13 +1052,14 @@ fn run_conv_planned(
                 let rb = ops
                     .residual
                     .map(|r| &r[b * geo.m * yp..(b + 1) * geo.m * yp]);
-                depthwise_blocks(&geo, &lay, xb, &ops, rb, yb, gws, par);
+                let act = act.unwrap_or(super::gemm::TileAct::None);
+                depthwise_blocks(&geo, &lay, xb, &ops, rb, act, yb, gws, par);
             }
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
         }
     }
-    if !pl.path.depthwise() && act.is_some() {
-        // applied in the GEMM's epilogue
+    if pl.path.fuses_act() && act.is_some() {
+        // applied in the GEMM's epilogue (or the depthwise blocks' store)
         return Ok(());
     }
     finish(p, y)
@@ -1068,6 +1075,7 @@ fn depthwise_blocks(
     xb: &[f32],
     ops: &Operands<'_>,
     rb: Option<&[f32]>,
+    act: super::gemm::TileAct,
     yb: &mut [f32],
     gws: &mut [f32],
     par: &dyn Parallel,
@@ -1103,6 +1111,7 @@ fn depthwise_blocks(
                     &ops.w[c0 * taps..c1 * taps],
                     ops.bias.map(|b| &b[c0..c1]),
                     rb.map(|r| &r[c0 * yp..c1 * yp]),
+                    act,
                     y,
                     buf,
                     first,

@@ -346,6 +346,11 @@ unsafe fn store(
                     v0 = _mm256_blendv_ps(v0, _mm256_mul_ps(v0, al), m0);
                     v1 = _mm256_blendv_ps(v1, _mm256_mul_ps(v1, al), m1);
                 }
+                #[cfg(feature = "std")]
+                TileAct::HardSwish => {
+                    v0 = hard_swish(v0);
+                    v1 = hard_swish(v1);
+                }
             }
             _mm256_storeu_ps(dst, v0);
             _mm256_storeu_ps(dst.add(8), v1);
@@ -353,5 +358,21 @@ unsafe fn store(
                 core::ptr::copy_nonoverlapping(dst, crow, nr);
             }
         }
+    }
+}
+
+/// [`TileAct::HardSwish`] on 8 lanes, as [`super::micro::act_scalar`] computes it, bitwise.
+///
+/// # Safety
+/// AVX2.
+#[cfg(feature = "std")]
+#[inline(always)]
+unsafe fn hard_swish(v: __m256) -> __m256 {
+    let (a, b) = super::micro::HARD_SWISH;
+    // SAFETY: register-only AVX operations.
+    unsafe {
+        let t = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(a)), _mm256_set1_ps(b));
+        let c = _mm256_min_ps(_mm256_set1_ps(1.0), _mm256_max_ps(_mm256_setzero_ps(), t));
+        _mm256_mul_ps(v, c)
     }
 }

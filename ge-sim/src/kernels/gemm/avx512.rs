@@ -187,6 +187,36 @@ unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &B
     }
 }
 
+/// `act` applied to every lane, as [`super::micro::act_scalar`] applies it, bitwise.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(always)]
+pub(crate) unsafe fn act(v: __m512, act: TileAct) -> __m512 {
+    // SAFETY: register-only AVX-512F operations.
+    unsafe {
+        match act {
+            TileAct::None => v,
+            TileAct::Clamp { lo, hi } => {
+                // max(lo, v) returns v when v is NaN, as `v < lo ? lo : v` does.
+                _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v))
+            }
+            TileAct::Leaky { alpha } => {
+                let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, _mm512_setzero_ps());
+                _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha))
+            }
+            #[cfg(feature = "std")]
+            TileAct::HardSwish => {
+                let (a, b) = super::micro::HARD_SWISH;
+                let t = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(a)), _mm512_set1_ps(b));
+                // clamp01 as a Clamp to [0, 1] (a NaN stays), then times x.
+                let c = _mm512_min_ps(_mm512_set1_ps(1.0), _mm512_max_ps(_mm512_setzero_ps(), t));
+                _mm512_mul_ps(v, c)
+            }
+        }
+    }
+}
+
 /// The epilogue and masked store of one accumulator: row `r`, `lanes` columns from `col`.
 ///
 /// # Safety
@@ -219,17 +249,7 @@ unsafe fn store(
         if !ep.res.is_null() {
             v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.res.add(r * ep.ldr + col)));
         }
-        match ep.act {
-            TileAct::None => {}
-            TileAct::Clamp { lo, hi } => {
-                // max(lo, v) returns v when v is NaN, as `v < lo ? lo : v` does.
-                v = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
-            }
-            TileAct::Leaky { alpha } => {
-                let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, _mm512_setzero_ps());
-                v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha));
-            }
-        }
+        v = act(v, ep.act);
         _mm512_mask_storeu_ps(dst, k, v);
     }
 }

@@ -35,7 +35,16 @@ pub enum TileAct {
     Leaky {
         alpha: f32,
     },
+    /// `x · clamp01(x · ⅙ + ½)`, the unary kernel's HardSwish (MobileNetV3's activation,
+    /// which ran as a pass over every conv's output). Host builds only: firmware's
+    /// epilogues keep to the three above.
+    #[cfg(feature = "std")]
+    HardSwish,
 }
+
+/// HardSwish's slope and offset as the unary kernel rounds them.
+#[cfg(feature = "std")]
+pub(crate) const HARD_SWISH: (f32, f32) = ((1.0f64 / 6.0) as f32, 0.5);
 
 /// What a tile does with its accumulator `acc` before storing to C:
 /// `v = alpha·acc; if add { v = c + v }; if bias { v = v + bias[row] };
@@ -109,6 +118,12 @@ pub(crate) fn act_scalar(act: TileAct, v: f32) -> f32 {
             } else {
                 v
             }
+        }
+        #[cfg(feature = "std")]
+        TileAct::HardSwish => {
+            let t = v * HARD_SWISH.0 + HARD_SWISH.1;
+            // `clamp` keeps a NaN and a −0, as the unary kernel's clamp01 does.
+            v * t.clamp(0.0, 1.0)
         }
     }
 }
@@ -544,6 +559,7 @@ mod tests {
             TileAct::None,
             TileAct::Clamp { lo: 0.0, hi: 0.2 },
             TileAct::Leaky { alpha: 0.1 },
+            TileAct::HardSwish,
         ];
         for &isa in Isa::ALL {
             if !isa.supported() {
@@ -631,7 +647,11 @@ mod tests {
                 continue;
             }
             for (mr, nr) in [(2 * MR, 8), (MR + 1, 7), (11, 1)] {
-                for act in [TileAct::None, TileAct::Leaky { alpha: 0.1 }] {
+                for act in [
+                    TileAct::None,
+                    TileAct::Leaky { alpha: 0.1 },
+                    TileAct::HardSwish,
+                ] {
                     let ep = TileEp {
                         alpha: 1.0,
                         add: true,
@@ -703,6 +723,7 @@ mod tests {
                 for act in [
                     TileAct::None,
                     TileAct::Leaky { alpha: 0.1 },
+                    TileAct::HardSwish,
                     TileAct::Clamp { lo: 0.0, hi: 0.3 },
                 ] {
                     for with in [false, true] {
@@ -830,7 +851,11 @@ mod tests {
                     }
                     out
                 };
-                for act in [TileAct::None, TileAct::Clamp { lo: 0.0, hi: 0.3 }] {
+                for act in [
+                    TileAct::None,
+                    TileAct::Clamp { lo: 0.0, hi: 0.3 },
+                    TileAct::HardSwish,
+                ] {
                     for with in [false, true] {
                         let nr = if mask[1] == 0 { NR } else { w };
                         let run = |c: &mut [f32], ldc: usize, res: &[f32], flat| {
