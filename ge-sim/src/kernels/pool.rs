@@ -14,7 +14,7 @@ use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod max2d_avx512;
+mod max2d;
 
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
@@ -596,10 +596,13 @@ pub fn run_pool_f32(
                     return;
                 }
                 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if isa::isa() == isa::Isa::Avx512
-                    // SAFETY: the CPU supports AVX-512 (`isa()` only returns classes it has).
-                    && unsafe { max2d_avx512::max_pool_2d(x, y, &ax) }
-                {
+                if match isa::isa() {
+                    // SAFETY: `isa()` only returns classes the CPU has.
+                    isa::Isa::Avx512 => unsafe { max2d::max_pool_2d_avx512(x, y, &ax) },
+                    // SAFETY: as above.
+                    isa::Isa::Avx2Fma => unsafe { max2d::max_pool_2d_avx2(x, y, &ax) },
+                    isa::Isa::Portable => false,
+                } {
                     return;
                 }
                 fold_windows(x, y, &ax, f32::NEG_INFINITY, step, separable(step), max_fin)
