@@ -3,6 +3,7 @@
 //! valid for the model: integer inputs that index a Gather (embeddings) stay below the
 //! gathered axis, inputs named like masks are 0/1.
 
+use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
@@ -194,6 +195,8 @@ pub(super) fn bench(
     let sim_us = rep.time_ns as f64 / 1000.0;
     let isa = super::host_isa()?;
     let peak = peak.then(|| ge_sim::kernels::gemm::peak::fma_peak_gflops(isa, 5));
+    // A closed stdout (a pipe's reader gone) ends the output quietly.
+    let mut out = std::io::stdout().lock();
     if json {
         let mut v = serde_json::json!({
             "model": path.display().to_string(),
@@ -205,16 +208,18 @@ pub(super) fn bench(
         if let Some(p) = peak {
             v["isa_peak_gflops"] = p.into();
         }
-        println!("{v}");
+        let _ = writeln!(out, "{v}");
     } else {
-        println!(
+        let _ = writeln!(
+            out,
             "{}: median {median:.3} ms, min {:.3} ms over {iters} runs ({threads} thread, {} kernels); simulated {sim_us:.1} us",
             path.display(),
             times[0],
             isa.name()
         );
         if let Some(p) = peak {
-            println!(
+            let _ = writeln!(
+                out,
                 "host multiply-add peak: {p:.1} GFLOP/s per thread ({} path)",
                 isa.name()
             );

@@ -1,6 +1,7 @@
 //! `ge run`: execute a compiled `.om` on the simulated device, write the outputs as `.npy`,
 //! optionally print a per-task profile, write a Perfetto trace or check for races.
 
+use std::io::Write;
 use std::path::Path;
 
 use ge_build::run::Runner;
@@ -54,14 +55,19 @@ impl Observer for Recorder {
 }
 
 /// The per-task table of `ge run --profile`.
+/// Errors writing stdout (a closed pipe: `ge run --profile | head`) end the table quietly,
+/// as the other subcommands' output does.
 fn print_profile(rows: &[Row]) {
-    println!(
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
         "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14} {:>10}",
         "task", "op", "name", "dtype", "stream", "cores", "start", "cycles", "gm_bytes", "host_us"
     );
     for row in rows {
         let r = &row.record;
-        println!(
+        let _ = writeln!(
+            out,
             "{:>5} {:<14} {:<32} {:<8} {:>6} {:>5} {:>12} {:>12} {:>14} {:>10.1}",
             r.index,
             row.op,
@@ -200,8 +206,9 @@ pub(super) fn run(
         rep.tasks
     );
     if flags.profile {
-        println!("{line}");
-        println!("host kernels: {}", super::host_isa()?.name())
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "host kernels: {}", super::host_isa()?.name());
     } else {
         eprintln!("{line}")
     }

@@ -15,6 +15,8 @@ use super::{KernelError, KernelResult, input, output, vmath};
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod max2d;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod max_planes;
 
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
@@ -329,13 +331,32 @@ fn whole_planes<T: Copy, A: Copy>(
     step: &impl Fn(A, T) -> A,
     fin: &impl Fn(A, usize, usize) -> T,
 ) -> bool {
-    let whole = |a: &Axis| a.out == 1 && a.pb == 0 && a.pe == 0 && a.d == 1 && a.k == a.inp;
-    let plane = ax[0].inp * ax[1].inp * ax[2].inp;
-    if !ax.iter().all(whole) || plane == 0 {
+    let Some(plane) = whole_plane(ax) else {
         return false;
-    }
+    };
     fold_planes(x, y, plane, init, step, fin);
     true
+}
+
+/// The plane size when each window covers its whole, unpadded, non-empty plane once.
+#[inline(always)]
+fn whole_plane(ax: &[Axis; 3]) -> Option<usize> {
+    let whole = |a: &Axis| a.out == 1 && a.pb == 0 && a.pe == 0 && a.d == 1 && a.k == a.inp;
+    let plane = ax[0].inp * ax[1].inp * ax[2].inp;
+    (ax.iter().all(whole) && plane > 0).then_some(plane)
+}
+
+/// `y[p] = max of plane p` as [`fold_planes`] computes it: in AVX2 registers where the CPU
+/// has them ([`max_planes`]). O(input).
+fn max_of_planes(x: &[f32], y: &mut [f32], plane: usize) {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if isa::isa() != isa::Isa::Portable {
+        // SAFETY: every x86 class above portable includes AVX2 (`isa()` only returns
+        // classes the CPU has).
+        unsafe { max_planes::max_planes(x, y, plane) };
+        return;
+    }
+    fold_planes(x, y, plane, f32::NEG_INFINITY, &max_step, &max_fin);
 }
 
 /// One output per `plane` consecutive inputs, folded in memory order (the taps' order of
@@ -600,8 +621,10 @@ pub fn run_pool_f32(
         || match kind {
             PoolKind::Max => {
                 let step = max_step;
-                let ninf = f32::NEG_INFINITY;
-                if cfg!(feature = "std") && whole_planes(x, y, &ax, ninf, &step, &max_fin) {
+                if cfg!(feature = "std")
+                    && let Some(plane) = whole_plane(&ax)
+                {
+                    max_of_planes(x, y, plane);
                     return;
                 }
                 if cfg!(feature = "std") && max_small_planes(x, y, &ax, step) {
@@ -754,13 +777,12 @@ pub fn run_global_pool(
     match kind {
         // Planes interleaved: as one dependent chain per plane, Magika's 512 × 508 global
         // max ran 10× onnxruntime's time.
-        PoolKind::Max => fold_planes(x, y, plane, f32::NEG_INFINITY, &max_step, &max_fin),
+        PoolKind::Max => max_of_planes(x, y, plane),
         PoolKind::Average => {
             planes.for_each(|(v, xpl)| *v = vmath::sum_by(xpl, |v| v) / plane as f32)
         }
-        PoolKind::Lp => planes.for_each(|(v, xpl)| {
-            *v = lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p)
-        }),
+        PoolKind::Lp => planes
+            .for_each(|(v, xpl)| *v = lp_root(xpl.iter().map(|&v| lp_term(v, p.p)).sum(), p.p)),
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ const WINDOW_ROWS: usize = 32;
 /// One register width's operations as the pool uses them. Every method is register-only
 /// or reads/writes exactly the lanes its arguments say, and needs its ISA enabled on the
 /// (inlining) caller.
-trait Lanes {
+pub(super) trait Lanes {
     /// f32 lanes per register (at most `SLACK / 2`).
     const N: usize;
     type V: Copy;
@@ -94,7 +94,7 @@ impl Lanes for Zmm {
 
 /// AVX2: 8 lanes, vector masks for loads; partial stores go lane by lane (AMD's masked
 /// stores are microcoded).
-struct Ymm;
+pub(super) struct Ymm;
 
 impl Ymm {
     /// All-ones in lanes `..n`.
