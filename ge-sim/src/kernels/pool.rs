@@ -648,6 +648,23 @@ pub fn run_pool_f32(
                     let n = if include_pad { padded } else { n };
                     if n == 0 { 0.0 } else { a / n as f32 }
                 };
+                // Whole planes keep `fold_windows`' interleaved fold (the same sums).
+                #[cfg(all(feature = "std", target_arch = "x86_64"))]
+                if whole_plane(&ax).is_none()
+                    && match isa::isa() {
+                        // SAFETY: `isa()` only returns classes the CPU has.
+                        isa::Isa::Avx512 => unsafe {
+                            max2d::avg_pool_2d_avx512(x, y, &ax, include_pad)
+                        },
+                        // SAFETY: as above.
+                        isa::Isa::Avx2Fma => unsafe {
+                            max2d::avg_pool_2d_avx2(x, y, &ax, include_pad)
+                        },
+                        isa::Isa::Portable => false,
+                    }
+                {
+                    return;
+                }
                 fold_windows(x, y, &ax, 0.0, |a, v| a + v, NOT_SEPARABLE, fin)
             }
             PoolKind::Lp => {

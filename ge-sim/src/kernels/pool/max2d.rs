@@ -7,6 +7,9 @@
 //! pool: 2.6 ns per output on AVX-512; onnxruntime's NCHW kernel 2.1; on AVX2 SqueezeNet's
 //! three pools ran 4–11× onnxruntime's).
 //!
+//! Average pools take the same registers without the row fold: each interior output's taps
+//! summed in row-major order, then one division ([`avg_pool_2d`]).
+//!
 //! One algorithm, two register widths ([`Lanes`]: [`Zmm`], [`Ymm`]). Values equal
 //! [`super::fold_windows`]'s bitwise: interior outputs fold rows then taps in its separable
 //! order, border outputs take its per-tap order, with the same NaN-keeping [`max_step`].
@@ -45,6 +48,9 @@ pub(super) trait Lanes {
     unsafe fn keep_max(a: Self::V, v: Self::V) -> Self::V;
     /// Lane `j` = lane `2j` of the `2N` lanes `lo:hi`.
     unsafe fn evens(lo: Self::V, hi: Self::V) -> Self::V;
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn div(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn splat(v: f32) -> Self::V;
 }
 
 /// AVX-512F: 16 lanes, lane masks.
@@ -89,6 +95,21 @@ impl Lanes for Zmm {
             let idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             _mm512_permutex2var_ps(lo, idx, hi)
         }
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: register-only.
+        unsafe { _mm512_add_ps(a, b) }
+    }
+    #[inline(always)]
+    unsafe fn div(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: register-only.
+        unsafe { _mm512_div_ps(a, b) }
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> __m512 {
+        // SAFETY: register-only.
+        unsafe { _mm512_set1_ps(v) }
     }
 }
 
@@ -161,6 +182,21 @@ impl Lanes for Ymm {
                 pairs,
             )))
         }
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: register-only.
+        unsafe { _mm256_add_ps(a, b) }
+    }
+    #[inline(always)]
+    unsafe fn div(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: register-only.
+        unsafe { _mm256_div_ps(a, b) }
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> __m256 {
+        // SAFETY: register-only.
+        unsafe { _mm256_set1_ps(v) }
     }
 }
 
@@ -369,6 +405,142 @@ unsafe fn fold_taps<L: Lanes>(cols: &[f32], a2: &Axis, n: usize, y: &mut [f32]) 
     }
 }
 
+/// [`avg_pool_2d`] on AVX-512 registers.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn avg_pool_2d_avx512(
+    x: &[f32],
+    y: &mut [f32],
+    ax: &[Axis; 3],
+    include_pad: bool,
+) -> bool {
+    // SAFETY: AVX-512F is enabled here.
+    unsafe { avg_pool_2d::<Zmm>(x, y, ax, include_pad) }
+}
+
+/// [`avg_pool_2d`] on AVX2 registers.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn avg_pool_2d_avx2(
+    x: &[f32],
+    y: &mut [f32],
+    ax: &[Axis; 3],
+    include_pad: bool,
+) -> bool {
+    // SAFETY: AVX2 is enabled here.
+    unsafe { avg_pool_2d::<Ymm>(x, y, ax, include_pad) }
+}
+
+/// Average pooling of 2-D planes (`ax[0]` a unit axis) with horizontal stride 1 or 2, as
+/// [`super::fold_windows`] computes it, bitwise: per output the in-input taps summed in
+/// row-major order from 0, then one division by the tap count (`include_pad`: the taps
+/// inside the padded extent); interior outputs a register at a time (their taps all in the
+/// input, one count per output row), border outputs by the generic per-tap loop. `false`
+/// (nothing written) for other shapes. O(output · taps / lanes).
+///
+/// # Safety
+/// `L`'s ISA enabled on the caller.
+#[inline(always)]
+unsafe fn avg_pool_2d<L: Lanes>(
+    x: &[f32],
+    y: &mut [f32],
+    ax: &[Axis; 3],
+    include_pad: bool,
+) -> bool {
+    let [a0, a1, a2] = ax;
+    if (a0.inp, a0.out, a0.k) != (1, 1, 1) || !(1..=2).contains(&a2.s) || a2.d == 0 {
+        return false;
+    }
+    let (c_lo, c_hi) = a2.interior();
+    let (xp, yp) = (a1.inp * a2.inp, a1.out * a2.out);
+    if c_hi == c_lo || xp == 0 || yp == 0 {
+        return false;
+    }
+    let count = |valid: usize, padded: usize| if include_pad { padded } else { valid };
+    for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
+        for o1 in 0..a1.out {
+            let (l1, h1, p1) = a1.taps(o1);
+            let row = |t1: usize| {
+                let r = a1.index(o1, t1);
+                &xpl[r * a2.inp..(r + 1) * a2.inp]
+            };
+            let yrow = &mut ypl[o1 * a2.out..(o1 + 1) * a2.out];
+            for o2 in (0..c_lo).chain(c_hi..a2.out) {
+                let (l2, h2, p2) = a2.taps(o2);
+                let mut acc = 0.0f32;
+                for t1 in l1..h1 {
+                    let r = row(t1);
+                    for t2 in l2..h2 {
+                        acc += r[a2.index(o2, t2)];
+                    }
+                }
+                let n = count((h1 - l1) * (h2 - l2), p1 * p2);
+                yrow[o2] = if n == 0 { 0.0 } else { acc / n as f32 };
+            }
+            let n = count((h1 - l1) * a2.k, p1 * a2.k);
+            if n == 0 {
+                // No tap in the input: every sum is 0 (and 0 / padded is 0).
+                yrow[c_lo..c_hi].fill(0.0);
+                continue;
+            }
+            let mut j = c_lo;
+            while j < c_hi {
+                let lanes = (c_hi - j).min(L::N);
+                // SAFETY: `L`'s ISA is enabled (contract); each load reads inside its input
+                // row (`tap_lanes` bounds them), the store writes `lanes` outputs of `yrow`.
+                unsafe {
+                    let mut acc = L::splat(0.0);
+                    for t1 in l1..h1 {
+                        let r = row(t1);
+                        for t2 in 0..a2.k {
+                            acc = L::add(acc, tap_lanes::<L>(r, a2.index(j, t2), a2.s));
+                        }
+                    }
+                    let v = L::div(acc, L::splat(n as f32));
+                    if lanes == L::N {
+                        L::store(yrow.as_mut_ptr().add(j), v);
+                    } else {
+                        L::store_first(yrow.as_mut_ptr().add(j), v, lanes);
+                    }
+                }
+                j += lanes;
+            }
+        }
+    }
+    true
+}
+
+/// `row[at + i·s]` in lane `i` (`s` 1 or 2), reading nothing past the row: the lanes whose
+/// value lies past it hold anything.
+///
+/// # Safety
+/// `L`'s ISA; `at < row.len()`.
+#[inline(always)]
+unsafe fn tap_lanes<L: Lanes>(row: &[f32], at: usize, s: usize) -> L::V {
+    let avail = row.len() - at;
+    // SAFETY: every load reads at most `avail` values from `at`, all inside `row`.
+    unsafe {
+        let p = row.as_ptr().add(at);
+        if s == 1 {
+            if avail >= L::N {
+                L::load(p)
+            } else {
+                L::load_first(p, avail)
+            }
+        } else if avail >= 2 * L::N {
+            L::evens(L::load(p), L::load(p.add(L::N)))
+        } else {
+            let lo = L::load_first(p, avail.min(L::N));
+            let hi = L::load_first(p.add(L::N.min(avail)), avail.saturating_sub(L::N));
+            L::evens(lo, hi)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Axis, WINDOWS, fold_windows, max_fin, max_step, separable};
@@ -389,23 +561,29 @@ mod tests {
         }
     }
 
+    /// The (AVX-512, AVX2) builds of a pool the CPU runs, named; the others skipped with a
+    /// printed reason.
+    fn supported<P>(what: &str, pools: [P; 2]) -> std::vec::Vec<(&'static str, P)> {
+        [Isa::Avx512, Isa::Avx2Fma]
+            .into_iter()
+            .zip(pools)
+            .filter_map(|(isa, pool)| {
+                let ok = isa.supported();
+                if !ok {
+                    std::println!("skipping the {} {what} pool: this CPU lacks it", isa.name());
+                }
+                ok.then(|| (isa.name(), pool))
+            })
+            .collect()
+    }
+
     /// Bitwise the generic path's values (its separable interior, its per-tap borders) on
     /// planes with NaNs, signed zeros and infinities, several chunks per row, strides 1
     /// and 2, dilation and asymmetric pads (the windows of the pool tests).
     #[test]
     fn vector_max_pools_are_bitwise_the_generic_path() {
         type Pool = unsafe fn(&[f32], &mut [f32], &[Axis; 3]) -> bool;
-        let mut paths: std::vec::Vec<(&str, Pool)> = std::vec::Vec::new();
-        for (isa, pool) in [
-            (Isa::Avx512, super::max_pool_2d_avx512 as Pool),
-            (Isa::Avx2Fma, super::max_pool_2d_avx2 as Pool),
-        ] {
-            if isa.supported() {
-                paths.push((isa.name(), pool));
-            } else {
-                std::println!("skipping the {} max pool: this CPU lacks it", isa.name());
-            }
-        }
+        let paths = supported::<Pool>("max", [super::max_pool_2d_avx512, super::max_pool_2d_avx2]);
         let special = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY];
         // Narrow rows (fewer than 16 interior outputs), more rows than `PENDING`, rows past
         // `STACK` in chunks.
@@ -459,6 +637,70 @@ mod tests {
                         bits(&want),
                         "{name} {h}x{w} k {k:?} s {s:?} d {d:?}"
                     );
+                }
+            }
+        }
+    }
+
+    /// Bitwise the generic path's averages (its per-tap sums and one division) with and
+    /// without the padding counted, on the windows and planes of the max test.
+    #[test]
+    fn vector_avg_pools_are_bitwise_the_generic_path() {
+        type Pool = unsafe fn(&[f32], &mut [f32], &[Axis; 3], bool) -> bool;
+        let paths = supported::<Pool>(
+            "average",
+            [super::avg_pool_2d_avx512, super::avg_pool_2d_avx2],
+        );
+        for (h, w) in [
+            (9, 37),
+            (5, 64),
+            (4, 1700),
+            (27, 27),
+            (13, 13),
+            (150, 9),
+            (7, 56),
+        ] {
+            let x: std::vec::Vec<f32> = (0..2 * h * w)
+                .map(|i| match i % 211 {
+                    3 => f32::INFINITY,
+                    90 => f32::NAN,
+                    _ => ((i * 7919) % 211) as f32 * 0.37 - 39.0,
+                })
+                .collect();
+            for (k, s, d, pb, pe) in WINDOWS {
+                let unit = axis(1, 1, 1, 1, 0, 0);
+                let ax = [
+                    unit,
+                    axis(h, k[0], s[0], d[0], pb[0], pe[0]),
+                    axis(w, k[1], s[1], d[1], pb[1], pe[1]),
+                ];
+                let n = 2 * ax[1].out * ax[2].out;
+                for include_pad in [false, true] {
+                    let fin = |a: f32, n: usize, padded: usize| {
+                        let n = if include_pad { padded } else { n };
+                        if n == 0 { 0.0 } else { a / n as f32 }
+                    };
+                    let mut want = std::vec![7.0f32; n];
+                    let none: Option<fn(f32, f32) -> f32> = None;
+                    fold_windows(&x, &mut want, &ax, 0.0, |a, v| a + v, none, fin);
+                    let bits =
+                        |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<std::vec::Vec<_>>();
+                    for &(name, pool) in &paths {
+                        let mut got = std::vec![7.0f32; n];
+                        // SAFETY: the CPU supports this path's ISA (checked above).
+                        if !unsafe { pool(&x, &mut got, &ax, include_pad) } {
+                            assert!(
+                                s[1] > 2 || ax[2].interior().0 == ax[2].interior().1,
+                                "{name} {h}x{w} k {k:?} s {s:?}: not taken"
+                            );
+                            continue;
+                        }
+                        assert_eq!(
+                            bits(&got),
+                            bits(&want),
+                            "{name} {h}x{w} k {k:?} s {s:?} d {d:?} pad counted {include_pad}"
+                        );
+                    }
                 }
             }
         }
