@@ -14,9 +14,9 @@ use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod max2d;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod max_planes;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod window2d;
 
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
@@ -631,13 +631,7 @@ pub fn run_pool_f32(
                     return;
                 }
                 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if match isa::isa() {
-                    // SAFETY: `isa()` only returns classes the CPU has.
-                    isa::Isa::Avx512 => unsafe { max2d::max_pool_2d_avx512(x, y, &ax) },
-                    // SAFETY: as above.
-                    isa::Isa::Avx2Fma => unsafe { max2d::max_pool_2d_avx2(x, y, &ax) },
-                    isa::Isa::Portable => false,
-                } {
+                if window2d::max_pool(x, y, &ax) {
                     return;
                 }
                 fold_windows(x, y, &ax, f32::NEG_INFINITY, step, separable(step), max_fin)
@@ -650,19 +644,7 @@ pub fn run_pool_f32(
                 };
                 // Whole planes keep `fold_windows`' interleaved fold (the same sums).
                 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if whole_plane(&ax).is_none()
-                    && match isa::isa() {
-                        // SAFETY: `isa()` only returns classes the CPU has.
-                        isa::Isa::Avx512 => unsafe {
-                            max2d::avg_pool_2d_avx512(x, y, &ax, include_pad)
-                        },
-                        // SAFETY: as above.
-                        isa::Isa::Avx2Fma => unsafe {
-                            max2d::avg_pool_2d_avx2(x, y, &ax, include_pad)
-                        },
-                        isa::Isa::Portable => false,
-                    }
-                {
+                if whole_plane(&ax).is_none() && window2d::avg_pool(x, y, &ax, include_pad) {
                     return;
                 }
                 fold_windows(x, y, &ax, 0.0, |a, v| a + v, NOT_SEPARABLE, fin)

@@ -9,7 +9,7 @@
 use core::arch::x86_64::*;
 
 use super::max_step;
-use super::max2d::{Lanes, Ymm};
+use super::window2d::{Lanes, Ymm};
 
 /// Planes folded at once: one per lane.
 const PLANES: usize = 8;

@@ -1,4 +1,5 @@
-//! 2-D f32 max pooling in vector registers (AVX-512 and AVX2): the host path for the pools
+//! 2-D f32 max and average pooling in vector registers (AVX-512 and AVX2): the host path
+//! for the pools
 //! every CNN stem and stage boundary has (3 × 3 stride 2, 2 × 2 stride 2). Per output row
 //! the window's input rows fold column by column in registers into a stack row, then each
 //! tap's columns (for stride 2, the even lanes of two registers) fold into a register of
@@ -18,6 +19,7 @@
 use core::arch::x86_64::*;
 
 use super::{Axis, max_step};
+use crate::kernels::isa::{self, Isa};
 
 /// Stack row of folded columns (f32), slack for the last register's reads included.
 const ROW: usize = 1024;
@@ -200,12 +202,36 @@ impl Lanes for Ymm {
     }
 }
 
+/// Max pooling on the widest registers this CPU has ([`max_pool_2d`]); `false` (nothing
+/// written) on the portable class or for shapes the generic path takes.
+pub(super) fn max_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
+    match isa::isa() {
+        // SAFETY: `isa()` only returns classes the CPU has.
+        Isa::Avx512 => unsafe { max_pool_2d_avx512(x, y, ax) },
+        // SAFETY: as above.
+        Isa::Avx2Fma => unsafe { max_pool_2d_avx2(x, y, ax) },
+        Isa::Portable => false,
+    }
+}
+
+/// Average pooling on the widest registers this CPU has ([`avg_pool_2d`]); `false` as
+/// [`max_pool`].
+pub(super) fn avg_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad: bool) -> bool {
+    match isa::isa() {
+        // SAFETY: `isa()` only returns classes the CPU has.
+        Isa::Avx512 => unsafe { avg_pool_2d_avx512(x, y, ax, include_pad) },
+        // SAFETY: as above.
+        Isa::Avx2Fma => unsafe { avg_pool_2d_avx2(x, y, ax, include_pad) },
+        Isa::Portable => false,
+    }
+}
+
 /// [`max_pool_2d`] on AVX-512 registers.
 ///
 /// # Safety
 /// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn max_pool_2d_avx512(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
+unsafe fn max_pool_2d_avx512(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
     // SAFETY: AVX-512F is enabled here.
     unsafe { max_pool_2d::<Zmm>(x, y, ax) }
 }
@@ -215,7 +241,7 @@ pub(super) unsafe fn max_pool_2d_avx512(x: &[f32], y: &mut [f32], ax: &[Axis; 3]
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn max_pool_2d_avx2(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
+unsafe fn max_pool_2d_avx2(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
     // SAFETY: AVX2 is enabled here.
     unsafe { max_pool_2d::<Ymm>(x, y, ax) }
 }
@@ -410,12 +436,7 @@ unsafe fn fold_taps<L: Lanes>(cols: &[f32], a2: &Axis, n: usize, y: &mut [f32]) 
 /// # Safety
 /// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn avg_pool_2d_avx512(
-    x: &[f32],
-    y: &mut [f32],
-    ax: &[Axis; 3],
-    include_pad: bool,
-) -> bool {
+unsafe fn avg_pool_2d_avx512(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad: bool) -> bool {
     // SAFETY: AVX-512F is enabled here.
     unsafe { avg_pool_2d::<Zmm>(x, y, ax, include_pad) }
 }
@@ -425,12 +446,7 @@ pub(super) unsafe fn avg_pool_2d_avx512(
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn avg_pool_2d_avx2(
-    x: &[f32],
-    y: &mut [f32],
-    ax: &[Axis; 3],
-    include_pad: bool,
-) -> bool {
+unsafe fn avg_pool_2d_avx2(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad: bool) -> bool {
     // SAFETY: AVX2 is enabled here.
     unsafe { avg_pool_2d::<Ymm>(x, y, ax, include_pad) }
 }
