@@ -11,7 +11,7 @@
 //! same instructions whatever the thread count.
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
+pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx512;
 pub mod micro;

@@ -40,19 +40,19 @@ const MC_FLOATS: usize = 96 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Layout {
     /// Width of one stride phase of a padded row.
-    pw: usize,
+    pub(super) pw: usize,
     /// Padded row length (`stride · pw`).
-    wp: usize,
+    pub(super) wp: usize,
     /// Output rows per band.
-    band: usize,
+    pub(super) band: usize,
     /// Input rows held per band (per channel and depth tap).
-    rin: usize,
+    pub(super) rin: usize,
     /// f32 of the band, slack included.
-    buf: usize,
+    pub(super) buf: usize,
     /// f32 of the packed weight panels.
     apack: usize,
     /// Taps (`K = C/g · Πk`), one u32 offset each.
-    taps: usize,
+    pub(super) taps: usize,
     /// Tiles may run across whole band rows ([`Flat`] blocks: stride 1 along both row
     /// axes, at most a quarter of each padded row past the output row) and beat AVX-512
     /// row tiles, which waste over a fifth of their lanes here (rows of 20, 40: 62%; 14,
@@ -97,6 +97,18 @@ pub(super) fn flat_here() -> bool {
 /// differed or which took the direct path on narrow rows), `None` when not even one output
 /// row fits.
 pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
+    band_layout(geo, ws, false)
+}
+
+/// A band layout for tiles that do not run along rows (the AVX2 lanes path, which takes
+/// its pixels anywhere in the band): narrow rows allowed at any stride.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub(super) fn any_rows_layout(geo: &Geo) -> Option<Layout> {
+    band_layout(geo, usize::MAX, true)
+}
+
+/// [`layout_within`], or with `any_rows` also rows that neither row nor flat tiles take.
+fn band_layout(geo: &Geo, ws: usize, any_rows: bool) -> Option<Layout> {
     if geo.cg == 0 || geo.mg == 0 || geo.small.contains(&0) {
         return None;
     }
@@ -121,7 +133,7 @@ pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
     let flat = s1 == 1 && s2 == 1 && 4 * w >= 3 * wp;
     let prefer_flat = flat && 5 * w < 4 * w.next_multiple_of(2 * NR);
     let narrow = w < NR || w * 4 < covered * 3;
-    if narrow && !flat {
+    if narrow && !flat && !any_rows {
         return None;
     }
     let reach1 = (k1 - 1).checked_mul(d1)? + 1;
@@ -184,6 +196,22 @@ pub(super) struct Group<'a> {
     pub prologue: Option<(&'a [f32], &'a [f32], TileAct)>,
 }
 
+impl Group<'_> {
+    /// Whether every operand holds what the group's shape reads and writes.
+    pub(super) fn check(&self, geo: &Geo) -> Result<(), KernelError> {
+        let (yp, k) = (geo.small_plane, geo.cg * geo.kprod);
+        if self.x.len() < geo.cg * geo.big_plane
+            || self.w.len() < geo.mg * k
+            || self.y.len() < geo.mg * yp
+            || self.residual.is_some_and(|r| r.len() < geo.mg * yp)
+            || self.bias.is_some_and(|b| b.len() < geo.mg)
+        {
+            return Err(bad("conv operand smaller than its shape"));
+        }
+        Ok(())
+    }
+}
+
 /// `y = act(W ⋆ x + bias + residual)` for one group, split between the slots of `par` by
 /// (output row, column block).
 pub(super) fn run(
@@ -193,17 +221,9 @@ pub(super) fn run(
     ws: &mut [f32],
     par: &dyn Parallel,
 ) -> Result<(), KernelError> {
-    let [k0, k1, k2] = geo.k;
     let [small0, small1, small2] = geo.small;
     let (yp, k) = (geo.small_plane, lay.taps);
-    if g.x.len() < geo.cg * geo.big_plane
-        || g.w.len() < geo.mg * k
-        || g.y.len() < geo.mg * yp
-        || g.residual.is_some_and(|r| r.len() < geo.mg * yp)
-        || g.bias.is_some_and(|b| b.len() < geo.mg)
-    {
-        return Err(bad("conv operand smaller than its shape"));
-    }
+    g.check(geo)?;
     let ws = ws.get_mut(..lay.ws_len()).ok_or(KernelError::Workspace)?;
     let (band, rest) = ws.split_at_mut(lay.buf);
     let (apack, offs) = rest.split_at_mut(lay.apack);
@@ -224,27 +244,8 @@ pub(super) fn run(
             "conv weights in ONNX order need the std build: compile at O1 or above for no_std",
         ));
     };
-    // Tap offsets into the band of the tap's K block (which holds that block's channels
-    // from its first), in the weights' (channel, kd, kh, kw) order.
-    let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
-    let kb = k_block(k);
-    let mut max_off = 0;
-    let mut p = 0;
-    for ci in 0..geo.cg {
-        for t0 in 0..k0 {
-            for t1 in 0..k1 {
-                for t2 in 0..k2 {
-                    let c0 = p / kb * kb / geo.kprod;
-                    let h = t2 * geo.d[2];
-                    let off =
-                        (((ci - c0) * k0 + t0) * rin + t1 * geo.d[1]) * wp + (h % s2) * pw + h / s2;
-                    offs[p] = off as u32;
-                    max_off = max_off.max(off);
-                    p += 1;
-                }
-            }
-        }
-    }
+    let max_off = tap_offsets(geo, lay, offs);
+    let (wp, kb) = (lay.wp, k_block(k));
     // Every read stays inside the band: with blocks `w` columns wide, the farthest reads `w`
     // values from max_off + (band − 1)·s1·wp + (last column block).
     let fits = |w: usize| {
@@ -412,6 +413,33 @@ pub(super) fn run(
     Ok(())
 }
 
+/// Tap offsets into the band of the tap's K block (which holds that block's channels from
+/// its first), in the weights' (channel, kd, kh, kw) order: `offs[p]` for each of the `K`
+/// taps. Returns the largest. O(K).
+pub(super) fn tap_offsets(geo: &Geo, lay: &Layout, offs: &mut [u32]) -> usize {
+    let [k0, k1, k2] = geo.k;
+    let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
+    let kb = k_block(lay.taps);
+    let mut max_off = 0;
+    let mut p = 0;
+    for ci in 0..geo.cg {
+        for t0 in 0..k0 {
+            for t1 in 0..k1 {
+                for t2 in 0..k2 {
+                    let c0 = p / kb * kb / geo.kprod;
+                    let h = t2 * geo.d[2];
+                    let off =
+                        (((ci - c0) * k0 + t0) * rin + t1 * geo.d[1]) * wp + (h % s2) * pw + h / s2;
+                    offs[p] = off as u32;
+                    max_off = max_off.max(off);
+                    p += 1;
+                }
+            }
+        }
+    }
+    max_off
+}
+
 /// Weight panels: `apack[(panel·K + p)·MR + i] = w[panel·MR + i][p]`, zero past `m` rows.
 /// Six rows are read side by side (one pass over each, no per-element bounds checks).
 /// O(m·k).
@@ -459,18 +487,23 @@ const PAR_MIN_FILL: usize = 1 << 14;
 
 /// Where a band is filled from: one group's input at output depth `o0`, output rows from
 /// `r0` on.
-struct Fill<'a, 'g> {
-    geo: &'a Geo,
-    lay: &'a Layout,
-    g: &'a Group<'g>,
-    o0: usize,
-    r0: usize,
+pub(super) struct Fill<'a, 'g> {
+    pub(super) geo: &'a Geo,
+    pub(super) lay: &'a Layout,
+    pub(super) g: &'a Group<'g>,
+    pub(super) o0: usize,
+    pub(super) r0: usize,
 }
 
 impl Fill<'_, '_> {
     /// [`Self::channels`] with the channels split between the slots of `par` (each channel's
     /// rows are their own part of the band), then the slack zeroed. O(band).
-    fn band(&self, chans: core::ops::Range<usize>, band: &mut [f32], par: &dyn Parallel) {
+    pub(super) fn band(
+        &self,
+        chans: core::ops::Range<usize>,
+        band: &mut [f32],
+        par: &dyn Parallel,
+    ) {
         let n = chans.len();
         let per_chan = self.geo.k[0] * self.lay.rin * self.lay.wp;
         let slots = par.threads().min(n).max(1);

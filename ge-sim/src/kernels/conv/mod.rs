@@ -14,6 +14,8 @@ mod depthwise;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod depthwise_avx512;
 mod direct;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod lanes;
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef, WeightLayout};
 
@@ -69,6 +71,10 @@ enum Path {
     Direct(direct::Layout),
     /// Conv: GEMM on the implicit im2col matrix, packed straight from the input.
     Implicit,
+    /// Conv on AVX2: output channels in the lanes, pixels broadcast from the direct path's
+    /// band ([`lanes`]); chosen at run time over the direct and im2col paths.
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    Lanes(direct::Layout),
     /// ConvTranspose: GEMM then col2im over column chunks of `cols`.
     Columns { cols: usize },
 }
@@ -335,6 +341,7 @@ fn plan(
         } else {
             lay.ws_len()
         };
+        let gemm_len = gemm_len.max(lanes_ws_len(&geo, Path::Direct(lay)));
         return Ok(Plan {
             geo,
             path: Path::Direct(lay),
@@ -348,8 +355,31 @@ fn plan(
         path: Path::Implicit,
         rows,
         col_len: 0,
-        gemm_len,
+        gemm_len: gemm_len.max(lanes_ws_len(&geo, Path::Implicit)),
     })
+}
+
+/// Workspace f32 the lanes path needs where it would take a conv planned on `path`, 0
+/// elsewhere: room for it whichever CPU runs the blob (firmware plans none).
+fn lanes_ws_len(geo: &Geo, path: Path) -> usize {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if let Some(lay) = lanes_layout(geo, path) {
+        return lanes::ws_len(geo, &lay);
+    }
+    let _ = (geo, path);
+    0
+}
+
+/// The band the lanes path would read for a conv planned on `path` (the direct path's, or
+/// for narrow strided rows planned on im2col one of its own), if the path suits the conv.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+fn lanes_layout(geo: &Geo, path: Path) -> Option<direct::Layout> {
+    let lay = match path {
+        Path::Direct(lay) => lay,
+        Path::Implicit => direct::any_rows_layout(geo)?,
+        _ => return None,
+    };
+    lanes::suits(geo, &lay).then_some(lay)
 }
 
 fn chunk_cols(rows: usize, plane: usize) -> usize {
@@ -825,6 +855,16 @@ pub fn run_conv_on(
             }
         }
     }
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if isa::isa() == isa::Isa::Avx2Fma
+        && let Some(lay) = lanes_layout(&pl.geo, pl.path)
+        && lanes::ws_len(&pl.geo, &lay).saturating_mul(4) <= ws.len()
+    {
+        // AVX2 (its tiles have no compressing store, so row tiles waste lanes on narrow
+        // rows): output channels in the lanes instead.
+        pl.path = Path::Lanes(lay);
+        pl.gemm_len = lanes::ws_len(&pl.geo, &lay);
+    }
     if cfg!(feature = "std")
         && let Path::Direct(lay) = pl.path
         && lay.narrow
@@ -1029,22 +1069,15 @@ fn run_conv_planned(
             }
             Path::Direct(lay) => {
                 for g in 0..geo.g {
-                    let at = b * geo.m * yp + g * geo.mg * yp;
-                    direct::run(
-                        &geo,
-                        &lay,
-                        direct::Group {
-                            x: &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp],
-                            w: &ops.w[g * geo.mg * krows..(g + 1) * geo.mg * krows],
-                            y: &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp],
-                            bias: ops.bias.map(|bv| &bv[g * geo.mg..(g + 1) * geo.mg]),
-                            residual: ops.residual.map(|r| &r[at..at + geo.mg * yp]),
-                            act: act.unwrap_or(super::gemm::TileAct::None),
-                            prologue,
-                        },
-                        gws,
-                        par,
-                    )?;
+                    let grp = direct_group(&geo, &ops, xb, yb, b, g, act, prologue);
+                    direct::run(&geo, &lay, grp, gws, par)?;
+                }
+            }
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            Path::Lanes(lay) => {
+                for g in 0..geo.g {
+                    let grp = direct_group(&geo, &ops, xb, yb, b, g, act, prologue);
+                    lanes::run(&geo, &lay, grp, gws, par)?;
                 }
             }
             #[cfg(all(feature = "std", target_arch = "x86_64"))]
@@ -1063,6 +1096,32 @@ fn run_conv_planned(
         return Ok(());
     }
     finish(p, y)
+}
+
+/// Group `g` of batch item `b` (input `xb`, output `yb`) as the direct and lanes paths
+/// take it.
+#[allow(clippy::too_many_arguments)]
+fn direct_group<'a>(
+    geo: &Geo,
+    ops: &Operands<'a>,
+    xb: &'a [f32],
+    yb: &'a mut [f32],
+    b: usize,
+    g: usize,
+    act: Option<super::gemm::TileAct>,
+    prologue: Option<(&'a [f32], &'a [f32], super::gemm::TileAct)>,
+) -> direct::Group<'a> {
+    let (xp, yp, k) = (geo.big_plane, geo.small_plane, geo.cg * geo.kprod);
+    let at = b * geo.m * yp + g * geo.mg * yp;
+    direct::Group {
+        x: &xb[g * geo.cg * xp..(g + 1) * geo.cg * xp],
+        w: &ops.w[g * geo.mg * k..(g + 1) * geo.mg * k],
+        y: &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp],
+        bias: ops.bias.map(|bv| &bv[g * geo.mg..(g + 1) * geo.mg]),
+        residual: ops.residual.map(|r| &r[at..at + geo.mg * yp]),
+        act: act.unwrap_or(super::gemm::TileAct::None),
+        prologue,
+    }
 }
 
 /// One batch of a depthwise conv on [`depthwise_avx512`]: blocks of 16 channels split
@@ -1198,7 +1257,7 @@ pub fn run_conv_transpose(
 mod tests {
     extern crate std;
     use super::*;
-    use ge_runtime::format::{Activation, DType};
+    use ge_runtime::format::{Activation, DType, UnaryOp};
     use std::vec::Vec;
 
     fn lcg(seed: &mut u32) -> f32 {
@@ -1610,21 +1669,31 @@ mod tests {
             };
             let pl = plan(&p, transpose, &xs, &wsh, &ys).unwrap();
             let im2col = gemm_packed_ws_len(pl.geo.small_plane, pl.rows) * 4;
-            let fallback = match pl.path {
-                Path::Direct(_) => {
-                    cfg!(feature = "std")
-                        && (im2col <= nbytes - 4
-                            || direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some())
-                }
-                // An im2col plan (narrow rows, strided 1×1) short of its workspace runs
-                // the direct path when that fits: the blob was planned for it.
-                Path::Implicit => {
-                    cfg!(feature = "std")
-                        && direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some()
-                }
-                Path::Depthwise(_) => true,
-                _ => false,
-            };
+            // On AVX2 the lanes path runs a direct, pointwise or im2col plan in what it
+            // needs, which may be less than the plan's other paths.
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            let lanes_fit = !transpose
+                && isa::isa() == isa::Isa::Avx2Fma
+                && lanes_layout(&pl.geo, pl.path)
+                    .is_some_and(|lay| lanes::ws_len(&pl.geo, &lay) * 4 <= nbytes - 4);
+            #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
+            let lanes_fit = false;
+            let fallback = lanes_fit
+                || match pl.path {
+                    Path::Direct(_) => {
+                        cfg!(feature = "std")
+                            && (im2col <= nbytes - 4
+                                || direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some())
+                    }
+                    // An im2col plan (narrow rows, strided 1×1) short of its workspace runs
+                    // the direct path when that fits: the blob was planned for it.
+                    Path::Implicit => {
+                        cfg!(feature = "std")
+                            && direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some()
+                    }
+                    Path::Depthwise(_) => true,
+                    _ => false,
+                };
             if fallback {
                 // a direct plan falls back to narrower bands or to im2col when only that
                 // workspace is there, an im2col one to the direct path, a depthwise one to
@@ -2068,6 +2137,171 @@ mod tests {
                     bits(&want),
                     "{x:?} k {k:?} s {s:?} ({slots} slots)"
                 );
+            }
+        }
+    }
+
+    /// The lanes path (output channels in the AVX2 lanes) gives bitwise the planned direct
+    /// or pointwise path's values, on one slot and on three, with every epilogue (bias,
+    /// residual, each tile activation), ONNX-order and pre-packed weights, a BatchNorm
+    /// prologue, strides, dilations, groups, partial channel blocks and pixel tiles, several
+    /// K blocks and bands.
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    #[test]
+    fn lanes_path_is_the_planned_paths_values() {
+        if !isa::Isa::Avx2Fma.supported() {
+            std::println!("skipping the lanes path: this CPU lacks AVX2+FMA");
+            return;
+        }
+        let acts = [
+            Activation::default(),
+            Activation {
+                op: UnaryOp::Relu as u32,
+                alpha: 0.0,
+                beta: 0.0,
+            },
+            Activation {
+                op: UnaryOp::LeakyRelu as u32,
+                alpha: 0.1,
+                beta: 0.0,
+            },
+            Activation {
+                op: UnaryOp::HardSwish as u32,
+                alpha: 0.0,
+                beta: 0.0,
+            },
+        ];
+        /// Input, weights, group, stride, dilation, pads.
+        type Conv2d = (
+            &'static [usize],
+            &'static [usize],
+            usize,
+            [usize; 2],
+            [usize; 2],
+            [usize; 2],
+        );
+        let cases: [Conv2d; 9] = [
+            // YOLO-like 3x3 on a 20-wide plane, 64 taps·9: three K blocks
+            (&[1, 64, 20, 20], &[32, 64, 3, 3], 1, [1, 1], [1, 1], [1, 1]),
+            // 40 filters: a partial channel block; 9-wide rows: pixel tiles across rows
+            (&[2, 16, 11, 9], &[40, 16, 3, 3], 1, [1, 1], [1, 1], [1, 1]),
+            // stride 2 both ways, 11 outputs per row (planned on im2col)
+            (&[1, 24, 21, 21], &[48, 24, 3, 3], 1, [2, 2], [1, 1], [1, 1]),
+            // vertical stride 2, horizontal stride 3 with dilation 2, two groups
+            (&[1, 32, 30, 40], &[32, 16, 3, 3], 2, [2, 3], [1, 2], [1, 2]),
+            // many rows: several bands
+            (
+                &[1, 32, 140, 60],
+                &[16, 32, 3, 3],
+                1,
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+            // 5x5, padding 2
+            (&[1, 8, 17, 13], &[16, 8, 5, 5], 1, [1, 1], [1, 1], [2, 2]),
+            // a 7x7 stride-2 stem on 3 channels (K = 147)
+            (&[1, 3, 40, 40], &[16, 3, 7, 7], 1, [2, 2], [1, 1], [3, 3]),
+            // dilation 2 both ways
+            (&[1, 16, 24, 24], &[32, 16, 3, 3], 1, [1, 1], [2, 2], [2, 2]),
+            // unpadded 3x3 (a prologue may apply)
+            (&[1, 12, 16, 16], &[32, 12, 3, 3], 1, [1, 1], [1, 1], [0, 0]),
+        ];
+        let mut seed = 29;
+        let mut vals = |n: usize| -> Vec<f32> { (0..n).map(|_| lcg(&mut seed)).collect() };
+        for (xd, wd, group, stride, dil, pad) in cases {
+            let c = case(xd, wd, group, &stride, &dil, &pad, &pad, true);
+            let yd = out_dims(&c, false);
+            let (xs, wsh, ys) = (
+                Shape::new(xd).unwrap(),
+                Shape::new(wd).unwrap(),
+                Shape::new(&yd).unwrap(),
+            );
+            let m = wd[0];
+            let (bs, cs) = (Shape::new(&[m]).unwrap(), Shape::new(&[xd[1]]).unwrap());
+            let (x, w, b, r) = (
+                vals(xs.numel()),
+                vals(wsh.numel()),
+                vals(m),
+                vals(ys.numel()),
+            );
+            let (scale, shift) = (vals(xd[1]), vals(xd[1]));
+            let (rows, k) = (m / group, wsh.numel() / m);
+            let mut wp = w.clone();
+            for gi in 0..group {
+                let at = gi * rows * k;
+                ge_runtime::format::pack_panels(&w[at..at + rows * k], rows, k, &mut wp[at..]);
+            }
+            fn t(v: &[f32], shape: Shape) -> Option<TensorRef<'_>> {
+                Some(TensorRef {
+                    dtype: DType::F32,
+                    shape,
+                    data: bytemuck::cast_slice(v),
+                })
+            }
+            let unpadded = pad == [0, 0];
+            for (ai, act) in acts.into_iter().enumerate() {
+                for packed in [false, true] {
+                    for extra in 0..if unpadded && group == 1 { 3 } else { 2 } {
+                        // extra 1: a residual; 2: a BatchNorm(+Relu) prologue
+                        let mut p = params(&c);
+                        p.act = act;
+                        if packed {
+                            p = p.with_weight_layout(WeightLayout::Panels);
+                        }
+                        let mut ins = std::vec![
+                            t(&x, xs),
+                            t(if packed { &wp } else { &w }, wsh),
+                            t(&b, bs),
+                            (extra == 1).then(|| t(&r, ys)).flatten(),
+                        ];
+                        if extra == 2 {
+                            p.prologue = acts[1];
+                            ins.extend([t(&scale, cs), t(&shift, cs)]);
+                        }
+                        let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
+                        let src = lanes_layout(&planned.geo, planned.path);
+                        let src = src.unwrap_or_else(|| {
+                            panic!("{xd:?} {wd:?}: not a lanes conv ({:?})", planned.path)
+                        });
+                        let run = |pl: &Plan, slots: usize| {
+                            let mut ws = std::vec![0u32; pl.col_len + pl.gemm_len];
+                            let mut y = std::vec![0.0f32; ys.numel()];
+                            let mut outs = [TensorMut {
+                                dtype: DType::F32,
+                                shape: ys,
+                                data: bytemuck::cast_slice_mut(&mut y),
+                            }];
+                            let par = super::super::test_util::Slots(slots);
+                            let wsb: &mut [u8] = bytemuck::cast_slice_mut(&mut ws);
+                            run_conv_planned(&p, pl, &ins, &mut outs, wsb, &par).unwrap();
+                            y
+                        };
+                        let want = run(&planned, 1);
+                        let lanes = Plan {
+                            path: Path::Lanes(src),
+                            gemm_len: lanes::ws_len(&planned.geo, &src),
+                            ..planned
+                        };
+                        assert!(
+                            lanes.gemm_len <= planned.gemm_len,
+                            "lanes workspace not planned"
+                        );
+                        for slots in [1, 3] {
+                            let got = run(&lanes, slots);
+                            let diff = got
+                                .iter()
+                                .zip(&want)
+                                .position(|(g, w)| g.to_bits() != w.to_bits());
+                            assert!(
+                                diff.is_none(),
+                                "{xd:?} {wd:?} act {ai} packed {packed} extra {extra} \
+                                 {slots} slots: lanes and {:?} differ at {diff:?}",
+                                planned.path
+                            );
+                        }
+                    }
+                }
             }
         }
     }

@@ -331,32 +331,37 @@ unsafe fn store(
                 v0 = _mm256_add_ps(v0, r0);
                 v1 = _mm256_add_ps(v1, r1);
             }
-            match ep.act {
-                TileAct::None => {}
-                TileAct::Clamp { lo, hi } => {
-                    // max(lo, v) returns v when v is NaN, as `v < lo ? lo : v` does.
-                    let (l, h) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-                    v0 = _mm256_min_ps(h, _mm256_max_ps(l, v0));
-                    v1 = _mm256_min_ps(h, _mm256_max_ps(l, v1));
-                }
-                TileAct::Leaky { alpha } => {
-                    let (al, zero) = (_mm256_set1_ps(alpha), _mm256_setzero_ps());
-                    let m0 = _mm256_cmp_ps::<_CMP_LT_OQ>(v0, zero);
-                    let m1 = _mm256_cmp_ps::<_CMP_LT_OQ>(v1, zero);
-                    v0 = _mm256_blendv_ps(v0, _mm256_mul_ps(v0, al), m0);
-                    v1 = _mm256_blendv_ps(v1, _mm256_mul_ps(v1, al), m1);
-                }
-                #[cfg(feature = "std")]
-                TileAct::HardSwish => {
-                    v0 = hard_swish(v0);
-                    v1 = hard_swish(v1);
-                }
-            }
+            v0 = act(v0, ep.act);
+            v1 = act(v1, ep.act);
             _mm256_storeu_ps(dst, v0);
             _mm256_storeu_ps(dst.add(8), v1);
             if !full {
                 core::ptr::copy_nonoverlapping(dst, crow, nr);
             }
+        }
+    }
+}
+
+/// `act` applied to every lane, as [`super::micro::act_scalar`] applies it, bitwise.
+///
+/// # Safety
+/// AVX2 on the caller.
+#[inline(always)]
+pub(crate) unsafe fn act(v: __m256, act: TileAct) -> __m256 {
+    // SAFETY: register-only AVX operations.
+    unsafe {
+        match act {
+            TileAct::None => v,
+            TileAct::Clamp { lo, hi } => {
+                // max(lo, v) returns v when v is NaN, as `v < lo ? lo : v` does.
+                _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), v))
+            }
+            TileAct::Leaky { alpha } => {
+                let neg = _mm256_cmp_ps::<_CMP_LT_OQ>(v, _mm256_setzero_ps());
+                _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(alpha)), neg)
+            }
+            #[cfg(feature = "std")]
+            TileAct::HardSwish => hard_swish(v),
         }
     }
 }
