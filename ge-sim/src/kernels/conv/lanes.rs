@@ -138,8 +138,17 @@ pub(super) fn run(
                         for t in s * tiles / slots..(s + 1) * tiles / slots {
                             let f0 = t * PIX;
                             let np = (pixels - f0).min(PIX);
-                            let bases: [usize; PIX] =
-                                core::array::from_fn(|j| pix_at(f0 + if j < np { j } else { 0 }));
+                            // One division per tile: the next pixels step along the row
+                            // and wrap to the next band row.
+                            let (mut r, mut c) = (f0 / small2, f0 % small2);
+                            let mut bases = [r * step + c; PIX];
+                            for b in bases.iter_mut().take(np).skip(1) {
+                                c += 1;
+                                if c == small2 {
+                                    (r, c) = (r + 1, 0);
+                                }
+                                *b = r * step + c;
+                            }
                             for (i, ob) in obs.clone().enumerate() {
                                 let m0 = ob * LANES;
                                 let at = m0 * yp + out0 + f0;
