@@ -23,7 +23,7 @@ use core::arch::x86_64::*;
 use super::direct::{self, Fill, Group, Layout};
 use super::{Geo, KernelError, bad};
 use crate::kernels::gemm::avx2::act as apply_act;
-use crate::kernels::gemm::micro::{MR, TileAct, act_scalar};
+use crate::kernels::gemm::micro::{MR, TileAct, TileEp, finish};
 use crate::kernels::gemm::{SendPtr, k_block};
 use crate::threads::Parallel;
 
@@ -107,9 +107,9 @@ pub(super) fn run(
                 }
                 .band(chans, band, par);
                 let (rows, x, step) = (lay.band.min(small1 - r0), &*band, geo.s[1] * lay.wp);
-                let pix_at = move |f: usize| f / small2 * step + f % small2;
                 let pixels = rows * small2;
-                if max_off + pix_at(pixels - 1) >= x.len() {
+                // The last pixel's base plus the farthest tap must be inside the band.
+                if max_off + (rows - 1) * step + small2 > x.len() {
                     return Err(bad("conv lanes layout"));
                 }
                 let tiles = pixels.div_ceil(PIX);
@@ -152,10 +152,18 @@ pub(super) fn run(
                             for (i, ob) in obs.clone().enumerate() {
                                 let m0 = ob * LANES;
                                 let at = m0 * yp + out0 + f0;
-                                let ep = Ep {
+                                let ep = TileEp {
+                                    alpha: 1.0,
                                     add: pc > 0,
-                                    bias: g.bias.filter(|_| last).map(|b| &b[m0..]),
-                                    res: g.residual.filter(|_| last).map(|r| &r[at..]),
+                                    bias: match (last, g.bias) {
+                                        (true, Some(b)) => b[m0..].as_ptr(),
+                                        _ => core::ptr::null(),
+                                    },
+                                    res: match (last, g.residual) {
+                                        (true, Some(r)) => r[at..].as_ptr(),
+                                        _ => core::ptr::null(),
+                                    },
+                                    ldr: yp,
                                     act: if last { g.act } else { TileAct::None },
                                 };
                                 // SAFETY: panel `i` holds `kc·16` values; every `x[bases[j] +
@@ -241,24 +249,15 @@ impl Weights<'_> {
     }
 }
 
-/// The epilogue of one tile (rows are output channels `m0..`, columns pixels `f0..`): what
-/// [`crate::kernels::gemm::TileEp`] does, with slices starting at the tile.
-struct Ep<'a> {
-    /// Accumulate into the output (K blocks after the first).
-    add: bool,
-    bias: Option<&'a [f32]>,
-    /// The residual at the tile's first element (rows `yp` apart).
-    res: Option<&'a [f32]>,
-    act: TileAct,
-}
-
 /// One tile: `acc[j][l] = Σ_{p<kc} x[bases[j] + offs[p]] · w[p·16 + l]`, stored through the
-/// epilogue at `c[l·ldc + j]` for pixels `j < np` and channels `l < no`.
+/// epilogue (the tiles' [`TileEp`], its rows the output channels, `alpha` 1) at
+/// `c[l·ldc + j]` for pixels `j < np` and channels `l < no`.
 ///
 /// # Safety
 /// `w` holds `kc·16` values; `x[bases[j] + offs[p]]` readable for `j < 4`, `p < kc`;
-/// `c[l·ldc + j]` writable (and readable) for `l < no`, `j < np`, with `ep.res` covering the
-/// same elements and `ep.bias` `no` values; `1 ≤ np ≤ 4`, `1 ≤ no ≤ 16`; AVX2 and FMA.
+/// `c[l·ldc + j]` writable (and readable) for `l < no`, `j < np`, with `ep.res` (rows
+/// `ep.ldr = ldc` apart) covering the same elements and `ep.bias` `no` values, where not
+/// null; `1 ≤ np ≤ 4`, `1 ≤ no ≤ 16`; AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile(
@@ -271,7 +270,7 @@ unsafe fn tile(
     ldc: usize,
     np: usize,
     no: usize,
-    ep: &Ep<'_>,
+    ep: &TileEp,
 ) {
     let z = _mm256_setzero_ps();
     let (mut a00, mut a01, mut a10, mut a11) = (z, z, z, z);
@@ -348,7 +347,7 @@ fn transpose(a: __m256, b: __m256, c: __m256, d: __m256) -> [__m256; 4] {
 /// # Safety
 /// As [`tile`] with `np = 4`, `no = 16`; AVX2 on the caller.
 #[inline(always)]
-unsafe fn store_pair(v: __m256, c: *mut f32, ldc: usize, l: usize, ep: &Ep<'_>) {
+unsafe fn store_pair(v: __m256, c: *mut f32, ldc: usize, l: usize, ep: &TileEp) {
     // SAFETY: rows `l` and `l + 4` (4 values each) of C, the residual and the bias are
     // inside them per the contract.
     unsafe {
@@ -357,13 +356,13 @@ unsafe fn store_pair(v: __m256, c: *mut f32, ldc: usize, l: usize, ep: &Ep<'_>) 
         if ep.add {
             v = _mm256_add_ps(_mm256_loadu2_m128(hi, lo), v);
         }
-        if let Some(b) = ep.bias {
-            let bv = _mm256_set_m128(_mm_set1_ps(b[l + 4]), _mm_set1_ps(b[l]));
-            v = _mm256_add_ps(v, bv);
+        if !ep.bias.is_null() {
+            let (b0, b1) = (*ep.bias.add(l), *ep.bias.add(l + 4));
+            v = _mm256_add_ps(v, _mm256_set_m128(_mm_set1_ps(b1), _mm_set1_ps(b0)));
         }
-        if let Some(r) = ep.res {
-            let rv = _mm256_loadu2_m128(r[(l + 4) * ldc..].as_ptr(), r[l * ldc..].as_ptr());
-            v = _mm256_add_ps(v, rv);
+        if !ep.res.is_null() {
+            let (r0, r1) = (ep.res.add(l * ep.ldr), ep.res.add((l + 4) * ep.ldr));
+            v = _mm256_add_ps(v, _mm256_loadu2_m128(r1, r0));
         }
         v = apply_act(v, ep.act);
         _mm256_storeu2_m128(hi, lo, v);
@@ -371,7 +370,7 @@ unsafe fn store_pair(v: __m256, c: *mut f32, ldc: usize, l: usize, ep: &Ep<'_>) 
 }
 
 /// A partial tile (the plane's last pixels, or the group's last channels): the sums through
-/// a stack tile, then element by element the same epilogue.
+/// a stack tile, then element by element the tiles' scalar epilogue.
 ///
 /// # Safety
 /// As [`tile`].
@@ -381,7 +380,7 @@ unsafe fn store_partial(
     ldc: usize,
     np: usize,
     no: usize,
-    ep: &Ep<'_>,
+    ep: &TileEp,
 ) {
     // sums[l][j]: channel l, pixel j.
     let mut sums = [[0.0f32; PIX]; LANES];
@@ -396,21 +395,9 @@ unsafe fn store_partial(
     }
     for (l, row) in sums.iter().enumerate().take(no) {
         for (j, &s) in row.iter().enumerate().take(np) {
-            // SAFETY: element (l, j) of C and the residual is inside them per the contract.
-            unsafe {
-                let dst = c.add(l * ldc + j);
-                let mut v = s;
-                if ep.add {
-                    v += *dst;
-                }
-                if let Some(b) = ep.bias {
-                    v += b[l];
-                }
-                if let Some(r) = ep.res {
-                    v += r[l * ldc + j];
-                }
-                *dst = act_scalar(ep.act, v);
-            }
+            // SAFETY: element (l, j) of C, the bias's `l` and the residual's `l·ldr + j`
+            // are inside them per the contract.
+            unsafe { finish(ep, s, c.add(l * ldc + j), l, j) };
         }
     }
 }

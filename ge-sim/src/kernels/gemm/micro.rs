@@ -166,7 +166,7 @@ unsafe fn tile_portable(
 /// # Safety
 /// `d` readable and writable; `ep.bias` and `ep.res` readable there when not null.
 #[inline(always)]
-unsafe fn finish(ep: &TileEp, mut v: f32, d: *mut f32, r: usize, col: usize) {
+pub(crate) unsafe fn finish(ep: &TileEp, mut v: f32, d: *mut f32, r: usize, col: usize) {
     // SAFETY: forwarded contract.
     unsafe {
         if ep.add {
