@@ -197,6 +197,26 @@ pub(super) struct Group<'a> {
 }
 
 impl Group<'_> {
+    /// The epilogue of a tile whose first output is filter `m0`'s element `at` (output
+    /// planes `yp` apart): accumulating after the first K block, the bias, residual and
+    /// activation on the last.
+    pub(super) fn tile_ep(&self, yp: usize, m0: usize, at: usize, add: bool, last: bool) -> TileEp {
+        TileEp {
+            alpha: 1.0,
+            add,
+            bias: match (last, self.bias) {
+                (true, Some(b)) => b[m0..].as_ptr(),
+                _ => core::ptr::null(),
+            },
+            res: match (last, self.residual) {
+                (true, Some(r)) => r[at..].as_ptr(),
+                _ => core::ptr::null(),
+            },
+            ldr: yp,
+            act: if last { self.act } else { TileAct::None },
+        }
+    }
+
     /// Whether every operand holds what the group's shape reads and writes.
     pub(super) fn check(&self, geo: &Geo) -> Result<(), KernelError> {
         let (yp, k) = (geo.small_plane, geo.cg * geo.kprod);
@@ -346,20 +366,7 @@ pub(super) fn run(
                                 && (two_panels || cfg!(feature = "std") && nr <= NR / 2);
                             let mr = (geo.mg - m0).min(if pair { 2 * MR } else { MR });
                             let at = m0 * yp + out_col;
-                            let ep = TileEp {
-                                alpha: 1.0,
-                                add: pc > 0,
-                                bias: match (last, g.bias) {
-                                    (true, Some(b)) => b[m0..].as_ptr(),
-                                    _ => core::ptr::null(),
-                                },
-                                res: match (last, g.residual) {
-                                    (true, Some(r)) => r[at..].as_ptr(),
-                                    _ => core::ptr::null(),
-                                },
-                                ldr: yp,
-                                act: if last { g.act } else { TileAct::None },
-                            };
+                            let ep = g.tile_ep(yp, m0, at, pc > 0, last);
                             let panel = |q: usize| {
                                 if q < full {
                                     g.w[(q * k + pc) * MR..].as_ptr()

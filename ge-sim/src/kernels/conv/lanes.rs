@@ -23,7 +23,7 @@ use core::arch::x86_64::*;
 use super::direct::{self, Fill, Group, Layout};
 use super::{Geo, KernelError, bad};
 use crate::kernels::gemm::avx2::act as apply_act;
-use crate::kernels::gemm::micro::{MR, TileAct, TileEp, finish};
+use crate::kernels::gemm::micro::{MR, TileEp, finish};
 use crate::kernels::gemm::{SendPtr, k_block};
 use crate::threads::Parallel;
 
@@ -152,20 +152,7 @@ pub(super) fn run(
                             for (i, ob) in obs.clone().enumerate() {
                                 let m0 = ob * LANES;
                                 let at = m0 * yp + out0 + f0;
-                                let ep = TileEp {
-                                    alpha: 1.0,
-                                    add: pc > 0,
-                                    bias: match (last, g.bias) {
-                                        (true, Some(b)) => b[m0..].as_ptr(),
-                                        _ => core::ptr::null(),
-                                    },
-                                    res: match (last, g.residual) {
-                                        (true, Some(r)) => r[at..].as_ptr(),
-                                        _ => core::ptr::null(),
-                                    },
-                                    ldr: yp,
-                                    act: if last { g.act } else { TileAct::None },
-                                };
+                                let ep = g.tile_ep(yp, m0, at, pc > 0, last);
                                 // SAFETY: panel `i` holds `kc·16` values; every `x[bases[j] +
                                 // offs[pc + p]]` is inside `x` (checked above: the largest
                                 // base plus the largest offset); outputs `m0..m0 + no` ×
