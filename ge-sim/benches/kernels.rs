@@ -203,6 +203,31 @@ fn conv() {
             false,
         ),
         (
+            "3x3/2 3->64 224x224 (squeezenet stem)",
+            cc([1, 3, 224, 224], [64, 3, 3, 3], 1, 2, 0),
+            false,
+        ),
+        (
+            "3x3 16->64 55x55 (squeezenet expand)",
+            cc([1, 16, 55, 55], [64, 16, 3, 3], 1, 1, 1),
+            false,
+        ),
+        (
+            "1x1 64->16 55x55 (squeezenet squeeze)",
+            cc([1, 64, 55, 55], [16, 64, 1, 1], 1, 1, 0),
+            false,
+        ),
+        (
+            "1x1 16->64 55x55 (squeezenet expand)",
+            cc([1, 16, 55, 55], [64, 16, 1, 1], 1, 1, 0),
+            false,
+        ),
+        (
+            "1x1 512->1000 13x13 (squeezenet conv10)",
+            cc([1, 512, 13, 13], [1000, 512, 1, 1], 1, 1, 0),
+            false,
+        ),
+        (
             "1x1 128->128 20x20",
             cc([1, 128, 20, 20], [128, 128, 1, 1], 1, 1, 0),
             false,
@@ -440,20 +465,40 @@ fn gemm() {
         }
     }
     // The register block alone, its operands hot in L1 (packed A panels, packed B).
-    for kc in [64usize, 128, 256] {
+    // `fused`: the epilogue a conv's tile runs (bias and ReLU), else the plain store.
+    for (kc, fused) in [
+        (16usize, true),
+        (32, true),
+        (64, true),
+        (64, false),
+        (128, false),
+        (256, false),
+    ] {
         use ge_sim::kernels::gemm::micro::{self, Block, BlockA, BlockB, TileAct, TileEp};
         let isa = micro::isa();
         let (bm, bn) = micro::block_dims(isa);
         let a = rand_vec(bm * kc, &mut seed);
         let b = rand_vec(bn * kc, &mut seed);
         let mut c = vec![0.0f32; bm * bn];
+        let bias = rand_vec(bm, &mut seed);
         let ep = TileEp {
             alpha: 1.0,
             add: false,
-            bias: core::ptr::null(),
+            bias: if fused {
+                bias.as_ptr()
+            } else {
+                core::ptr::null()
+            },
             res: core::ptr::null(),
             ldr: 0,
-            act: TileAct::None,
+            act: if fused {
+                TileAct::Clamp {
+                    lo: 0.0,
+                    hi: f32::INFINITY,
+                }
+            } else {
+                TileAct::None
+            },
         };
         let blk = Block {
             kc,
@@ -485,7 +530,8 @@ fn gemm() {
             best = best.min(t.elapsed().as_secs_f64());
         }
         println!(
-            "block {bm}x{bn} kc {kc}, operands in L1: {:.1} GFLOP/s",
+            "block {bm}x{bn} kc {kc}{}, operands in L1: {:.1} GFLOP/s",
+            if fused { " +bias+relu" } else { "" },
             2.0 * (bm * bn * kc * reps) as f64 / best / 1e9
         );
     }

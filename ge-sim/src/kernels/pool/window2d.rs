@@ -279,8 +279,15 @@ unsafe fn max_pool_2d<L: Lanes>(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> boo
     let mut pending = [(0usize, 0usize, 0usize, 0usize); PENDING];
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let (mut used, mut np) = (0, 0);
+        let (r_lo, r_hi) = a1.interior();
         for o1 in 0..a1.out {
-            let (l1, h1, _) = a1.taps(o1);
+            // Interior rows take every tap (no divisions: `taps` costs three per row).
+            let (l1, h1) = if (r_lo..r_hi).contains(&o1) {
+                (0, a1.k)
+            } else {
+                let (l, h, _) = a1.taps(o1);
+                (l, h)
+            };
             let row = |t1: usize| {
                 let r = a1.index(o1, t1);
                 &xpl[r * a2.inp..(r + 1) * a2.inp]
@@ -313,13 +320,17 @@ unsafe fn max_pool_2d<L: Lanes>(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> boo
                     (used, np) = (0, 0);
                 }
                 // The window's rows (`h1 − l1 ≤ k ≤ WINDOW_ROWS`), each `need` columns.
-                let mut rows: [&[f32]; WINDOW_ROWS] = [&[]; WINDOW_ROWS];
-                for (r, t1) in rows.iter_mut().zip(l1..h1) {
-                    *r = &row(t1)[base..base + need];
-                }
-                // SAFETY: `L`'s ISA is enabled; at least one row (`h1 > l1`), all `need`
-                // long, and the slot holds `need + SLACK`.
-                unsafe { fold_rows::<L>(&rows[..h1 - l1], &mut stack[used..used + need + SLACK]) };
+                // The window's rows are `d` input rows apart; from the first, the slice
+                // runs on to the plane's end, so the last register of columns may read
+                // past `need` (whole loads; masked AVX2 loads are slow on AMD).
+                let rows = Rows {
+                    src: &xpl[a1.index(o1, l1) * a2.inp + base..],
+                    pitch: a1.d * a2.inp,
+                    count: h1 - l1,
+                    need,
+                };
+                // SAFETY: `L`'s ISA is enabled; the slot holds `need + SLACK`.
+                unsafe { fold_rows::<L>(&rows, &mut stack[used..used + need + SLACK]) };
                 pending[np] = (used, o1, o, n);
                 np += 1;
                 used += need + SLACK;
@@ -353,37 +364,79 @@ unsafe fn fold_pending<L: Lanes>(
     }
 }
 
-/// Folds the window's input rows (each `need` columns) into `cols[..need]`: per register
-/// of columns, the rows in order, in registers (folding a row at a time into `cols` read
-/// each register back right after its masked store, a store-forwarding stall per row on
-/// narrow planes). The last register is stored whole: `cols` has the slack.
+/// A window's input rows: `count ≥ 1` rows `pitch` apart from the start of `src`, the
+/// first `need` columns of each folded.
+struct Rows<'x> {
+    src: &'x [f32],
+    pitch: usize,
+    count: usize,
+    need: usize,
+}
+
+/// Folds the window's input rows into `cols[..need]`: per register of columns, the rows
+/// in order, in registers (folding a row at a time into `cols` read each register back
+/// right after its masked store, a store-forwarding stall per row on narrow planes). The
+/// last register is stored whole (`cols` has the slack) and loaded whole where `src` runs
+/// on far enough (the lanes past `need` fold values no kept output reads), masked only at
+/// the input's end.
 ///
 /// # Safety
-/// `L`'s ISA; at least one row, every row as long as the first, `need + L::N ≤ cols.len()`.
+/// `L`'s ISA.
 #[inline(always)]
-unsafe fn fold_rows<L: Lanes>(rows: &[&[f32]], cols: &mut [f32]) {
-    let need = rows[0].len();
-    assert!(need + L::N <= cols.len() && rows.iter().all(|r| r.len() == need));
+unsafe fn fold_rows<L: Lanes>(rows: &Rows<'_>, cols: &mut [f32]) {
+    let Rows {
+        src,
+        pitch,
+        count,
+        need,
+    } = *rows;
+    let last = (count.max(1) - 1) * pitch;
+    // Columns readable in every row.
+    let avail = src.len().saturating_sub(last);
+    assert!(count >= 1 && need + L::N <= cols.len() && avail >= need);
+    let p = src.as_ptr();
     let mut c = 0;
-    // SAFETY: full registers cover `c + N ≤ need`, the tail reads `need − c` lanes; every
-    // store lies below `need + N ≤ cols.len()`.
+    // SAFETY: whole registers read `c + N ≤ avail` columns of every row, the masked tail
+    // `need − c` of them; every store lies below `need + N ≤ cols.len()`.
     unsafe {
         while c + L::N <= need {
-            let mut acc = L::load(rows[0].as_ptr().add(c));
-            for r in &rows[1..] {
-                acc = L::keep_max(acc, L::load(r.as_ptr().add(c)));
-            }
-            L::store(cols.as_mut_ptr().add(c), acc);
+            L::store(
+                cols.as_mut_ptr().add(c),
+                fold_column::<L>(p.add(c), pitch, count, L::N),
+            );
             c += L::N;
         }
         if c < need {
-            let n = need - c;
-            let mut acc = L::load_first(rows[0].as_ptr().add(c), n);
-            for r in &rows[1..] {
-                acc = L::keep_max(acc, L::load_first(r.as_ptr().add(c), n));
-            }
-            L::store(cols.as_mut_ptr().add(c), acc);
+            let lanes = if c + L::N <= avail { L::N } else { need - c };
+            L::store(
+                cols.as_mut_ptr().add(c),
+                fold_column::<L>(p.add(c), pitch, count, lanes),
+            );
         }
+    }
+}
+
+/// The max over `count` rows `pitch` apart of the `lanes` columns at `p` (whole loads at
+/// `lanes = N`, zeros above `lanes` else).
+///
+/// # Safety
+/// `L`'s ISA; `lanes` values readable at `p + r·pitch` for each `r < count`.
+#[inline(always)]
+unsafe fn fold_column<L: Lanes>(p: *const f32, pitch: usize, count: usize, lanes: usize) -> L::V {
+    // SAFETY: forwarded contract.
+    unsafe {
+        let load = |q: *const f32| {
+            if lanes == L::N {
+                L::load(q)
+            } else {
+                L::load_first(q, lanes)
+            }
+        };
+        let mut acc = load(p);
+        for r in 1..count {
+            acc = L::keep_max(acc, load(p.add(r * pitch)));
+        }
+        acc
     }
 }
 
