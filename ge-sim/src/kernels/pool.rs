@@ -37,6 +37,15 @@ impl Axis {
         let start = (o * self.s) as i64 - self.pb as i64;
         let d = self.d as i64;
         let k = self.k as i64;
+        if d == 1 {
+            // Undilated windows (nearly all): the same counts without the three divisions
+            // (~100 cycles a call, once per output row and border output).
+            let inside = |limit: i64| (limit - start).clamp(0, k);
+            let lo = (-start).clamp(0, k) as usize;
+            let hi = inside(self.inp as i64) as usize;
+            let padded = inside(self.inp as i64 + self.pe as i64) as usize;
+            return (lo, hi.max(lo), padded);
+        }
         // first t with start + t·d >= 0
         let lo = if start >= 0 { 0 } else { (-start + d - 1) / d };
         // taps with start + t·d < limit

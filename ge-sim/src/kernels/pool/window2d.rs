@@ -533,10 +533,10 @@ unsafe fn avg_pool_2d<L: Lanes>(
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         for o1 in 0..a1.out {
             let (l1, h1, p1) = a1.taps(o1);
-            let row = |t1: usize| {
-                let r = a1.index(o1, t1);
-                &xpl[r * a2.inp..(r + 1) * a2.inp]
-            };
+            // A window row runs on to the plane's end, so the interior's taps load whole
+            // registers (masked AVX2 loads are slow on AMD) but at the plane's end; the
+            // lanes read past the row belong to outputs not stored.
+            let row = |t1: usize| &xpl[a1.index(o1, t1) * a2.inp..];
             let yrow = &mut ypl[o1 * a2.out..(o1 + 1) * a2.out];
             for o2 in (0..c_lo).chain(c_hi..a2.out) {
                 let (l2, h2, p2) = a2.taps(o2);
@@ -583,8 +583,8 @@ unsafe fn avg_pool_2d<L: Lanes>(
     true
 }
 
-/// `row[at + i·s]` in lane `i` (`s` 1 or 2), reading nothing past the row: the lanes whose
-/// value lies past it hold anything.
+/// `row[at + i·s]` in lane `i` (`s` 1 or 2), reading nothing past the slice (a window row
+/// and the rest of its plane): the lanes whose value lies past it hold anything.
 ///
 /// # Safety
 /// `L`'s ISA; `at < row.len()`.
