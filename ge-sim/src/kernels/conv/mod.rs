@@ -1989,6 +1989,9 @@ mod tests {
                 [1, 1],
             ),
             ([1, 2, 17, 9], [2, 1, 7, 7], [1, 2], [1, 1], [3, 3], [3, 3]),
+            // Stride-2 rows split by whole registers and a tail (odd and even pads).
+            ([1, 4, 56, 56], [4, 1, 3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
+            ([1, 2, 33, 70], [2, 1, 3, 3], [2, 2], [1, 1], [0, 0], [0, 0]),
         ] {
             let c = case(&x, &w, x[1], &s, &d, &pb, &pe, true);
             assert_banded(check(&c, false));
