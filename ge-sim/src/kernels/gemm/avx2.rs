@@ -300,16 +300,59 @@ unsafe fn store(
             return;
         }
         match ep.act {
-            TileAct::None => store_full(acc, c, ldc, mr, ep, |v| v),
+            TileAct::None => store_full(acc, c, ldc, mr, ep, Identity),
             TileAct::Clamp { lo, hi } => {
                 let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-                // As `act`: max(lo, v) keeps a NaN v, then min(hi, ·).
-                store_full(acc, c, ldc, mr, ep, |v| {
-                    _mm256_min_ps(hi, _mm256_max_ps(lo, v))
-                })
+                store_full(acc, c, ldc, mr, ep, Clamp { lo, hi })
             }
-            act_kind => store_full(acc, c, ldc, mr, ep, |v| act(v, act_kind)),
+            other => store_full(acc, c, ldc, mr, ep, Other(other)),
         }
+    }
+}
+
+/// An activation on 8 lanes, as [`act`] computes it. Its `#[inline(always)]` method
+/// inlines into the tile's AVX2 code: a closure is a function of its own without the
+/// target features, where every intrinsic stayed a call (HardSwish tiles ran 2–4× slower).
+trait LaneAct: Copy {
+    /// # Safety
+    /// AVX2 on the caller.
+    unsafe fn apply(self, v: __m256) -> __m256;
+}
+
+#[derive(Clone, Copy)]
+struct Identity;
+
+impl LaneAct for Identity {
+    #[inline(always)]
+    unsafe fn apply(self, v: __m256) -> __m256 {
+        v
+    }
+}
+
+/// [`TileAct::Clamp`] with its bounds splatted once per tile.
+#[derive(Clone, Copy)]
+struct Clamp {
+    lo: __m256,
+    hi: __m256,
+}
+
+impl LaneAct for Clamp {
+    #[inline(always)]
+    unsafe fn apply(self, v: __m256) -> __m256 {
+        // SAFETY: register-only AVX (contract). As `act`: max(lo, v) keeps a NaN v.
+        unsafe { _mm256_min_ps(self.hi, _mm256_max_ps(self.lo, v)) }
+    }
+}
+
+/// Any other activation, through [`act`]'s match.
+#[derive(Clone, Copy)]
+struct Other(TileAct);
+
+impl LaneAct for Other {
+    #[inline(always)]
+    unsafe fn apply(self, v: __m256) -> __m256 {
+        // SAFETY: AVX2 on the caller (contract).
+        unsafe { act(v, self.0) }
     }
 }
 
@@ -325,7 +368,7 @@ unsafe fn store_full(
     ldc: usize,
     mr: usize,
     ep: &TileEp,
-    act: impl Fn(__m256) -> __m256,
+    act: impl LaneAct,
 ) {
     for (i, &[v0, v1]) in acc.iter().enumerate().take(mr) {
         // SAFETY: row `i < mr` of C (16 values), of the bias and of the residual are inside
@@ -338,8 +381,8 @@ unsafe fn store_full(
                 ep.res.add(i * ep.ldr)
             };
             let [v0, v1] = row_sums([v0, v1], crow, i, res, ep);
-            _mm256_storeu_ps(crow, act(v0));
-            _mm256_storeu_ps(crow.add(8), act(v1));
+            _mm256_storeu_ps(crow, act.apply(v0));
+            _mm256_storeu_ps(crow.add(8), act.apply(v1));
         }
     }
 }
