@@ -375,12 +375,7 @@ unsafe fn store_full(
         // them per the contract.
         unsafe {
             let crow = c.add(i * ldc);
-            let res = if ep.res.is_null() {
-                ep.res
-            } else {
-                ep.res.add(i * ep.ldr)
-            };
-            let [v0, v1] = row_sums([v0, v1], crow, i, res, ep);
+            let [v0, v1] = row_sums([v0, v1], crow, i, res_row(ep, i), ep);
             _mm256_storeu_ps(crow, act.apply(v0));
             _mm256_storeu_ps(crow.add(8), act.apply(v1));
         }
@@ -421,14 +416,11 @@ unsafe fn store_any(
             }
             // The residual's row, through a stack copy when partial.
             let mut rt = [0.0f32; NR];
-            let res = match (ep.res.is_null(), full) {
-                (true, _) => ep.res,
-                (false, true) => ep.res.add(i * ep.ldr),
-                (false, false) => {
-                    core::ptr::copy_nonoverlapping(ep.res.add(i * ep.ldr), rt.as_mut_ptr(), nr);
-                    rt.as_ptr()
-                }
-            };
+            let mut res = res_row(ep, i);
+            if !full && !res.is_null() {
+                core::ptr::copy_nonoverlapping(res, rt.as_mut_ptr(), nr);
+                res = rt.as_ptr();
+            }
             let [mut v0, mut v1] = row_sums([v0, v1], dst, i, res, ep);
             v0 = act(v0, ep.act);
             v1 = act(v1, ep.act);
@@ -438,6 +430,20 @@ unsafe fn store_any(
                 core::ptr::copy_nonoverlapping(dst, crow, nr);
             }
         }
+    }
+}
+
+/// Row `i` of the tile's residual, or null when it has none.
+///
+/// # Safety
+/// Row `i` (`i·ldr` values on) lies inside the residual when it is not null.
+#[inline(always)]
+unsafe fn res_row(ep: &TileEp, i: usize) -> *const f32 {
+    if ep.res.is_null() {
+        ep.res
+    } else {
+        // SAFETY: per the contract.
+        unsafe { ep.res.add(i * ep.ldr) }
     }
 }
 

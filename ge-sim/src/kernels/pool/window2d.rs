@@ -279,15 +279,8 @@ unsafe fn max_pool_2d<L: Lanes>(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> boo
     let mut pending = [(0usize, 0usize, 0usize, 0usize); PENDING];
     for (xpl, ypl) in x.chunks_exact(xp).zip(y.chunks_exact_mut(yp)) {
         let (mut used, mut np) = (0, 0);
-        let (r_lo, r_hi) = a1.interior();
         for o1 in 0..a1.out {
-            // Interior rows take every tap (no divisions: `taps` costs three per row).
-            let (l1, h1) = if (r_lo..r_hi).contains(&o1) {
-                (0, a1.k)
-            } else {
-                let (l, h, _) = a1.taps(o1);
-                (l, h)
-            };
+            let (l1, h1, _) = a1.taps(o1);
             let row = |t1: usize| {
                 let r = a1.index(o1, t1);
                 &xpl[r * a2.inp..(r + 1) * a2.inp]
@@ -390,10 +383,10 @@ unsafe fn fold_rows<L: Lanes>(rows: &Rows<'_>, cols: &mut [f32]) {
         count,
         need,
     } = *rows;
-    let last = (count.max(1) - 1) * pitch;
+    assert!(count >= 1 && need + L::N <= cols.len());
     // Columns readable in every row.
-    let avail = src.len().saturating_sub(last);
-    assert!(count >= 1 && need + L::N <= cols.len() && avail >= need);
+    let avail = src.len().saturating_sub((count - 1) * pitch);
+    assert!(avail >= need);
     let p = src.as_ptr();
     let mut c = 0;
     // SAFETY: whole registers read `c + N ≤ avail` columns of every row, the masked tail
@@ -425,18 +418,29 @@ unsafe fn fold_rows<L: Lanes>(rows: &Rows<'_>, cols: &mut [f32]) {
 unsafe fn fold_column<L: Lanes>(p: *const f32, pitch: usize, count: usize, lanes: usize) -> L::V {
     // SAFETY: forwarded contract.
     unsafe {
-        let load = |q: *const f32| {
-            if lanes == L::N {
-                L::load(q)
-            } else {
-                L::load_first(q, lanes)
-            }
-        };
-        let mut acc = load(p);
+        let mut acc = load_lanes::<L>(p, lanes);
         for r in 1..count {
-            acc = L::keep_max(acc, load(p.add(r * pitch)));
+            acc = L::keep_max(acc, load_lanes::<L>(p.add(r * pitch), lanes));
         }
         acc
+    }
+}
+
+/// `lanes` values at `p`: a whole load at `lanes = N`, else masked (zeros above). A function,
+/// not a closure: a closure is compiled without the caller's target features, where the
+/// intrinsics could stay calls.
+///
+/// # Safety
+/// `L`'s ISA; `lanes ≤ N` values readable at `p`.
+#[inline(always)]
+unsafe fn load_lanes<L: Lanes>(p: *const f32, lanes: usize) -> L::V {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if lanes == L::N {
+            L::load(p)
+        } else {
+            L::load_first(p, lanes)
+        }
     }
 }
 
