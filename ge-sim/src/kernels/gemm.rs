@@ -14,6 +14,8 @@
 pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx512;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod column;
 pub mod micro;
 #[cfg(feature = "std")]
 pub mod peak;
@@ -228,6 +230,10 @@ pub fn tile_act(act: &Activation) -> Option<TileAct> {
         Some(UnaryOp::LeakyRelu) => Some(TileAct::Leaky { alpha: act.alpha }),
         #[cfg(feature = "std")]
         Some(UnaryOp::HardSwish) => Some(TileAct::HardSwish),
+        #[cfg(feature = "std")]
+        Some(UnaryOp::Sigmoid) => Some(TileAct::Sigmoid),
+        #[cfg(feature = "std")]
+        Some(UnaryOp::Silu) => Some(TileAct::Silu),
         Some(UnaryOp::Identity) => Some(TileAct::None),
         _ => None,
     }
@@ -347,6 +353,10 @@ pub fn gemm_packed(
         check_operand(r.len(), m, n, ldr)?;
     }
     let slot = pack_slot_len(n, k);
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if n == 1 && k > 0 && al == ALayout::Panels && micro::isa() != micro::Isa::Portable {
+        return gemm_column(m, k, a, b, c, ldc, ep, ws, slot, par);
+    }
     let (split, slots) = choose_split(m, n, k, par.threads());
     let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
     let isa = micro::isa();
@@ -389,6 +399,78 @@ pub fn gemm_packed(
                 bpack,
             )
         };
+    };
+    if slots == 1 {
+        body(0);
+    } else {
+        par.run(slots, &body);
+    }
+    Ok(())
+}
+
+/// [`gemm_packed`] for one column of C from panel-packed A, on AVX2 ([`column`]: the tile's
+/// values). Slots take whole panels of rows; each packs B's K blocks into its own part of
+/// `ws` (`slot` f32 each). The caller has validated the extents.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+fn gemm_column(
+    m: usize,
+    k: usize,
+    a: &[f32],
+    b: &dyn PackB,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue<'_>,
+    ws: &mut [f32],
+    slot: usize,
+    par: &dyn Parallel,
+) -> Result<(), KernelError> {
+    let panels = m.div_ceil(MR);
+    let t = par.threads().clamp(1, WS_SLOTS).min(panels);
+    let slots = if m.saturating_mul(k) < PAR_MIN_MACS {
+        1
+    } else {
+        t
+    };
+    let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
+    let cep = column::ColumnEp {
+        alpha: ep.alpha,
+        accumulate: ep.accumulate,
+        bias: ep.row_bias,
+        res: ep.residual,
+        act: ep.act,
+    };
+    let kb = k_block(k);
+    let (cp, wp) = (SendPtr(c.as_mut_ptr()), SendPtr(ws.as_mut_ptr()));
+    let body = |s: usize| {
+        let rows = (
+            (s * panels / slots) * MR,
+            ((s + 1) * panels / slots * MR).min(m),
+        );
+        // SAFETY: slot `s` owns `ws[s·slot..(s+1)·slot]` exclusively.
+        let xb = unsafe { core::slice::from_raw_parts_mut(wp.get().add(s * slot), slot) };
+        let mut pc = 0;
+        while pc < k && rows.0 < rows.1 {
+            let kc = kb.min(k - pc);
+            let last = pc + kc >= k;
+            b.pack(pc, kc, 0, 1, &mut xb[..kc * NR]);
+            // SAFETY: AVX2+FMA (the ISA is not portable); `a` holds `m·k` (checked by
+            // `gemm_packed`), the packed block `kc·NR`; slots write disjoint rows of C.
+            unsafe {
+                column::column(
+                    m,
+                    k,
+                    a,
+                    &xb[..kc * NR],
+                    (pc, kc, last),
+                    rows,
+                    cp.get(),
+                    ldc,
+                    &cep,
+                )
+            };
+            pc += kc;
+        }
     };
     if slots == 1 {
         body(0);
@@ -1298,6 +1380,95 @@ mod tests {
             };
             let err = gemm_packed(m, n, k, &a, rows, &mb, &mut c, n, &short, &mut ws, &Serial);
             assert!(err.is_err());
+        }
+    }
+
+    /// One column (`n = 1`) from panel-packed A takes [`column`] on AVX2: bitwise the tile's
+    /// values, which column 0 of the same product with two columns gives; K blocks (k 700),
+    /// partial and several panels in flight, every epilogue, serial and on two threads.
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    #[test]
+    fn one_column_is_the_tiles_values() {
+        if micro::isa() == micro::Isa::Portable {
+            std::println!("skipping the one-column path: this CPU lacks AVX2");
+            return;
+        }
+        let pool = crate::threads::ThreadPool::shared(2);
+        let mut seed = 41;
+        for (m, k) in [
+            (1, 1),
+            (5, 3),
+            (6, 40),
+            (7, 700),
+            (13, 9),
+            (31, 300),
+            (1280, 512),
+        ] {
+            let a = rand_vec(m * k, &mut seed);
+            let x = rand_vec(2 * k, &mut seed);
+            let bias = rand_vec(m, &mut seed);
+            let res = rand_vec(2 * m, &mut seed);
+            let c0 = rand_vec(2 * m, &mut seed);
+            let mut panels = std::vec![0.0; m * k];
+            ge_runtime::format::pack_panels(&a, m, k, &mut panels);
+            for (alpha, accumulate, act) in [
+                (1.0, false, TileAct::None),
+                (0.5, true, TileAct::Clamp { lo: 0.0, hi: 0.3 }),
+                (1.0, false, TileAct::Silu),
+                (1.0, true, TileAct::HardSwish),
+            ] {
+                let ep = |ldr: usize| Epilogue {
+                    alpha,
+                    accumulate,
+                    row_bias: Some(&bias),
+                    residual: Some((&res[..], ldr)),
+                    act,
+                };
+                // The tile: B with two columns, x in column 0.
+                let mut c2 = c0.clone();
+                let mut ws = std::vec![0.0; gemm_packed_ws_len(2, k)];
+                let b2 = MatB {
+                    b: &x,
+                    ld: 2,
+                    trans: false,
+                };
+                let al = ALayout::Panels;
+                gemm_packed(
+                    m,
+                    2,
+                    k,
+                    &panels,
+                    al,
+                    &b2,
+                    &mut c2,
+                    2,
+                    &ep(2),
+                    &mut ws,
+                    &Serial,
+                )
+                .unwrap();
+                let xs: Vec<f32> = (0..k).map(|p| x[2 * p]).collect();
+                let b1 = MatB {
+                    b: &xs,
+                    ld: 1,
+                    trans: false,
+                };
+                for par in [&Serial as &dyn Parallel, pool] {
+                    let mut c1: Vec<f32> = (0..m).map(|i| c0[2 * i]).collect();
+                    let mut ws = std::vec![0.0; gemm_packed_ws_len(1, k)];
+                    gemm_packed(m, 1, k, &panels, al, &b1, &mut c1, 1, &ep(2), &mut ws, par)
+                        .unwrap();
+                    for i in 0..m {
+                        assert_eq!(
+                            c1[i].to_bits(),
+                            c2[2 * i].to_bits(),
+                            "m{m} k{k} row {i} alpha {alpha} {act:?}: {} vs {}",
+                            c1[i],
+                            c2[2 * i]
+                        );
+                    }
+                }
+            }
         }
     }
 

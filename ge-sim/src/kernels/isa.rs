@@ -177,13 +177,25 @@ pub fn isa() -> Isa {
 /// The ISA the kernels run: `GE_ISA` when set and usable, else the widest the CPU has.
 /// Decided once per process (a relaxed atomic afterwards).
 #[cfg(feature = "std")]
+#[inline]
 pub fn isa() -> Isa {
-    use core::sync::atomic::{AtomicU8, Ordering};
-    static CHOSEN: AtomicU8 = AtomicU8::new(u8::MAX);
-    let i = CHOSEN.load(Ordering::Relaxed) as usize;
-    if let Some(&isa) = Isa::ALL.get(i) {
-        return isa;
+    let i = CHOSEN.load(core::sync::atomic::Ordering::Relaxed) as usize;
+    match Isa::ALL.get(i) {
+        Some(&isa) => isa,
+        None => choose(),
     }
+}
+
+/// Index in [`Isa::ALL`] of the ISA [`isa`] chose (`u8::MAX` until the first call).
+#[cfg(feature = "std")]
+static CHOSEN: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(u8::MAX);
+
+/// [`isa`]'s first call: reads `GE_ISA`, detects the CPU, records the choice. Out of line,
+/// so the per-call check inlines into kernels' row loops.
+#[cfg(feature = "std")]
+#[cold]
+fn choose() -> Isa {
+    use core::sync::atomic::Ordering;
     let isa = match forced() {
         Ok(Some(isa)) => isa,
         _ => Isa::detected(),

@@ -31,6 +31,8 @@ pub mod reduce;
 pub mod registry;
 pub mod resize;
 pub mod set;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub(crate) mod sigmoid_avx2;
 pub mod slice;
 pub mod softmax;
 #[cfg(test)]

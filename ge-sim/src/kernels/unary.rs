@@ -57,9 +57,10 @@ fn clamp01<T: Real>(v: T) -> T {
     }
 }
 
-/// One `exp` and a select (no branch), accurate on both sides.
+/// One `exp` and a select (no branch), accurate on both sides. [`super::sigmoid_avx2`]
+/// computes the same values on AVX2 registers.
 #[inline]
-fn sigmoid<T: Real>(x: T) -> T {
+pub(crate) fn sigmoid<T: Real>(x: T) -> T {
     let e = (-x.abs()).exp();
     let r = T::ONE / (T::ONE + e);
     if x >= T::ZERO { r } else { e * r }
@@ -70,6 +71,23 @@ fn sigmoid<T: Real>(x: T) -> T {
 fn softplus<T: Real>(x: T) -> T {
     let pos = if x > T::ZERO { x } else { T::ZERO };
     pos + (-x.abs()).exp().ln_1p()
+}
+
+/// Sigmoid and SiLU on f32 through [`super::sigmoid_avx2`] where the chosen ISA has AVX2
+/// (the generic loop's values, its dependent chains interleaved); `false` when the generic
+/// loop must run (another op, the portable path, firmware). In place when `x` is `None`.
+#[inline]
+fn sigmoid_fast(op: UnaryOp, x: Option<&[f32]>, y: &mut [f32]) -> bool {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if matches!(op, UnaryOp::Sigmoid | UnaryOp::Silu) {
+        let times_x = op == UnaryOp::Silu;
+        return match x {
+            Some(x) => super::sigmoid_avx2::map(x, y, times_x),
+            None => super::sigmoid_avx2::map_in_place(y, times_x),
+        };
+    }
+    let _ = (op, x, y);
+    false
 }
 
 /// [`float_op`] on f32, built for AVX2+FMA when the CPU has it.
@@ -216,7 +234,9 @@ fn float_op<T: Real, M: Map<T>>(op: UnaryOp, alpha: f32, beta: f32, m: M) {
 /// Applies `op` to `data` in place, for f32 or f64. Bool-valued ops yield 1.0 / 0.0.
 pub fn apply_unary_in_place<T: Real>(op: UnaryOp, alpha: f32, beta: f32, data: &mut [T]) {
     if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() {
-        if let Ok(v) = bytemuck::try_cast_slice_mut::<T, f32>(data) {
+        if let Ok(v) = bytemuck::try_cast_slice_mut::<T, f32>(data)
+            && !sigmoid_fast(op, None, v)
+        {
             f32_op(op, alpha, beta, InPlace(v));
         }
         return;
@@ -260,6 +280,9 @@ pub fn apply_activation(act: &Activation, data: &mut [f32]) -> Result<(), Kernel
         return Ok(());
     }
     let op = UnaryOp::from_u32(act.op).ok_or(KernelError::BadParams("unknown activation op"))?;
+    if sigmoid_fast(op, None, data) {
+        return Ok(());
+    }
     let (a, b) = (act.alpha, act.beta);
     isa::with_simd(
         #[inline(always)]
@@ -274,7 +297,9 @@ pub fn apply_unary_op(act: &Activation, data: &mut [f32]) -> Result<(), KernelEr
         return Ok(());
     }
     let op = UnaryOp::from_u32(act.op).ok_or(KernelError::BadParams("unknown activation op"))?;
-    f32_op(op, act.alpha, act.beta, InPlace(data));
+    if !sigmoid_fast(op, None, data) {
+        f32_op(op, act.alpha, act.beta, InPlace(data));
+    }
     Ok(())
 }
 
@@ -495,7 +520,9 @@ pub fn run_unary(
     match x.dtype {
         DType::F32 => {
             let (xs, ys) = typed::<f32>(x, y, n)?;
-            f32_op(op, alpha, beta, OutOfPlace(xs, ys));
+            if !sigmoid_fast(op, Some(xs), ys) {
+                f32_op(op, alpha, beta, OutOfPlace(xs, ys));
+            }
         }
         DType::F64 => {
             let (xs, ys) = typed::<f64>(x, y, n)?;

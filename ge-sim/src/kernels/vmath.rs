@@ -11,7 +11,7 @@
 
 /// 1.5 · 2^23: adding it rounds a float of magnitude below 2^22 to an integer (ties to even)
 /// that then sits in the low mantissa bits.
-const MAGIC: f32 = 12_582_912.0;
+pub(crate) const MAGIC: f32 = 12_582_912.0;
 
 /// `2^i` for an integer `i` in `[-126, 127]`.
 #[inline(always)]
@@ -19,23 +19,36 @@ fn pow2i(i: i32) -> f32 {
     f32::from_bits((i.wrapping_add(127) as u32) << 23)
 }
 
+/// [`exp`]'s range: below `EXP_LO` the result is 0, above `EXP_HI` +∞.
+pub(crate) const EXP_LO: f32 = -87.336_55;
+pub(crate) const EXP_HI: f32 = 88.722_83;
+/// Cody–Waite: ln 2 = `EXP_LN2.0 + EXP_LN2.1`, the first exact in few bits.
+pub(crate) const EXP_LN2: (f32, f32) = (0.693_359_4, -2.121_944_4e-4);
+/// `e^r ≈ 1 + r + r²·p(r)` on |r| ≤ ln 2 / 2: `p`'s coefficients, highest degree first.
+pub(crate) const EXP_POLY: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    1.666_666_5e-1,
+    5.000_000_1e-1,
+];
+
 /// `e^x`: 1 ulp on the normal range; 0 below it (no subnormals), +∞ above, NaN kept.
+/// [`super::sigmoid_avx2`] repeats these operations on registers: keep the two in step.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
-    const HI: f32 = 88.722_83;
-    const LO: f32 = -87.336_55;
+    const HI: f32 = EXP_HI;
+    const LO: f32 = EXP_LO;
+    const P: [f32; 6] = EXP_POLY;
     let xc = x.clamp(LO, HI);
     // n = round(x / ln 2), as a float and (from the same bits, no saturating cast) an integer.
     let t = xc * core::f32::consts::LOG2_E + MAGIC;
     let n = t - MAGIC;
     let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
-    // Cody–Waite: ln 2 = C1 + C2 with C1 exact in few bits.
-    let r = xc - n * 0.693_359_4 - n * -2.121_944_4e-4;
+    let r = xc - n * EXP_LN2.0 - n * EXP_LN2.1;
     let z = r * r;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 5.000_000_1e-1;
+    let p = ((((P[0] * r + P[1]) * r + P[2]) * r + P[3]) * r + P[4]) * r + P[5];
     let y = p * z + r + 1.0;
     // 2^n as two factors: n reaches 128 at the top of the range.
     let h = ni >> 1;

@@ -551,6 +551,13 @@ impl Fill<'_, '_> {
         let (big0, big1, big2) = (geo.big[0], geo.big[1], geo.big[2]);
         let (wp, pw, s2, pb2) = (lay.wp, lay.pw, geo.s[2], geo.pb[2]);
         let c0 = chans.start;
+        // Stride-2 rows split by vector shuffles (host builds: firmware keeps the loop).
+        let split2 = cfg!(feature = "std") && s2 == 2 && g.prologue.is_none();
+        let cols = if split2 {
+            [0, 1].map(|h| super::phase_split::valid(geo, h, pw))
+        } else {
+            [(0, 0); 2]
+        };
         for ci in chans.clone() {
             let (scale, shift, pact) = match g.prologue {
                 Some((sc, sh, a)) => (sc[ci], sh[ci], Some(a)),
@@ -585,6 +592,9 @@ impl Fill<'_, '_> {
                         dst[..lo].fill(0.0);
                         dst[lo..lo + len].copy_from_slice(&src[..len]);
                         dst[lo + len..].fill(0.0);
+                    } else if split2 {
+                        let (p0, p1) = dst.split_at_mut(pw);
+                        super::phase_split::deinterleave(geo, &cols, src, p0, p1, false);
                     } else {
                         for ph in 0..s2 {
                             for (q, d) in dst[ph * pw..(ph + 1) * pw].iter_mut().enumerate() {

@@ -16,6 +16,7 @@ mod depthwise_avx512;
 mod direct;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod lanes;
+mod phase_split;
 
 use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef, WeightLayout};
 
@@ -2173,6 +2174,11 @@ mod tests {
                 alpha: 0.0,
                 beta: 0.0,
             },
+            Activation {
+                op: UnaryOp::Silu as u32,
+                alpha: 0.0,
+                beta: 0.0,
+            },
         ];
         /// Input, weights, group, stride, dilation, pads.
         type Conv2d = (
@@ -2183,9 +2189,13 @@ mod tests {
             [usize; 2],
             [usize; 2],
         );
-        let cases: [Conv2d; 9] = [
+        let cases: [Conv2d; 11] = [
             // YOLO-like 3x3 on a 20-wide plane, 64 taps·9: three K blocks
             (&[1, 64, 20, 20], &[32, 64, 3, 3], 1, [1, 1], [1, 1], [1, 1]),
+            // YOLO's downsampling 3x3/2 pad 1: stride-2 band rows split by shuffles
+            (&[1, 16, 48, 48], &[32, 16, 3, 3], 1, [2, 2], [1, 1], [1, 1]),
+            // odd width, pad 1: the row's last input column lands in phase 0 alone
+            (&[1, 16, 27, 41], &[16, 16, 3, 3], 1, [2, 2], [1, 1], [1, 1]),
             // 40 filters: a partial channel block; 9-wide rows: pixel tiles across rows
             (&[2, 16, 11, 9], &[40, 16, 3, 3], 1, [1, 1], [1, 1], [1, 1]),
             // stride 2 both ways, 11 outputs per row (planned on im2col)

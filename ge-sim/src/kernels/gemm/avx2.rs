@@ -305,18 +305,23 @@ unsafe fn store(
                 let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
                 store_full(acc, c, ldc, mr, ep, Clamp { lo, hi })
             }
+            #[cfg(feature = "std")]
+            TileAct::Sigmoid => store_full(acc, c, ldc, mr, ep, Sigmoid { times_x: false }),
+            #[cfg(feature = "std")]
+            TileAct::Silu => store_full(acc, c, ldc, mr, ep, Sigmoid { times_x: true }),
             other => store_full(acc, c, ldc, mr, ep, Other(other)),
         }
     }
 }
 
-/// An activation on 8 lanes, as [`act`] computes it. Its `#[inline(always)]` method
-/// inlines into the tile's AVX2 code: a closure is a function of its own without the
-/// target features, where every intrinsic stayed a call (HardSwish tiles ran 2–4× slower).
+/// An activation on a tile row's two registers, as [`act`] computes it. Its
+/// `#[inline(always)]` method inlines into the tile's AVX2 code: a closure is a function of
+/// its own without the target features, where every intrinsic stayed a call (HardSwish
+/// tiles ran 2–4× slower).
 trait LaneAct: Copy {
     /// # Safety
     /// AVX2 on the caller.
-    unsafe fn apply(self, v: __m256) -> __m256;
+    unsafe fn apply(self, v: [__m256; 2]) -> [__m256; 2];
 }
 
 #[derive(Clone, Copy)]
@@ -324,7 +329,7 @@ struct Identity;
 
 impl LaneAct for Identity {
     #[inline(always)]
-    unsafe fn apply(self, v: __m256) -> __m256 {
+    unsafe fn apply(self, v: [__m256; 2]) -> [__m256; 2] {
         v
     }
 }
@@ -338,9 +343,30 @@ struct Clamp {
 
 impl LaneAct for Clamp {
     #[inline(always)]
-    unsafe fn apply(self, v: __m256) -> __m256 {
+    unsafe fn apply(self, [v0, v1]: [__m256; 2]) -> [__m256; 2] {
         // SAFETY: register-only AVX (contract). As `act`: max(lo, v) keeps a NaN v.
-        unsafe { _mm256_min_ps(self.hi, _mm256_max_ps(self.lo, v)) }
+        unsafe {
+            [
+                _mm256_min_ps(self.hi, _mm256_max_ps(self.lo, v0)),
+                _mm256_min_ps(self.hi, _mm256_max_ps(self.lo, v1)),
+            ]
+        }
+    }
+}
+
+/// [`TileAct::Sigmoid`] (or SiLU) with the row's two registers' chains interleaved.
+#[cfg(feature = "std")]
+#[derive(Clone, Copy)]
+struct Sigmoid {
+    times_x: bool,
+}
+
+#[cfg(feature = "std")]
+impl LaneAct for Sigmoid {
+    #[inline(always)]
+    unsafe fn apply(self, v: [__m256; 2]) -> [__m256; 2] {
+        // SAFETY: AVX2 on the caller (contract).
+        unsafe { crate::kernels::sigmoid_avx2::sigmoid(v, self.times_x) }
     }
 }
 
@@ -350,9 +376,9 @@ struct Other(TileAct);
 
 impl LaneAct for Other {
     #[inline(always)]
-    unsafe fn apply(self, v: __m256) -> __m256 {
+    unsafe fn apply(self, [v0, v1]: [__m256; 2]) -> [__m256; 2] {
         // SAFETY: AVX2 on the caller (contract).
-        unsafe { act(v, self.0) }
+        unsafe { [act(v0, self.0), act(v1, self.0)] }
     }
 }
 
@@ -375,9 +401,9 @@ unsafe fn store_full(
         // them per the contract.
         unsafe {
             let crow = c.add(i * ldc);
-            let [v0, v1] = row_sums([v0, v1], crow, i, res_row(ep, i), ep);
-            _mm256_storeu_ps(crow, act.apply(v0));
-            _mm256_storeu_ps(crow.add(8), act.apply(v1));
+            let [v0, v1] = act.apply(row_sums([v0, v1], crow, i, res_row(ep, i), ep));
+            _mm256_storeu_ps(crow, v0);
+            _mm256_storeu_ps(crow.add(8), v1);
         }
     }
 }
@@ -501,6 +527,10 @@ pub(crate) unsafe fn act(v: __m256, act: TileAct) -> __m256 {
             }
             #[cfg(feature = "std")]
             TileAct::HardSwish => hard_swish(v),
+            #[cfg(feature = "std")]
+            TileAct::Sigmoid | TileAct::Silu => {
+                crate::kernels::sigmoid_avx2::sigmoid([v], act == TileAct::Silu)[0]
+            }
         }
     }
 }

@@ -213,6 +213,19 @@ pub(crate) unsafe fn act(v: __m512, act: TileAct) -> __m512 {
                 let c = _mm512_min_ps(_mm512_set1_ps(1.0), _mm512_max_ps(_mm512_setzero_ps(), t));
                 _mm512_mul_ps(v, c)
             }
+            #[cfg(feature = "std")]
+            TileAct::Sigmoid | TileAct::Silu => {
+                // The AVX2 form on both halves (AVX-512F implies AVX2): the same values.
+                let lo = _mm512_castps512_ps256(v);
+                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+                let [lo, hi] =
+                    crate::kernels::sigmoid_avx2::sigmoid([lo, hi], act == TileAct::Silu);
+                let w = _mm512_castps256_ps512(lo);
+                _mm512_castpd_ps(_mm512_insertf64x4::<1>(
+                    _mm512_castps_pd(w),
+                    _mm256_castps_pd(hi),
+                ))
+            }
         }
     }
 }

@@ -40,6 +40,12 @@ pub enum TileAct {
     /// epilogues keep to the three above.
     #[cfg(feature = "std")]
     HardSwish,
+    /// The unary kernel's Sigmoid (`exp` based, accurate on both sides). Host builds only.
+    #[cfg(feature = "std")]
+    Sigmoid,
+    /// `x · sigmoid(x)`, the unary kernel's SiLU (YOLO's activation). Host builds only.
+    #[cfg(feature = "std")]
+    Silu,
 }
 
 /// HardSwish's slope and offset as the unary kernel rounds them.
@@ -125,6 +131,10 @@ pub(crate) fn act_scalar(act: TileAct, v: f32) -> f32 {
             // `clamp` keeps a NaN and a −0, as the unary kernel's clamp01 does.
             v * t.clamp(0.0, 1.0)
         }
+        #[cfg(feature = "std")]
+        TileAct::Sigmoid => crate::kernels::unary::sigmoid(v),
+        #[cfg(feature = "std")]
+        TileAct::Silu => v * crate::kernels::unary::sigmoid(v),
     }
 }
 
@@ -560,6 +570,8 @@ mod tests {
             TileAct::Clamp { lo: 0.0, hi: 0.2 },
             TileAct::Leaky { alpha: 0.1 },
             TileAct::HardSwish,
+            TileAct::Sigmoid,
+            TileAct::Silu,
         ];
         for &isa in Isa::ALL {
             if !isa.supported() {
@@ -651,6 +663,8 @@ mod tests {
                     TileAct::None,
                     TileAct::Leaky { alpha: 0.1 },
                     TileAct::HardSwish,
+                    TileAct::Sigmoid,
+                    TileAct::Silu,
                 ] {
                     let ep = TileEp {
                         alpha: 1.0,
@@ -724,6 +738,8 @@ mod tests {
                     TileAct::None,
                     TileAct::Leaky { alpha: 0.1 },
                     TileAct::HardSwish,
+                    TileAct::Sigmoid,
+                    TileAct::Silu,
                     TileAct::Clamp { lo: 0.0, hi: 0.3 },
                 ] {
                     for with in [false, true] {
@@ -855,6 +871,8 @@ mod tests {
                     TileAct::None,
                     TileAct::Clamp { lo: 0.0, hi: 0.3 },
                     TileAct::HardSwish,
+                    TileAct::Sigmoid,
+                    TileAct::Silu,
                 ] {
                     for with in [false, true] {
                         let nr = if mask[1] == 0 { NR } else { w };
