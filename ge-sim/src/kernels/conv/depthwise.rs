@@ -22,6 +22,7 @@ use super::Geo;
 use super::phase_split::{deinterleave, phase_row, valid};
 use crate::kernels::copy::copy_short;
 use crate::kernels::gemm::WS_SLOTS;
+use crate::kernels::gemm::micro::{TileAct, act_scalar};
 #[cfg(target_arch = "x86_64")]
 use crate::kernels::isa::{Isa, isa};
 
@@ -137,7 +138,7 @@ impl Offsets {
     }
 }
 
-/// One channel: `y = w ⋆ x + bias (+ res)`. `buf` holds [`Layout::slot_len`] f32; `first`
+/// One channel: `y = act(w ⋆ x + bias (+ res))`. `buf` holds [`Layout::slot_len`] f32; `first`
 /// says it may hold anything (else it holds the previous channel's band of this conv, whose
 /// zeros a plane that fits one band keeps: the same positions are rewritten).
 // Inlined into `isa::with_simd`'s closure, so it compiles for the chosen ISA.
@@ -151,6 +152,7 @@ pub(super) fn plane(
     w: &[f32],
     bias: f32,
     res: Option<&[f32]>,
+    act: TileAct,
     y: &mut [f32],
     buf: &mut [f32],
     first: bool,
@@ -179,17 +181,42 @@ pub(super) fn plane(
         }
         for o in o0..o1 {
             let src = &flat[(o - o0) * lay.pw..][..ow];
-            let dst = &mut y[o * ow..(o + 1) * ow];
-            match res {
-                Some(r) => {
-                    for ((d, &s), &r) in dst.iter_mut().zip(src).zip(&r[o * ow..]) {
-                        *d = s + r;
-                    }
-                }
-                None => copy_short(dst, src),
-            }
+            let res = res.map(|r| &r[o * ow..(o + 1) * ow]);
+            store_row(&mut y[o * ow..(o + 1) * ow], src, res, act);
         }
         o0 = o1;
+    }
+}
+
+/// `dst = act(src + res)` (`src` alone without a residual): the outputs of one row leave the
+/// flat block with the activation a pass over the whole output applied before (a second trip
+/// through memory), in the same order, so the same values. Each activation gets its own loop.
+#[inline(always)]
+fn store_row(dst: &mut [f32], src: &[f32], res: Option<&[f32]>, act: TileAct) {
+    #[inline(always)]
+    fn each(dst: &mut [f32], src: &[f32], res: Option<&[f32]>, f: impl Fn(f32) -> f32) {
+        match res {
+            Some(r) => {
+                for ((d, &s), &r) in dst.iter_mut().zip(src).zip(r) {
+                    *d = f(s + r);
+                }
+            }
+            None => {
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d = f(s);
+                }
+            }
+        }
+    }
+    match act {
+        TileAct::None if res.is_none() => copy_short(dst, src),
+        TileAct::None => each(dst, src, res, |v| v),
+        TileAct::Clamp { lo, hi } => {
+            each(dst, src, res, |v| act_scalar(TileAct::Clamp { lo, hi }, v))
+        }
+        #[cfg(feature = "std")]
+        TileAct::HardSwish => each(dst, src, res, |v| act_scalar(TileAct::HardSwish, v)),
+        other => each(dst, src, res, |v| act_scalar(other, v)),
     }
 }
 

@@ -84,7 +84,8 @@ impl Path {
     /// Whether the path applies an epilogue activation ([`tile_act`]) in registers; else
     /// it runs as a pass over the output.
     fn fuses_act(&self) -> bool {
-        !matches!(self, Path::Depthwise(_))
+        // The banded depthwise path applies it while copying its outputs out.
+        !matches!(self, Path::Depthwise(None))
     }
 
     /// A depthwise path (no input prologue).
@@ -1000,6 +1001,7 @@ fn run_conv_planned(
                                             wc,
                                             bv,
                                             rc,
+                                            act.unwrap_or(super::gemm::TileAct::None),
                                             yc,
                                             band,
                                             ch == s * geo.c / slots,
@@ -2024,7 +2026,8 @@ mod tests {
 
     /// Banded stride-1 depthwise convs with a residual, against the row loop bitwise:
     /// padding on one side only, none at all, planes narrower and wider than a 16-output
-    /// chunk, special values in the input.
+    /// chunk, special values in the input; each activation (the band applies the tile ones
+    /// while copying out, the row loop in a pass over the output; Tanh in a pass on both).
     #[test]
     fn banded_depthwise_with_residual_is_the_row_loop() {
         for (x, k, pb, pe) in [
@@ -2045,37 +2048,59 @@ mod tests {
             );
             let yd = out_dims(&c, false);
             let [xv, wv, bv, rv] = depthwise_data(&c, &yd, 7);
-            let p = params(&c);
-            use super::super::test_util::{shape, t, tm};
-            let (xs, wsh, ys, bs) = (shape(&x), shape(&c.w), shape(&yd), shape(&[x[1]]));
-            let ins = [
-                Some(t(&x, &xv)),
-                Some(t(&c.w, &wv)),
-                Some(t(&[x[1]], &bv)),
-                Some(t(&yd, &rv)),
-            ];
-            let nbytes = conv_workspace_bytes(&p, false, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
-            let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
-            assert!(
-                matches!(planned.path, Path::Depthwise(Some(_))),
-                "{x:?} {k:?}"
-            );
-            let run = |pl: &Plan, ws: &mut [u32]| {
-                let mut y = std::vec![0.0f32; rv.len()];
-                let mut outs = [tm(&yd, &mut y)];
-                let wsb: &mut [u8] = bytemuck::cast_slice_mut(ws);
-                run_conv_planned(&p, pl, &ins, &mut outs, wsb, &Serial).unwrap();
-                y
-            };
-            let got = run(&planned, &mut std::vec![0u32; nbytes / 4]);
-            let rows = Plan {
-                path: Path::Depthwise(None),
-                gemm_len: 0,
-                ..planned
-            };
-            let want = run(&rows, &mut []);
-            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "{x:?} k {k:?} pads {pb:?}/{pe:?}");
+            for op in [
+                UnaryOp::Identity,
+                UnaryOp::Relu,
+                UnaryOp::HardSwish,
+                UnaryOp::Silu,
+                UnaryOp::Tanh,
+            ] {
+                let mut p = params(&c);
+                p.act = Activation {
+                    op: if op == UnaryOp::Identity {
+                        0
+                    } else {
+                        op as u32
+                    },
+                    alpha: 0.0,
+                    beta: 0.0,
+                };
+                use super::super::test_util::{shape, t, tm};
+                let (xs, wsh, ys, bs) = (shape(&x), shape(&c.w), shape(&yd), shape(&[x[1]]));
+                let ins = [
+                    Some(t(&x, &xv)),
+                    Some(t(&c.w, &wv)),
+                    Some(t(&[x[1]], &bv)),
+                    Some(t(&yd, &rv)),
+                ];
+                let nbytes =
+                    conv_workspace_bytes(&p, false, &[Some(xs), Some(wsh), Some(bs)], &[ys]);
+                let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
+                assert!(
+                    matches!(planned.path, Path::Depthwise(Some(_))),
+                    "{x:?} {k:?}"
+                );
+                let run = |pl: &Plan, ws: &mut [u32]| {
+                    let mut y = std::vec![0.0f32; rv.len()];
+                    let mut outs = [tm(&yd, &mut y)];
+                    let wsb: &mut [u8] = bytemuck::cast_slice_mut(ws);
+                    run_conv_planned(&p, pl, &ins, &mut outs, wsb, &Serial).unwrap();
+                    y
+                };
+                let got = run(&planned, &mut std::vec![0u32; nbytes / 4]);
+                let rows = Plan {
+                    path: Path::Depthwise(None),
+                    gemm_len: 0,
+                    ..planned
+                };
+                let want = run(&rows, &mut []);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{x:?} k {k:?} pads {pb:?}/{pe:?} {op:?}"
+                );
+            }
         }
     }
 
