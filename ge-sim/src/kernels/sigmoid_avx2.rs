@@ -4,18 +4,20 @@
 //! (SiLU: `x·s`), with [`super::vmath::exp`]. Its element loop vectorizes, but as one
 //! dependent chain of some fifty operations per register, which Zen 1's FP scheduler does not
 //! overlap with the next iteration's: YOLOv8's SiLU after every convolution cost 2.7 ns an
-//! element, twice onnxruntime's. Here the chain runs on several registers at once, step by
-//! step, and `exp` is specialised to its argument `−|x| ≤ 0`: no overflow branch, and `2^n`
+//! element, twice onnxruntime's. Here the chain runs on four registers at once, step by
+//! step (held in lockstep by [`lockstep`]: LLVM's scheduler put them one after the other
+//! again), and `exp` is specialised to its argument `−|x| ≤ 0`: no overflow branch, and `2^n`
 //! one factor (`n ≥ −126`, a normal power of two, so `y·2^n` rounds once as the two-factor
 //! product `(y·2^h)·2^(n−h)` does). Same operations otherwise, each a multiply or an add as
-//! in the scalar code (no FMA), so every value equals the portable path's. O(1) per element.
+//! in the scalar code (no FMA), so every value equals the portable path's. O(1) per element;
+//! Zen 1, 204,800 SiLUs: 0.54 → 0.36 ms (the generic loop 0.59).
 
 use core::arch::x86_64::*;
 
 use super::isa::{Isa, isa};
 
 /// Registers in flight per step of [`sigmoid`] in the slice loops.
-const WAYS: usize = 2;
+const WAYS: usize = 4;
 
 /// `sigmoid(x)` (`x·sigmoid(x)` when `times_x`) on `N` registers, step by step across them.
 ///
@@ -42,6 +44,27 @@ pub(crate) unsafe fn sigmoid<const N: usize>(x: [__m256; N], times_x: bool) -> [
             }
         }
         s
+    }
+}
+
+/// Holds every register of `v` at this point of the instruction stream (an empty `asm!`
+/// that reads and writes them): LLVM's scheduler otherwise runs the chains one after the
+/// other, which the CPU's window cannot overlap.
+#[target_feature(enable = "avx")]
+#[inline]
+unsafe fn lockstep<const N: usize>(v: &mut [__m256; N]) {
+    if let [a, b, c, d] = v.as_mut_slice() {
+        // SAFETY: an empty template: no instruction, no memory, no flags.
+        unsafe {
+            core::arch::asm!(
+                "/* {0} {1} {2} {3} */",
+                inout(ymm_reg) * a,
+                inout(ymm_reg) * b,
+                inout(ymm_reg) * c,
+                inout(ymm_reg) * d,
+                options(pure, nomem, nostack, preserves_flags)
+            )
+        };
     }
 }
 
@@ -75,6 +98,7 @@ unsafe fn exp_nonpositive<const N: usize>(a: [__m256; N]) -> [__m256; N] {
             for i in 0..N {
                 p[i] = _mm256_add_ps(_mm256_mul_ps(p[i], r[i]), _mm256_set1_ps(c));
             }
+            lockstep(&mut p);
         }
         let mut y = p;
         for i in 0..N {

@@ -22,7 +22,7 @@ use core::arch::x86_64::*;
 
 use super::direct::{self, Fill, Group, Layout};
 use super::{Geo, KernelError, bad};
-use crate::kernels::gemm::avx2::act as apply_act;
+use crate::kernels::gemm::avx2::acts as apply_acts;
 use crate::kernels::gemm::micro::{MR, TileEp, finish};
 use crate::kernels::gemm::{SendPtr, k_block};
 use crate::threads::Parallel;
@@ -298,9 +298,14 @@ unsafe fn tile(
     unsafe {
         if np == PIX && no == LANES {
             for (v, regs) in t.iter().enumerate() {
-                for (i, &r) in regs.iter().enumerate() {
+                let mut s = *regs;
+                for (i, s) in s.iter_mut().enumerate() {
+                    *s = sums_pair(*s, c, ldc, v * 8 + i, ep);
+                }
+                // Four registers at once: SiLU's chains overlap.
+                for (i, &s) in apply_acts(s, ep.act).iter().enumerate() {
                     let l = v * 8 + i;
-                    store_pair(r, c, ldc, l, ep);
+                    _mm256_storeu2_m128(c.add((l + 4) * ldc), c.add(l * ldc), s);
                 }
             }
         } else {
@@ -328,13 +333,13 @@ fn transpose(a: __m256, b: __m256, c: __m256, d: __m256) -> [__m256; 4] {
     }
 }
 
-/// The epilogue and store of channels `l` and `l + 4` (4 pixels each) of a full tile, in
-/// the tiles' order: `c + acc`, `+ bias`, `+ residual`, activation.
+/// The sums of channels `l` and `l + 4` (4 pixels each) of a full tile before the
+/// activation, in the tiles' order: `c + acc`, `+ bias`, `+ residual`.
 ///
 /// # Safety
 /// As [`tile`] with `np = 4`, `no = 16`; AVX2 on the caller.
 #[inline(always)]
-unsafe fn store_pair(v: __m256, c: *mut f32, ldc: usize, l: usize, ep: &TileEp) {
+unsafe fn sums_pair(v: __m256, c: *const f32, ldc: usize, l: usize, ep: &TileEp) -> __m256 {
     // SAFETY: rows `l` and `l + 4` (4 values each) of C, the residual and the bias are
     // inside them per the contract.
     unsafe {
@@ -351,8 +356,7 @@ unsafe fn store_pair(v: __m256, c: *mut f32, ldc: usize, l: usize, ep: &TileEp) 
             let (r0, r1) = (ep.res.add(l * ep.ldr), ep.res.add((l + 4) * ep.ldr));
             v = _mm256_add_ps(v, _mm256_loadu2_m128(r1, r0));
         }
-        v = apply_act(v, ep.act);
-        _mm256_storeu2_m128(hi, lo, v);
+        v
     }
 }
 

@@ -322,6 +322,19 @@ trait LaneAct: Copy {
     /// # Safety
     /// AVX2 on the caller.
     unsafe fn apply(self, v: [__m256; 2]) -> [__m256; 2];
+
+    /// Two rows at once (SiLU's long dependent chains overlap four registers).
+    ///
+    /// # Safety
+    /// AVX2 on the caller.
+    #[inline(always)]
+    unsafe fn apply_rows(self, [a, b, c, d]: [__m256; 4]) -> [__m256; 4] {
+        // SAFETY: forwarded contract.
+        unsafe {
+            let ([a, b], [c, d]) = (self.apply([a, b]), self.apply([c, d]));
+            [a, b, c, d]
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -368,6 +381,12 @@ impl LaneAct for Sigmoid {
         // SAFETY: AVX2 on the caller (contract).
         unsafe { crate::kernels::sigmoid_avx2::sigmoid(v, self.times_x) }
     }
+
+    #[inline(always)]
+    unsafe fn apply_rows(self, v: [__m256; 4]) -> [__m256; 4] {
+        // SAFETY: AVX2 on the caller (contract).
+        unsafe { crate::kernels::sigmoid_avx2::sigmoid(v, self.times_x) }
+    }
 }
 
 /// Any other activation, through [`act`]'s match.
@@ -396,12 +415,24 @@ unsafe fn store_full(
     ep: &TileEp,
     act: impl LaneAct,
 ) {
-    for (i, &[v0, v1]) in acc.iter().enumerate().take(mr) {
-        // SAFETY: row `i < mr` of C (16 values), of the bias and of the residual are inside
-        // them per the contract.
-        unsafe {
+    let mut i = 0;
+    // SAFETY: rows `< mr` of C (16 values), of the bias and of the residual are inside them
+    // per the contract.
+    unsafe {
+        while i + 1 < mr {
+            let (c0, c1) = (c.add(i * ldc), c.add((i + 1) * ldc));
+            let [a, b] = row_sums(acc[i], c0, i, res_row(ep, i), ep);
+            let [d, e] = row_sums(acc[i + 1], c1, i + 1, res_row(ep, i + 1), ep);
+            let [a, b, d, e] = act.apply_rows([a, b, d, e]);
+            _mm256_storeu_ps(c0, a);
+            _mm256_storeu_ps(c0.add(8), b);
+            _mm256_storeu_ps(c1, d);
+            _mm256_storeu_ps(c1.add(8), e);
+            i += 2;
+        }
+        if i < mr {
             let crow = c.add(i * ldc);
-            let [v0, v1] = act.apply(row_sums([v0, v1], crow, i, res_row(ep, i), ep));
+            let [v0, v1] = act.apply(row_sums(acc[i], crow, i, res_row(ep, i), ep));
             _mm256_storeu_ps(crow, v0);
             _mm256_storeu_ps(crow.add(8), v1);
         }
@@ -530,6 +561,30 @@ pub(crate) unsafe fn act(v: __m256, act: TileAct) -> __m256 {
             #[cfg(feature = "std")]
             TileAct::Sigmoid | TileAct::Silu => {
                 crate::kernels::sigmoid_avx2::sigmoid([v], act == TileAct::Silu)[0]
+            }
+        }
+    }
+}
+
+/// [`act`] on four registers; Sigmoid and SiLU run their chains side by side.
+///
+/// # Safety
+/// AVX2 on the caller.
+#[inline(always)]
+pub(crate) unsafe fn acts(v: [__m256; 4], a: TileAct) -> [__m256; 4] {
+    // SAFETY: AVX2 on the caller (contract).
+    unsafe {
+        match a {
+            #[cfg(feature = "std")]
+            TileAct::Sigmoid | TileAct::Silu => {
+                crate::kernels::sigmoid_avx2::sigmoid(v, a == TileAct::Silu)
+            }
+            _ => {
+                let mut v = v;
+                for r in &mut v {
+                    *r = act(*r, a);
+                }
+                v
             }
         }
     }
