@@ -234,6 +234,15 @@ fn optimize(
         changed: precision_stat.lowered_nodes + precision_stat.casts > 0,
         millis: ms(t_precision),
     });
+    if opts.blocked_channels.enabled() {
+        passes.extend(crate::passes::run_late(
+            &mut graph,
+            &crate::passes::BlockedLayout,
+            opts.opt_level,
+            switch,
+            &opts.device,
+        )?);
+    }
     // Last: every pass before it reads weights in ONNX order.
     passes.extend(crate::passes::run_late(
         &mut graph,

@@ -210,6 +210,50 @@ pub struct CompileOptions {
     /// `ge_model!`, [`crate::Builder::quantize`]): the model is quantized on those samples
     /// ([`crate::quantize`], as `ge quantize` does) and the QDQ model is what compiles.
     pub quantize: Option<QuantizeSpec>,
+    /// Blocked channels for the host's convolutions (`--blocked-channels`).
+    pub blocked_channels: BlockedChannels,
+}
+
+/// Whether the compiler plans blocked channels (NCHWc, `passes::BlockedLayout`): a host
+/// speed choice that changes the blob (`Reorder` tasks, blocked conv weights; format 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BlockedChannels {
+    /// Plain NCHW everywhere: blobs independent of the compiling machine, for firmware.
+    #[default]
+    Off,
+    /// Blocked where the kernels have blocked forms (at O2 and above).
+    On,
+    /// On when the compiling machine's kernels run AVX-512 (`GE_ISA` honoured): the blob is
+    /// planned for a CPU like it (others run it correctly on the portable blocked kernels).
+    Auto,
+}
+
+impl BlockedChannels {
+    /// Parses `off|on|auto`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "off" => Some(Self::Off),
+            "on" => Some(Self::On),
+            "auto" => Some(Self::Auto),
+            _ => None,
+        }
+    }
+
+    /// Whether this compile blocks.
+    pub fn enabled(self) -> bool {
+        match self {
+            Self::Off => false,
+            Self::On => true,
+            Self::Auto => {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    ge_sim::kernels::isa::isa() == ge_sim::kernels::isa::Isa::Avx512
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                false
+            }
+        }
+    }
 }
 
 /// What [`CompileOptions::quantize`] quantizes with.
@@ -240,6 +284,7 @@ impl Default for CompileOptions {
             gear_pad: crate::gears::GearPad::Batch,
             gear_inputs: BTreeMap::new(),
             quantize: None,
+            blocked_channels: BlockedChannels::Off,
         }
     }
 }

@@ -222,6 +222,12 @@ pub struct CompileFlags {
     /// on (default) or off (naive memory plan, for debugging).
     #[arg(long = "memory-reuse", default_value = "on")]
     pub memory_reuse: String,
+    /// Blocked channels (NCHWc) for the host's convolutions: off (default: plain NCHW, a
+    /// blob independent of the compiling machine), on, or auto (on when this machine's
+    /// kernels run AVX-512). Experimental: its conv tile is not yet faster than the plain
+    /// path.
+    #[arg(long = "blocked-channels", default_value = "off")]
+    pub blocked_channels: String,
     /// Refuse a model with more nodes than this, subgraphs included (default 10000000).
     #[arg(long = "max-nodes", value_name = "N")]
     pub max_nodes: Option<String>,

@@ -70,6 +70,8 @@ pub enum Op {
     QConvFused(ge_runtime::format::QConvFusedParams),
     /// A Gemm on a weight-only int8 constant B (inputs A, B, B's scales, optional C).
     GemmW8(GemmParams),
+    /// The same tensor in the other channel layout (`passes::blocked_layout`).
+    Reorder(ge_runtime::format::ReorderParams),
 }
 
 impl Op {
@@ -141,6 +143,7 @@ impl Op {
             Op::QConv(p) => (OpKind::QConv, b(p)),
             Op::QConvFused(p) => (OpKind::QConvFused, b(p)),
             Op::GemmW8(p) => (OpKind::GemmW8, b(p)),
+            Op::Reorder(p) => (OpKind::Reorder, b(p)),
         }
     }
 
@@ -193,7 +196,8 @@ impl Op {
             | Op::GatherNd(_)
             | Op::QGemm(_)
             | Op::QConv(_)
-            | Op::QConvFused(_) => false,
+            | Op::QConvFused(_)
+            | Op::Reorder(_) => false,
         }
     }
 

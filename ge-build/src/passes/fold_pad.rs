@@ -52,7 +52,7 @@ impl Pass for FoldPad {
                 Op::Pool(p)
                     if p.pool_kind() == Some(PoolKind::Average)
                         && p.count_include_pad != 0
-                        && p.spatial as usize == n =>
+                        && p.rank() == n =>
                 {
                     fold(&mut p.pad_begin, &mut p.pad_end)
                 }

@@ -53,7 +53,8 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::GridSample(_)
         | Op::QGemm(_)
         | Op::QConv(_)
-        | Op::QConvFused(_) => None,
+        | Op::QConvFused(_)
+        | Op::Reorder(_) => None,
     }
 }
 

@@ -28,6 +28,7 @@ macro_rules! pass_info {
 
 mod algebraic;
 mod autofusion;
+mod blocked_layout;
 mod cast_round_trip;
 mod cse;
 mod dead_code;
@@ -52,6 +53,7 @@ mod remove_identities;
 
 use std::time::Instant;
 
+pub use blocked_layout::BlockedLayout;
 pub use fusion_switch::FusionSwitch;
 pub use pack_weights::PackWeights;
 

@@ -204,6 +204,13 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         "off" => false,
         m => return Err(format!("--memory-reuse '{m}' must be on or off")),
     };
+    o.blocked_channels =
+        ge_build::BlockedChannels::parse(&flags.blocked_channels).ok_or_else(|| {
+            format!(
+                "--blocked-channels '{}' must be auto, on or off",
+                flags.blocked_channels
+            )
+        })?;
     if let Some(f) = &flags.fusion_switch {
         if !f.is_file() {
             return Err(format!("--fusion-switch {}: no such file", f.display()));

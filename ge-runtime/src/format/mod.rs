@@ -1,14 +1,17 @@
 //! The `.om` offline-model format: records, op parameter records, and tensor views.
 //! `ge-build` writes it and this crate reads it, so there is exactly one definition.
 
+#[macro_use]
+mod ops;
+mod blocked;
 mod dtype;
 mod kernel_id;
-mod ops;
 mod records;
 mod shape;
 mod typed;
 mod view;
 
+pub use blocked::*;
 pub use dtype::DType;
 pub use kernel_id::{KernelId, KernelVariant};
 pub use ops::*;

@@ -4,6 +4,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::blocked::ChannelLayout;
 use super::shape::MAX_RANK;
 
 macro_rules! op_kinds {
@@ -45,6 +46,7 @@ macro_rules! op_kinds {
                     OpKind::QGemm | OpKind::QConv => 4,
                     OpKind::GemmW8 => 6,
                     OpKind::QConvFused => 7,
+                    OpKind::Reorder => 9,
                     _ => 1,
                 }
             }
@@ -149,9 +151,20 @@ op_kinds! {
     TopK = 44 => TopKParams,
     /// Cumulative sum or product along an axis.
     Cumulative = 45 => CumulativeParams,
+    /// Between plain and blocked channels ([`super::ChannelLayout`], GE's TransData): the
+    /// same logical tensor in the other layout ([`ReorderParams`]). New in format version 9.
+    Reorder = 28 => ReorderParams,
     /// Samples X [N, C, d…] at the normalized coordinates of grid [N, o…, rank − 2]
     /// (innermost axis first): nearest, linear or cubic with a padding mode.
     GridSample = 46 => GridSampleParams,
+}
+
+/// Parameters of `Reorder`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct ReorderParams {
+    /// A [`super::ChannelLayout`]: `Blocked` (plain in, blocked out) or `BlockedToPlain`.
+    pub to: u32,
 }
 
 /// For kinds without parameters.
@@ -257,6 +270,9 @@ numbered! {
         /// panel (`[K][rest]`), so the tensor keeps its shape and byte count. Every host ISA
         /// path (AVX2, portable) reads 6-row panels, so the layout names no ISA class.
         Panels = 1,
+        /// A blocked conv's order (format ≥ 9, [`blocked_weight_index`]): per group of 64
+        /// filters, each input channel's taps as contiguous runs of the group's filters.
+        Blocked = 2,
     }
 }
 
@@ -310,12 +326,24 @@ impl ConvParams {
 
     /// The weights' order; `None` for a code this reader does not know.
     pub const fn weight_layout(&self) -> Option<WeightLayout> {
-        WeightLayout::from_u32(self.spatial >> 8)
+        WeightLayout::from_u32((self.spatial >> 8) & 0xff)
     }
 
     /// These parameters with weights in `layout`.
     pub const fn with_weight_layout(mut self, layout: WeightLayout) -> Self {
-        self.spatial = (self.spatial & 0xff) | (layout as u32) << 8;
+        self.spatial = (self.spatial & !0xff00) | (layout as u32) << 8;
+        self
+    }
+
+    /// Where the input and output are blocked (bits 16..24; format ≥ 9); `None` for a code
+    /// this reader does not know.
+    pub const fn channel_layout(&self) -> Option<ChannelLayout> {
+        ChannelLayout::from_u32(self.spatial >> 16)
+    }
+
+    /// These parameters with activations in `layout`.
+    pub const fn with_channel_layout(mut self, layout: ChannelLayout) -> Self {
+        self.spatial = (self.spatial & 0xffff) | (layout as u32) << 16;
         self
     }
 }
@@ -323,12 +351,22 @@ impl ConvParams {
 /// The first format version that may hold a task of `op` with parameter record `params`:
 /// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
 /// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O, 8 for a
-/// record that applies [`UnaryOp::Silu`].
+/// record that applies [`UnaryOp::Silu`], 9 for blocked channels ([`ChannelLayout`]).
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
+    let first = u32_at(params, 0);
+    // Blocked channels: bits 16.. of a Conv's `spatial` (its first field, with blocked
+    // weights from bit 8) or a pool's (its second).
+    let blocked = match op {
+        OpKind::Conv => first >> 16 != 0 || (first >> 8) & 0xff >= WeightLayout::Blocked as u32,
+        OpKind::Pool | OpKind::GlobalPool => u32_at(params, 4) >> 16 != 0,
+        _ => false,
+    };
+    if blocked {
+        return 9;
+    }
     if applies_silu(op, params) {
         return 8;
     }
-    let first = u32_at(params, 0);
     let newer = match op {
         // `spatial`, the record's first field, holds the weight layout from bit 8 on.
         OpKind::Conv => first >> 8 != 0,
@@ -429,6 +467,25 @@ pub struct PoolParams {
     pub count_include_pad: u32,
     /// Lp pooling exponent.
     pub p: f32,
+}
+
+impl PoolParams {
+    /// Spatial rank (bits 0..8 of `spatial`).
+    pub const fn rank(&self) -> usize {
+        (self.spatial & 0xff) as usize
+    }
+
+    /// Where the input and output are blocked (bits 16..24 of `spatial`; format ≥ 9);
+    /// `None` for a code this reader does not know.
+    pub const fn channel_layout(&self) -> Option<ChannelLayout> {
+        ChannelLayout::from_u32(self.spatial >> 16)
+    }
+
+    /// These parameters with activations in `layout`.
+    pub const fn with_channel_layout(mut self, layout: ChannelLayout) -> Self {
+        self.spatial = (self.spatial & 0xffff) | (layout as u32) << 16;
+        self
+    }
 }
 
 /// Parameters of `Lrn`.

@@ -25,7 +25,9 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 /// - 7: `QConvFused` tasks (an int8 convolution with a vector-program epilogue), and
 ///   `Fused` programs that load or store int8/uint8 ([`super::FUSED_8BIT_IO`]).
 /// - 8: the [`super::UnaryOp::Silu`] activation (`x · σ(x)`) in any record or vector program.
-pub const FORMAT_VERSION: u32 = 8;
+/// - 9: blocked channels: `Reorder` tasks, Conv and pool records whose activations are
+///   blocked ([`super::ChannelLayout`]) and [`super::WeightLayout::Blocked`] conv weights.
+pub const FORMAT_VERSION: u32 = 9;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;
 /// Most gears one blob may hold (atc's limit).

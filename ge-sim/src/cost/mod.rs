@@ -301,7 +301,7 @@ pub fn matmul(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
 /// Windowed pooling: one vector op per output element per window tap.
 pub fn pool(params: &[u8], _: &[Option<Shape>], outs: &[Shape]) -> Work {
     let p: PoolParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
-    vector(out_elems(outs).saturating_mul(window(&p.kernel, p.spatial)))
+    vector(out_elems(outs).saturating_mul(window(&p.kernel, p.rank() as u32)))
 }
 
 /// A fused vector program: one vector op per output element per instruction.

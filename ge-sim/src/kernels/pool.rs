@@ -7,12 +7,16 @@
 //! `[−pad_begin, in + pad_end)` (`count_include_pad = 1`, as onnxruntime does). Lp is
 //! `(Σ |x|^p)^(1/p)` over the in-input taps. An empty window yields 0.
 
-use ge_runtime::format::{DType, Element, PoolKind, PoolParams, Shape, TensorMut, TensorRef};
+use ge_runtime::format::{
+    ChannelLayout, DType, Element, PoolKind, PoolParams, Shape, TensorMut, TensorRef,
+};
 
 use super::copy::{checked_len, f32_in, f32_out};
 use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
 
+#[cfg(feature = "std")]
+mod blocked;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod max_planes;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
@@ -78,6 +82,18 @@ impl Axis {
 
     fn index(&self, o: usize, t: usize) -> usize {
         o * self.s + t * self.d - self.pb
+    }
+}
+
+/// Whether the pool reads blocked channels; an error for a layout this build cannot run
+/// (firmware runs plain layouts only: the compiler blocks for host builds).
+/// `blocked` is the one blocked layout the pool kind takes (windowed: `Blocked`; global:
+/// `BlockedToPlain`).
+fn blocked(p: &PoolParams, blocked: ChannelLayout) -> Result<bool, KernelError> {
+    match p.channel_layout() {
+        Some(ChannelLayout::Plain) => Ok(false),
+        Some(l) if l == blocked && cfg!(feature = "std") => Ok(true),
+        _ => Err(KernelError::BadParams("pool: unsupported channel layout")),
     }
 }
 
@@ -153,7 +169,7 @@ fn max_fin(a: f32, n: usize, _padded: usize) -> f32 {
 
 /// Validates the window parameters against the shapes; returns the axes normalized to 3.
 fn geometry(p: &PoolParams, xs: &Shape, ys: &Shape) -> Result<[Axis; 3], KernelError> {
-    let sp = p.spatial as usize;
+    let sp = p.rank();
     if !(1..=3).contains(&sp) {
         return Err(KernelError::BadParams(
             "pool spatial rank must be 1, 2 or 3",
@@ -607,6 +623,9 @@ fn run_pool_int(
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
     let (kind, xt, yt, ax) = prepare(p, ins, outs)?;
+    if blocked(p, ChannelLayout::Blocked)? {
+        return Err(POOL_DTYPES);
+    }
     match (xt.dtype, kind) {
         (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax, u8::MIN),
         (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax, i8::MIN),
@@ -626,6 +645,13 @@ pub fn run_pool_f32(
     }
     let x = f32_in(xt)?;
     let y = f32_out(yt)?;
+    if blocked(p, ChannelLayout::Blocked)? {
+        #[cfg(feature = "std")]
+        return isa::with_simd(
+            #[inline(always)]
+            || blocked::pool(x, y, &ax, kind, p.count_include_pad != 0),
+        );
+    }
     isa::with_simd(
         #[inline(always)]
         || match kind {
@@ -778,6 +804,13 @@ pub fn run_global_pool(
         ));
     }
     let plane = xs.dims()[2..].iter().product::<usize>();
+    if blocked(p, ChannelLayout::BlockedToPlain)? {
+        #[cfg(feature = "std")]
+        return isa::with_simd(
+            #[inline(always)]
+            || blocked::global(x, y, plane, kind),
+        );
+    }
     if plane == 0 {
         y.fill(0.0);
         return Ok(());

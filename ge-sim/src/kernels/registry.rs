@@ -19,8 +19,8 @@ use ge_runtime::format::{
 
 use super::{
     KernelResult, attention, binary, cast, concat, conv, copy, fused, gather, gemm, gemm_i8,
-    grid_sample, in_place, indexing, layer_norm, norm, ordered, pad, pool, read_params, recurrent,
-    reduce, resize, slice, softmax, transpose, unary,
+    grid_sample, in_place, indexing, layer_norm, nchwc, norm, ordered, pad, pool, read_params,
+    recurrent, reduce, resize, slice, softmax, transpose, unary,
 };
 use crate::cost::{self, Work};
 use crate::threads::Parallel;
@@ -233,6 +233,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::TopK => &TOP_K,
         OpKind::Cumulative => &CUMULATIVE,
         OpKind::GridSample => &GRID_SAMPLE,
+        OpKind::Reorder => &REORDER,
     }
 }
 
@@ -650,6 +651,16 @@ const TRANSPOSE: Kernel = Kernel {
     workspace: no_workspace,
     work: cost::per_output,
     dtypes: DTypes::ANY,
+    in_place: None,
+    epilogue: None,
+};
+
+const REORDER: Kernel = Kernel {
+    kind: OpKind::Reorder,
+    run: |p, ins, outs, _, _| nchwc::run_reorder(&read_params(p)?, ins, outs),
+    workspace: no_workspace,
+    work: cost::per_output,
+    dtypes: DTypes::F32,
     in_place: None,
     epilogue: None,
 };

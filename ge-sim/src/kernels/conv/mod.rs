@@ -10,6 +10,8 @@
 //! [`direct`] path (the GEMM tile reading a padded copy of the input), the implicit im2col
 //! packing only when the direct path's offsets would not fit in 32 bits.
 
+#[cfg(feature = "std")]
+mod blocked;
 mod depthwise;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod depthwise_avx512;
@@ -18,7 +20,7 @@ mod direct;
 mod lanes;
 mod phase_split;
 
-use ge_runtime::format::{ConvParams, Shape, TensorMut, TensorRef, WeightLayout};
+use ge_runtime::format::{ChannelLayout, ConvParams, Shape, TensorMut, TensorRef, WeightLayout};
 
 use super::copy::{f32_in, f32_out};
 use super::gemm::{
@@ -401,6 +403,10 @@ pub fn conv_workspace_bytes(
     else {
         return 0;
     };
+    if !transpose && p.channel_layout() != Some(ChannelLayout::Plain) {
+        // Blocked convs read the input and weights in place.
+        return 0;
+    }
     match plan(p, transpose, x, w, y) {
         Ok(pl) => pl.col_len.saturating_add(pl.gemm_len).saturating_mul(4),
         Err(_) => 0,
@@ -835,6 +841,14 @@ pub fn run_conv_on(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
+    match p.channel_layout() {
+        Some(ChannelLayout::Plain) => {}
+        #[cfg(feature = "std")]
+        Some(l @ (ChannelLayout::Blocked | ChannelLayout::PlainToBlocked)) => {
+            return blocked::run_blocked(p, l, ins, outs, par);
+        }
+        _ => return Err(bad("conv: unsupported channel layout")),
+    }
     let (xs, wsh, ysh) = shapes(ins, outs)?;
     let mut pl = plan(p, false, &xs, &wsh, &ysh)?;
     // Blobs planned by an older ge reach std users only (firmware compiles its blob with

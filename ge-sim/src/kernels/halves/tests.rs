@@ -14,6 +14,7 @@ use ge_runtime::format::{
 
 use super::convert::{fast, narrow, widen};
 use crate::kernels::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::kernels::test_util::values;
 use crate::kernels::{execute, workspace_bytes, workspace_bytes_for};
 
 fn to_bits(d: DType, v: f32) -> u16 {
@@ -30,21 +31,6 @@ fn from_bits(d: DType, h: u16) -> f32 {
     } else {
         bf16_to_f32(h)
     }
-}
-
-/// Deterministic values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 fn view<'a>(dt: DType, dims: &[usize], data: &'a [u8]) -> Option<TensorRef<'a>> {

@@ -1,0 +1,269 @@
+//! Plans blocked channels (NCHWc, c = [`BLOCK`]; Da Vinci's NC1HWC0 and GE's TransData) for
+//! the host's AVX-512 kernels: 2-D f32 convolutions whose output channels are a multiple of
+//! the block run on blocked activations ([`ChannelLayout`]), and so do the pools and the
+//! elementwise tasks between them, so a ResNet or VGG body runs with no reorder inside it.
+//! `Reorder` tasks are inserted only where a blocked value meets a task that reads plain
+//! channels (or a graph output), and where a plain value with whole blocks of channels feeds
+//! a blocked conv; a conv on a few plain channels (the stem) reads them in place. Every
+//! blocked value has its plain form's shape and byte count, so the memory plan and the cost
+//! model see the same tensors plus the reorders' traffic. The weights of blocked convs are
+//! packed here ([`pack_blocked_weights`]).
+//!
+//! Runs after the precision pass and before `pack_weights`. O(V + E + weight bytes): one
+//! walk in topological order, each value reordered at most once each way.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ge_runtime::format::{
+    BLOCK, ChannelLayout, DType, PoolKind, ReorderParams, WeightLayout, input_block,
+    pack_blocked_weights,
+};
+use petgraph::stable_graph::NodeIndex;
+
+use super::{Pass, PassContext};
+use crate::error::Result;
+use crate::ir::{Graph, Node, Op, Value, ValueId};
+use crate::tensor::TensorData;
+
+/// Most plain input channels a conv reads in place (a stem on RGB or a few planes);
+/// more are reordered to blocks first.
+const PLAIN_INPUT_MAX: usize = 8;
+
+/// Activations → blocked channels where the host kernels have blocked forms.
+pub struct BlockedLayout;
+
+impl Pass for BlockedLayout {
+    pass_info!("blocked_layout", O2);
+    fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
+        let mut st = State::default();
+        let users = g.users();
+        for n in g.topo_order() {
+            let op = g.g[n].op;
+            let decided = match op {
+                Op::Conv(_) => conv(g, &mut st, n, &users)?,
+                Op::Pool(p) if blockable_pool(p.pool_kind()) && st.blocked_in(g, n, 0) => {
+                    g.g[n].op = Op::Pool(p.with_channel_layout(ChannelLayout::Blocked));
+                    st.mark_output(g, n);
+                    true
+                }
+                Op::GlobalPool(p) if blockable_pool(p.pool_kind()) && st.blocked_in(g, n, 0) => {
+                    // `[N, C, 1, …]`: the same bytes in both layouts.
+                    g.g[n].op =
+                        Op::GlobalPool(p.with_channel_layout(ChannelLayout::BlockedToPlain));
+                    true
+                }
+                Op::Unary(_) | Op::Binary(_) | Op::Fused(_) if elementwise_blocked(g, &st, n) => {
+                    st.mark_output(g, n);
+                    true
+                }
+                _ => false,
+            };
+            if !decided {
+                // Plain channels in: reorder every blocked input back.
+                for slot in 0..g.g[n].inputs.len() {
+                    if let Some(v) = g.g[n].inputs[slot]
+                        && st.blocked.contains(&v)
+                    {
+                        let p = st.as_plain(g, v);
+                        g.rewire_input(n, v, p);
+                    }
+                }
+            }
+        }
+        // Graph outputs are plain, under their own names.
+        for i in 0..g.outputs.len() {
+            let v = g.outputs[i];
+            if st.blocked.contains(&v) {
+                let p = st.as_plain(g, v);
+                let name = std::mem::take(&mut g.value_mut(v).name);
+                g.value_mut(v).name = format!("{name}::blocked");
+                g.value_mut(p).name = name;
+                g.outputs[i] = p;
+            }
+        }
+        Ok(st.changed)
+    }
+}
+
+fn blockable_pool(kind: Option<PoolKind>) -> bool {
+    matches!(kind, Some(PoolKind::Max | PoolKind::Average))
+}
+
+/// Which values are blocked and their twins in the other layout.
+#[derive(Default)]
+struct State {
+    blocked: HashSet<ValueId>,
+    /// Plain value → its blocked reorder.
+    to_blocked: HashMap<ValueId, ValueId>,
+    /// Blocked value → its plain reorder.
+    to_plain: HashMap<ValueId, ValueId>,
+    changed: bool,
+}
+
+impl State {
+    fn blocked_in(&self, g: &Graph, n: NodeIndex, slot: usize) -> bool {
+        g.g[n]
+            .inputs
+            .get(slot)
+            .copied()
+            .flatten()
+            .is_some_and(|v| self.blocked.contains(&v))
+    }
+
+    /// Output 0 of `n` (already switched to blocked channels) is blocked.
+    fn mark_output(&mut self, g: &Graph, n: NodeIndex) {
+        if let Some(&v) = g.g[n].outputs.first() {
+            self.blocked.insert(v);
+        }
+        self.changed = true;
+    }
+
+    /// `v` in plain channels: itself, or its (one) reorder back.
+    fn as_plain(&mut self, g: &mut Graph, v: ValueId) -> ValueId {
+        if !self.blocked.contains(&v) {
+            return v;
+        }
+        if let Some(&p) = self.to_plain.get(&v) {
+            return p;
+        }
+        let p = reorder(g, v, ChannelLayout::BlockedToPlain, "plain");
+        self.to_plain.insert(v, p);
+        self.changed = true;
+        p
+    }
+
+    /// `v` in blocked channels: itself, or its (one) reorder.
+    fn as_blocked(&mut self, g: &mut Graph, v: ValueId) -> ValueId {
+        if self.blocked.contains(&v) {
+            return v;
+        }
+        if let Some(&b) = self.to_blocked.get(&v) {
+            return b;
+        }
+        let b = reorder(g, v, ChannelLayout::Blocked, "blocked");
+        self.blocked.insert(b);
+        self.to_blocked.insert(v, b);
+        self.changed = true;
+        b
+    }
+}
+
+/// A Reorder task from `v` into a new value in layout `to`.
+fn reorder(g: &mut Graph, v: ValueId, to: ChannelLayout, suffix: &str) -> ValueId {
+    let src = g.value(v);
+    let out = Value {
+        name: format!("{}::{suffix}", src.name),
+        dtype: src.dtype,
+        shape: src.shape.clone(),
+        producer: None,
+        data: None,
+    };
+    let opset = g.opset;
+    let out = g.add_value(out);
+    let name = format!("{}::reorder_{suffix}", g.value(v).name);
+    g.add_node(Node {
+        name,
+        op_type: "Reorder".into(),
+        opset,
+        op: Op::Reorder(ReorderParams { to: to as u32 }),
+        inputs: vec![Some(v)],
+        outputs: vec![out],
+    });
+    out
+}
+
+/// Whether an f32 value has whole blocks of channels on axis 1 of a rank-4 shape.
+fn blockable(g: &Graph, v: ValueId) -> bool {
+    let val = g.value(v);
+    val.dtype == DType::F32
+        && val.shape.len() == 4
+        && val.shape[1].is_multiple_of(BLOCK)
+        && val.data.is_none()
+}
+
+/// An elementwise task whose every input is blocked and shaped like its output (no
+/// broadcast): it runs unchanged on blocked channels.
+fn elementwise_blocked(g: &Graph, st: &State, n: NodeIndex) -> bool {
+    let node = &g.g[n];
+    let [out] = node.outputs[..] else {
+        return false;
+    };
+    let shape = &g.value(out).shape;
+    !node.inputs.is_empty()
+        && node
+            .inputs
+            .iter()
+            .all(|i| i.is_some_and(|v| st.blocked.contains(&v) && &g.value(v).shape == shape))
+}
+
+/// Blocks conv `n` when it can run on blocked channels: packs its weights, reorders its
+/// input and residual as needed. Whether it was blocked.
+fn conv(
+    g: &mut Graph,
+    st: &mut State,
+    n: NodeIndex,
+    users: &HashMap<ValueId, Vec<NodeIndex>>,
+) -> Result<bool> {
+    let Op::Conv(p) = g.g[n].op else {
+        return Ok(false);
+    };
+    let node = &g.g[n];
+    let (Some(Some(x)), Some(Some(w)), Some(&y)) = (
+        node.inputs.first().copied(),
+        node.inputs.get(1).copied(),
+        node.outputs.first(),
+    ) else {
+        return Ok(false);
+    };
+    let prologue = p.prologue.op != 0 || node.inputs.iter().skip(4).any(Option::is_some);
+    if p.rank() != 2
+        || p.group != 1
+        || prologue
+        || p.weight_layout() != Some(WeightLayout::Oihw)
+        || g.value(x).dtype != DType::F32
+        || !blockable(g, y)
+        || g.single_use(w, users) != Some(n)
+        || node.inputs.iter().filter(|&&i| i == Some(w)).count() != 1
+    {
+        return Ok(false);
+    }
+    let Some(data) = g.constant(w) else {
+        return Ok(false);
+    };
+    let &[cout, cin, kh, kw] = &data.dims[..] else {
+        return Ok(false);
+    };
+    if data.dtype != DType::F32 || !cout.is_multiple_of(BLOCK) {
+        return Ok(false);
+    }
+    let layout = if st.blocked.contains(&x) || (cin.is_multiple_of(BLOCK) && blockable(g, x)) {
+        ChannelLayout::Blocked
+    } else if cin <= PLAIN_INPUT_MAX {
+        ChannelLayout::PlainToBlocked
+    } else {
+        return Ok(false);
+    };
+    let src = data.to_f32_vec();
+    let mut packed = vec![0.0f32; src.len()];
+    pack_blocked_weights(&src, [cout, cin, kh, kw], input_block(layout), &mut packed);
+    let Ok(t) = TensorData::from_elements(DType::F32, data.dims.clone(), &packed) else {
+        return Ok(false);
+    };
+    g.value_mut(w).data = Some(Arc::new(t));
+    if layout == ChannelLayout::Blocked {
+        let xb = st.as_blocked(g, x);
+        g.rewire_input(n, x, xb);
+    }
+    // A fused residual (input 3) is read like the output.
+    if let Some(Some(r)) = g.g[n].inputs.get(3).copied() {
+        let rb = st.as_blocked(g, r);
+        g.rewire_input(n, r, rb);
+    }
+    g.g[n].op = Op::Conv(
+        p.with_weight_layout(WeightLayout::Blocked)
+            .with_channel_layout(layout),
+    );
+    st.mark_output(g, n);
+    Ok(true)
+}

@@ -1,0 +1,78 @@
+//! Kernels on blocked channels ([`ge_runtime::format::ChannelLayout`], NCHWc with c = 16):
+//! the reorder between the layouts (GE's TransData) and the direct convolution
+//! ([`conv`]); blocked pooling lives with the other pools (`pool::blocked`). The compiler
+//! blocks only values whose channel count is a multiple of [`BLOCK`], so a blocked tensor
+//! has its plain form's length.
+
+pub mod conv;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod conv_avx512;
+#[cfg(all(test, feature = "std"))]
+mod tests;
+
+use ge_runtime::format::{BLOCK, ChannelLayout, ReorderParams, TensorMut, TensorRef};
+
+use super::copy::{f32_in, f32_out};
+use super::{KernelError, KernelResult, input, isa, output};
+
+/// `[N, C, S]` of a tensor whose channels are axis 1 (`S` the product of the rest).
+fn ncs(dims: &[usize]) -> Result<(usize, usize, usize), KernelError> {
+    match dims {
+        [n, c, rest @ ..] if c % BLOCK == 0 => Ok((*n, *c, rest.iter().product())),
+        _ => Err(KernelError::Shape(
+            "reorder: blocked tensors need rank ≥ 2 and channels a multiple of 16",
+        )),
+    }
+}
+
+/// Reorder: the input in the other layout, same logical shape. O(elements).
+pub fn run_reorder(
+    p: &ReorderParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let xt = input(ins, 0, "reorder input")?;
+    let (n, c, s) = ncs(xt.shape.dims())?;
+    let x = f32_in(xt)?;
+    let yt = output(outs, 0, "reorder output")?;
+    if yt.shape.dims() != xt.shape.dims() {
+        return Err(KernelError::Shape("reorder changes the shape"));
+    }
+    let y = f32_out(yt)?;
+    if x.len() != n * c * s || y.len() != x.len() {
+        return Err(KernelError::Shape(
+            "reorder: tensor length differs from its shape",
+        ));
+    }
+    let to_blocked = match ChannelLayout::from_u32(p.to) {
+        Some(ChannelLayout::Blocked) => true,
+        Some(ChannelLayout::BlockedToPlain) => false,
+        _ => return Err(KernelError::BadParams("reorder: unknown target layout")),
+    };
+    let groups = n * c / BLOCK;
+    isa::with_simd(
+        #[inline(always)]
+        || {
+            for g in 0..groups {
+                let (xg, yg) = (
+                    &x[g * BLOCK * s..][..BLOCK * s],
+                    &mut y[g * BLOCK * s..][..BLOCK * s],
+                );
+                if to_blocked {
+                    for (i, px) in yg.chunks_exact_mut(BLOCK).enumerate() {
+                        for (l, v) in px.iter_mut().enumerate() {
+                            *v = xg[l * s + i];
+                        }
+                    }
+                } else {
+                    for (i, px) in xg.chunks_exact(BLOCK).enumerate() {
+                        for (l, &v) in px.iter().enumerate() {
+                            yg[l * s + i] = v;
+                        }
+                    }
+                }
+            }
+        },
+    );
+    Ok(())
+}

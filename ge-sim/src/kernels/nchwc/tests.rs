@@ -1,0 +1,262 @@
+//! Blocked kernels against the plain ones on random data: the conv on every ISA tile this
+//! CPU runs (tolerance 1e-4·(1 + |y|): both paths sum the same K products in different
+//! orders, one rounding per product-add), bitwise across thread counts; the reorders exactly.
+
+extern crate std;
+use std::vec::Vec;
+
+use ge_runtime::format::{
+    Activation, BLOCK, ChannelLayout, ConvParams, PoolKind, PoolParams, ReorderParams, UnaryOp,
+    WeightLayout, pack_blocked_weights,
+};
+
+use super::conv::{Geometry, Operands, run_on};
+use super::run_reorder;
+use crate::kernels::conv::run_conv_on;
+use crate::kernels::gemm::{micro::TileAct, tile_act};
+use crate::kernels::isa::Isa;
+use crate::kernels::pool::{run_global_pool, run_pool};
+use crate::kernels::test_util::{Slots, close, t, tm, values};
+
+fn reorder(dims: &[usize], x: &[f32], to: ChannelLayout) -> Vec<f32> {
+    let mut y = std::vec![0.0; x.len()];
+    let p = ReorderParams { to: to as u32 };
+    run_reorder(&p, &[Some(t(dims, x))], &mut [tm(dims, &mut y)]).unwrap();
+    y
+}
+
+#[test]
+fn reorders_round_trip() {
+    let dims = [2, 32, 3, 5];
+    let x = values(2 * 32 * 15, 1);
+    let b = reorder(&dims, &x, ChannelLayout::Blocked);
+    // Channel 17 of image 1, pixel (2, 3): group 1·2 + 1, lane 1.
+    assert_eq!(b[(3 * 15 + 2 * 5 + 3) * BLOCK + 1], x[(32 + 17) * 15 + 13]);
+    assert_eq!(reorder(&dims, &b, ChannelLayout::BlockedToPlain), x);
+}
+
+struct Case {
+    x: [usize; 4],
+    cout: usize,
+    k: [usize; 2],
+    stride: [usize; 2],
+    dil: [usize; 2],
+    pad: [usize; 2],
+    residual: bool,
+    act: u32,
+}
+
+fn out_dim(i: usize, k: usize, s: usize, d: usize, p: usize) -> usize {
+    (i + 2 * p - (k - 1) * d - 1) / s + 1
+}
+
+fn check(c: &Case) {
+    let [n, cin, h, w] = c.x;
+    let oh = out_dim(h, c.k[0], c.stride[0], c.dil[0], c.pad[0]);
+    let ow = out_dim(w, c.k[1], c.stride[1], c.dil[1], c.pad[1]);
+    let (xd, wd, yd) = (
+        [n, cin, h, w],
+        [c.cout, cin, c.k[0], c.k[1]],
+        [n, c.cout, oh, ow],
+    );
+    let x = values(xd.iter().product(), 2);
+    let wt = values(wd.iter().product(), 3);
+    let bias = values(c.cout, 4);
+    let res = values(yd.iter().product(), 5);
+    let act = Activation {
+        op: c.act,
+        alpha: 0.0,
+        beta: 0.0,
+    };
+    let mut p = ConvParams {
+        spatial: 2,
+        group: 1,
+        kernel: [c.k[0] as u32, c.k[1] as u32, 1],
+        stride: [c.stride[0] as u32, c.stride[1] as u32, 1],
+        dilation: [c.dil[0] as u32, c.dil[1] as u32, 1],
+        pad_begin: [c.pad[0] as u32, c.pad[1] as u32, 0],
+        pad_end: [c.pad[0] as u32, c.pad[1] as u32, 0],
+        output_padding: [0; 3],
+        act,
+        prologue: Activation::default(),
+    };
+    // The plain conv.
+    let mut want = std::vec![0.0; res.len()];
+    let mut ws = std::vec![0u8; 64 << 20];
+    let mut ins = std::vec![
+        Some(t(&xd, &x)),
+        Some(t(&wd, &wt)),
+        Some(t(&[c.cout], &bias))
+    ];
+    if c.residual {
+        ins.push(Some(t(&yd, &res)));
+    }
+    run_conv_on(&p, &ins, &mut [tm(&yd, &mut want)], &mut ws, &Slots(1)).unwrap();
+    // The blocked one: through the task entry, then each ISA's tiles directly.
+    let layout = if cin % BLOCK == 0 {
+        ChannelLayout::Blocked
+    } else {
+        ChannelLayout::PlainToBlocked
+    };
+    let cb = ge_runtime::format::input_block(layout);
+    let xb = if cb == BLOCK {
+        reorder(&xd, &x, ChannelLayout::Blocked)
+    } else {
+        x.clone()
+    };
+    let rb = reorder(&yd, &res, ChannelLayout::Blocked);
+    let mut wb = std::vec![0.0; wt.len()];
+    pack_blocked_weights(&wt, wd, cb, &mut wb);
+    p = p
+        .with_weight_layout(WeightLayout::Blocked)
+        .with_channel_layout(layout);
+    let mut ins = std::vec![
+        Some(t(&xd, &xb)),
+        Some(t(&wd, &wb)),
+        Some(t(&[c.cout], &bias))
+    ];
+    if c.residual {
+        ins.push(Some(t(&yd, &rb)));
+    }
+    let mut got = std::vec![0.0; want.len()];
+    run_conv_on(&p, &ins, &mut [tm(&yd, &mut got)], &mut ws, &Slots(3)).unwrap();
+    let plain = reorder(&yd, &got, ChannelLayout::BlockedToPlain);
+    close(&plain, &want, 1e-4);
+    let geo = Geometry {
+        n,
+        cin,
+        h,
+        w,
+        cout: c.cout,
+        oh,
+        ow,
+        kernel: c.k,
+        stride: c.stride,
+        dilation: c.dil,
+        pad: c.pad,
+        layout,
+    };
+    let ops = Operands {
+        x: &xb,
+        w: &wb,
+        bias: Some(&bias),
+        residual: c.residual.then_some(&rb[..]),
+        act: tile_act(&act).unwrap_or(TileAct::None),
+    };
+    for &isa in Isa::ALL.iter().filter(|i| i.supported()) {
+        let mut one = std::vec![0.0; want.len()];
+        run_on(&geo, &ops, &mut one, &Slots(1), isa).unwrap();
+        let mut three = std::vec![0.0; want.len()];
+        run_on(&geo, &ops, &mut three, &Slots(3), isa).unwrap();
+        assert!(
+            one.iter()
+                .zip(&three)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{isa:?}: thread split changed values"
+        );
+        if tile_act(&act).is_some() {
+            close(
+                &reorder(&yd, &one, ChannelLayout::BlockedToPlain),
+                &want,
+                1e-4,
+            );
+        }
+    }
+}
+
+#[test]
+fn blocked_conv_matches_the_plain_conv() {
+    let relu = UnaryOp::Relu as u32;
+    let case = |x, cout, k, stride, pad| Case {
+        x,
+        cout,
+        k,
+        stride,
+        dil: [1, 1],
+        pad,
+        residual: false,
+        act: 0,
+    };
+    // 1×1 (output rows of 7 and 14: uneven tiles), 3×3 pad 1, strided, a remainder group.
+    check(&Case {
+        residual: true,
+        act: relu,
+        ..case([1, 32, 14, 14], 64, [1, 1], [1, 1], [0, 0])
+    });
+    check(&case([1, 16, 7, 7], 80, [3, 3], [1, 1], [1, 1]));
+    check(&Case {
+        act: relu,
+        ..case([2, 32, 9, 11], 48, [3, 3], [2, 2], [1, 1])
+    });
+    check(&case([1, 16, 8, 8], 16, [1, 1], [2, 2], [0, 0]));
+    // The stem: a plain 3-channel input, 7×7 stride 2 pad 3.
+    check(&Case {
+        act: relu,
+        ..case([1, 3, 20, 23], 32, [7, 7], [2, 2], [3, 3])
+    });
+    // Dilated, asymmetric kernel, SiLU (the tile's std activation).
+    check(&Case {
+        dil: [2, 1],
+        act: UnaryOp::Silu as u32,
+        ..case([1, 16, 10, 12], 32, [3, 2], [1, 1], [2, 1])
+    });
+    // An activation the tile does not take (Tanh): a pass over the output after.
+    check(&Case {
+        act: UnaryOp::Tanh as u32,
+        ..case([1, 16, 5, 6], 16, [3, 3], [1, 1], [1, 1])
+    });
+}
+
+fn pool_params(kind: PoolKind, k: u32, s: u32, pad: u32) -> PoolParams {
+    PoolParams {
+        kind: kind as u32,
+        spatial: 2,
+        kernel: [k, k, 1],
+        stride: [s, s, 1],
+        dilation: [1; 3],
+        pad_begin: [pad, pad, 0],
+        pad_end: [pad, pad, 0],
+        count_include_pad: 0,
+        p: 0.0,
+    }
+}
+
+#[test]
+fn blocked_pools_match_the_plain_pools() {
+    let xd = [1, 32, 9, 10];
+    let x = values(32 * 90, 7);
+    let xb = reorder(&xd, &x, ChannelLayout::Blocked);
+    for (kind, k, s, pad) in [
+        (PoolKind::Max, 3, 2, 1),
+        (PoolKind::Average, 3, 1, 1),
+        (PoolKind::Max, 2, 2, 0),
+    ] {
+        let p = pool_params(kind, k, s, pad);
+        let (oh, ow) = (
+            out_dim(9, k as usize, s as usize, 1, pad as usize),
+            out_dim(10, k as usize, s as usize, 1, pad as usize),
+        );
+        let yd = [1, 32, oh, ow];
+        let mut want = std::vec![0.0; 32 * oh * ow];
+        run_pool(&p, &[Some(t(&xd, &x))], &mut [tm(&yd, &mut want)]).unwrap();
+        let mut got = std::vec![0.0; want.len()];
+        let pb = p.with_channel_layout(ChannelLayout::Blocked);
+        run_pool(&pb, &[Some(t(&xd, &xb))], &mut [tm(&yd, &mut got)]).unwrap();
+        // Max is exact; the average's sums may be folded in another order.
+        close(
+            &reorder(&yd, &got, ChannelLayout::BlockedToPlain),
+            &want,
+            1e-6,
+        );
+    }
+    for kind in [PoolKind::Max, PoolKind::Average] {
+        let p = pool_params(kind, 1, 1, 0);
+        let yd = [1, 32, 1, 1];
+        let mut want = std::vec![0.0; 32];
+        run_global_pool(&p, &[Some(t(&xd, &x))], &mut [tm(&yd, &mut want)]).unwrap();
+        let mut got = std::vec![0.0; 32];
+        let pb = p.with_channel_layout(ChannelLayout::BlockedToPlain);
+        run_global_pool(&pb, &[Some(t(&xd, &xb))], &mut [tm(&yd, &mut got)]).unwrap();
+        close(&got, &want, 1e-6);
+    }
+}
