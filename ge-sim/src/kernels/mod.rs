@@ -21,7 +21,6 @@ pub mod in_place;
 pub mod indexing;
 pub mod isa;
 pub mod layer_norm;
-#[cfg(feature = "std")]
 pub mod nchwc;
 pub mod norm;
 pub mod ordered;

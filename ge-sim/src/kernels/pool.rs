@@ -90,6 +90,10 @@ impl Axis {
 /// `blocked` is the one blocked layout the pool kind takes (windowed: `Blocked`; global:
 /// `BlockedToPlain`).
 fn blocked(p: &PoolParams, blocked: ChannelLayout) -> Result<bool, KernelError> {
+    if !cfg!(feature = "std") {
+        // Firmware's flash budget: its blobs are compiled with the binary, plain.
+        return Ok(false);
+    }
     match p.channel_layout() {
         Some(ChannelLayout::Plain) => Ok(false),
         Some(l) if l == blocked && cfg!(feature = "std") => Ok(true),

@@ -841,9 +841,10 @@ pub fn run_conv_on(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
+    // Firmware (no std) runs plain layouts only; its blobs are compiled with the binary.
+    #[cfg(feature = "std")]
     match p.channel_layout() {
         Some(ChannelLayout::Plain) => {}
-        #[cfg(feature = "std")]
         Some(l @ (ChannelLayout::Blocked | ChannelLayout::PlainToBlocked)) => {
             return blocked::run_blocked(p, l, ins, outs, par);
         }

@@ -4,6 +4,7 @@
 //! blocks only values whose channel count is a multiple of [`BLOCK`], so a blocked tensor
 //! has its plain form's length.
 
+#[cfg(feature = "std")]
 pub mod conv;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod conv_avx512;
