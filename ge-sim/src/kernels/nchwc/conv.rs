@@ -224,8 +224,8 @@ unsafe fn dispatch(geo: &Geometry, t: &Tile, fb: usize, px: usize, isa: Isa) {
     unsafe { portable(geo, t, fb, px) };
 }
 
-/// Where the `px` pixels of tile `t` read tap (`ih`, `j`) of input block `cib`: the input
-/// or, in the padding, [`ZEROS`]. `None` when row `ih` lies in the padding (skip the tap).
+/// The input row that output row `oh` reads at kernel row `i`; `None` when it lies in the
+/// padding (every pixel of the tile skips the kernel row).
 #[inline(always)]
 pub(super) fn tap_row(geo: &Geometry, oh: usize, i: usize) -> Option<usize> {
     let ih = (oh * geo.stride[0] + i * geo.dilation[0]).checked_sub(geo.pad[0])?;

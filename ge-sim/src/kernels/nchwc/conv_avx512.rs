@@ -8,7 +8,10 @@ use ge_runtime::format::BLOCK;
 use super::conv::{Geometry, Tile, tap_pixel, tap_row};
 use crate::kernels::gemm::avx512::act;
 
-/// The tile for `fb ≤ 4` blocks × `px ≤ 6` pixels.
+/// Most pixels of a tile this build has (the widest `kernel` instance).
+const MAX_PX: usize = 6;
+
+/// The tile for `fb ≤ 4` blocks × `px ≤ MAX_PX` pixels.
 ///
 /// # Safety
 /// As `conv::row` for this tile; the CPU has AVX-512 F/BW/VL.
@@ -21,7 +24,7 @@ pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
                 3 => by_cb::<$fb, 3>(geo, t),
                 4 => by_cb::<$fb, 4>(geo, t),
                 5 => by_cb::<$fb, 5>(geo, t),
-                _ => by_cb::<$fb, 6>(geo, t),
+                _ => by_cb::<$fb, MAX_PX>(geo, t),
             }
         };
     }
@@ -67,8 +70,8 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
     let width = FB * BLOCK;
     // Pixel spacing in the input (or in `gathered`) of a tap's pixels.
     let s_px = if SW == 0 { 1 } else { SW };
-    const { assert!(SW <= 2) };
-    let mut gathered = [0.0f32; 6 * 2 * BLOCK];
+    const { assert!(SW <= 2 && PX <= MAX_PX) };
+    let mut gathered = [0.0f32; MAX_PX * 2 * BLOCK];
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
     let mut wp = t.w;
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels

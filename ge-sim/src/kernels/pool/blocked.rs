@@ -120,30 +120,32 @@ pub(super) fn global(
         return Ok(());
     }
     for (xg, yg) in x.chunks_exact(plane * BLOCK).zip(y.chunks_exact_mut(BLOCK)) {
-        let mut acc = [0.0f32; BLOCK];
-        match kind {
+        let acc = match kind {
             PoolKind::Max => {
-                acc = [f32::NEG_INFINITY; BLOCK];
-                for px in xg.chunks_exact(BLOCK) {
-                    for (a, &v) in acc.iter_mut().zip(px) {
-                        *a = max_step(*a, v);
-                    }
-                }
+                xg.chunks_exact(BLOCK)
+                    .fold([f32::NEG_INFINITY; BLOCK], |mut acc, px| {
+                        for (a, &v) in acc.iter_mut().zip(px) {
+                            *a = max_step(*a, v);
+                        }
+                        acc
+                    })
             }
             PoolKind::Average => {
-                for px in xg.chunks_exact(BLOCK) {
+                let mut acc = xg.chunks_exact(BLOCK).fold([0.0f32; BLOCK], |mut acc, px| {
                     for (a, &v) in acc.iter_mut().zip(px) {
                         *a += v;
                     }
-                }
+                    acc
+                });
                 acc.iter_mut().for_each(|a| *a /= plane as f32);
+                acc
             }
             PoolKind::Lp => {
                 return Err(KernelError::BadParams(
                     "blocked pool: Lp pooling is not blocked",
                 ));
             }
-        }
+        };
         yg.copy_from_slice(&acc);
     }
     Ok(())
