@@ -1,16 +1,23 @@
 //! Direct 2-D convolution on blocked channels ([`ChannelLayout`]): no im2col, no packing at
 //! run time. A register tile holds up to 4 output-channel blocks (64 channels, the weight
-//! group's four registers per tap) of up to 6 pixels of one output row; each tap of each
-//! input channel is one weight load per block and one broadcast per pixel, the weights
-//! pre-packed by the compiler so that the taps of one input channel are contiguous
-//! ([`blocked_weight_index`]). Taps that fall in the padding read a block of zeros, so border
-//! pixels run the same loop; rows whose kernel row lies wholly in the padding skip it.
+//! group's four registers per tap) of up to 6 consecutive output pixels (a tile may wrap
+//! to the next output row); each tap of each input channel is one weight load per block
+//! and one broadcast per pixel, the weights pre-packed by the compiler so that the taps of
+//! one input channel are contiguous ([`blocked_weight_index`]). Taps that fall in the
+//! padding read a block of zeros, so border pixels run the same loop.
+//!
+//! Work is cut into bands of [`BAND_PIXELS`] output pixels of one weight group (the unit
+//! of threading). In a band the input channels are walked in chunks whose weights fit in
+//! L1 ([`CHUNK_BYTES`]): every tile of the band accumulates one chunk (partial sums parked
+//! in the output, which stays in L2) before the next chunk's weights are read, so each
+//! weight comes from L2 once per band instead of once per tile. Bias, residual and
+//! activation then run over the band.
 //!
 //! Values: each output is `Σ x·w` over (input channel block, kernel row, kernel column,
 //! channel in block) in that order, one multiply-add each (FMA on AVX-512, a multiply then
 //! an add on the portable path: the two differ by rounding), then bias, residual and the
-//! activation — whatever the tile, row or thread it falls in, so results do not depend on
-//! the thread count.
+//! activation — whatever the tile, chunk, band or thread it falls in (parking a partial
+//! sum in memory is exact), so results do not depend on the thread count.
 //!
 //! Cost: O(N·Cout·OH·OW·Cin·KH·KW) multiply-adds; no workspace.
 
@@ -21,8 +28,14 @@ use crate::kernels::gemm::micro::{TileAct, act_scalar};
 use crate::kernels::isa::{self, Isa};
 use crate::threads::Parallel;
 
-/// Most pixels of one output row per tile (4 blocks × 6 pixels = 24 accumulators).
-const PIXELS: usize = 4;
+/// Most pixels per tile (4 blocks × 6 pixels = 24 accumulators of 32 zmm registers).
+pub(super) const PIXELS: usize = 6;
+/// Output pixels of one band: 256 × 64 channels × 4 B = 64 KB of partial sums, in L2
+/// between chunks.
+const BAND_PIXELS: usize = 256;
+/// Weight bytes of one input-channel chunk: most of a 48 KB L1 data cache, the rest left to
+/// the input pixels and the output tile.
+const CHUNK_BYTES: usize = 36 * 1024;
 /// Below this many multiply-adds a conv runs on one thread.
 const PAR_MIN_MACS: usize = 1 << 18;
 
@@ -95,21 +108,143 @@ pub(super) struct Tile {
     pub x: *const f32,
     /// The weight group's first value.
     pub w: *const f32,
-    /// Output block 0 of the group at pixel (oh, ow0); block `f` at `+ f·plane`.
+    /// The input blocks this pass accumulates; a tile with `cibs.0 > 0` resumes from the
+    /// partial sums in `y`.
+    pub cibs: (usize, usize),
+    /// Output block 0 of the group at the tile's first pixel; block `f` at `+ f·plane`.
+    pub y: *mut f32,
+    /// Floats between consecutive output blocks.
+    pub plane: usize,
+    /// The tile's first pixel, `oh·OW + ow`.
+    pub q0: usize,
+}
+
+/// The epilogue of one band of one weight group: `y = act(y + bias + residual)` over `fb`
+/// blocks × `px` pixels.
+#[derive(Clone, Copy)]
+pub(super) struct BandEnd {
+    /// Output block 0 at the band's first pixel; block `f` at `+ f·plane`.
     pub y: *mut f32,
     /// Residual at the same offsets as `y`, or null.
     pub res: *const f32,
     /// Bias of the group's first channel, or null.
     pub bias: *const f32,
-    /// Floats between consecutive output blocks.
     pub plane: usize,
-    pub oh: usize,
-    pub ow0: usize,
+    pub fb: usize,
+    pub px: usize,
     pub act: TileAct,
 }
 
+/// Where the pixels of a tile read one kernel row.
+pub(super) enum Row {
+    /// Every pixel's kernel row lies in the padding: the tile skips it.
+    Padding,
+    /// Every tap inside the input: tap `j` of pixel `p` at
+    /// `base + (j·dilation + p·stride)·cb` (one input row, or a pointwise conv).
+    Strided(*const f32),
+    /// Taps one by one ([`TileTaps::tap`]).
+    Mixed,
+}
+
+/// Where the pixels of a tile read one tap.
+pub(super) enum Tap {
+    /// Pixel `p` at `base + p·stride·cb` (one input row, or a pointwise conv's flat plane).
+    Strided(*const f32),
+    /// Per-pixel addresses (borders, rows wrapping, strides above 2) in the walker's
+    /// `pixels` ([`ZEROS`] in the padding).
+    Pixels,
+}
+
+/// The taps of one tile: the walk both tiles share.
+pub(super) struct TileTaps<'a> {
+    geo: &'a Geometry,
+    x: *const f32,
+    px: usize,
+    /// Output row and column of each pixel.
+    oh: [usize; PIXELS],
+    ow: [usize; PIXELS],
+    /// Every pixel in one output row: taps may be [`Tap::Strided`].
+    flat: bool,
+    pointwise: bool,
+    /// The per-pixel addresses of the last [`Tap::Pixels`].
+    pub pixels: [*const f32; PIXELS],
+}
+
+impl<'a> TileTaps<'a> {
+    #[inline(always)]
+    pub(super) fn new(geo: &'a Geometry, t: &Tile, px: usize) -> Self {
+        let mut oh = [0; PIXELS];
+        let mut ow = [0; PIXELS];
+        for p in 0..PIXELS {
+            // Pixels past `px` repeat the last (read, never stored).
+            let q = t.q0 + p.min(px - 1);
+            (oh[p], ow[p]) = (q / geo.ow, q % geo.ow);
+        }
+        let pointwise = geo.kernel == [1, 1] && geo.stride == [1, 1] && geo.pad == [0, 0];
+        TileTaps {
+            geo,
+            x: t.x,
+            px,
+            oh,
+            ow,
+            flat: oh[0] == oh[px - 1],
+            pointwise,
+            pixels: [ZEROS.as_ptr(); PIXELS],
+        }
+    }
+
+    /// Kernel row `i` of input block `cib`.
+    #[inline(always)]
+    pub(super) fn row(&self, cib: usize, i: usize) -> Row {
+        let geo = self.geo;
+        let cb = geo.cb();
+        if self.pointwise {
+            let q = self.oh[0] * geo.ow + self.ow[0];
+            return Row::Strided(self.x.wrapping_add((cib * geo.h * geo.w + q) * cb));
+        }
+        if self.oh[0] != self.oh[self.px - 1] {
+            return Row::Mixed;
+        }
+        let Some(ih) = tap_row(geo, self.oh[0], i) else {
+            return Row::Padding;
+        };
+        let span = (geo.kernel[1] - 1) * geo.dilation[1];
+        let iw0 = (self.ow[0] * geo.stride[1]).wrapping_sub(geo.pad[1]);
+        let last = self.ow[self.px - 1] * geo.stride[1] + span;
+        if geo.stride[1] <= 2 && iw0 < geo.w && last >= geo.pad[1] && last - geo.pad[1] < geo.w {
+            Row::Strided(self.x.wrapping_add(((cib * geo.h + ih) * geo.w + iw0) * cb))
+        } else {
+            Row::Mixed
+        }
+    }
+
+    /// Tap (`i`, `j`) of input block `cib` in a [`Row::Mixed`] row.
+    #[inline(always)]
+    pub(super) fn tap(&mut self, cib: usize, i: usize, j: usize) -> Tap {
+        let geo = self.geo;
+        let cb = geo.cb();
+        if self.flat
+            && geo.stride[1] <= 2
+            && let Some(ih) = tap_row(geo, self.oh[0], i)
+        {
+            let last = self.ow[self.px - 1] * geo.stride[1] + j * geo.dilation[1];
+            let iw0 = (self.ow[0] * geo.stride[1] + j * geo.dilation[1]).wrapping_sub(geo.pad[1]);
+            if iw0 < geo.w && last >= geo.pad[1] && last - geo.pad[1] < geo.w {
+                return Tap::Strided(self.x.wrapping_add(((cib * geo.h + ih) * geo.w + iw0) * cb));
+            }
+        }
+        for p in 0..PIXELS {
+            self.pixels[p] = match tap_row(geo, self.oh[p], i) {
+                Some(ih) => tap_pixel(geo, self.x, cib, ih, self.ow[p], j),
+                None => ZEROS.as_ptr(),
+            };
+        }
+        Tap::Pixels
+    }
+}
+
 /// `y = act(W ⋆ x + bias + residual)` on blocked channels, split between the slots of `par`
-/// by output row (of one image and weight group).
+/// by band (of one image and weight group).
 pub fn run(
     geo: &Geometry,
     ops: &Operands<'_>,
@@ -145,19 +280,19 @@ pub(super) fn run_on(
         return Ok(());
     }
     let groups = (geo.cout / BLOCK).div_ceil(GROUP_BLOCKS);
-    let rows = geo.n * groups * geo.oh;
+    let units = geo.n * groups * bands(geo);
     let macs = y_len * geo.cin * kh * kw;
     let slots = if macs < PAR_MIN_MACS {
         1
     } else {
-        par.threads().min(rows)
+        par.threads().min(units)
     };
     let yp = crate::kernels::gemm::SendPtr(y.as_mut_ptr());
     let body = |s: usize| {
-        for r in s * rows / slots..(s + 1) * rows / slots {
-            // SAFETY: rows are disjoint between slots; every tile of row `r` stays inside
+        for u in s * units / slots..(s + 1) * units / slots {
+            // SAFETY: bands are disjoint between slots; every tile of band `u` stays inside
             // the validated extents.
-            unsafe { row(geo, ops, yp.get(), r, isa) };
+            unsafe { band(geo, ops, yp.get(), u, isa) };
         }
     };
     if slots <= 1 {
@@ -168,50 +303,106 @@ pub(super) fn run_on(
     Ok(())
 }
 
-/// Row `r` (image, weight group, output row) in tiles of at most [`PIXELS`] pixels, split
-/// as evenly as the row allows (7 → 4 + 3: no tile narrow enough to stall on FMA latency).
+/// Bands per image and weight group (fixed by the shape: not by the thread count).
+fn bands(geo: &Geometry) -> usize {
+    (geo.oh * geo.ow).div_ceil(BAND_PIXELS)
+}
+
+/// Pixel `k` of `n` split into `parts` as evenly as they go (the first of part `k`).
+fn split(n: usize, parts: usize, k: usize) -> usize {
+    k * n / parts
+}
+
+/// Band `u` (image, weight group, band): for each chunk of input channels, every tile of
+/// at most [`PIXELS`] pixels (split as evenly as the band allows: no tile narrow enough to
+/// stall on FMA latency), then the band's epilogue.
 ///
 /// # Safety
 /// `y` holds the output; the operands were validated by [`run`].
-unsafe fn row(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, r: usize, isa: Isa) {
-    let groups = (geo.cout / BLOCK).div_ceil(GROUP_BLOCKS);
-    let (img, rest) = (r / (groups * geo.oh), r % (groups * geo.oh));
-    let (g, oh) = (rest / geo.oh, rest % geo.oh);
+unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: Isa) {
+    let (groups, nb) = ((geo.cout / BLOCK).div_ceil(GROUP_BLOCKS), bands(geo));
+    let (img, g, b) = (u / (groups * nb), u / nb % groups, u % nb);
+    let ohw = geo.oh * geo.ow;
+    let (q_start, q_end) = (split(ohw, nb, b), split(ohw, nb, b + 1));
     let [kh, kw] = geo.kernel;
     let co0 = g * GROUP_BLOCKS * BLOCK;
     let fb = (geo.cout - co0).min(GROUP_BLOCKS * BLOCK) / BLOCK;
-    let plane = geo.oh * geo.ow * BLOCK;
-    let out0 = img * geo.cout * geo.oh * geo.ow + co0 * geo.oh * geo.ow + oh * geo.ow * BLOCK;
-    let tiles = geo.ow.div_ceil(PIXELS);
-    let mut ow0 = 0;
-    for t in 0..tiles {
-        let px =
-            (geo.ow - ow0) / (tiles - t) + usize::from(!(geo.ow - ow0).is_multiple_of(tiles - t));
-        let off = out0 + ow0 * BLOCK;
-        let tile = Tile {
-            x: ops.x[img * geo.cin * geo.h * geo.w..].as_ptr(),
-            w: ops.w[co0 * geo.cin * kh * kw..].as_ptr(),
-            y: y.wrapping_add(off),
-            res: ops
-                .residual
-                .map_or(core::ptr::null(), |res| res[off..].as_ptr()),
-            bias: ops.bias.map_or(core::ptr::null(), |b| b[co0..].as_ptr()),
-            plane,
-            oh,
-            ow0,
-            act: ops.act,
-        };
-        // SAFETY: the tile's `fb` blocks × `px` pixels are inside the output row; the
-        // weights of group `g` and the input image are inside the validated operands.
-        unsafe { dispatch(geo, &tile, fb, px, isa) };
-        ow0 += px;
+    let plane = ohw * BLOCK;
+    let out0 = img * geo.cout * ohw + co0 * ohw + q_start * BLOCK;
+    let (cb, cibs) = (geo.cb(), geo.cin / geo.cb());
+    let chunk = (CHUNK_BYTES / (kh * kw * cb * fb * BLOCK * 4)).clamp(1, cibs.max(1));
+    let px_total = q_end - q_start;
+    let tiles = px_total.div_ceil(PIXELS);
+    let mut c0 = 0;
+    while c0 < cibs {
+        let c1 = (c0 + chunk).min(cibs);
+        for t in 0..tiles {
+            let (p0, p1) = (split(px_total, tiles, t), split(px_total, tiles, t + 1));
+            let tile = Tile {
+                x: ops.x[img * geo.cin * geo.h * geo.w..].as_ptr(),
+                w: ops.w[co0 * geo.cin * kh * kw..].as_ptr(),
+                cibs: (c0, c1),
+                y: y.wrapping_add(out0 + p0 * BLOCK),
+                plane,
+                q0: q_start + p0,
+            };
+            // SAFETY: the tile's `fb` blocks × `p1 - p0` pixels are inside the band; the
+            // weights of group `g` and the input image are inside the validated operands.
+            unsafe { dispatch(geo, &tile, fb, p1 - p0, isa) };
+        }
+        c0 = c1;
+    }
+    let end = BandEnd {
+        y: y.wrapping_add(out0),
+        res: ops
+            .residual
+            .map_or(core::ptr::null(), |res| res[out0..].as_ptr()),
+        bias: ops.bias.map_or(core::ptr::null(), |b| b[co0..].as_ptr()),
+        plane,
+        fb,
+        px: px_total,
+        act: ops.act,
+    };
+    if cibs == 0 || !end.bias.is_null() || !end.res.is_null() || end.act != TileAct::None {
+        // SAFETY: the band's `fb` blocks × `px` pixels of the output (and residual).
+        unsafe { finish(&end, cibs == 0, isa) };
+    }
+}
+
+/// The band epilogue on `isa` (`zero`: no input channels, the sums are zero).
+///
+/// # Safety
+/// As [`band`], for this band.
+unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if isa == Isa::Avx512 && !zero {
+        // SAFETY: forwarded; the CPU has AVX-512.
+        unsafe { super::conv_avx512::finish(e) };
+        return;
+    }
+    let _ = isa;
+    for f in 0..e.fb {
+        for i in 0..e.px * BLOCK {
+            let at = f * e.plane + i;
+            // SAFETY: inside the band's blocks (contract).
+            unsafe {
+                let mut v = if zero { 0.0 } else { *e.y.add(at) };
+                if !e.bias.is_null() {
+                    v += *e.bias.add(f * BLOCK + i % BLOCK);
+                }
+                if !e.res.is_null() {
+                    v += *e.res.add(at);
+                }
+                *e.y.add(at) = act_scalar(e.act, v);
+            }
+        }
     }
 }
 
 /// The tile build for `fb` blocks × `px` pixels on `isa`.
 ///
 /// # Safety
-/// As [`row`], for this tile.
+/// As [`band`], for this tile.
 unsafe fn dispatch(geo: &Geometry, t: &Tile, fb: usize, px: usize, isa: Isa) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if isa == Isa::Avx512 {
@@ -253,23 +444,43 @@ pub(super) fn tap_pixel(
 /// The portable tile: the same order of operations as the AVX-512 one, without FMA.
 ///
 /// # Safety
-/// As [`row`], for this tile.
+/// As [`band`], for this tile.
 unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     let cb = geo.cb();
     let [kh, kw] = geo.kernel;
     let width = fb * BLOCK;
     let mut acc = [[[0.0f32; BLOCK]; GROUP_BLOCKS]; PIXELS];
-    let mut wp = t.w;
-    for cib in 0..geo.cin / cb {
+    let at = |p: usize, f: usize, l: usize| f * t.plane + p * BLOCK + l;
+    if t.cibs.0 > 0 {
+        for (p, a) in acc.iter_mut().enumerate().take(px) {
+            for (f, blk) in a.iter_mut().enumerate().take(fb) {
+                for (l, v) in blk.iter_mut().enumerate() {
+                    // SAFETY: inside the band (contract).
+                    *v = unsafe { *t.y.add(at(p, f, l)) };
+                }
+            }
+        }
+    }
+    let mut taps = TileTaps::new(geo, t, px);
+    let mut wp = t.w.wrapping_add(t.cibs.0 * kh * kw * cb * width);
+    for cib in t.cibs.0..t.cibs.1 {
         for i in 0..kh {
-            let Some(ih) = tap_row(geo, t.oh, i) else {
+            let row = taps.row(cib, i);
+            if let Row::Padding = row {
                 wp = wp.wrapping_add(kw * cb * width);
                 continue;
-            };
+            }
             for j in 0..kw {
-                let pix: [*const f32; PIXELS] = core::array::from_fn(|p| {
-                    tap_pixel(geo, t.x, cib, ih, t.ow0 + p.min(px - 1), j)
-                });
+                let tap = match row {
+                    Row::Strided(base) => Tap::Strided(base.wrapping_add(j * geo.dilation[1] * cb)),
+                    _ => taps.tap(cib, i, j),
+                };
+                let pix: [*const f32; PIXELS] = match tap {
+                    Tap::Strided(base) => {
+                        core::array::from_fn(|p| base.wrapping_add(p * geo.stride[1] * cb))
+                    }
+                    Tap::Pixels => taps.pixels,
+                };
                 for c in 0..cb {
                     for (p, a) in acc.iter_mut().enumerate().take(px) {
                         // SAFETY: `c < cb` channels of a pixel (or of ZEROS) are readable.
@@ -289,18 +500,8 @@ unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     for (p, a) in acc.iter().enumerate().take(px) {
         for (f, blk) in a.iter().enumerate().take(fb) {
             for (l, &v) in blk.iter().enumerate() {
-                let at = f * t.plane + p * BLOCK + l;
-                let mut v = v;
-                if !t.bias.is_null() {
-                    // SAFETY: the group's `fb·BLOCK` biases.
-                    v += unsafe { *t.bias.add(f * BLOCK + l) };
-                }
-                if !t.res.is_null() {
-                    // SAFETY: laid out like the output.
-                    v += unsafe { *t.res.add(at) };
-                }
-                // SAFETY: inside the output row (contract).
-                unsafe { *t.y.add(at) = act_scalar(t.act, v) };
+                // SAFETY: inside the band (contract).
+                unsafe { *t.y.add(at(p, f, l)) = v };
             }
         }
     }

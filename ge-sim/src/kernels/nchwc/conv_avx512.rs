@@ -1,15 +1,17 @@
 //! The AVX-512 tile of [`super::conv`]: `FB` output blocks × `PX` pixels in `FB·PX` zmm
-//! accumulators, one FMA per (input channel, tap), the epilogue in registers.
+//! accumulators, one FMA per (input channel, tap), and the band epilogue. The tile stores
+//! raw sums and nothing else: an epilogue inlined 24 times (a sigmoid each) kept LLVM from
+//! unrolling the stores, and the accumulator array then lived on the stack.
 
 use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use super::conv::{Geometry, Tile, tap_pixel, tap_row};
+use super::conv::{BandEnd, Geometry, PIXELS, Row, Tap, Tile, TileTaps};
 use crate::kernels::gemm::avx512::act;
 
 /// Most pixels of a tile this build has (the widest `kernel` instance).
-const MAX_PX: usize = 6;
+const MAX_PX: usize = PIXELS;
 
 /// The tile for `fb ≤ 4` blocks × `px ≤ MAX_PX` pixels.
 ///
@@ -56,8 +58,8 @@ unsafe fn by_cb<const FB: usize, const PX: usize>(geo: &Geometry, t: &Tile) {
     }
 }
 
-/// `SW`: the column stride when 1 or 2 (the pixels of a tap in the input then lie at
-/// constant offsets from one pointer), else 0 (per-pixel pointers).
+/// `SW`: the column stride when 1 or 2 (a [`Tap::Strided`] tap's pixels then lie at
+/// constant offsets from one pointer), else 0 (every tap gathered).
 ///
 /// # Safety
 /// As [`tile`], with `CB` the geometry's input block.
@@ -73,35 +75,45 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
     const { assert!(SW <= 2 && PX <= MAX_PX) };
     let mut gathered = [0.0f32; MAX_PX * 2 * BLOCK];
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
-    let mut wp = t.w;
+    let mut taps = TileTaps::new(geo, t, PX);
+    let mut wp = t.w.wrapping_add(t.cibs.0 * kh * kw * CB * width);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
-    // (or of ZEROS) and `CB·width` weights, and the epilogue touches the tile's outputs.
+    // (or of ZEROS) and `CB·width` weights; the tile's outputs are read and written.
     unsafe {
-        for cib in 0..geo.cin / CB {
+        if t.cibs.0 > 0 {
+            for (p, a) in acc.iter_mut().enumerate() {
+                for (f, v) in a.iter_mut().enumerate() {
+                    *v = _mm512_loadu_ps(t.y.add(f * t.plane + p * BLOCK));
+                }
+            }
+        }
+        for cib in t.cibs.0..t.cibs.1 {
             for i in 0..kh {
-                let Some(ih) = tap_row(geo, t.oh, i) else {
+                let row = taps.row(cib, i);
+                if let Row::Padding = row {
                     wp = wp.add(kw * CB * width);
                     continue;
-                };
+                }
                 for j in 0..kw {
-                    // Every pixel of the tap inside the row: one pointer, constant offsets;
-                    // else (borders, other strides) the pixels gathered to the stack first,
-                    // so there is one multiply-add loop (two kept the accumulators in
-                    // memory).
-                    let iw0 =
-                        (t.ow0 * geo.stride[1] + j * geo.dilation[1]).wrapping_sub(geo.pad[1]);
-                    let base = if SW != 0 && iw0 < geo.w && iw0 + (PX - 1) * SW < geo.w {
-                        t.x.add(((cib * geo.h + ih) * geo.w + iw0) * CB)
-                    } else {
-                        for p in 0..PX {
-                            let src = tap_pixel(geo, t.x, cib, ih, t.ow0 + p, j);
-                            core::ptr::copy_nonoverlapping(
-                                src,
-                                gathered.as_mut_ptr().add(p * s_px * CB),
-                                CB,
-                            );
+                    // Strided taps read in place; the others are gathered to the stack
+                    // first, so there is one multiply-add loop. (The walker only strides
+                    // columns 1 or 2 apart: `SW != 0` there.)
+                    let tap = match row {
+                        Row::Strided(base) => Tap::Strided(base.add(j * geo.dilation[1] * CB)),
+                        _ => taps.tap(cib, i, j),
+                    };
+                    let base = match tap {
+                        Tap::Strided(base) => base,
+                        Tap::Pixels => {
+                            for p in 0..PX {
+                                core::ptr::copy_nonoverlapping(
+                                    taps.pixels[p],
+                                    gathered.as_mut_ptr().add(p * s_px * CB),
+                                    CB,
+                                );
+                            }
+                            gathered.as_ptr()
                         }
-                        gathered.as_ptr()
                     };
                     for c in 0..CB {
                         let wv: [__m512; FB] = core::array::from_fn(|f| {
@@ -120,15 +132,32 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
         }
         for (p, a) in acc.iter().enumerate() {
             for (f, &v) in a.iter().enumerate() {
-                let at = f * t.plane + p * BLOCK;
-                let mut v = v;
-                if !t.bias.is_null() {
-                    v = _mm512_add_ps(v, _mm512_loadu_ps(t.bias.add(f * BLOCK)));
+                _mm512_storeu_ps(t.y.add(f * t.plane + p * BLOCK), v);
+            }
+        }
+    }
+}
+
+/// The band epilogue: `y = act(y + bias + residual)`.
+///
+/// # Safety
+/// As `conv::finish`; the CPU has AVX-512 F/BW/VL.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+pub(super) unsafe fn finish(e: &BandEnd) {
+    // SAFETY: the band's `fb` blocks × `px` pixels of the output and residual (contract).
+    unsafe {
+        for f in 0..e.fb {
+            let bias = (!e.bias.is_null()).then(|| _mm512_loadu_ps(e.bias.add(f * BLOCK)));
+            for p in 0..e.px {
+                let at = f * e.plane + p * BLOCK;
+                let mut v = _mm512_loadu_ps(e.y.add(at));
+                if let Some(b) = bias {
+                    v = _mm512_add_ps(v, b);
                 }
-                if !t.res.is_null() {
-                    v = _mm512_add_ps(v, _mm512_loadu_ps(t.res.add(at)));
+                if !e.res.is_null() {
+                    v = _mm512_add_ps(v, _mm512_loadu_ps(e.res.add(at)));
                 }
-                _mm512_storeu_ps(t.y.add(at), act(v, t.act));
+                _mm512_storeu_ps(e.y.add(at), act(v, e.act));
             }
         }
     }

@@ -200,6 +200,19 @@ fn blocked_conv_matches_the_plain_conv() {
         act: UnaryOp::Silu as u32,
         ..case([1, 16, 10, 12], 32, [3, 2], [1, 1], [2, 1])
     });
+    // Chunks and bands: a 1×1 of 160 channels (two weight chunks), a 3×3 of 48 (three, one
+    // block each) on 20×15 = 300 pixels (two bands; tiles wrapping rows, bias and residual
+    // added once after the last chunk), stride 3 (every tap gathered).
+    check(&Case {
+        residual: true,
+        ..case([1, 160, 6, 5], 64, [1, 1], [1, 1], [0, 0])
+    });
+    check(&Case {
+        residual: true,
+        act: relu,
+        ..case([1, 48, 20, 15], 80, [3, 3], [1, 1], [1, 1])
+    });
+    check(&case([1, 32, 13, 14], 32, [3, 3], [3, 3], [1, 1]));
     // An activation the tile does not take (Tanh): a pass over the output after.
     check(&Case {
         act: UnaryOp::Tanh as u32,
