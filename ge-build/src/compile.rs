@@ -237,7 +237,9 @@ fn optimize(
     if opts.blocked_channels.enabled() {
         passes.extend(crate::passes::run_late(
             &mut graph,
-            &crate::passes::BlockedLayout,
+            &crate::passes::BlockedLayout {
+                only_if_profitable: opts.blocked_channels == crate::BlockedChannels::Auto,
+            },
             opts.opt_level,
             switch,
             &opts.device,

@@ -222,11 +222,11 @@ pub struct CompileFlags {
     /// on (default) or off (naive memory plan, for debugging).
     #[arg(long = "memory-reuse", default_value = "on")]
     pub memory_reuse: String,
-    /// Blocked channels (NCHWc) for the host's convolutions: off (default: plain NCHW, a
-    /// blob independent of the compiling machine), on, or auto (on when this machine's
-    /// kernels run AVX-512). Experimental: its conv tile is not yet faster than the plain
-    /// path.
-    #[arg(long = "blocked-channels", default_value = "off")]
+    /// Blocked channels (NCHWc) for the host's convolutions: auto (default: on when this
+    /// machine's kernels run AVX-512, where the blocked conv tile is the faster path), on,
+    /// or off (plain NCHW: a blob independent of the compiling machine, as firmware and
+    /// `ge_model!` blobs are).
+    #[arg(long = "blocked-channels", default_value = "auto")]
     pub blocked_channels: String,
     /// Refuse a model with more nodes than this, subgraphs included (default 10000000).
     #[arg(long = "max-nodes", value_name = "N")]

@@ -44,3 +44,26 @@ fn resnet50_is_planned_on_blocked_channels() {
         .expect("the layout pass ran");
     assert!(stat.changed, "resnet50 got no blocked convs");
 }
+
+/// SqueezeNet's fire modules concatenate conv outputs on channels: the concat runs on
+/// blocked channels (whole blocks per image are one run in either layout), so the blocked
+/// plan adds at most a couple of reorders at the graph's borders, none per module.
+#[test]
+fn channel_concats_stay_blocked() {
+    let model = ge_tests::corpus("light").join("squeezenet/model.onnx");
+    let tasks = |blocked_channels| {
+        let opts = CompileOptions {
+            blocked_channels,
+            ..CompileOptions::default()
+        };
+        ge_build::compile_file(&model, &opts)
+            .expect("squeezenet compiles")
+            .report
+            .tasks
+    };
+    let (plain, blocked) = (tasks(BlockedChannels::Off), tasks(BlockedChannels::On));
+    assert!(
+        blocked <= plain + 2,
+        "blocked plan has {blocked} tasks, plain {plain}: reorders around the concats?"
+    );
+}

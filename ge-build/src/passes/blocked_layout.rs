@@ -9,8 +9,14 @@
 //! model see the same tensors plus the reorders' traffic. The weights of blocked convs are
 //! packed here ([`pack_blocked_weights`]).
 //!
+//! Under `--blocked-channels auto` the plan is kept only when its blocked convolutions'
+//! multiply-adds outweigh the reorders' traffic ([`MACS_PER_REORDER_BYTE`]): a lone conv
+//! between plain ops (a depthwise network's pointwise convs, a single conv in a
+//! transformer) would pay two reorders for little gain.
+//!
 //! Runs after the precision pass and before `pack_weights`. O(V + E + weight bytes): one
-//! walk in topological order, each value reordered at most once each way.
+//! walk in topological order (on a copy of the graph, kept or dropped), each value
+//! reordered at most once each way.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -30,12 +36,36 @@ use crate::tensor::TensorData;
 /// more are reordered to blocks first.
 const PLAIN_INPUT_MAX: usize = 8;
 
+/// Blocked-conv multiply-adds per byte of reorder traffic (read + write) below which the
+/// `auto` plan is dropped. Measured on an AVX-512 Xeon (session 23): the blocked tile saves
+/// ~3.5 ms per G multiply-add over the plain path; a reorder moves ~4.4 GB/s (0.23 ns/B), so
+/// break-even is ~65 multiply-adds per byte.
+const MACS_PER_REORDER_BYTE: u64 = 64;
+
 /// Activations → blocked channels where the host kernels have blocked forms.
-pub struct BlockedLayout;
+pub struct BlockedLayout {
+    /// Keep the plan only when it pays for its reorders (`auto`); else always (`on`).
+    pub only_if_profitable: bool,
+}
 
 impl Pass for BlockedLayout {
     pass_info!("blocked_layout", O2);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
+        let mut planned = g.clone();
+        let st = plan(&mut planned)?;
+        if !st.changed
+            || (self.only_if_profitable && st.macs < MACS_PER_REORDER_BYTE * st.reorder_bytes)
+        {
+            return Ok(false);
+        }
+        *g = planned;
+        Ok(true)
+    }
+}
+
+/// Plans blocked channels on `g`.
+fn plan(g: &mut Graph) -> Result<State> {
+    {
         let mut st = State::default();
         let users = g.users();
         for n in g.topo_order() {
@@ -55,6 +85,23 @@ impl Pass for BlockedLayout {
                 }
                 Op::Unary(_) | Op::Binary(_) | Op::Fused(_) if elementwise_blocked(g, &st, n) => {
                     st.mark_output(g, n);
+                    true
+                }
+                Op::Concat(p) if p.axis == 1 && concat_blocked(g, &st, n) => {
+                    for slot in 0..g.g[n].inputs.len() {
+                        if let Some(v) = g.g[n].inputs[slot] {
+                            let b = st.as_blocked(g, v);
+                            g.rewire_input(n, v, b);
+                        }
+                    }
+                    st.mark_output(g, n);
+                    true
+                }
+                Op::Split(p) if p.axis == 1 && split_blocked(g, &st, n) => {
+                    for &v in &g.g[n].outputs {
+                        st.blocked.insert(v);
+                    }
+                    st.changed = true;
                     true
                 }
                 _ => false,
@@ -82,7 +129,7 @@ impl Pass for BlockedLayout {
                 g.outputs[i] = p;
             }
         }
-        Ok(st.changed)
+        Ok(st)
     }
 }
 
@@ -99,6 +146,10 @@ struct State {
     /// Blocked value → its plain reorder.
     to_plain: HashMap<ValueId, ValueId>,
     changed: bool,
+    /// Multiply-adds of the blocked convs.
+    macs: u64,
+    /// Bytes the reorders read and write.
+    reorder_bytes: u64,
 }
 
 impl State {
@@ -128,6 +179,7 @@ impl State {
             return p;
         }
         let p = reorder(g, v, ChannelLayout::BlockedToPlain, "plain");
+        self.reorder_bytes += 2 * g.value(v).bytes() as u64;
         self.to_plain.insert(v, p);
         self.changed = true;
         p
@@ -142,6 +194,7 @@ impl State {
             return b;
         }
         let b = reorder(g, v, ChannelLayout::Blocked, "blocked");
+        self.reorder_bytes += 2 * g.value(v).bytes() as u64;
         self.blocked.insert(b);
         self.to_blocked.insert(v, b);
         self.changed = true;
@@ -195,6 +248,38 @@ fn elementwise_blocked(g: &Graph, st: &State, n: NodeIndex) -> bool {
             .inputs
             .iter()
             .all(|i| i.is_some_and(|v| st.blocked.contains(&v) && &g.value(v).shape == shape))
+}
+
+/// A channel concat of whole blocks, at least one input blocked (plain ones with whole
+/// blocks are reordered): per image each input is one contiguous run of `C_i·H·W` values in
+/// either layout, so the plain kernel (and the planner's zero-copy slices) concatenate
+/// blocked tensors unchanged.
+fn concat_blocked(g: &Graph, st: &State, n: NodeIndex) -> bool {
+    let node = &g.g[n];
+    node.outputs.len() == 1
+        && blockable(g, node.outputs[0])
+        && node
+            .inputs
+            .iter()
+            .any(|i| i.is_some_and(|v| st.blocked.contains(&v)))
+        && node
+            .inputs
+            .iter()
+            .all(|i| i.is_some_and(|v| st.blocked.contains(&v) || blockable(g, v)))
+}
+
+/// A channel split of a blocked value into whole blocks: the same bytes as the plain split
+/// (each part one contiguous run per image in either layout).
+fn split_blocked(g: &Graph, st: &State, n: NodeIndex) -> bool {
+    let node = &g.g[n];
+    st.blocked_in(g, n, 0)
+        && node
+            .inputs
+            .iter()
+            .skip(1)
+            .all(|i| i.is_none_or(|v| g.value(v).data.is_some()))
+        && !node.outputs.is_empty()
+        && node.outputs.iter().all(|&v| blockable(g, v))
 }
 
 /// Blocks conv `n` when it can run on blocked channels: packs its weights, reorders its
@@ -251,6 +336,7 @@ fn conv(
         return Ok(false);
     };
     g.value_mut(w).data = Some(Arc::new(t));
+    st.macs += (g.value(y).shape.iter().product::<usize>() * cin * kh * kw) as u64;
     if layout == ChannelLayout::Blocked {
         let xb = st.as_blocked(g, x);
         g.rewire_input(n, x, xb);

@@ -263,6 +263,25 @@ pub(super) fn run_on(
     isa: Isa,
 ) -> Result<(), KernelError> {
     geo.check()?;
+    // A conv along H of width-1 planes (a 1-D conv exported as k×1): the same bytes read as
+    // one row along W, where tiles take consecutive pixels of a row instead of wrapping.
+    let swapped;
+    let geo = if geo.w == 1 && geo.ow == 1 && geo.kernel[1] == 1 && geo.pad[1] == 0 {
+        swapped = Geometry {
+            h: 1,
+            w: geo.h,
+            oh: 1,
+            ow: geo.oh,
+            kernel: [1, geo.kernel[0]],
+            stride: [1, geo.stride[0]],
+            dilation: [1, geo.dilation[0]],
+            pad: [0, geo.pad[0]],
+            ..*geo
+        };
+        &swapped
+    } else {
+        geo
+    };
     let [kh, kw] = geo.kernel;
     let x_len = geo.n * geo.cin * geo.h * geo.w;
     let y_len = geo.n * geo.cout * geo.oh * geo.ow;

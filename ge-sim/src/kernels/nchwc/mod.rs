@@ -26,6 +26,49 @@ fn ncs(dims: &[usize]) -> Result<(usize, usize, usize), KernelError> {
     }
 }
 
+/// `y[i][l] = x[l][i]` for 16 planes `x` of `s` values (plain → blocked), 16 pixels at a
+/// time through a 16×16 tile, so both sides move in runs of 16 values (per-value scatter
+/// ran at ~4 GB/s on 26 MB tensors).
+#[inline(always)]
+fn transpose_tiles(x: &[f32], y: &mut [f32], s: usize) {
+    let mut i0 = 0;
+    while i0 < s {
+        let m = (s - i0).min(BLOCK);
+        let mut t = [[0.0f32; BLOCK]; BLOCK];
+        for (l, row) in t.iter_mut().enumerate() {
+            row[..m].copy_from_slice(&x[l * s + i0..][..m]);
+        }
+        for (i, px) in y[i0 * BLOCK..][..m * BLOCK]
+            .chunks_exact_mut(BLOCK)
+            .enumerate()
+        {
+            for (l, v) in px.iter_mut().enumerate() {
+                *v = t[l][i];
+            }
+        }
+        i0 += m;
+    }
+}
+
+/// The inverse of [`transpose_tiles`] (blocked → plain).
+#[inline(always)]
+fn transpose_tiles_back(x: &[f32], y: &mut [f32], s: usize) {
+    let mut i0 = 0;
+    while i0 < s {
+        let m = (s - i0).min(BLOCK);
+        let mut t = [[0.0f32; BLOCK]; BLOCK];
+        for (i, px) in x[i0 * BLOCK..][..m * BLOCK].chunks_exact(BLOCK).enumerate() {
+            for (l, &v) in px.iter().enumerate() {
+                t[l][i] = v;
+            }
+        }
+        for (l, row) in t.iter().enumerate() {
+            y[l * s + i0..][..m].copy_from_slice(&row[..m]);
+        }
+        i0 += m;
+    }
+}
+
 /// Reorder: the input in the other layout, same logical shape. O(elements).
 pub fn run_reorder(
     p: &ReorderParams,
@@ -60,17 +103,9 @@ pub fn run_reorder(
                     &mut y[g * BLOCK * s..][..BLOCK * s],
                 );
                 if to_blocked {
-                    for (i, px) in yg.chunks_exact_mut(BLOCK).enumerate() {
-                        for (l, v) in px.iter_mut().enumerate() {
-                            *v = xg[l * s + i];
-                        }
-                    }
+                    transpose_tiles(xg, yg, s);
                 } else {
-                    for (i, px) in xg.chunks_exact(BLOCK).enumerate() {
-                        for (l, &v) in px.iter().enumerate() {
-                            yg[l * s + i] = v;
-                        }
-                    }
+                    transpose_tiles_back(xg, yg, s);
                 }
             }
         },

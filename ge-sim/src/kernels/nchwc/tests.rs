@@ -27,11 +27,24 @@ fn reorder(dims: &[usize], x: &[f32], to: ChannelLayout) -> Vec<f32> {
 
 #[test]
 fn reorders_round_trip() {
-    let dims = [2, 32, 3, 5];
-    let x = values(2 * 32 * 15, 1);
+    // 35 pixels: two whole 16-pixel tiles and a remainder.
+    let (dims, s) = ([2, 32, 5, 7], 35);
+    let x = values(2 * 32 * s, 1);
     let b = reorder(&dims, &x, ChannelLayout::Blocked);
     // Channel 17 of image 1, pixel (2, 3): group 1·2 + 1, lane 1.
-    assert_eq!(b[(3 * 15 + 2 * 5 + 3) * BLOCK + 1], x[(32 + 17) * 15 + 13]);
+    assert_eq!(b[(3 * s + 2 * 7 + 3) * BLOCK + 1], x[(32 + 17) * s + 17]);
+    for img in 0..2 {
+        for c in 0..32 {
+            for q in 0..s {
+                let blocked = ((img * 2 + c / BLOCK) * s + q) * BLOCK + c % BLOCK;
+                assert_eq!(
+                    b[blocked],
+                    x[(img * 32 + c) * s + q],
+                    "image {img} channel {c} pixel {q}"
+                );
+            }
+        }
+    }
     assert_eq!(reorder(&dims, &b, ChannelLayout::BlockedToPlain), x);
 }
 
@@ -213,6 +226,9 @@ fn blocked_conv_matches_the_plain_conv() {
         ..case([1, 48, 20, 15], 80, [3, 3], [1, 1], [1, 1])
     });
     check(&case([1, 32, 13, 14], 32, [3, 3], [3, 3], [1, 1]));
+    // A 1-D conv exported as k×1 on width-1 planes (run along W), strided.
+    check(&case([1, 32, 23, 1], 48, [5, 1], [1, 1], [2, 0]));
+    check(&case([1, 16, 23, 1], 32, [3, 1], [2, 1], [1, 0]));
     // An activation the tile does not take (Tanh): a pass over the output after.
     check(&Case {
         act: UnaryOp::Tanh as u32,
