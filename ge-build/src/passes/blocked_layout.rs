@@ -15,7 +15,7 @@
 //! transformer) would pay two reorders for little gain.
 //!
 //! Runs after the precision pass and before `pack_weights`. O(V + E + weight bytes): one
-//! walk in topological order (on a copy of the graph, kept or dropped), each value
+//! walk in topological order (under `auto`, on a copy kept or dropped), each value
 //! reordered at most once each way.
 
 use std::collections::{HashMap, HashSet};
@@ -51,11 +51,13 @@ pub struct BlockedLayout {
 impl Pass for BlockedLayout {
     pass_info!("blocked_layout", O2);
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
+        if !self.only_if_profitable {
+            return Ok(plan(g)?.changed);
+        }
+        // `auto`: plan on a copy (weights are shared), kept only when it pays.
         let mut planned = g.clone();
         let st = plan(&mut planned)?;
-        if !st.changed
-            || (self.only_if_profitable && st.macs < MACS_PER_REORDER_BYTE * st.reorder_bytes)
-        {
+        if !st.changed || st.macs < MACS_PER_REORDER_BYTE * st.reorder_bytes {
             return Ok(false);
         }
         *g = planned;
@@ -65,72 +67,69 @@ impl Pass for BlockedLayout {
 
 /// Plans blocked channels on `g`.
 fn plan(g: &mut Graph) -> Result<State> {
-    {
-        let mut st = State::default();
-        let users = g.users();
-        for n in g.topo_order() {
-            let op = g.g[n].op;
-            let decided = match op {
-                Op::Conv(_) => conv(g, &mut st, n, &users)?,
-                Op::Pool(p) if blockable_pool(p.pool_kind()) && st.blocked_in(g, n, 0) => {
-                    g.g[n].op = Op::Pool(p.with_channel_layout(ChannelLayout::Blocked));
-                    st.mark_output(g, n);
-                    true
-                }
-                Op::GlobalPool(p) if blockable_pool(p.pool_kind()) && st.blocked_in(g, n, 0) => {
-                    // `[N, C, 1, …]`: the same bytes in both layouts.
-                    g.g[n].op =
-                        Op::GlobalPool(p.with_channel_layout(ChannelLayout::BlockedToPlain));
-                    true
-                }
-                Op::Unary(_) | Op::Binary(_) | Op::Fused(_) if elementwise_blocked(g, &st, n) => {
-                    st.mark_output(g, n);
-                    true
-                }
-                Op::Concat(p) if p.axis == 1 && concat_blocked(g, &st, n) => {
-                    for slot in 0..g.g[n].inputs.len() {
-                        if let Some(v) = g.g[n].inputs[slot] {
-                            let b = st.as_blocked(g, v);
-                            g.rewire_input(n, v, b);
-                        }
-                    }
-                    st.mark_output(g, n);
-                    true
-                }
-                Op::Split(p) if p.axis == 1 && split_blocked(g, &st, n) => {
-                    for &v in &g.g[n].outputs {
-                        st.blocked.insert(v);
-                    }
-                    st.changed = true;
-                    true
-                }
-                _ => false,
-            };
-            if !decided {
-                // Plain channels in: reorder every blocked input back.
+    let mut st = State::default();
+    let users = g.users();
+    for n in g.topo_order() {
+        let op = g.g[n].op;
+        let decided = match op {
+            Op::Conv(_) => conv(g, &mut st, n, &users)?,
+            Op::Pool(p) if blockable_pool(p.pool_kind()) && st.blocked_in(g, n, 0) => {
+                g.g[n].op = Op::Pool(p.with_channel_layout(ChannelLayout::Blocked));
+                st.mark_output(g, n);
+                true
+            }
+            Op::GlobalPool(p) if blockable_pool(p.pool_kind()) && st.blocked_in(g, n, 0) => {
+                // `[N, C, 1, …]`: the same bytes in both layouts.
+                g.g[n].op = Op::GlobalPool(p.with_channel_layout(ChannelLayout::BlockedToPlain));
+                true
+            }
+            Op::Unary(_) | Op::Binary(_) | Op::Fused(_) if elementwise_blocked(g, &st, n) => {
+                st.mark_output(g, n);
+                true
+            }
+            Op::Concat(p) if p.axis == 1 && concat_blocked(g, &st, n) => {
                 for slot in 0..g.g[n].inputs.len() {
-                    if let Some(v) = g.g[n].inputs[slot]
-                        && st.blocked.contains(&v)
-                    {
-                        let p = st.as_plain(g, v);
-                        g.rewire_input(n, v, p);
+                    if let Some(v) = g.g[n].inputs[slot] {
+                        let b = st.as_blocked(g, v);
+                        g.rewire_input(n, v, b);
                     }
+                }
+                st.mark_output(g, n);
+                true
+            }
+            Op::Split(p) if p.axis == 1 && split_blocked(g, &st, n) => {
+                for &v in &g.g[n].outputs {
+                    st.blocked.insert(v);
+                }
+                st.changed = true;
+                true
+            }
+            _ => false,
+        };
+        if !decided {
+            // Plain channels in: reorder every blocked input back.
+            for slot in 0..g.g[n].inputs.len() {
+                if let Some(v) = g.g[n].inputs[slot]
+                    && st.blocked.contains(&v)
+                {
+                    let p = st.as_plain(g, v);
+                    g.rewire_input(n, v, p);
                 }
             }
         }
-        // Graph outputs are plain, under their own names.
-        for i in 0..g.outputs.len() {
-            let v = g.outputs[i];
-            if st.blocked.contains(&v) {
-                let p = st.as_plain(g, v);
-                let name = std::mem::take(&mut g.value_mut(v).name);
-                g.value_mut(v).name = format!("{name}::blocked");
-                g.value_mut(p).name = name;
-                g.outputs[i] = p;
-            }
-        }
-        Ok(st)
     }
+    // Graph outputs are plain, under their own names.
+    for i in 0..g.outputs.len() {
+        let v = g.outputs[i];
+        if st.blocked.contains(&v) {
+            let p = st.as_plain(g, v);
+            let name = std::mem::take(&mut g.value_mut(v).name);
+            g.value_mut(v).name = format!("{name}::blocked");
+            g.value_mut(p).name = name;
+            g.outputs[i] = p;
+        }
+    }
+    Ok(st)
 }
 
 fn blockable_pool(kind: Option<PoolKind>) -> bool {

@@ -202,7 +202,7 @@ impl<'a> TileTaps<'a> {
             let q = self.oh[0] * geo.ow + self.ow[0];
             return Row::Strided(self.x.wrapping_add((cib * geo.h * geo.w + q) * cb));
         }
-        if self.oh[0] != self.oh[self.px - 1] {
+        if !self.flat {
             return Row::Mixed;
         }
         let Some(ih) = tap_row(geo, self.oh[0], i) else {
@@ -218,11 +218,15 @@ impl<'a> TileTaps<'a> {
         }
     }
 
-    /// Tap (`i`, `j`) of input block `cib` in a [`Row::Mixed`] row.
+    /// Tap (`i`, `j`) of input block `cib`, in kernel row `row` (from [`Self::row`], not
+    /// [`Row::Padding`]).
     #[inline(always)]
-    pub(super) fn tap(&mut self, cib: usize, i: usize, j: usize) -> Tap {
+    pub(super) fn tap(&mut self, row: &Row, cib: usize, i: usize, j: usize) -> Tap {
         let geo = self.geo;
         let cb = geo.cb();
+        if let Row::Strided(base) = *row {
+            return Tap::Strided(base.wrapping_add(j * geo.dilation[1] * cb));
+        }
         if self.flat
             && geo.stride[1] <= 2
             && let Some(ih) = tap_row(geo, self.oh[0], i)
@@ -352,14 +356,16 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     let chunk = (CHUNK_BYTES / (kh * kw * cb * fb * BLOCK * 4)).clamp(1, cibs.max(1));
     let px_total = q_end - q_start;
     let tiles = px_total.div_ceil(PIXELS);
+    let x = ops.x[img * geo.cin * geo.h * geo.w..].as_ptr();
+    let w = ops.w[co0 * geo.cin * kh * kw..].as_ptr();
     let mut c0 = 0;
     while c0 < cibs {
         let c1 = (c0 + chunk).min(cibs);
         for t in 0..tiles {
             let (p0, p1) = (split(px_total, tiles, t), split(px_total, tiles, t + 1));
             let tile = Tile {
-                x: ops.x[img * geo.cin * geo.h * geo.w..].as_ptr(),
-                w: ops.w[co0 * geo.cin * kh * kw..].as_ptr(),
+                x,
+                w,
                 cibs: (c0, c1),
                 y: y.wrapping_add(out0 + p0 * BLOCK),
                 plane,
@@ -490,11 +496,7 @@ unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
                 continue;
             }
             for j in 0..kw {
-                let tap = match row {
-                    Row::Strided(base) => Tap::Strided(base.wrapping_add(j * geo.dilation[1] * cb)),
-                    _ => taps.tap(cib, i, j),
-                };
-                let pix: [*const f32; PIXELS] = match tap {
+                let pix: [*const f32; PIXELS] = match taps.tap(&row, cib, i, j) {
                     Tap::Strided(base) => {
                         core::array::from_fn(|p| base.wrapping_add(p * geo.stride[1] * cb))
                     }

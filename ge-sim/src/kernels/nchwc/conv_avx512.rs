@@ -98,11 +98,7 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
                     // Strided taps read in place; the others are gathered to the stack
                     // first, so there is one multiply-add loop. (The walker only strides
                     // columns 1 or 2 apart: `SW != 0` there.)
-                    let tap = match row {
-                        Row::Strided(base) => Tap::Strided(base.add(j * geo.dilation[1] * CB)),
-                        _ => taps.tap(cib, i, j),
-                    };
-                    let base = match tap {
+                    let base = match taps.tap(&row, cib, i, j) {
                         Tap::Strided(base) => base,
                         Tap::Pixels => {
                             for p in 0..PX {
