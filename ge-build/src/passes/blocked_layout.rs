@@ -1,6 +1,6 @@
 //! Plans blocked channels (NCHWc, c = [`BLOCK`]; Da Vinci's NC1HWC0 and GE's TransData) for
-//! the host's AVX-512 kernels: 2-D f32 convolutions whose output channels are a multiple of
-//! the block run on blocked activations ([`ChannelLayout`]), and so do the pools and the
+//! the host's AVX-512 kernels: 2-D f32 convolutions (one group, or depthwise) whose output
+//! channels are a multiple of the block run on blocked activations ([`ChannelLayout`]), and so do the pools and the
 //! elementwise tasks between them, so a ResNet or VGG body runs with no reorder inside it.
 //! `Reorder` tasks are inserted only where a blocked value meets a task that reads plain
 //! channels (or a graph output), and where a plain value with whole blocks of channels feeds
@@ -87,6 +87,7 @@ fn plan(g: &mut Graph) -> Result<State> {
                 st.mark_output(g, n);
                 true
             }
+            Op::Binary(_) if channel_binary(g, &mut st, n, &users) => true,
             Op::Concat(p) if p.axis == 1 && concat_blocked(g, &st, n) => {
                 for slot in 0..g.g[n].inputs.len() {
                     if let Some(v) = g.g[n].inputs[slot] {
@@ -121,7 +122,7 @@ fn plan(g: &mut Graph) -> Result<State> {
     // Graph outputs are plain, under their own names.
     for i in 0..g.outputs.len() {
         let v = g.outputs[i];
-        if st.blocked.contains(&v) {
+        if st.blocked.contains(&v) && !one_pixel(g, v) {
             let p = st.as_plain(g, v);
             let name = std::mem::take(&mut g.value_mut(v).name);
             g.value_mut(v).name = format!("{name}::blocked");
@@ -169,9 +170,10 @@ impl State {
         self.changed = true;
     }
 
-    /// `v` in plain channels: itself, or its (one) reorder back.
+    /// `v` in plain channels: itself (plain, or one pixel per channel), or its (one)
+    /// reorder back.
     fn as_plain(&mut self, g: &mut Graph, v: ValueId) -> ValueId {
-        if !self.blocked.contains(&v) {
+        if !self.blocked.contains(&v) || one_pixel(g, v) {
             return v;
         }
         if let Some(&p) = self.to_plain.get(&v) {
@@ -184,9 +186,15 @@ impl State {
         p
     }
 
-    /// `v` in blocked channels: itself, or its (one) reorder.
+    /// `v` in blocked channels: itself (blocked, or one pixel per channel), or its (one)
+    /// reorder.
     fn as_blocked(&mut self, g: &mut Graph, v: ValueId) -> ValueId {
         if self.blocked.contains(&v) {
+            return v;
+        }
+        if one_pixel(g, v) {
+            self.blocked.insert(v);
+            self.changed = true;
             return v;
         }
         if let Some(&b) = self.to_blocked.get(&v) {
@@ -225,6 +233,15 @@ fn reorder(g: &mut Graph, v: ValueId, to: ChannelLayout, suffix: &str) -> ValueI
     out
 }
 
+/// Whether `v` holds one pixel per channel (`[N, C, 1, 1]`, a squeeze-excite vector): its
+/// bytes are the same in both layouts, so it needs no reorder either way.
+fn one_pixel(g: &Graph, v: ValueId) -> bool {
+    g.value(v)
+        .shape
+        .get(2..)
+        .is_some_and(|s| s.iter().product::<usize>() == 1)
+}
+
 /// Whether an f32 value has whole blocks of channels on axis 1 of a rank-4 shape.
 fn blockable(g: &Graph, v: ValueId) -> bool {
     let val = g.value(v);
@@ -247,6 +264,111 @@ fn elementwise_blocked(g: &Graph, st: &State, n: NodeIndex) -> bool {
             .inputs
             .iter()
             .all(|i| i.is_some_and(|v| st.blocked.contains(&v) && &g.value(v).shape == shape))
+}
+
+/// A binary op of a blocked `[N, C, H, W]` value and a per-channel `[N or 1, C, 1, 1]` one
+/// (a squeeze-excite scale): blocked, they are `[N, C/16, H·W, 16]` and `[·, C/16, 1, 16]`,
+/// which the plain kernel broadcasts as it is. The node reads and writes byte views of
+/// those shapes (Reshapes, which the memory plan makes zero-copy) and the output, viewed
+/// back as `[N, C, H, W]`, stays blocked. Whether it was rewritten.
+fn channel_binary(
+    g: &mut Graph,
+    st: &mut State,
+    n: NodeIndex,
+    users: &HashMap<ValueId, Vec<NodeIndex>>,
+) -> bool {
+    let node = &g.g[n];
+    let (&[Some(a), Some(b)], &[y]) = (&node.inputs[..], &node.outputs[..]) else {
+        return false;
+    };
+    let (big, small) = if st.blocked.contains(&a) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    let (bv, sv, yv) = (g.value(big), g.value(small), g.value(y));
+    let &[nb, c, h, w] = &bv.shape[..] else {
+        return false;
+    };
+    let &[ns, sc, ..] = &sv.shape[..] else {
+        return false;
+    };
+    let per_channel = sv.shape[2..] == [1, 1] && (ns == 1 || ns == nb) && sc == c;
+    if !st.blocked.contains(&big)
+        || yv.shape != bv.shape
+        || !per_channel
+        || sv.dtype != bv.dtype
+        || yv.dtype != bv.dtype
+        || !c.is_multiple_of(BLOCK)
+    {
+        return false;
+    }
+    let blocks = c / BLOCK;
+    let big_view = byte_view(g, big, vec![nb, blocks, h * w, BLOCK]);
+    let small_view = byte_view(g, small, vec![ns, blocks, 1, BLOCK]);
+    let inputs = if big == a {
+        vec![Some(big_view), Some(small_view)]
+    } else {
+        vec![Some(small_view), Some(big_view)]
+    };
+    g.set_inputs(n, inputs);
+    // The node writes the view; a Reshape gives `y` (and its readers) back its shape.
+    let src = g.value(y);
+    let out_view = g.add_value(Value {
+        name: format!("{}::blocked_view", src.name),
+        dtype: src.dtype,
+        shape: vec![nb, blocks, h * w, BLOCK],
+        producer: Some(n),
+        data: None,
+    });
+    g.g[n].outputs[0] = out_view;
+    let opset = g.opset;
+    g.add_node(Node {
+        name: format!("{}::view_back", g.g[n].name),
+        op_type: "Reshape".into(),
+        opset,
+        op: Op::Reshape,
+        inputs: vec![Some(out_view)],
+        outputs: vec![y],
+    });
+    // Readers of `y` now read it from the Reshape.
+    for &u in users.get(&y).map_or(&[][..], |u| &u[..]) {
+        g.rewire_input(u, y, y);
+    }
+    st.blocked.insert(y);
+    st.changed = true;
+    true
+}
+
+/// `v`'s bytes under another shape: a constant re-shaped, else a Reshape (zero-copy).
+fn byte_view(g: &mut Graph, v: ValueId, shape: Vec<usize>) -> ValueId {
+    let src = g.value(v);
+    let data = src.data.as_ref().map(|d| {
+        Arc::new(TensorData {
+            dims: shape.clone(),
+            ..(**d).clone()
+        })
+    });
+    let constant = data.is_some();
+    let view = g.add_value(Value {
+        name: format!("{}::blocked_view", src.name),
+        dtype: src.dtype,
+        shape,
+        producer: None,
+        data,
+    });
+    if !constant {
+        let opset = g.opset;
+        g.add_node(Node {
+            name: format!("{}::view", g.value(v).name),
+            op_type: "Reshape".into(),
+            opset,
+            op: Op::Reshape,
+            inputs: vec![Some(v)],
+            outputs: vec![view],
+        });
+    }
+    view
 }
 
 /// A channel concat of whole blocks, at least one input blocked (plain ones with whole
@@ -302,7 +424,6 @@ fn conv(
     };
     let prologue = p.prologue.op != 0 || node.inputs.iter().skip(4).any(Option::is_some);
     if p.rank() != 2
-        || p.group != 1
         || prologue
         || p.weight_layout() != Some(WeightLayout::Oihw)
         || g.value(x).dtype != DType::F32
@@ -318,19 +439,24 @@ fn conv(
     let &[cout, cin, kh, kw] = &data.dims[..] else {
         return Ok(false);
     };
-    if data.dtype != DType::F32 || !cout.is_multiple_of(BLOCK) {
+    // One channel per group: the blocked depthwise kernel (input blocked like the output).
+    let depthwise = p.group as usize == cout && cin == 1 && g.value(x).shape.get(1) == Some(&cout);
+    if data.dtype != DType::F32 || !cout.is_multiple_of(BLOCK) || (p.group != 1 && !depthwise) {
         return Ok(false);
     }
-    let layout = if st.blocked.contains(&x) || (cin.is_multiple_of(BLOCK) && blockable(g, x)) {
+    let blocks_in = cin.is_multiple_of(BLOCK) || depthwise;
+    let layout = if st.blocked.contains(&x) || (blocks_in && blockable(g, x)) {
         ChannelLayout::Blocked
-    } else if cin <= PLAIN_INPUT_MAX {
+    } else if cin <= PLAIN_INPUT_MAX && !depthwise {
         ChannelLayout::PlainToBlocked
     } else {
         return Ok(false);
     };
     let src = data.to_f32_vec();
     let mut packed = vec![0.0f32; src.len()];
-    pack_blocked_weights(&src, [cout, cin, kh, kw], input_block(layout), &mut packed);
+    // A depthwise conv's weights are `[C, 1, kh, kw]`: blocks of one input channel.
+    let cb = if depthwise { 1 } else { input_block(layout) };
+    pack_blocked_weights(&src, [cout, cin, kh, kw], cb, &mut packed);
     let Ok(t) = TensorData::from_elements(DType::F32, data.dims.clone(), &packed) else {
         return Ok(false);
     };

@@ -1,5 +1,6 @@
 //! A Conv task whose activations are blocked ([`ChannelLayout`]): its shapes and operands
-//! checked and handed to [`crate::kernels::nchwc::conv`].
+//! checked and handed to [`crate::kernels::nchwc::conv`] (one group) or
+//! [`crate::kernels::nchwc::depthwise`] (one channel per group).
 
 use ge_runtime::format::{ChannelLayout, ConvParams, TensorMut, TensorRef, WeightLayout};
 
@@ -7,10 +8,11 @@ use super::{bad, finish, operands, shapes};
 use crate::kernels::copy::f32_out;
 use crate::kernels::gemm::{micro::TileAct, tile_act};
 use crate::kernels::nchwc::conv::{Geometry, Operands, run};
+use crate::kernels::nchwc::depthwise;
 use crate::kernels::{KernelResult, output};
 use crate::threads::Parallel;
 
-/// Conv on blocked channels: 2-D, one group, no prologue, blocked weights.
+/// Conv on blocked channels: 2-D, one group or depthwise, no prologue, blocked weights.
 pub(super) fn run_blocked(
     p: &ConvParams,
     layout: ChannelLayout,
@@ -24,8 +26,14 @@ pub(super) fn run_blocked(
     else {
         return Err(bad("blocked conv: 2-D convs only"));
     };
-    if p.rank() != 2 || p.group != 1 || wc != cin || yn != n || yc != cout {
-        return Err(bad("blocked conv: shapes disagree (one group, 2-D)"));
+    let depthwise = p.group as usize == cin && cin == cout && wc == 1;
+    if p.rank() != 2 || (p.group != 1 && !depthwise) || wc * p.group as usize != cin {
+        return Err(bad(
+            "blocked conv: shapes disagree (2-D, one group or one channel per group)",
+        ));
+    }
+    if yn != n || yc != cout {
+        return Err(bad("blocked conv: output shape disagrees with the input"));
     }
     if p.weight_layout() != Some(WeightLayout::Blocked) || p.prologue.op != 0 {
         return Err(bad(
@@ -59,7 +67,11 @@ pub(super) fn run_blocked(
         residual: ops.residual,
         act: act.unwrap_or(TileAct::None),
     };
-    run(&geo, &bops, y, par)?;
+    if depthwise {
+        depthwise::run(&geo, &bops, y, par)?;
+    } else {
+        run(&geo, &bops, y, par)?;
+    }
     // An activation the tile cannot apply runs as a pass (elementwise: any layout).
     if act.is_none() { finish(p, y) } else { Ok(()) }
 }

@@ -304,18 +304,32 @@ pub(super) fn run_on(
     }
     let groups = (geo.cout / BLOCK).div_ceil(GROUP_BLOCKS);
     let units = geo.n * groups * bands(geo);
-    let macs = y_len * geo.cin * kh * kw;
+    let yp = crate::kernels::gemm::SendPtr(y.as_mut_ptr());
+    split_bands(units, y_len * geo.cin * kh * kw, par, |u| {
+        // SAFETY: bands are disjoint; every tile of band `u` stays inside the validated
+        // extents.
+        unsafe { band(geo, ops, yp.get(), u, isa) };
+    });
+    Ok(())
+}
+
+/// Runs `band(u)` for every `u < units`, in contiguous runs split between the slots of
+/// `par` (one slot below [`PAR_MIN_MACS`] multiply-adds): which band a value falls in does
+/// not depend on the thread count.
+pub(super) fn split_bands(
+    units: usize,
+    macs: usize,
+    par: &dyn Parallel,
+    band: impl Fn(usize) + Sync,
+) {
     let slots = if macs < PAR_MIN_MACS {
         1
     } else {
         par.threads().min(units)
     };
-    let yp = crate::kernels::gemm::SendPtr(y.as_mut_ptr());
     let body = |s: usize| {
         for u in s * units / slots..(s + 1) * units / slots {
-            // SAFETY: bands are disjoint between slots; every tile of band `u` stays inside
-            // the validated extents.
-            unsafe { band(geo, ops, yp.get(), u, isa) };
+            band(u);
         }
     };
     if slots <= 1 {
@@ -323,7 +337,6 @@ pub(super) fn run_on(
     } else {
         par.run(slots, &body);
     }
-    Ok(())
 }
 
 /// Bands per image and weight group (fixed by the shape: not by the thread count).
@@ -398,7 +411,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
 ///
 /// # Safety
 /// As [`band`], for this band.
-unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
+pub(super) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if isa == Isa::Avx512 && !zero {
         // SAFETY: forwarded; the CPU has AVX-512.

@@ -1,6 +1,6 @@
 //! Kernels on blocked channels ([`ge_runtime::format::ChannelLayout`], NCHWc with c = 16):
 //! the reorder between the layouts (GE's TransData) and the direct convolution
-//! ([`conv`]); blocked pooling lives with the other pools (`pool::blocked`). The compiler
+//! ([`conv`], [`depthwise`]); blocked pooling lives with the other pools (`pool::blocked`). The compiler
 //! blocks only values whose channel count is a multiple of [`BLOCK`], so a blocked tensor
 //! has its plain form's length.
 
@@ -8,6 +8,8 @@
 pub mod conv;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod conv_avx512;
+#[cfg(feature = "std")]
+pub mod depthwise;
 #[cfg(all(test, feature = "std"))]
 mod tests;
 

@@ -1,6 +1,8 @@
 //! Blocked kernels against the plain ones on random data: the conv on every ISA tile this
 //! CPU runs (tolerance 1e-4·(1 + |y|): both paths sum the same K products in different
-//! orders, one rounding per product-add), bitwise across thread counts; the reorders exactly.
+//! orders, one rounding per product-add), bitwise across thread counts; the depthwise conv
+//! likewise, bitwise between the FMA classes and within 1e-5·(1 + |y|) of the portable one
+//! (FMA against a multiply then an add); the reorders exactly.
 
 extern crate std;
 use std::vec::Vec;
@@ -11,7 +13,7 @@ use ge_runtime::format::{
 };
 
 use super::conv::{Geometry, Operands, run_on};
-use super::run_reorder;
+use super::{depthwise, run_reorder};
 use crate::kernels::conv::run_conv_on;
 use crate::kernels::gemm::{micro::TileAct, tile_act};
 use crate::kernels::isa::Isa;
@@ -57,6 +59,8 @@ struct Case {
     pad: [usize; 2],
     residual: bool,
     act: u32,
+    /// One channel per group (`cout` = input channels).
+    depthwise: bool,
 }
 
 fn out_dim(i: usize, k: usize, s: usize, d: usize, p: usize) -> usize {
@@ -67,9 +71,10 @@ fn check(c: &Case) {
     let [n, cin, h, w] = c.x;
     let oh = out_dim(h, c.k[0], c.stride[0], c.dil[0], c.pad[0]);
     let ow = out_dim(w, c.k[1], c.stride[1], c.dil[1], c.pad[1]);
+    let group = if c.depthwise { cin } else { 1 };
     let (xd, wd, yd) = (
         [n, cin, h, w],
-        [c.cout, cin, c.k[0], c.k[1]],
+        [c.cout, cin / group, c.k[0], c.k[1]],
         [n, c.cout, oh, ow],
     );
     let x = values(xd.iter().product(), 2);
@@ -83,7 +88,7 @@ fn check(c: &Case) {
     };
     let mut p = ConvParams {
         spatial: 2,
-        group: 1,
+        group: group as u32,
         kernel: [c.k[0] as u32, c.k[1] as u32, 1],
         stride: [c.stride[0] as u32, c.stride[1] as u32, 1],
         dilation: [c.dil[0] as u32, c.dil[1] as u32, 1],
@@ -119,7 +124,7 @@ fn check(c: &Case) {
     };
     let rb = reorder(&yd, &res, ChannelLayout::Blocked);
     let mut wb = std::vec![0.0; wt.len()];
-    pack_blocked_weights(&wt, wd, cb, &mut wb);
+    pack_blocked_weights(&wt, wd, if c.depthwise { 1 } else { cb }, &mut wb);
     p = p
         .with_weight_layout(WeightLayout::Blocked)
         .with_channel_layout(layout);
@@ -156,17 +161,42 @@ fn check(c: &Case) {
         residual: c.residual.then_some(&rb[..]),
         act: tile_act(&act).unwrap_or(TileAct::None),
     };
+    let run_isa = |y: &mut [f32], slots, isa| {
+        if c.depthwise {
+            depthwise::run_on(&geo, &ops, y, &Slots(slots), isa).unwrap();
+        } else {
+            run_on(&geo, &ops, y, &Slots(slots), isa).unwrap();
+        }
+    };
+    let mut portable = std::vec![0.0; want.len()];
+    run_isa(&mut portable, 1, Isa::Portable);
+    let mut fma: Option<Vec<f32>> = None;
     for &isa in Isa::ALL.iter().filter(|i| i.supported()) {
         let mut one = std::vec![0.0; want.len()];
-        run_on(&geo, &ops, &mut one, &Slots(1), isa).unwrap();
+        run_isa(&mut one, 1, isa);
         let mut three = std::vec![0.0; want.len()];
-        run_on(&geo, &ops, &mut three, &Slots(3), isa).unwrap();
+        run_isa(&mut three, 3, isa);
         assert!(
             one.iter()
                 .zip(&three)
                 .all(|(a, b)| a.to_bits() == b.to_bits()),
             "{isa:?}: thread split changed values"
         );
+        // The depthwise conv is one code for every class: FMA classes agree bitwise
+        // (activations the tile takes as vectors aside), the portable one within rounding.
+        if c.depthwise && matches!(tile_act(&act), Some(TileAct::None | TileAct::Clamp { .. })) {
+            if isa == Isa::Portable {
+                assert_eq!(one, portable);
+            } else if let Some(fma) = &fma {
+                assert_eq!(
+                    &one, fma,
+                    "{isa:?}: depthwise differs from the other FMA class"
+                );
+            } else {
+                fma = Some(one.clone());
+            }
+            close(&one, &portable, 1e-5);
+        }
         if tile_act(&act).is_some() {
             close(
                 &reorder(&yd, &one, ChannelLayout::BlockedToPlain),
@@ -189,6 +219,7 @@ fn blocked_conv_matches_the_plain_conv() {
         pad,
         residual: false,
         act: 0,
+        depthwise: false,
     };
     // 1×1 (output rows of 7 and 14: uneven tiles), 3×3 pad 1, strided, a remainder group.
     check(&Case {
@@ -288,4 +319,40 @@ fn blocked_pools_match_the_plain_pools() {
         run_global_pool(&pb, &[Some(t(&xd, &xb))], &mut [tm(&yd, &mut got)]).unwrap();
         close(&got, &want, 1e-6);
     }
+}
+
+#[test]
+fn blocked_depthwise_matches_the_plain_conv() {
+    let case = |x: [usize; 4], k, stride, pad| Case {
+        x,
+        cout: x[1],
+        k,
+        stride,
+        dil: [1, 1],
+        pad,
+        residual: false,
+        act: 0,
+        depthwise: true,
+    };
+    // 3×3 pad 1 (rows of 7 interior pixels: 4, 2, 1 runs), residual and ReLU; two images.
+    check(&Case {
+        residual: true,
+        act: UnaryOp::Relu as u32,
+        ..case([2, 32, 9, 9], [3, 3], [1, 1], [1, 1])
+    });
+    // Stride 2 (even and odd widths), 5×5 pad 2, a plane wider than a band (300 pixels:
+    // two bands), stride 3 and dilation (the generic stride), 1×1.
+    check(&case([1, 48, 11, 12], [3, 3], [2, 2], [1, 1]));
+    check(&case([1, 16, 14, 13], [5, 5], [1, 1], [2, 2]));
+    check(&Case {
+        act: UnaryOp::Silu as u32,
+        ..case([1, 16, 20, 15], [3, 3], [1, 1], [1, 1])
+    });
+    check(&Case {
+        dil: [2, 2],
+        ..case([1, 16, 13, 14], [3, 3], [3, 3], [2, 2])
+    });
+    check(&case([1, 32, 4, 5], [1, 1], [1, 1], [0, 0]));
+    // A kernel wider than the plane (every pixel a border pixel).
+    check(&case([1, 16, 3, 2], [3, 5], [1, 1], [1, 2]));
 }
