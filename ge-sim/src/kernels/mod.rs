@@ -34,6 +34,8 @@ pub mod resize;
 pub mod set;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 pub(crate) mod sigmoid_avx2;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub(crate) mod sigmoid_avx512;
 pub mod slice;
 pub mod softmax;
 #[cfg(test)]

@@ -41,6 +41,46 @@ pub fn tmb<'a>(d: &[usize], v: &'a mut [u8]) -> TensorMut<'a> {
 
 /// Element-wise closeness (relative + absolute), NaN equal to NaN, infinities exact.
 #[track_caller]
+/// Sigmoid arguments for comparing implementations: a dense sweep over the whole range,
+/// the exp underflow border (old and new), ±0, ±∞, subnormals, NaNs, the extremes; an odd
+/// length (tails).
+pub fn sigmoid_sweep() -> std::vec::Vec<f32> {
+    let mut xs: std::vec::Vec<f32> = (-400_000..=400_000).map(|i| i as f32 * 2.5e-4).collect();
+    xs.extend((0..20_000).map(|i| -80.0 - i as f32 * 1e-3));
+    xs.extend((0..2_000).map(|i| 80.0 + i as f32 * 1e-2));
+    xs.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::MIN_POSITIVE / 4.0,
+        -f32::MIN_POSITIVE / 4.0,
+        -87.336_55,
+        -87.336_54,
+        -87.336_56,
+        -87.0,
+        -86.999_99,
+        -87.000_01,
+        88.73,
+        f32::MAX,
+        f32::MIN,
+    ]);
+    xs.push(-3.25);
+    xs
+}
+
+/// `g` and `w` as one value from two paths: bitwise, or — `sigmoid`: the activation is the
+/// sigmoid family, which AVX-512 epilogues compute in their own instructions
+/// (`sigmoid_avx512`, within 4 ulp of the scalar form others use) — within 4 ulp.
+pub fn same_value(g: f32, w: f32, sigmoid: bool) -> bool {
+    if g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) {
+        return true;
+    }
+    sigmoid && (g == w || (g.to_bits() as i64 - w.to_bits() as i64).unsigned_abs() <= 4)
+}
+
 pub fn close(got: &[f32], want: &[f32], tol: f32) {
     assert_eq!(got.len(), want.len(), "length: got {got:?} want {want:?}");
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {

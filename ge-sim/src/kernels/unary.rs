@@ -73,14 +73,27 @@ fn softplus<T: Real>(x: T) -> T {
     pos + (-x.abs()).exp().ln_1p()
 }
 
-/// Sigmoid and SiLU on f32 through [`super::sigmoid_avx2`] where the chosen ISA has AVX2
-/// (the generic loop's values, its dependent chains interleaved); `false` when the generic
-/// loop must run (another op, the portable path, firmware). In place when `x` is `None`.
+/// Sigmoid and SiLU on f32 through [`super::sigmoid_avx512`] where the chosen ISA is
+/// AVX-512 (the conv and GEMM epilogues' form there), else [`super::sigmoid_avx2`] where it
+/// has AVX2 (the generic loop's values, its dependent chains interleaved); `false` when the
+/// generic loop must run (another op, the portable path, firmware). In place when `x` is
+/// `None`.
 #[inline]
 fn sigmoid_fast(op: UnaryOp, x: Option<&[f32]>, y: &mut [f32]) -> bool {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if matches!(op, UnaryOp::Sigmoid | UnaryOp::Silu) {
         let times_x = op == UnaryOp::Silu;
+        if isa::isa() == isa::Isa::Avx512 {
+            let (src, n) = match x {
+                Some(x) if x.len() == y.len() => (x.as_ptr(), x.len()),
+                Some(_) => return false,
+                None => (y.as_ptr(), y.len()),
+            };
+            // SAFETY: `n` values readable from `src` and writable in `y` (the same slice or
+            // one of equal length); the CPU has AVX-512 (the chosen class).
+            unsafe { super::sigmoid_avx512::map(src, y.as_mut_ptr(), n, times_x) };
+            return true;
+        }
         return match x {
             Some(x) => super::sigmoid_avx2::map(x, y, times_x),
             None => super::sigmoid_avx2::map_in_place(y, times_x),

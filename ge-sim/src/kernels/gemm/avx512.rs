@@ -187,7 +187,8 @@ unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &B
     }
 }
 
-/// `act` applied to every lane, as [`super::micro::act_scalar`] applies it, bitwise.
+/// `act` applied to every lane, as [`super::micro::act_scalar`] applies it: bitwise, the
+/// sigmoids within 4 ulp ([`crate::kernels::sigmoid_avx512`]).
 ///
 /// # Safety
 /// AVX-512F.
@@ -215,18 +216,31 @@ pub(crate) unsafe fn act(v: __m512, act: TileAct) -> __m512 {
             }
             #[cfg(feature = "std")]
             TileAct::Sigmoid | TileAct::Silu => {
-                // The AVX2 form on both halves (AVX-512F implies AVX2): the same values.
-                let lo = _mm512_castps512_ps256(v);
-                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
-                let [lo, hi] =
-                    crate::kernels::sigmoid_avx2::sigmoid([lo, hi], act == TileAct::Silu);
-                let w = _mm512_castps256_ps512(lo);
-                _mm512_castpd_ps(_mm512_insertf64x4::<1>(
-                    _mm512_castps_pd(w),
-                    _mm256_castps_pd(hi),
-                ))
+                crate::kernels::sigmoid_avx512::sigmoid([v], act == TileAct::Silu)[0]
             }
         }
+    }
+}
+
+/// [`act`] on four registers at once: a sigmoid's dependent steps run on the four side by
+/// side. [`act`]'s values.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(always)]
+pub(crate) unsafe fn act4(v: [__m512; 4], act: TileAct) -> [__m512; 4] {
+    // SAFETY: register-only AVX-512F operations.
+    unsafe {
+        #[cfg(feature = "std")]
+        if let TileAct::Sigmoid | TileAct::Silu = act {
+            return crate::kernels::sigmoid_avx512::sigmoid(v, act == TileAct::Silu);
+        }
+        // Loops, not closures: a closure would compile without the caller's AVX-512.
+        let mut out = v;
+        for o in &mut out {
+            *o = self::act(*o, act);
+        }
+        out
     }
 }
 

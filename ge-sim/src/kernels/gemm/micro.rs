@@ -705,7 +705,8 @@ mod tests {
 
     /// A 12 × 32 register block (both B sources, every partial shape, every epilogue) on
     /// every ISA this CPU has: within the FMA tolerance of the portable tiles, and bitwise
-    /// equal to the AVX2 tiles (both fuse each multiply-add; only the register shape differs).
+    /// equal to the AVX2 tiles (both fuse each multiply-add; only the register shape differs)
+    /// but for the sigmoid family, whose AVX-512 form is within 4 ulp.
     #[test]
     fn blocks_match_tiles() {
         let mut seed = 11;
@@ -806,10 +807,12 @@ mod tests {
                             if isa != Isa::Portable
                                 && let Some(avx2) = avx2
                             {
-                                assert_eq!(
-                                    got,
-                                    avx2,
-                                    "{} taps={taps} {mr}x{nr} {act:?}",
+                                let sigmoid = matches!(act, TileAct::Sigmoid | TileAct::Silu);
+                                assert!(
+                                    got.iter().zip(&avx2).all(|(&g, &w)| {
+                                        crate::kernels::test_util::same_value(g, w, sigmoid)
+                                    }),
+                                    "{} taps={taps} {mr}x{nr} {act:?}: {got:?} vs {avx2:?}",
                                     isa.name()
                                 );
                             }

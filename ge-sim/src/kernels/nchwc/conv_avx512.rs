@@ -8,7 +8,7 @@ use core::arch::x86_64::*;
 use ge_runtime::format::BLOCK;
 
 use super::conv::{BandEnd, Geometry, PIXELS, Row, Tap, Tile, TileTaps};
-use crate::kernels::gemm::avx512::act;
+use crate::kernels::gemm::avx512::{act, act4};
 
 /// Most pixels of a tile this build has (the widest `kernel` instance).
 const MAX_PX: usize = PIXELS;
@@ -144,17 +144,42 @@ pub(super) unsafe fn finish(e: &BandEnd) {
     unsafe {
         for f in 0..e.fb {
             let bias = (!e.bias.is_null()).then(|| _mm512_loadu_ps(e.bias.add(f * BLOCK)));
-            for p in 0..e.px {
+            // Four pixels at a time: the activation's chains side by side.
+            let mut p = 0;
+            while p + 4 <= e.px {
+                let mut v = [_mm512_setzero_ps(); 4];
+                for (k, v) in v.iter_mut().enumerate() {
+                    *v = band_sum(e, f * e.plane + (p + k) * BLOCK, bias);
+                }
+                for (k, v) in act4(v, e.act).into_iter().enumerate() {
+                    _mm512_storeu_ps(e.y.add(f * e.plane + (p + k) * BLOCK), v);
+                }
+                p += 4;
+            }
+            for p in p..e.px {
                 let at = f * e.plane + p * BLOCK;
-                let mut v = _mm512_loadu_ps(e.y.add(at));
-                if let Some(b) = bias {
-                    v = _mm512_add_ps(v, b);
-                }
-                if !e.res.is_null() {
-                    v = _mm512_add_ps(v, _mm512_loadu_ps(e.res.add(at)));
-                }
-                _mm512_storeu_ps(e.y.add(at), act(v, e.act));
+                _mm512_storeu_ps(e.y.add(at), act(band_sum(e, at, bias), e.act));
             }
         }
+    }
+}
+
+/// The raw sum at `at` plus the bias and residual (a function, not a closure: a closure
+/// would compile without the caller's AVX-512).
+///
+/// # Safety
+/// As [`finish`], `at` inside the band.
+#[inline(always)]
+unsafe fn band_sum(e: &BandEnd, at: usize, bias: Option<__m512>) -> __m512 {
+    // SAFETY: contract.
+    unsafe {
+        let mut v = _mm512_loadu_ps(e.y.add(at));
+        if let Some(b) = bias {
+            v = _mm512_add_ps(v, b);
+        }
+        if !e.res.is_null() {
+            v = _mm512_add_ps(v, _mm512_loadu_ps(e.res.add(at)));
+        }
+        v
     }
 }
