@@ -6,7 +6,8 @@
 //! - Concat along an axis whose outer dims are all 1 (so every input is one contiguous slice
 //!   of the output) makes each input's producer write straight into its slice, when that input
 //!   is computed (not a constant, graph input or reshape), not a graph output, and not already
-//!   placed inside another value.
+//!   placed inside another value; an input that is a Reshape's view of such a value places
+//!   that value.
 //!
 //! - In-place: a task whose kernel can overwrite that input, for its params and dtypes (the
 //!   device's kernel registry says which: `ge_sim::kernels::registry`, e.g. f32 Unary and
@@ -69,12 +70,26 @@ pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
                     continue;
                 }
                 let ins: Vec<ValueId> = node.inputs.iter().flatten().copied().collect();
+                // An input a Reshape gives is its source's bytes: the source is placed (a
+                // blocked Resize writes through such a view).
+                let placed: Vec<ValueId> = ins
+                    .iter()
+                    .map(|&x| match g.value(x).producer {
+                        Some(p) if matches!(g.g[p].op, Op::Reshape) && !g.is_output(x) => {
+                            match g.g[p].inputs.first() {
+                                Some(&Some(src)) if a.parent.get(&x) == Some(&(src, 0)) => src,
+                                _ => x,
+                            }
+                        }
+                        _ => x,
+                    })
+                    .collect();
                 let mut distinct = HashSet::new();
                 // Each input is written once, by its producer, into its slice; readers of the
                 // input read the same bytes. So an input may have other readers, and may itself
                 // be a concat output (DenseNet's growing concats become one buffer).
                 let eligible = ins.len() == node.inputs.len()
-                    && ins.iter().all(|&x| {
+                    && placed.iter().all(|&x| {
                         distinct.insert(x)
                             && g.value(x).data.is_none()
                             && g.value(x).producer.is_some_and(|p| {
@@ -87,7 +102,7 @@ pub fn analyze(g: &Graph, order: &[NodeIndex]) -> Aliases {
                     continue;
                 }
                 let mut off = 0;
-                for &x in &ins {
+                for &x in &placed {
                     a.parent.insert(x, (y, off));
                     off += g.value(x).bytes();
                 }

@@ -419,20 +419,56 @@ fn nearest_fixed<const ES: usize>(
         }
         inside
     };
+    // The row axis (the last outer one) moves every row: its offsets come from a table
+    // (`u32::MAX`: extrapolated); the axes above it only when it wraps. A blocked tensor
+    // viewed as `[N, C/16, H, W, 16]` has rows of 16 values, where a coordinate transform
+    // per axis per row cost more than the copy.
+    let row_axis = last.checked_sub(1);
+    let mut row_offsets = [u32::MAX; CACHE];
+    let tabled = row_axis.is_some_and(|a| {
+        let fits =
+            axes[a].out <= CACHE && (axes[a].inp.saturating_mul(strides[a])) < u32::MAX as usize;
+        if fits {
+            for (o, off) in row_offsets.iter_mut().enumerate().take(axes[a].out) {
+                let t = axes[a].taps(o, cfg);
+                if !t.extrap {
+                    *off = (t.idx[0] * strides[a]) as u32;
+                }
+            }
+        }
+        fits
+    });
     let mut index = [0usize; MAX_RANK];
+    // Offset of the axes above the row axis (`None`: extrapolated).
+    let mut upper: Option<usize> = Some(0);
     // The source row of the row before: an upsampled row repeats it (a 2× nearest resize
     // copies every other row instead of gathering it again).
     let mut prev: Option<usize> = None;
     for r in 0..dst.len() / out {
         let (done, rest) = dst.split_at_mut(r * out);
         let row = &mut rest[..out];
-        let mut base = Some(0usize);
-        for a in 0..last {
-            let t = axes[a].taps(index[a], cfg);
-            base = base
-                .filter(|_| !t.extrap)
-                .map(|b| b + t.idx[0] * strides[a]);
-        }
+        let base = match row_axis {
+            None => Some(0),
+            Some(ra) => {
+                if r == 0 || index[ra] == 0 {
+                    upper = Some(0);
+                    for a in 0..ra {
+                        let t = axes[a].taps(index[a], cfg);
+                        upper = upper
+                            .filter(|_| !t.extrap)
+                            .map(|b| b + t.idx[0] * strides[a]);
+                    }
+                }
+                let own = if tabled {
+                    let off = row_offsets[index[ra]];
+                    (off != u32::MAX).then_some(off as usize)
+                } else {
+                    let t = axes[ra].taps(index[ra], cfg);
+                    (!t.extrap).then_some(t.idx[0] * strides[ra])
+                };
+                upper.zip(own).map(|(u, o)| u + o)
+            }
+        };
         advance(&mut index, axes, last);
         let Some(b) = base else {
             row.fill(fill);
