@@ -282,7 +282,9 @@ fn channel_binary(
     let (&[Some(a), Some(b)], &[y]) = (&node.inputs[..], &node.outputs[..]) else {
         return false;
     };
-    let (big, small) = if st.blocked.contains(&a) {
+    // The full-size operand has the output's shape (the per-channel one may be blocked too:
+    // a one-pixel value is both layouts).
+    let (big, small) = if g.value(a).shape == g.value(y).shape {
         (a, b)
     } else {
         (b, a)
