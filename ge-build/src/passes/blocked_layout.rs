@@ -22,8 +22,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ge_runtime::format::{
-    BLOCK, ChannelLayout, CoordTransform, DType, MAX_RANK, PoolKind, ReorderParams, ResizeMode,
-    ResizeParams, WeightLayout, input_block, pack_blocked_weights,
+    BLOCK, ChannelLayout, DType, MAX_RANK, PoolKind, ReorderParams, ResizeMode, WeightLayout,
+    input_block, pack_blocked_weights,
 };
 use petgraph::stable_graph::NodeIndex;
 
@@ -338,7 +338,7 @@ fn blocked_resize(
     let (&[nb, c, h, w], &[yn, yc, oh, ow]) = (&xv.shape[..], &yv.shape[..]) else {
         return false;
     };
-    let kept = |a: usize, e: usize| resize_leaves_axis(&p, a, e);
+    let kept = |a: usize, e: usize| ge_sim::kernels::resize::leaves_axis(&p, a, e, e);
     // Nearest only: the linear kernel computes its outer axes' taps per row, which on rows
     // of 16 values cost more than the reorders (u2netp: 30 -> 81 ms).
     let nearest = p.mode == ResizeMode::Nearest as u32;
@@ -356,13 +356,6 @@ fn blocked_resize(
     g.g[n].op = Op::Resize(p5);
     view_output(g, st, n, vec![nb, blocks, oh, ow, BLOCK], users);
     true
-}
-
-/// Whether a resize with `p` leaves axis `a` (extent `e` on both sides) as it is.
-fn resize_leaves_axis(p: &ResizeParams, a: usize, e: usize) -> bool {
-    let full_roi = p.coord != CoordTransform::TfCropAndResize as u32
-        || (p.roi[a] == 0.0 && p.roi[MAX_RANK + a] == 1.0);
-    p.scales[a] == 1.0 && e > 0 && full_roi
 }
 
 /// Node `n` (whose output 0 is `y`) writes a byte view of `shape` instead; a Reshape gives
@@ -384,15 +377,8 @@ fn view_output(
         data: None,
     });
     g.g[n].outputs[0] = out_view;
-    let opset = g.opset;
-    g.add_node(Node {
-        name: format!("{}::view_back", g.g[n].name),
-        op_type: "Reshape".into(),
-        opset,
-        op: Op::Reshape,
-        inputs: vec![Some(out_view)],
-        outputs: vec![y],
-    });
+    let name = format!("{}::view_back", g.g[n].name);
+    add_reshape(g, out_view, y, name);
     // Readers of `y` now read it from the Reshape.
     for &u in users.get(&y).map_or(&[][..], |u| &u[..]) {
         g.rewire_input(u, y, y);
@@ -419,17 +405,23 @@ fn byte_view(g: &mut Graph, v: ValueId, shape: Vec<usize>) -> ValueId {
         data,
     });
     if !constant {
-        let opset = g.opset;
-        g.add_node(Node {
-            name: format!("{}::view", g.value(v).name),
-            op_type: "Reshape".into(),
-            opset,
-            op: Op::Reshape,
-            inputs: vec![Some(v)],
-            outputs: vec![view],
-        });
+        let name = format!("{}::view", g.value(v).name);
+        add_reshape(g, v, view, name);
     }
     view
+}
+
+/// A Reshape node `from → to` (a byte view: the memory plan aliases it).
+fn add_reshape(g: &mut Graph, from: ValueId, to: ValueId, name: String) {
+    let opset = g.opset;
+    g.add_node(Node {
+        name,
+        op_type: "Reshape".into(),
+        opset,
+        op: Op::Reshape,
+        inputs: vec![Some(from)],
+        outputs: vec![to],
+    });
 }
 
 /// A channel concat of whole blocks, at least one input blocked (plain ones with whole

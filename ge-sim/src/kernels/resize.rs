@@ -48,8 +48,9 @@ struct Taps {
 }
 
 /// True when the resize leaves axis `a` (extent `inp` in, `out` out) as it is: scale 1,
-/// the same extent, and (tf_crop_and_resize) the whole of it as region of interest.
-pub(crate) fn leaves_axis(p: &ResizeParams, a: usize, inp: usize, out: usize) -> bool {
+/// the same extent, and (tf_crop_and_resize) the whole of it as region of interest. The
+/// compiler asks it too (which resizes run on blocked channels).
+pub fn leaves_axis(p: &ResizeParams, a: usize, inp: usize, out: usize) -> bool {
     if a >= MAX_RANK {
         return false;
     }
@@ -450,7 +451,8 @@ fn nearest_fixed<const ES: usize>(
         let base = match row_axis {
             None => Some(0),
             Some(ra) => {
-                if r == 0 || index[ra] == 0 {
+                // Every row's index starts at 0 on the row axis, the first row's too.
+                if index[ra] == 0 {
                     upper = Some(0);
                     for a in 0..ra {
                         let t = axes[a].taps(index[a], cfg);

@@ -84,14 +84,17 @@ fn sigmoid_fast(op: UnaryOp, x: Option<&[f32]>, y: &mut [f32]) -> bool {
     if matches!(op, UnaryOp::Sigmoid | UnaryOp::Silu) {
         let times_x = op == UnaryOp::Silu;
         if isa::isa() == isa::Isa::Avx512 {
-            let (src, n) = match x {
-                Some(x) if x.len() == y.len() => (x.as_ptr(), x.len()),
+            let (n, dst) = (y.len(), y.as_mut_ptr());
+            let src = match x {
+                Some(x) if x.len() == n => x.as_ptr(),
                 Some(_) => return false,
-                None => (y.as_ptr(), y.len()),
+                // In place: one pointer for both (a read pointer taken from `y` before its
+                // write pointer would not be valid for reads after it).
+                None => dst.cast_const(),
             };
-            // SAFETY: `n` values readable from `src` and writable in `y` (the same slice or
+            // SAFETY: `n` values readable from `src` and writable at `dst` (the same slice or
             // one of equal length); the CPU has AVX-512 (the chosen class).
-            unsafe { super::sigmoid_avx512::map(src, y.as_mut_ptr(), n, times_x) };
+            unsafe { super::sigmoid_avx512::map(src, dst, n, times_x) };
             return true;
         }
         return match x {

@@ -88,6 +88,30 @@ impl Geometry {
         }
         Ok(())
     }
+
+    /// Checks that the operands hold what the shapes ask, `in_per_filter` input channels
+    /// read by each output channel (`cin` for one group, 1 for a depthwise conv); the
+    /// output's length.
+    pub(super) fn check_operands(
+        &self,
+        ops: &Operands<'_>,
+        y: &[f32],
+        in_per_filter: usize,
+    ) -> Result<usize, KernelError> {
+        let [kh, kw] = self.kernel;
+        let y_len = self.n * self.cout * self.oh * self.ow;
+        if ops.x.len() < self.n * self.cin * self.h * self.w
+            || ops.w.len() < self.cout * in_per_filter * kh * kw
+            || y.len() < y_len
+            || ops.bias.is_some_and(|b| b.len() < self.cout)
+            || ops.residual.is_some_and(|r| r.len() < y_len)
+        {
+            return Err(KernelError::Shape(
+                "blocked conv: operand shorter than its shape",
+            ));
+        }
+        Ok(y_len)
+    }
 }
 
 /// The tensors of one blocked conv.
@@ -287,18 +311,7 @@ pub(super) fn run_on(
         geo
     };
     let [kh, kw] = geo.kernel;
-    let x_len = geo.n * geo.cin * geo.h * geo.w;
-    let y_len = geo.n * geo.cout * geo.oh * geo.ow;
-    if ops.x.len() < x_len
-        || ops.w.len() < geo.cout * geo.cin * kh * kw
-        || y.len() < y_len
-        || ops.bias.is_some_and(|b| b.len() < geo.cout)
-        || ops.residual.is_some_and(|r| r.len() < y_len)
-    {
-        return Err(KernelError::Shape(
-            "blocked conv: operand shorter than its shape",
-        ));
-    }
+    let y_len = geo.check_operands(ops, y, geo.cin)?;
     if y_len == 0 {
         return Ok(());
     }
@@ -401,10 +414,8 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
         px: px_total,
         act: ops.act,
     };
-    if cibs == 0 || !end.bias.is_null() || !end.res.is_null() || end.act != TileAct::None {
-        // SAFETY: the band's `fb` blocks × `px` pixels of the output (and residual).
-        unsafe { finish(&end, cibs == 0, isa) };
-    }
+    // SAFETY: the band's `fb` blocks × `px` pixels of the output (and residual).
+    unsafe { finish(&end, cibs == 0, isa) };
 }
 
 /// The band epilogue on `isa` (`zero`: no input channels, the sums are zero).
@@ -412,6 +423,10 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
 /// # Safety
 /// As [`band`], for this band.
 pub(super) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
+    if !zero && e.bias.is_null() && e.res.is_null() && e.act == TileAct::None {
+        // The raw sums are the outputs.
+        return;
+    }
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if isa == Isa::Avx512 && !zero {
         // SAFETY: forwarded; the CPU has AVX-512.

@@ -23,7 +23,6 @@ use ge_runtime::format::{BLOCK, ChannelLayout, blocked_weight_index};
 
 use super::conv::{BandEnd, Geometry, Operands, finish, split_bands, tap_row};
 use crate::kernels::KernelError;
-use crate::kernels::gemm::micro::TileAct;
 use crate::kernels::isa::{self, Isa};
 use crate::threads::Parallel;
 
@@ -62,22 +61,11 @@ pub(super) fn run_on(
         ));
     }
     let [kh, kw] = geo.kernel;
-    let c = geo.cout;
-    let y_len = geo.n * c * geo.oh * geo.ow;
-    if ops.x.len() < geo.n * c * geo.h * geo.w
-        || ops.w.len() < c * kh * kw
-        || y.len() < y_len
-        || ops.bias.is_some_and(|b| b.len() < c)
-        || ops.residual.is_some_and(|r| r.len() < y_len)
-    {
-        return Err(KernelError::Shape(
-            "blocked depthwise conv: operand shorter than its shape",
-        ));
-    }
+    let y_len = geo.check_operands(ops, y, 1)?;
     if y_len == 0 {
         return Ok(());
     }
-    let units = geo.n * (c / BLOCK) * bands(geo);
+    let units = geo.n * (geo.cout / BLOCK) * bands(geo);
     let yp = crate::kernels::gemm::SendPtr(y.as_mut_ptr());
     split_bands(units, y_len * kh * kw, par, |u| {
         // SAFETY: bands are disjoint; band `u` reads and writes inside the validated extents.
@@ -115,14 +103,12 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     let dims = [geo.cout, 1, kh, kw];
     let c0 = blk * BLOCK;
     // The blocked weight order keeps a block's 16 weights of one tap together; consecutive
-    // taps are one weight group's width apart.
+    // taps are one weight group's width apart (what the order's index steps by from tap 0
+    // to tap 1, for any kernel).
+    let first = blocked_weight_index(dims, 1, c0, 0, 0, 0);
     let wt = Weights {
-        w: ops.w[blocked_weight_index(dims, 1, c0, 0, 0, 0)..].as_ptr(),
-        stride: if kh * kw > 1 {
-            blocked_weight_index(dims, 1, c0, 0, 0, 1) - blocked_weight_index(dims, 1, c0, 0, 0, 0)
-        } else {
-            BLOCK
-        },
+        w: ops.w[first..].as_ptr(),
+        stride: blocked_weight_index(dims, 1, c0, 0, 0, 1) - first,
     };
     let x = ops.x[(img * blocks + blk) * geo.h * geo.w * BLOCK..].as_ptr();
     let plane = geo.oh * geo.ow * BLOCK;
@@ -133,6 +119,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
         x,
         wt,
         o: (o0, o1),
+        cols: interior(geo),
         y: yb,
     };
     // SAFETY: the band's rows of this block; the CPU runs `isa` (`run`'s contract).
@@ -156,19 +143,18 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
         px: (o1 - o0) * geo.ow,
         act: ops.act,
     };
-    if !end.bias.is_null() || !end.res.is_null() || end.act != TileAct::None {
-        // SAFETY: the band's block × `px` pixels of the output (and residual).
-        unsafe { finish(&end, false, isa) };
-    }
+    // SAFETY: the band's block × `px` pixels of the output (and residual).
+    unsafe { finish(&end, false, isa) };
 }
 
-/// Output rows `o.0..o.1` of one block: its input plane `x`, weights `wt`, output row
-/// `o.0` at `y`.
+/// Output rows `o.0..o.1` of one block: its input plane `x`, weights `wt`, the
+/// [`interior`] columns, output row `o.0` at `y`.
 struct Rows<'a> {
     geo: &'a Geometry,
     x: *const f32,
     wt: Weights,
     o: (usize, usize),
+    cols: (usize, usize),
     y: *mut f32,
 }
 
@@ -183,7 +169,7 @@ impl Rows<'_> {
             let y = self.y.wrapping_add((o - self.o.0) * self.geo.ow * BLOCK);
             // SAFETY: row `o` of this block's output plane; the taps stay in its input
             // plane (interior pixels by construction, border ones checked).
-            unsafe { out_row::<V>(self.geo, self.x, self.wt, o, y) };
+            unsafe { out_row::<V>(self, o, y) };
         }
     }
 }
@@ -223,14 +209,15 @@ fn interior(geo: &Geometry) -> (usize, usize) {
     (lo, hi.max(lo))
 }
 
-/// Output row `o` (at `y`) of one block: border pixels tap by tap, the interior [`PIX`],
-/// 4, 2, 1 at a time.
+/// Output row `o` (at `y`) of the block of `r`: border pixels tap by tap, the interior
+/// [`PIX`], 4, 2, 1 at a time.
 ///
 /// # Safety
-/// `x` is the block's input plane, `y` its output row `o`.
+/// As [`Rows::run`], for row `o`.
 #[inline(always)]
-unsafe fn out_row<V: Vec16>(geo: &Geometry, x: *const f32, wt: Weights, o: usize, y: *mut f32) {
-    let (lo, hi) = interior(geo);
+unsafe fn out_row<V: Vec16>(r: &Rows<'_>, o: usize, y: *mut f32) {
+    let (geo, x, wt) = (r.geo, r.x, r.wt);
+    let (lo, hi) = r.cols;
     // SAFETY: forwarded; pixels `lo..hi` are interior.
     unsafe {
         border_run::<V>(geo, x, wt, o, 0, lo, y);
