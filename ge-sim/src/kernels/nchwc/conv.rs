@@ -10,8 +10,9 @@
 //! of threading). In a band the input channels are walked in chunks whose weights fit in
 //! L1 ([`CHUNK_BYTES`]): every tile of the band accumulates one chunk (partial sums parked
 //! in the output, which stays in L2) before the next chunk's weights are read, so each
-//! weight comes from L2 once per band instead of once per tile. Bias, residual and
-//! activation then run over the band.
+//! weight comes from L2 once per band instead of once per tile. Bias, residual and a clamp
+//! (ReLU, ReLU6) are applied in the AVX-512 tile's registers after the last chunk; other
+//! activations, and the other paths, run them over the band afterwards.
 //!
 //! Values: each output is `Σ x·w` over (input channel block, kernel row, kernel column,
 //! channel in block) in that order, one multiply-add each (FMA on AVX-512, a multiply then
@@ -141,6 +142,20 @@ pub(super) struct Tile {
     pub plane: usize,
     /// The tile's first pixel, `oh·OW + ow`.
     pub q0: usize,
+    /// The band epilogue of this tile, applied in registers before the store (the last
+    /// chunk of a conv whose activation is a clamp or none), or `None`.
+    pub end: Option<TileEnd>,
+}
+
+/// What [`Tile::end`] adds: `act(sum + bias + residual)` in [`finish`]'s order, so the
+/// values are the band epilogue's.
+#[derive(Clone, Copy)]
+pub(super) struct TileEnd {
+    /// Bias of the group's first channel, or null.
+    pub bias: *const f32,
+    /// Residual at the tile's `y` offsets, or null.
+    pub res: *const f32,
+    pub act: TileAct,
 }
 
 /// The epilogue of one band of one weight group: `y = act(y + bias + residual)` over `fb`
@@ -382,6 +397,12 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     let chunk = (CHUNK_BYTES / (kh * kw * cb * fb * BLOCK * 4)).clamp(1, cibs.max(1));
     let px_total = q_end - q_start;
     let tiles = px_total.div_ceil(PIXELS);
+    // A clamp (or no activation) is two instructions: it runs in the tile's registers on
+    // the last chunk, not in a second pass over the band (which re-read the band's sums
+    // from L2).
+    let in_tile =
+        isa == Isa::Avx512 && cibs > 0 && matches!(ops.act, TileAct::None | TileAct::Clamp { .. });
+    let bias = ops.bias.map_or(core::ptr::null(), |b| b[co0..].as_ptr());
     let x = ops.x[img * geo.cin * geo.h * geo.w..].as_ptr();
     let w = ops.w[co0 * geo.cin * kh * kw..].as_ptr();
     let mut c0 = 0;
@@ -396,6 +417,13 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
                 y: y.wrapping_add(out0 + p0 * BLOCK),
                 plane,
                 q0: q_start + p0,
+                end: (in_tile && c1 == cibs).then(|| TileEnd {
+                    bias,
+                    res: ops
+                        .residual
+                        .map_or(core::ptr::null(), |res| res[out0 + p0 * BLOCK..].as_ptr()),
+                    act: ops.act,
+                }),
             };
             // SAFETY: the tile's `fb` blocks × `p1 - p0` pixels are inside the band; the
             // weights of group `g` and the input image are inside the validated operands.
@@ -403,12 +431,15 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
         }
         c0 = c1;
     }
+    if in_tile {
+        return;
+    }
     let end = BandEnd {
         y: y.wrapping_add(out0),
         res: ops
             .residual
             .map_or(core::ptr::null(), |res| res[out0..].as_ptr()),
-        bias: ops.bias.map_or(core::ptr::null(), |b| b[co0..].as_ptr()),
+        bias,
         plane,
         fb,
         px: px_total,

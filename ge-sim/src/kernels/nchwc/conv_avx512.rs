@@ -1,7 +1,9 @@
 //! The AVX-512 tile of [`super::conv`]: `FB` output blocks × `PX` pixels in `FB·PX` zmm
 //! accumulators, one FMA per (input channel, tap), and the band epilogue. The tile stores
-//! raw sums and nothing else: an epilogue inlined 24 times (a sigmoid each) kept LLVM from
-//! unrolling the stores, and the accumulator array then lived on the stack.
+//! raw sums, or after its last chunk adds bias and residual and clamps (two instructions a
+//! register) before the store; other activations run in the band epilogue: an epilogue
+//! inlined 24 times (a sigmoid each) kept LLVM from unrolling the stores, and the
+//! accumulator array then lived on the stack.
 
 use core::arch::x86_64::*;
 
@@ -9,6 +11,7 @@ use ge_runtime::format::BLOCK;
 
 use super::conv::{BandEnd, Geometry, PIXELS, Row, Tap, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
+use crate::kernels::gemm::micro::TileAct;
 
 /// Most pixels of a tile this build has (the widest `kernel` instance).
 const MAX_PX: usize = PIXELS;
@@ -123,6 +126,34 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
                         }
                     }
                     wp = wp.add(CB * width);
+                }
+            }
+        }
+        if let Some(e) = t.end {
+            // No activation as the clamp to [-∞, ∞]: every value stays, a NaN too (see
+            // `act`).
+            let (lo, hi) = match e.act {
+                TileAct::Clamp { lo, hi } => (lo, hi),
+                _ => (f32::NEG_INFINITY, f32::INFINITY),
+            };
+            let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
+            let bias: [__m512; FB] = core::array::from_fn(|f| {
+                if e.bias.is_null() {
+                    _mm512_setzero_ps()
+                } else {
+                    _mm512_loadu_ps(e.bias.add(f * BLOCK))
+                }
+            });
+            for (p, a) in acc.iter_mut().enumerate() {
+                for (f, v) in a.iter_mut().enumerate() {
+                    if !e.bias.is_null() {
+                        *v = _mm512_add_ps(*v, bias[f]);
+                    }
+                    if !e.res.is_null() {
+                        let at = f * t.plane + p * BLOCK;
+                        *v = _mm512_add_ps(*v, _mm512_loadu_ps(e.res.add(at)));
+                    }
+                    *v = _mm512_min_ps(hi, _mm512_max_ps(lo, *v));
                 }
             }
         }
