@@ -29,8 +29,27 @@ use crate::kernels::gemm::micro::{TileAct, act_scalar};
 use crate::kernels::isa::{self, Isa};
 use crate::threads::Parallel;
 
-/// Most pixels per tile (4 blocks × 6 pixels = 24 accumulators of 32 zmm registers).
+/// Most pixels per tile of the portable path and of a full weight group on AVX-512 (4
+/// blocks × 6 pixels = 24 accumulators of 32 zmm registers).
 pub(super) const PIXELS: usize = 6;
+/// Most pixels of any tile: a pointwise AVX-512 tile of 2 or 3 blocks takes `24 / blocks`
+/// pixels ([`tile_pixels`]).
+pub(super) const MAX_PIXELS: usize = 12;
+
+/// Most pixels of a tile of `fb` blocks on `isa`. A pointwise conv's group of 2–3 blocks
+/// (32–48 output channels) takes wider tiles that keep 24 accumulators busy (SqueezeNet's
+/// squeeze layers 12–17% faster); a k×k conv keeps [`PIXELS`] (a tile wrapping an output
+/// row gathers every tap, which costs more than the width gains), and so does a single
+/// block (24 broadcasts per weight load measured slower than 6).
+fn tile_pixels(geo: &Geometry, fb: usize, isa: Isa) -> usize {
+    let pointwise = geo.kernel == [1, 1] && geo.stride == [1, 1] && geo.pad == [0, 0];
+    if isa == Isa::Avx512 && pointwise && (2..GROUP_BLOCKS).contains(&fb) {
+        GROUP_BLOCKS * PIXELS / fb
+    } else {
+        PIXELS
+    }
+}
+
 /// Output pixels of one band: 256 × 64 channels × 4 B = 64 KB of partial sums, in L2
 /// between chunks.
 const BAND_PIXELS: usize = 256;
@@ -195,26 +214,27 @@ pub(super) enum Tap {
 }
 
 /// The taps of one tile: the walk both tiles share.
-pub(super) struct TileTaps<'a> {
+pub(super) struct TileTaps<'a, const N: usize> {
     geo: &'a Geometry,
     x: *const f32,
     px: usize,
     /// Output row and column of each pixel.
-    oh: [usize; PIXELS],
-    ow: [usize; PIXELS],
+    oh: [usize; N],
+    ow: [usize; N],
     /// Every pixel in one output row: taps may be [`Tap::Strided`].
     flat: bool,
     pointwise: bool,
     /// The per-pixel addresses of the last [`Tap::Pixels`].
-    pub pixels: [*const f32; PIXELS],
+    pub pixels: [*const f32; N],
 }
 
-impl<'a> TileTaps<'a> {
+impl<'a, const N: usize> TileTaps<'a, N> {
     #[inline(always)]
+    /// The walk of a tile of `px` stored pixels computed as `N ≥ px` (the kernel's width).
     pub(super) fn new(geo: &'a Geometry, t: &Tile, px: usize) -> Self {
-        let mut oh = [0; PIXELS];
-        let mut ow = [0; PIXELS];
-        for p in 0..PIXELS {
+        let mut oh = [0; N];
+        let mut ow = [0; N];
+        for p in 0..N {
             // Pixels past `px` repeat the last (read, never stored).
             let q = t.q0 + p.min(px - 1);
             (oh[p], ow[p]) = (q / geo.ow, q % geo.ow);
@@ -228,7 +248,7 @@ impl<'a> TileTaps<'a> {
             ow,
             flat: oh[0] == oh[px - 1],
             pointwise,
-            pixels: [ZEROS.as_ptr(); PIXELS],
+            pixels: [ZEROS.as_ptr(); N],
         }
     }
 
@@ -276,7 +296,7 @@ impl<'a> TileTaps<'a> {
                 return Tap::Strided(self.x.wrapping_add(((cib * geo.h + ih) * geo.w + iw0) * cb));
             }
         }
-        for p in 0..PIXELS {
+        for p in 0..N {
             self.pixels[p] = match tap_row(geo, self.oh[p], i) {
                 Some(ih) => tap_pixel(geo, self.x, cib, ih, self.ow[p], j),
                 None => ZEROS.as_ptr(),
@@ -378,7 +398,7 @@ fn split(n: usize, parts: usize, k: usize) -> usize {
 }
 
 /// Band `u` (image, weight group, band): for each chunk of input channels, every tile of
-/// at most [`PIXELS`] pixels (split as evenly as the band allows: no tile narrow enough to
+/// at most [`tile_pixels`] pixels (split as evenly as the band allows: no tile narrow enough to
 /// stall on FMA latency), then the band's epilogue.
 ///
 /// # Safety
@@ -396,7 +416,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     let (cb, cibs) = (geo.cb(), geo.cin / geo.cb());
     let chunk = (CHUNK_BYTES / (kh * kw * cb * fb * BLOCK * 4)).clamp(1, cibs.max(1));
     let px_total = q_end - q_start;
-    let tiles = px_total.div_ceil(PIXELS);
+    let tiles = px_total.div_ceil(tile_pixels(geo, fb, isa));
     // A clamp (or no activation) is two instructions: it runs in the tile's registers on
     // the last chunk, not in a second pass over the band (which re-read the band's sums
     // from L2).
@@ -545,7 +565,7 @@ unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
             }
         }
     }
-    let mut taps = TileTaps::new(geo, t, px);
+    let mut taps = TileTaps::<PIXELS>::new(geo, t, px);
     let mut wp = t.w.wrapping_add(t.cibs.0 * kh * kw * cb * width);
     for cib in t.cibs.0..t.cibs.1 {
         for i in 0..kh {

@@ -9,14 +9,16 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use super::conv::{BandEnd, Geometry, PIXELS, Row, Tap, Tile, TileTaps};
+use super::conv::{BandEnd, Geometry, MAX_PIXELS, PIXELS, Row, Tap, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
 use crate::kernels::gemm::micro::TileAct;
 
 /// Most pixels of a tile this build has (the widest `kernel` instance).
-const MAX_PX: usize = PIXELS;
+const MAX_PX: usize = MAX_PIXELS;
 
-/// The tile for `fb ≤ 4` blocks × `px ≤ MAX_PX` pixels.
+/// The tile for `fb ≤ 4` blocks × `px` pixels: up to [`PIXELS`] one build per count;
+/// wider tiles (2–3 blocks, `px ≤ 24 / fb`) one build per block count, the pixels past
+/// `px` computed from copies of the last and not stored.
 ///
 /// # Safety
 /// As `conv::row` for this tile; the CPU has AVX-512 F/BW/VL.
@@ -24,21 +26,23 @@ pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     macro_rules! by_px {
         ($fb:literal) => {
             match px {
-                1 => by_cb::<$fb, 1>(geo, t),
-                2 => by_cb::<$fb, 2>(geo, t),
-                3 => by_cb::<$fb, 3>(geo, t),
-                4 => by_cb::<$fb, 4>(geo, t),
-                5 => by_cb::<$fb, 5>(geo, t),
-                _ => by_cb::<$fb, MAX_PX>(geo, t),
+                1 => by_cb::<$fb, 1, true>(geo, t, px),
+                2 => by_cb::<$fb, 2, true>(geo, t, px),
+                3 => by_cb::<$fb, 3, true>(geo, t, px),
+                4 => by_cb::<$fb, 4, true>(geo, t, px),
+                5 => by_cb::<$fb, 5, true>(geo, t, px),
+                _ => by_cb::<$fb, PIXELS, true>(geo, t, px),
             }
         };
     }
     // SAFETY: forwarded contract.
     unsafe {
-        match fb {
-            1 => by_px!(1),
-            2 => by_px!(2),
-            3 => by_px!(3),
+        match (fb, px) {
+            (2, 7..) => by_cb::<2, 12, false>(geo, t, px),
+            (3, 7..) => by_cb::<3, 8, false>(geo, t, px),
+            (1, _) => by_px!(1),
+            (2, _) => by_px!(2),
+            (3, _) => by_px!(3),
             _ => by_px!(4),
         }
     }
@@ -47,16 +51,20 @@ pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
 /// # Safety
 /// As [`tile`].
 #[inline(always)]
-unsafe fn by_cb<const FB: usize, const PX: usize>(geo: &Geometry, t: &Tile) {
+unsafe fn by_cb<const FB: usize, const PX: usize, const EXACT: bool>(
+    geo: &Geometry,
+    t: &Tile,
+    px: usize,
+) {
     // SAFETY: forwarded contract.
     unsafe {
         match (geo.cb() == BLOCK, geo.stride[1]) {
-            (true, 1) => kernel::<FB, PX, BLOCK, 1>(geo, t),
-            (true, 2) => kernel::<FB, PX, BLOCK, 2>(geo, t),
-            (true, _) => kernel::<FB, PX, BLOCK, 0>(geo, t),
-            (false, 1) => kernel::<FB, PX, 1, 1>(geo, t),
-            (false, 2) => kernel::<FB, PX, 1, 2>(geo, t),
-            (false, _) => kernel::<FB, PX, 1, 0>(geo, t),
+            (true, 1) => kernel::<FB, PX, BLOCK, 1, EXACT>(geo, t, px),
+            (true, 2) => kernel::<FB, PX, BLOCK, 2, EXACT>(geo, t, px),
+            (true, _) => kernel::<FB, PX, BLOCK, 0, EXACT>(geo, t, px),
+            (false, 1) => kernel::<FB, PX, 1, 1, EXACT>(geo, t, px),
+            (false, 2) => kernel::<FB, PX, 1, 2, EXACT>(geo, t, px),
+            (false, _) => kernel::<FB, PX, 1, 0, EXACT>(geo, t, px),
         }
     }
 }
@@ -64,27 +72,44 @@ unsafe fn by_cb<const FB: usize, const PX: usize>(geo: &Geometry, t: &Tile) {
 /// `SW`: the column stride when 1 or 2 (a [`Tap::Strided`] tap's pixels then lie at
 /// constant offsets from one pointer), else 0 (every tap gathered).
 ///
+/// `EXACT`: `px == PX`; otherwise `px < PX` pixels are stored (a constant-length loop with
+/// a test per pixel: a loop of `px` steps kept LLVM from unrolling it, and the accumulators
+/// then lived on the stack).
+///
 /// # Safety
 /// As [`tile`], with `CB` the geometry's input block.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: usize>(
+unsafe fn kernel<
+    const FB: usize,
+    const PX: usize,
+    const CB: usize,
+    const SW: usize,
+    const EXACT: bool,
+>(
     geo: &Geometry,
     t: &Tile,
+    px: usize,
 ) {
+    let px = if EXACT { PX } else { px };
     let [kh, kw] = geo.kernel;
     let width = FB * BLOCK;
     // Pixel spacing in the input (or in `gathered`) of a tap's pixels.
     let s_px = if SW == 0 { 1 } else { SW };
     const { assert!(SW <= 2 && PX <= MAX_PX) };
-    let mut gathered = [0.0f32; MAX_PX * 2 * BLOCK];
+    // Not zeroed (a 3 KB memset per tile call): the loop reads only the `CB` values of each
+    // pixel a gather has just written.
+    let mut gathered = core::mem::MaybeUninit::<[f32; MAX_PX * 2 * BLOCK]>::uninit();
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
-    let mut taps = TileTaps::new(geo, t, PX);
+    let mut taps = TileTaps::<PX>::new(geo, t, px);
     let mut wp = t.w.wrapping_add(t.cibs.0 * kh * kw * CB * width);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and `CB·width` weights; the tile's outputs are read and written.
     unsafe {
         if t.cibs.0 > 0 {
             for (p, a) in acc.iter_mut().enumerate() {
+                if !EXACT && p >= px {
+                    break;
+                }
                 for (f, v) in a.iter_mut().enumerate() {
                     *v = _mm512_loadu_ps(t.y.add(f * t.plane + p * BLOCK));
                 }
@@ -107,11 +132,11 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
                             for p in 0..PX {
                                 core::ptr::copy_nonoverlapping(
                                     taps.pixels[p],
-                                    gathered.as_mut_ptr().add(p * s_px * CB),
+                                    gathered.as_mut_ptr().cast::<f32>().add(p * s_px * CB),
                                     CB,
                                 );
                             }
-                            gathered.as_ptr()
+                            gathered.as_ptr().cast::<f32>()
                         }
                     };
                     for c in 0..CB {
@@ -145,6 +170,9 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
                 }
             });
             for (p, a) in acc.iter_mut().enumerate() {
+                if !EXACT && p >= px {
+                    break;
+                }
                 for (f, v) in a.iter_mut().enumerate() {
                     if !e.bias.is_null() {
                         *v = _mm512_add_ps(*v, bias[f]);
@@ -158,6 +186,9 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const SW: us
             }
         }
         for (p, a) in acc.iter().enumerate() {
+            if !EXACT && p >= px {
+                break;
+            }
             for (f, &v) in a.iter().enumerate() {
                 _mm512_storeu_ps(t.y.add(f * t.plane + p * BLOCK), v);
             }

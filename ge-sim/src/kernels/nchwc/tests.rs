@@ -257,14 +257,23 @@ fn blocked_conv_matches_the_plain_conv() {
         ..case([1, 48, 20, 15], 80, [3, 3], [1, 1], [1, 1])
     });
     check(&case([1, 32, 13, 14], 32, [3, 3], [3, 3], [1, 1]));
-    // Groups narrower than four blocks take wider tiles (24 / blocks pixels, the last
-    // pixels of a band's final tile computed but not stored): three blocks after two
-    // chunks with a residual, one block on a strided 3-channel stem.
+    // Pointwise groups of two or three blocks take wider tiles (24 / blocks pixels, the
+    // last pixels of a short tile computed but not stored): three blocks after two chunks
+    // with a residual (63 pixels: tiles of 7 and 8), two blocks (35 pixels: 11 and 12); a
+    // one-block strided stem on a plain input.
     check(&Case {
         residual: true,
         act: relu,
         ..case([1, 160, 7, 9], 48, [1, 1], [1, 1], [0, 0])
     });
+    check(&Case {
+        residual: true,
+        ..case([2, 32, 5, 7], 32, [1, 1], [1, 1], [0, 0])
+    });
+    // Planes narrower than the tile (7 of 8 pixels stored, 9 of 12: a store past them
+    // would land on the next block's first pixels).
+    check(&case([1, 32, 1, 7], 48, [1, 1], [1, 1], [0, 0]));
+    check(&case([1, 16, 3, 3], 32, [1, 1], [1, 1], [0, 0]));
     check(&case([1, 3, 21, 19], 16, [3, 3], [2, 2], [1, 1]));
     // A 1-D conv exported as k×1 on width-1 planes (run along W), strided.
     check(&case([1, 32, 23, 1], 48, [5, 1], [1, 1], [2, 0]));
