@@ -550,6 +550,16 @@ unsafe fn gemm_block(
                     rs,
                     cs: [cs0, cs1],
                 };
+                // Pre-packed weights (panels) of the next rows' K block, prefetched to L2
+                // while this block runs: read once a run, they arrive cold from L3 or
+                // memory and stalled the block's first tile.
+                #[cfg(all(feature = "std", target_arch = "x86_64"))]
+                if al == ALayout::Panels && k > 0 {
+                    for i in (ir + bm..(ir + 2 * bm).min(r1)).step_by(MR) {
+                        let (at, _, w) = al.at(m, k, i, pc);
+                        super::prefetch::l2(a[at..].as_ptr(), kc * w);
+                    }
+                }
                 for jr in (0..nc).step_by(bn) {
                     let nr = (nc - jr).min(bn);
                     if let (true, Some((r, ldr))) = (last, ep.residual) {

@@ -26,6 +26,8 @@ pub mod norm;
 pub mod ordered;
 pub mod pad;
 pub mod pool;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub(crate) mod prefetch;
 pub mod real;
 pub mod recurrent;
 pub mod reduce;

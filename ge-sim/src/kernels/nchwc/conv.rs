@@ -428,22 +428,22 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     let w = ops.w[co0 * geo.cin * kh * kw..].as_ptr();
     let mut c0 = 0;
     let step = kh * kw * cb * fb * BLOCK;
-    let w_end = ops.w.as_ptr_range().end;
     while c0 < cibs {
         let c1 = (c0 + chunk).min(cibs);
         // The weights after this chunk's (the next chunk, or the next group's first),
         // prefetched to L2 a slice per tile: a chunk read cold from L3 or memory stalled
         // the chunk's first tile (ResNet-50: 102 MB of weights, each read once a run;
         // 7% of its time).
-        let next = w.wrapping_add(c1 * step);
-        let next_lines = (chunk * step * 4).div_ceil(64);
-        let per_tile = next_lines.div_ceil(tiles);
+        let next = co0 * geo.cin * kh * kw + c1 * step;
+        let ahead = (chunk * step).min(ops.w.len().saturating_sub(next));
+        let per_tile = ahead.div_ceil(tiles).next_multiple_of(16);
         for t in 0..tiles {
-            prefetch_l2(
-                next,
-                t * per_tile..((t + 1) * per_tile).min(next_lines),
-                w_end,
-            );
+            #[cfg(target_arch = "x86_64")]
+            {
+                let from = (t * per_tile).min(ahead);
+                let at = ops.w.as_ptr().wrapping_add(next + from);
+                crate::kernels::prefetch::l2(at, per_tile.min(ahead - from));
+            }
             let (p0, p1) = (split(px_total, tiles, t), split(px_total, tiles, t + 1));
             let tile = Tile {
                 x,
@@ -620,22 +620,4 @@ unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
             }
         }
     }
-}
-
-/// Prefetches cache lines `lines` of `base` into L2, none at or past `end`.
-#[inline(always)]
-fn prefetch_l2(base: *const f32, lines: core::ops::Range<usize>, end: *const f32) {
-    #[cfg(target_arch = "x86_64")]
-    for l in lines {
-        let p = base.wrapping_add(l * 16);
-        if p >= end {
-            break;
-        }
-        // SAFETY: a prefetch is a hint; the address is inside the weights.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(p.cast())
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (base, lines, end);
 }
