@@ -1,10 +1,11 @@
 //! Direct 2-D convolution on blocked channels ([`ChannelLayout`]): no im2col, no packing at
 //! run time. A register tile holds up to 4 output-channel blocks (64 channels, the weight
 //! group's four registers per tap) of up to 6 consecutive output pixels (12 or 8 for a
-//! pointwise conv's group of 2 or 3 blocks; a tile may wrap to the next output row); each tap of each input channel is one weight load per block
-//! and one broadcast per pixel, the weights pre-packed by the compiler so that the taps of
-//! one input channel are contiguous ([`blocked_weight_index`]). Taps that fall in the
-//! padding read a block of zeros, so border pixels run the same loop.
+//! pointwise conv's group of 2 or 3 blocks; a tile may wrap to the next output row); each
+//! tap of each input channel is one weight load per block and one broadcast per pixel, the
+//! weights pre-packed by the compiler so that the taps of one input channel are contiguous
+//! ([`blocked_weight_index`]). Taps that fall in the padding read a block of zeros, so
+//! border pixels run the same loop.
 //!
 //! Work is cut into bands of [`BAND_PIXELS`] output pixels of one weight group (the unit
 //! of threading). In a band the input channels are walked in chunks whose weights fit in
@@ -43,8 +44,7 @@ pub(super) const MAX_PIXELS: usize = 12;
 /// row gathers every tap, which costs more than the width gains), and so does a single
 /// block (24 broadcasts per weight load measured slower than 6).
 fn tile_pixels(geo: &Geometry, fb: usize, isa: Isa) -> usize {
-    let pointwise = geo.kernel == [1, 1] && geo.stride == [1, 1] && geo.pad == [0, 0];
-    if isa == Isa::Avx512 && pointwise && (2..GROUP_BLOCKS).contains(&fb) {
+    if isa == Isa::Avx512 && geo.pointwise() && (2..GROUP_BLOCKS).contains(&fb) {
         GROUP_BLOCKS * PIXELS / fb
     } else {
         PIXELS
@@ -85,6 +85,12 @@ impl Geometry {
     /// Channels per input block: 16 on a blocked input, 1 on a plain one.
     pub(super) fn cb(&self) -> usize {
         ge_runtime::format::input_block(self.layout)
+    }
+
+    /// A 1×1 conv at stride 1 without padding: output pixel `q` reads input pixel `q`, so a
+    /// tile's pixels lie at one stride in the flat plane whatever rows they span.
+    fn pointwise(&self) -> bool {
+        self.kernel == [1, 1] && self.stride == [1, 1] && self.pad == [0, 0]
     }
 
     /// Checks what the kernel relies on; the caller has checked the tensors' lengths.
@@ -230,8 +236,8 @@ pub(super) struct TileTaps<'a, const N: usize> {
 }
 
 impl<'a, const N: usize> TileTaps<'a, N> {
-    #[inline(always)]
     /// The walk of a tile of `px` stored pixels computed as `N ≥ px` (the kernel's width).
+    #[inline(always)]
     pub(super) fn new(geo: &'a Geometry, t: &Tile, px: usize) -> Self {
         let mut oh = [0; N];
         let mut ow = [0; N];
@@ -240,7 +246,7 @@ impl<'a, const N: usize> TileTaps<'a, N> {
             let q = t.q0 + p.min(px - 1);
             (oh[p], ow[p]) = (q / geo.ow, q % geo.ow);
         }
-        let pointwise = geo.kernel == [1, 1] && geo.stride == [1, 1] && geo.pad == [0, 0];
+        let pointwise = geo.pointwise();
         TileTaps {
             geo,
             x: t.x,
@@ -399,8 +405,8 @@ fn split(n: usize, parts: usize, k: usize) -> usize {
 }
 
 /// Band `u` (image, weight group, band): for each chunk of input channels, every tile of
-/// at most [`tile_pixels`] pixels (split as evenly as the band allows: no tile narrow enough to
-/// stall on FMA latency), then the band's epilogue.
+/// at most [`tile_pixels`] pixels (split as evenly as the band allows: no tile narrow enough
+/// to stall on FMA latency), then the band's epilogue unless the tiles applied it.
 ///
 /// # Safety
 /// `y` holds the output; the operands were validated by [`run`].
@@ -432,8 +438,8 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
         let c1 = (c0 + chunk).min(cibs);
         // The weights after this chunk's (the next chunk, or the next group's first),
         // prefetched to L2 a slice per tile: a chunk read cold from L3 or memory stalled
-        // the chunk's first tile (ResNet-50: 102 MB of weights, each read once a run;
-        // 7% of its time).
+        // the chunk's first tile (ResNet-50 reads 102 MB of weights once a run: ~10% of
+        // its time).
         let next = co0 * geo.cin * kh * kw + c1 * step;
         let ahead = (chunk * step).min(ops.w.len().saturating_sub(next));
         let per_tile = ahead.div_ceil(tiles).next_multiple_of(16);

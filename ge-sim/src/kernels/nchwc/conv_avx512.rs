@@ -96,7 +96,7 @@ unsafe fn kernel<
     // Pixel spacing in the input (or in `gathered`) of a tap's pixels.
     let s_px = if SW == 0 { 1 } else { SW };
     const { assert!(SW <= 2 && PX <= MAX_PX) };
-    // Not zeroed (a 3 KB memset per tile call): the loop reads only the `CB` values of each
+    // Not zeroed (a 1.5 KB memset per tile call): the loop reads only the `CB` values of each
     // pixel a gather has just written.
     let mut gathered = core::mem::MaybeUninit::<[f32; MAX_PX * 2 * BLOCK]>::uninit();
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
