@@ -155,13 +155,16 @@ unsafe fn kernel<
             }
         }
         if let Some(e) = t.end {
-            // No activation as the clamp to [-∞, ∞]: every value stays, a NaN too (see
-            // `act`).
-            let (lo, hi) = match e.act {
-                TileAct::Clamp { lo, hi } => (lo, hi),
-                _ => (f32::NEG_INFINITY, f32::INFINITY),
+            // `act`'s clamp, no activation as the clamp to [-∞, ∞] (every value stays, a NaN
+            // too): one arm known here, so the other activations' code is not inlined 24
+            // times.
+            let clamp = match e.act {
+                c @ TileAct::Clamp { .. } => c,
+                _ => TileAct::Clamp {
+                    lo: f32::NEG_INFINITY,
+                    hi: f32::INFINITY,
+                },
             };
-            let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
             let bias: [__m512; FB] = core::array::from_fn(|f| {
                 if e.bias.is_null() {
                     _mm512_setzero_ps()
@@ -181,7 +184,7 @@ unsafe fn kernel<
                         let at = f * t.plane + p * BLOCK;
                         *v = _mm512_add_ps(*v, _mm512_loadu_ps(e.res.add(at)));
                     }
-                    *v = _mm512_min_ps(hi, _mm512_max_ps(lo, *v));
+                    *v = act(*v, clamp);
                 }
             }
         }
