@@ -223,7 +223,7 @@ pub enum BlockedChannels {
     Off,
     /// Blocked where the kernels have blocked forms (at O2 and above).
     On,
-    /// On when the compiling machine's kernels run AVX-512 (`GE_ISA` honoured): the blob is
+    /// On when the compiling machine's kernels run AVX-512 or AVX2 (`GE_ISA` honoured): the blob is
     /// planned for a CPU like it (others run it correctly on the portable blocked kernels).
     Auto,
 }
@@ -247,7 +247,8 @@ impl BlockedChannels {
             Self::Auto => {
                 #[cfg(target_arch = "x86_64")]
                 {
-                    ge_sim::kernels::isa::isa() == ge_sim::kernels::isa::Isa::Avx512
+                    use ge_sim::kernels::isa::{Isa, isa};
+                    matches!(isa(), Isa::Avx512 | Isa::Avx2Fma)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 false

@@ -1,5 +1,5 @@
 //! Plans blocked channels (NCHWc, c = [`BLOCK`]; Da Vinci's NC1HWC0 and GE's TransData) for
-//! the host's AVX-512 kernels: 2-D f32 convolutions (one group, or depthwise) whose output
+//! the host's AVX-512 and AVX2 kernels: 2-D f32 convolutions (one group, or depthwise) whose output
 //! channels are a multiple of the block run on blocked activations ([`ChannelLayout`]), and so do the pools and the
 //! elementwise tasks between them, so a ResNet or VGG body runs with no reorder inside it.
 //! `Reorder` tasks are inserted only where a blocked value meets a task that reads plain

@@ -13,12 +13,13 @@
 //! in the output, which stays in L2) before the next chunk's weights are read, so each
 //! weight comes from L2 once per band instead of once per tile; the next chunk's weights are
 //! prefetched to L2 while the tiles of this one run. Bias, residual and a clamp
-//! (ReLU, ReLU6) are applied in the AVX-512 tile's registers after the last chunk; other
+//! (ReLU, ReLU6) are applied in the SIMD tiles' registers after the last chunk; other
 //! activations, and the other paths, run them over the band afterwards.
 //!
 //! Values: each output is `Σ x·w` over (input channel block, kernel row, kernel column,
-//! channel in block) in that order, one multiply-add each (FMA on AVX-512, a multiply then
-//! an add on the portable path: the two differ by rounding), then bias, residual and the
+//! channel in block) in that order, one multiply-add each (FMA on AVX-512 and AVX2, which
+//! agree bitwise; a multiply then an add on the portable path: the two differ by
+//! rounding), then bias, residual and the
 //! activation — whatever the tile, chunk, band or thread it falls in (parking a partial
 //! sum in memory is exact), so results do not depend on the thread count.
 //!
@@ -184,6 +185,22 @@ pub(super) struct TileEnd {
     pub act: TileAct,
 }
 
+impl TileEnd {
+    /// The activation as a clamp, none as the clamp to [-∞, ∞] (every value stays, a NaN
+    /// too): the tiles pass it to `act`, which then inlines one arm, not every
+    /// activation's code once per accumulator. The band only gives tiles a clamp or none.
+    #[inline(always)]
+    pub(super) fn clamp(&self) -> TileAct {
+        match self.act {
+            c @ TileAct::Clamp { .. } => c,
+            _ => TileAct::Clamp {
+                lo: f32::NEG_INFINITY,
+                hi: f32::INFINITY,
+            },
+        }
+    }
+}
+
 /// The epilogue of one band of one weight group: `y = act(y + bias + residual)` over `fb`
 /// blocks × `px` pixels.
 #[derive(Clone, Copy)]
@@ -201,7 +218,7 @@ pub(super) struct BandEnd {
 }
 
 /// Where the pixels of a tile read one kernel row.
-pub(super) enum Row {
+enum Row {
     /// Every pixel's kernel row lies in the padding: the tile skips it.
     Padding,
     /// Every tap inside the input: tap `j` of pixel `p` at
@@ -212,7 +229,7 @@ pub(super) enum Row {
 }
 
 /// Where the pixels of a tile read one tap.
-pub(super) enum Tap {
+enum Tap {
     /// Pixel `p` at `base + p·stride·cb` (one input row, or a pointwise conv's flat plane).
     Strided(*const f32),
     /// Per-pixel addresses (borders, rows wrapping, strides above 2) in the walker's
@@ -232,7 +249,7 @@ pub(super) struct TileTaps<'a, const N: usize> {
     flat: bool,
     pointwise: bool,
     /// The per-pixel addresses of the last [`Tap::Pixels`].
-    pub pixels: [*const f32; N],
+    pixels: [*const f32; N],
 }
 
 impl<'a, const N: usize> TileTaps<'a, N> {
@@ -259,16 +276,23 @@ impl<'a, const N: usize> TileTaps<'a, N> {
         }
     }
 
-    /// Kernel row `i` of input block `cib`.
+    /// Whether a pointwise tile reads its `N` pixels in place: a tile computing more
+    /// pixels than it stores (`px < N`) reads the pixels after its own (values never
+    /// stored), except at the plane's end, where it reads copies of its last pixel instead
+    /// of what lies past the plane (the last block's past the tensor).
     #[inline(always)]
-    pub(super) fn row(&self, cib: usize, i: usize) -> Row {
+    fn pointwise_in_place(&self) -> bool {
+        self.oh[0] * self.geo.ow + self.ow[0] + N <= self.geo.h * self.geo.w
+    }
+
+    /// Kernel row `i` of input block `cib` (not of a pointwise conv: [`Self::each_tap`]).
+    #[inline(always)]
+    fn row(&self, cib: usize, i: usize) -> Row {
         let geo = self.geo;
         let cb = geo.cb();
-        if self.pointwise {
-            let q = self.oh[0] * geo.ow + self.ow[0];
-            return Row::Strided(self.x.wrapping_add((cib * geo.h * geo.w + q) * cb));
-        }
-        if !self.flat {
+        if !self.flat || self.px < N {
+            // Taps one by one (also for a tile computing pixels it does not store: only a
+            // pointwise conv's reads past its own pixels are checked to be in place).
             return Row::Mixed;
         }
         let Some(ih) = tap_row(geo, self.oh[0], i) else {
@@ -287,13 +311,14 @@ impl<'a, const N: usize> TileTaps<'a, N> {
     /// Tap (`i`, `j`) of input block `cib`, in kernel row `row` (from [`Self::row`], not
     /// [`Row::Padding`]).
     #[inline(always)]
-    pub(super) fn tap(&mut self, row: &Row, cib: usize, i: usize, j: usize) -> Tap {
+    fn tap(&mut self, row: &Row, cib: usize, i: usize, j: usize) -> Tap {
         let geo = self.geo;
         let cb = geo.cb();
         if let Row::Strided(base) = *row {
             return Tap::Strided(base.wrapping_add(j * geo.dilation[1] * cb));
         }
         if self.flat
+            && self.px == N
             && geo.stride[1] <= 2
             && let Some(ih) = tap_row(geo, self.oh[0], i)
         {
@@ -310,6 +335,88 @@ impl<'a, const N: usize> TileTaps<'a, N> {
             };
         }
         Tap::Pixels
+    }
+
+    /// The walk over the taps of input blocks `cibs` (`CB` channels each) that every tile
+    /// shares: `step(x, w)` per tap outside the padding, pixel `p`'s channels at
+    /// `x + p·s_px·CB` (in place for a strided tap, else gathered into `gathered` first,
+    /// which holds `N` such pixels), its weights at `w` in rows of `width` floats from `w0`
+    /// (the tile's first block of input block 0). Callers mark `step` `#[inline(always)]`:
+    /// a third call site once left SqueezeNet's tiles out of line (1.8× slower).
+    ///
+    /// # Safety
+    /// The tile's taps and weights are readable (the kernels' contract); `gathered` holds
+    /// `N·s_px·CB` floats; `s_px` is the column stride when the walker strides (1 or 2).
+    #[inline(always)]
+    pub(super) unsafe fn each_tap<const CB: usize>(
+        &mut self,
+        cibs: (usize, usize),
+        w0: *const f32,
+        width: usize,
+        s_px: usize,
+        gathered: *mut f32,
+        mut step: impl FnMut(*const f32, *const f32),
+    ) {
+        let [kh, kw] = self.geo.kernel;
+        let mut wp = w0.wrapping_add(cibs.0 * kh * kw * CB * width);
+        if self.pointwise {
+            // One tap per input block, the blocks a plane apart: no walk (SqueezeNet 7%
+            // faster than through `row` and `tap`).
+            let plane = self.geo.h * self.geo.w * CB;
+            let q = self.oh[0] * self.geo.ow + self.ow[0];
+            let in_place = self.pointwise_in_place();
+            let mut base = self.x.wrapping_add(cibs.0 * plane + q * CB);
+            if in_place {
+                for _ in cibs.0..cibs.1 {
+                    step(base, wp);
+                    base = base.wrapping_add(plane);
+                    wp = wp.wrapping_add(CB * width);
+                }
+                return;
+            }
+            for _ in cibs.0..cibs.1 {
+                for p in 0..N {
+                    let at = base.wrapping_add(p.min(self.px - 1) * CB);
+                    // SAFETY: the stored pixels' `CB` channels into the caller's buffer of
+                    // `N` pixels (contract; `s_px` is 1 on a pointwise conv).
+                    unsafe { core::ptr::copy_nonoverlapping(at, gathered.add(p * CB), CB) };
+                }
+                step(gathered.cast_const(), wp);
+                base = base.wrapping_add(plane);
+                wp = wp.wrapping_add(CB * width);
+            }
+            return;
+        }
+        for cib in cibs.0..cibs.1 {
+            for i in 0..kh {
+                let row = self.row(cib, i);
+                if let Row::Padding = row {
+                    wp = wp.wrapping_add(kw * CB * width);
+                    continue;
+                }
+                for j in 0..kw {
+                    let base = match self.tap(&row, cib, i, j) {
+                        Tap::Strided(base) => base,
+                        Tap::Pixels => {
+                            for p in 0..N {
+                                // SAFETY: a pixel's `CB` channels (or ZEROS) into the
+                                // caller's buffer of `N` pixels (contract).
+                                unsafe {
+                                    core::ptr::copy_nonoverlapping(
+                                        self.pixels[p],
+                                        gathered.add(p * s_px * CB),
+                                        CB,
+                                    )
+                                };
+                            }
+                            gathered.cast_const()
+                        }
+                    };
+                    step(base, wp);
+                    wp = wp.wrapping_add(CB * width);
+                }
+            }
+        }
     }
 }
 
@@ -427,8 +534,9 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     // A clamp (or no activation) is two instructions: it runs in the tile's registers on
     // the last chunk, not in a second pass over the band (which re-read the band's sums
     // from L2).
-    let in_tile =
-        isa == Isa::Avx512 && cibs > 0 && matches!(ops.act, TileAct::None | TileAct::Clamp { .. });
+    let in_tile = matches!(isa, Isa::Avx512 | Isa::Avx2Fma)
+        && cibs > 0
+        && matches!(ops.act, TileAct::None | TileAct::Clamp { .. });
     let bias = ops.bias.map_or(core::ptr::null(), |b| b[co0..].as_ptr());
     let x = ops.x[img * geo.cin * geo.h * geo.w..].as_ptr();
     let w = ops.w[co0 * geo.cin * kh * kw..].as_ptr();
@@ -505,6 +613,12 @@ pub(super) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
         unsafe { super::conv_avx512::finish(e) };
         return;
     }
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if isa == Isa::Avx2Fma && !zero {
+        // SAFETY: forwarded; the CPU has AVX2 and FMA.
+        unsafe { super::conv_avx2::finish(e) };
+        return;
+    }
     let _ = isa;
     for f in 0..e.fb {
         for i in 0..e.px * BLOCK {
@@ -533,6 +647,12 @@ unsafe fn dispatch(geo: &Geometry, t: &Tile, fb: usize, px: usize, isa: Isa) {
     if isa == Isa::Avx512 {
         // SAFETY: forwarded; the CPU has AVX-512 (`isa()` only returns supported classes).
         unsafe { super::conv_avx512::tile(geo, t, fb, px) };
+        return;
+    }
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if isa == Isa::Avx2Fma {
+        // SAFETY: forwarded; the CPU has AVX2 and FMA.
+        unsafe { super::conv_avx2::tile(geo, t, fb, px) };
         return;
     }
     let _ = isa;
@@ -566,13 +686,26 @@ pub(super) fn tap_pixel(
     }
 }
 
-/// The portable tile: the same order of operations as the AVX-512 one, without FMA.
+/// The portable tile: the same order of operations as the SIMD ones, without FMA.
 ///
 /// # Safety
 /// As [`band`], for this tile.
 unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
-    let cb = geo.cb();
-    let [kh, kw] = geo.kernel;
+    // SAFETY: forwarded contract.
+    unsafe {
+        if geo.cb() == BLOCK {
+            portable_cb::<BLOCK>(geo, t, fb, px);
+        } else {
+            portable_cb::<1>(geo, t, fb, px);
+        }
+    }
+}
+
+/// [`portable`] on input blocks of `CB` channels.
+///
+/// # Safety
+/// As [`portable`], `CB` the geometry's input block.
+unsafe fn portable_cb<const CB: usize>(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     let width = fb * BLOCK;
     let mut acc = [[[0.0f32; BLOCK]; GROUP_BLOCKS]; PIXELS];
     let at = |p: usize, f: usize, l: usize| f * t.plane + p * BLOCK + l;
@@ -586,38 +719,36 @@ unsafe fn portable(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
             }
         }
     }
+    // The walker strides only columns 1 or 2 apart.
+    let s_px = if geo.stride[1] <= 2 { geo.stride[1] } else { 1 };
+    let mut gathered = [0.0f32; PIXELS * 2 * BLOCK];
     let mut taps = TileTaps::<PIXELS>::new(geo, t, px);
-    let mut wp = t.w.wrapping_add(t.cibs.0 * kh * kw * cb * width);
-    for cib in t.cibs.0..t.cibs.1 {
-        for i in 0..kh {
-            let row = taps.row(cib, i);
-            if let Row::Padding = row {
-                wp = wp.wrapping_add(kw * cb * width);
-                continue;
-            }
-            for j in 0..kw {
-                let pix: [*const f32; PIXELS] = match taps.tap(&row, cib, i, j) {
-                    Tap::Strided(base) => {
-                        core::array::from_fn(|p| base.wrapping_add(p * geo.stride[1] * cb))
-                    }
-                    Tap::Pixels => taps.pixels,
-                };
-                for c in 0..cb {
+    // SAFETY: the tile's taps and weights (contract); `gathered` holds `PIXELS` pixels of
+    // `2·BLOCK` floats.
+    unsafe {
+        taps.each_tap::<CB>(
+            t.cibs,
+            t.w,
+            width,
+            s_px,
+            gathered.as_mut_ptr(),
+            #[inline(always)]
+            |base, wp| {
+                for c in 0..CB {
                     for (p, a) in acc.iter_mut().enumerate().take(px) {
-                        // SAFETY: `c < cb` channels of a pixel (or of ZEROS) are readable.
-                        let xv = unsafe { *pix[p].add(c) };
+                        // `c < CB` channels of a tap's pixel are readable.
+                        let xv = *base.add(p * s_px * CB + c);
                         for (f, blk) in a.iter_mut().enumerate().take(fb) {
                             for (l, v) in blk.iter_mut().enumerate() {
-                                // SAFETY: step (cib, i, j, c)'s `width` weights.
-                                *v += xv * unsafe { *wp.add(c * width + f * BLOCK + l) };
+                                // The tap's `CB` rows of `width` weights.
+                                *v += xv * *wp.add(c * width + f * BLOCK + l);
                             }
                         }
                     }
                 }
-                wp = wp.wrapping_add(cb * width);
-            }
-        }
-    }
+            },
+        )
+    };
     for (p, a) in acc.iter().enumerate().take(px) {
         for (f, blk) in a.iter().enumerate().take(fb) {
             for (l, &v) in blk.iter().enumerate() {

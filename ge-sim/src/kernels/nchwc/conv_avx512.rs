@@ -9,9 +9,8 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use super::conv::{BandEnd, Geometry, MAX_PIXELS, PIXELS, Row, Tap, Tile, TileTaps};
+use super::conv::{BandEnd, Geometry, MAX_PIXELS, PIXELS, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
-use crate::kernels::gemm::micro::TileAct;
 
 /// Most pixels of a tile this build has (the widest `kernel` instance).
 const MAX_PX: usize = MAX_PIXELS;
@@ -91,7 +90,6 @@ unsafe fn kernel<
     px: usize,
 ) {
     let px = if EXACT { PX } else { px };
-    let [kh, kw] = geo.kernel;
     let width = FB * BLOCK;
     // Pixel spacing in the input (or in `gathered`) of a tap's pixels.
     let s_px = if SW == 0 { 1 } else { SW };
@@ -101,7 +99,6 @@ unsafe fn kernel<
     let mut gathered = core::mem::MaybeUninit::<[f32; MAX_PX * 2 * BLOCK]>::uninit();
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, px);
-    let mut wp = t.w.wrapping_add(t.cibs.0 * kh * kw * CB * width);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and `CB·width` weights; the tile's outputs are read and written.
     unsafe {
@@ -115,56 +112,29 @@ unsafe fn kernel<
                 }
             }
         }
-        for cib in t.cibs.0..t.cibs.1 {
-            for i in 0..kh {
-                let row = taps.row(cib, i);
-                if let Row::Padding = row {
-                    wp = wp.add(kw * CB * width);
-                    continue;
-                }
-                for j in 0..kw {
-                    // Strided taps read in place; the others are gathered to the stack
-                    // first, so there is one multiply-add loop. (The walker only strides
-                    // columns 1 or 2 apart: `SW != 0` there.)
-                    let base = match taps.tap(&row, cib, i, j) {
-                        Tap::Strided(base) => base,
-                        Tap::Pixels => {
-                            for p in 0..PX {
-                                core::ptr::copy_nonoverlapping(
-                                    taps.pixels[p],
-                                    gathered.as_mut_ptr().cast::<f32>().add(p * s_px * CB),
-                                    CB,
-                                );
-                            }
-                            gathered.as_ptr().cast::<f32>()
-                        }
-                    };
-                    for c in 0..CB {
-                        let wv: [__m512; FB] = core::array::from_fn(|f| {
-                            _mm512_loadu_ps(wp.add(c * width + f * BLOCK))
-                        });
-                        for (p, a) in acc.iter_mut().enumerate() {
-                            let xv = _mm512_set1_ps(*base.add(p * s_px * CB + c));
-                            for (a, &w) in a.iter_mut().zip(&wv) {
-                                *a = _mm512_fmadd_ps(xv, w, *a);
-                            }
+        let gathered = gathered.as_mut_ptr().cast::<f32>();
+        taps.each_tap::<CB>(
+            t.cibs,
+            t.w,
+            width,
+            s_px,
+            gathered,
+            #[inline(always)]
+            |base, wp| {
+                for c in 0..CB {
+                    let wv: [__m512; FB] =
+                        core::array::from_fn(|f| _mm512_loadu_ps(wp.add(c * width + f * BLOCK)));
+                    for (p, a) in acc.iter_mut().enumerate() {
+                        let xv = _mm512_set1_ps(*base.add(p * s_px * CB + c));
+                        for (a, &w) in a.iter_mut().zip(&wv) {
+                            *a = _mm512_fmadd_ps(xv, w, *a);
                         }
                     }
-                    wp = wp.add(CB * width);
                 }
-            }
-        }
+            },
+        );
         if let Some(e) = t.end {
-            // `act`'s clamp, no activation as the clamp to [-∞, ∞] (every value stays, a NaN
-            // too): one arm known here, so the other activations' code is not inlined 24
-            // times.
-            let clamp = match e.act {
-                c @ TileAct::Clamp { .. } => c,
-                _ => TileAct::Clamp {
-                    lo: f32::NEG_INFINITY,
-                    hi: f32::INFINITY,
-                },
-            };
+            let clamp = e.clamp();
             let bias: [__m512; FB] = core::array::from_fn(|f| {
                 if e.bias.is_null() {
                     _mm512_setzero_ps()

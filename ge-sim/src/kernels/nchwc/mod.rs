@@ -7,6 +7,8 @@
 #[cfg(feature = "std")]
 pub mod conv;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod conv_avx2;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod conv_avx512;
 #[cfg(feature = "std")]
 pub mod depthwise;

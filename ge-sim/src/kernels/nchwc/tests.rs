@@ -182,16 +182,14 @@ fn check(c: &Case) {
                 .all(|(a, b)| a.to_bits() == b.to_bits()),
             "{isa:?}: thread split changed values"
         );
-        // The depthwise conv is one code for every class: FMA classes agree bitwise
-        // (activations the tile takes as vectors aside), the portable one within rounding.
-        if c.depthwise && matches!(tile_act(&act), Some(TileAct::None | TileAct::Clamp { .. })) {
+        // Both convs run each output's multiply-adds in one order on every class: FMA
+        // classes agree bitwise (activations the tiles take as vectors aside), the portable
+        // one within rounding.
+        if matches!(tile_act(&act), Some(TileAct::None | TileAct::Clamp { .. })) {
             if isa == Isa::Portable {
                 assert_eq!(one, portable);
             } else if let Some(fma) = &fma {
-                assert_eq!(
-                    &one, fma,
-                    "{isa:?}: depthwise differs from the other FMA class"
-                );
+                assert_eq!(&one, fma, "{isa:?}: differs from the other FMA class");
             } else {
                 fma = Some(one.clone());
             }
