@@ -231,6 +231,14 @@ fn blocked_conv_matches_the_plain_conv() {
         ..case([2, 32, 9, 11], 48, [3, 3], [2, 2], [1, 1])
     });
     check(&case([1, 16, 8, 8], 16, [1, 1], [2, 2], [0, 0]));
+    // Unpadded 1×1 at strides 2 and 3 over several input blocks (each block's tap the
+    // first's a plane further): tiles wrapping rows gather, tiles in one row read in place.
+    check(&Case {
+        residual: true,
+        act: relu,
+        ..case([1, 48, 9, 23], 32, [1, 1], [2, 2], [0, 0])
+    });
+    check(&case([2, 32, 10, 10], 16, [1, 1], [3, 3], [0, 0]));
     // The stem: a plain 3-channel input, 7×7 stride 2 pad 3.
     check(&Case {
         act: relu,
