@@ -280,15 +280,6 @@ impl<'a, const N: usize> TileTaps<'a, N> {
         }
     }
 
-    /// Whether a pointwise tile reads its `N` pixels in place: a tile computing more
-    /// pixels than it stores (`px < N`) reads the pixels after its own (values never
-    /// stored), except at the plane's end, where it reads copies of its last pixel instead
-    /// of what lies past the plane (the last block's past the tensor).
-    #[inline(always)]
-    fn pointwise_in_place(&self) -> bool {
-        self.oh[0] * self.geo.ow + self.ow[0] + N <= self.geo.h * self.geo.w
-    }
-
     /// Kernel row `i` of input block `cib` (not of a pointwise conv: [`Self::each_tap`]).
     #[inline(always)]
     fn row(&self, cib: usize, i: usize) -> Row {
@@ -342,82 +333,57 @@ impl<'a, const N: usize> TileTaps<'a, N> {
     }
 
     /// The walk over the taps of input blocks `cibs` (`CB` channels each) that every tile
-    /// shares: `step(x, w)` per tap outside the padding, pixel `p`'s channels at
-    /// `x + p·s_px·CB` (in place for a strided tap, else gathered into `gathered` first,
-    /// which holds `N` such pixels), its weights at `w` in rows of `width` floats from `w0`
-    /// (the tile's first block of input block 0). Callers mark `step` `#[inline(always)]`:
-    /// a third call site once left SqueezeNet's tiles out of line (1.8× slower).
+    /// shares: `step(x, w)` per tap outside the padding, pixel `p`'s `CB` channels at
+    /// `x[p]` (in place: no tap is copied; ZEROS in the padding), the tap's weights at `w`
+    /// in rows of `width` floats from `w0` (the tile's first block of input block 0).
+    /// Callers mark `step` `#[inline(always)]`: a third call site once left SqueezeNet's
+    /// tiles out of line (1.8× slower).
     ///
     /// # Safety
-    /// The tile's taps and weights are readable (the kernels' contract); `gathered` holds
-    /// `N·s_px·CB` floats; `s_px` is the column stride when the walker strides (1 or 2).
+    /// The tile's taps and weights are readable (the kernels' contract).
     #[inline(always)]
     pub(super) unsafe fn each_tap<const CB: usize>(
         &mut self,
         cibs: (usize, usize),
         w0: *const f32,
         width: usize,
-        s_px: usize,
-        gathered: *mut f32,
-        mut step: impl FnMut(*const f32, *const f32),
+        mut step: impl FnMut(&[*const f32; N], *const f32),
     ) {
         let [kh, kw] = self.geo.kernel;
+        let s_px = self.geo.stride[1] * CB;
         let mut wp = w0.wrapping_add(cibs.0 * kh * kw * CB * width);
         if self.unpadded_1x1 && cibs.0 < cibs.1 {
             // One tap per input block, the blocks a plane apart: the first block's tap
             // found once, the others a plane further (SqueezeNet 7% faster than walking
             // `row` and `tap` per block).
             let plane = self.geo.h * self.geo.w * CB;
-            let first = if self.pointwise {
+            let mut pix = if self.pointwise {
+                // A tile computing more pixels than it stores (`px < N`) reads copies of
+                // its last pixel, not the pixels after it (past the plane's end on the
+                // last tile).
                 let q = self.oh[0] * self.geo.ow + self.ow[0];
                 let at = self.x.wrapping_add(cibs.0 * plane + q * CB);
-                if self.pointwise_in_place() {
-                    Tap::Strided(at)
-                } else {
-                    for p in 0..N {
-                        self.pixels[p] = at.wrapping_add(p.min(self.px - 1) * CB);
-                    }
-                    Tap::Pixels
-                }
+                core::array::from_fn(|p| at.wrapping_add(p.min(self.px - 1) * CB))
             } else {
                 match self.row(cibs.0, 0) {
-                    Row::Padding => {
-                        self.pixels = [ZEROS.as_ptr(); N];
-                        Tap::Pixels
-                    }
-                    row => self.tap(&row, cibs.0, 0, 0),
+                    Row::Padding => [ZEROS.as_ptr(); N],
+                    row => match self.tap(&row, cibs.0, 0, 0) {
+                        Tap::Strided(at) => core::array::from_fn(|p| at.wrapping_add(p * s_px)),
+                        Tap::Pixels => self.pixels,
+                    },
                 }
             };
-            match first {
-                Tap::Strided(mut base) => {
-                    for _ in cibs.0..cibs.1 {
-                        step(base, wp);
-                        base = base.wrapping_add(plane);
-                        wp = wp.wrapping_add(CB * width);
+            // A tap outside the input (only a malformed shape puts one there) reads ZEROS
+            // in every block: the walk below.
+            if !pix.contains(&ZEROS.as_ptr()) {
+                for _ in cibs.0..cibs.1 {
+                    step(&pix, wp);
+                    for x in &mut pix {
+                        *x = x.wrapping_add(plane);
                     }
-                    return;
+                    wp = wp.wrapping_add(CB * width);
                 }
-                // A tap outside the input (only a malformed shape puts one there) reads
-                // ZEROS in every block: the walk below.
-                Tap::Pixels if !self.pixels.contains(&ZEROS.as_ptr()) => {
-                    for k in 0..cibs.1 - cibs.0 {
-                        for p in 0..N {
-                            // SAFETY: pixel `p`'s `CB` channels in block `cibs.0 + k` into
-                            // the caller's buffer of `N` pixels (contract).
-                            unsafe {
-                                core::ptr::copy_nonoverlapping(
-                                    self.pixels[p].wrapping_add(k * plane),
-                                    gathered.add(p * s_px * CB),
-                                    CB,
-                                )
-                            };
-                        }
-                        step(gathered.cast_const(), wp);
-                        wp = wp.wrapping_add(CB * width);
-                    }
-                    return;
-                }
-                Tap::Pixels => {}
+                return;
             }
         }
         for cib in cibs.0..cibs.1 {
@@ -428,24 +394,11 @@ impl<'a, const N: usize> TileTaps<'a, N> {
                     continue;
                 }
                 for j in 0..kw {
-                    let base = match self.tap(&row, cib, i, j) {
-                        Tap::Strided(base) => base,
-                        Tap::Pixels => {
-                            for p in 0..N {
-                                // SAFETY: a pixel's `CB` channels (or ZEROS) into the
-                                // caller's buffer of `N` pixels (contract).
-                                unsafe {
-                                    core::ptr::copy_nonoverlapping(
-                                        self.pixels[p],
-                                        gathered.add(p * s_px * CB),
-                                        CB,
-                                    )
-                                };
-                            }
-                            gathered.cast_const()
-                        }
+                    let pix = match self.tap(&row, cib, i, j) {
+                        Tap::Strided(at) => core::array::from_fn(|p| at.wrapping_add(p * s_px)),
+                        Tap::Pixels => self.pixels,
                     };
-                    step(base, wp);
+                    step(&pix, wp);
                     wp = wp.wrapping_add(CB * width);
                 }
             }
@@ -752,25 +705,19 @@ unsafe fn portable_cb<const CB: usize>(geo: &Geometry, t: &Tile, fb: usize, px: 
             }
         }
     }
-    // The walker strides only columns 1 or 2 apart.
-    let s_px = if geo.stride[1] <= 2 { geo.stride[1] } else { 1 };
-    let mut gathered = [0.0f32; PIXELS * 2 * BLOCK];
     let mut taps = TileTaps::<PIXELS>::new(geo, t, px);
-    // SAFETY: the tile's taps and weights (contract); `gathered` holds `PIXELS` pixels of
-    // `2·BLOCK` floats.
+    // SAFETY: the tile's taps and weights (contract).
     unsafe {
         taps.each_tap::<CB>(
             t.cibs,
             t.w,
             width,
-            s_px,
-            gathered.as_mut_ptr(),
             #[inline(always)]
-            |base, wp| {
+            |pix, wp| {
                 for c in 0..CB {
                     for (p, a) in acc.iter_mut().enumerate().take(px) {
                         // `c < CB` channels of a tap's pixel are readable.
-                        let xv = *base.add(p * s_px * CB + c);
+                        let xv = *pix[p].add(c);
                         for (f, blk) in a.iter_mut().enumerate().take(fb) {
                             for (l, v) in blk.iter_mut().enumerate() {
                                 // The tap's `CB` rows of `width` weights.

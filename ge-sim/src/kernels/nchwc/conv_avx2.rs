@@ -62,33 +62,22 @@ pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
 unsafe fn by_cb<const PX: usize>(geo: &Geometry, t: &Tile, fb: usize) {
     // SAFETY: forwarded contract.
     unsafe {
-        match (geo.cb() == BLOCK, geo.stride[1]) {
-            (true, 1) => kernel::<PX, BLOCK, 1>(geo, t, fb),
-            (true, 2) => kernel::<PX, BLOCK, 2>(geo, t, fb),
-            (true, _) => kernel::<PX, BLOCK, 0>(geo, t, fb),
-            (false, 1) => kernel::<PX, 1, 1>(geo, t, fb),
-            (false, 2) => kernel::<PX, 1, 2>(geo, t, fb),
-            (false, _) => kernel::<PX, 1, 0>(geo, t, fb),
+        if geo.cb() == BLOCK {
+            kernel::<PX, BLOCK>(geo, t, fb);
+        } else {
+            kernel::<PX, 1>(geo, t, fb);
         }
     }
 }
 
-/// One block × `PX` pixels; `fb` blocks' weights per channel step. `SW`: the column stride
-/// when 1 or 2, else 0 (every tap gathered), as in the AVX-512 tile.
+/// One block × `PX` pixels; `fb` blocks' weights per channel step.
 ///
 /// # Safety
 /// As [`tile`], with `CB` the geometry's input block.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel<const PX: usize, const CB: usize, const SW: usize>(
-    geo: &Geometry,
-    t: &Tile,
-    fb: usize,
-) {
+unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb: usize) {
     let width = fb * BLOCK;
-    let s_px = if SW == 0 { 1 } else { SW };
-    const { assert!(SW <= 2 && PX <= PIXELS) };
-    // Not zeroed: the loop reads only the `CB` values of each pixel a gather has written.
-    let mut gathered = core::mem::MaybeUninit::<[f32; PIXELS * 2 * BLOCK]>::uninit();
+    const { assert!(PX <= PIXELS) };
     let mut acc = [[_mm256_setzero_ps(); 2]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, PX);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
@@ -102,20 +91,17 @@ unsafe fn kernel<const PX: usize, const CB: usize, const SW: usize>(
                 }
             }
         }
-        let gathered = gathered.as_mut_ptr().cast::<f32>();
         taps.each_tap::<CB>(
             t.cibs,
             t.w,
             width,
-            s_px,
-            gathered,
             #[inline(always)]
-            |base, wp| {
+            |pix, wp| {
                 for c in 0..CB {
                     let w0 = _mm256_loadu_ps(wp.add(c * width));
                     let w1 = _mm256_loadu_ps(wp.add(c * width + HALF));
                     for (p, a) in acc.iter_mut().enumerate() {
-                        let xv = _mm256_broadcast_ss(&*base.add(p * s_px * CB + c));
+                        let xv = _mm256_broadcast_ss(&*pix[p].add(c));
                         a[0] = _mm256_fmadd_ps(xv, w0, a[0]);
                         a[1] = _mm256_fmadd_ps(xv, w1, a[1]);
                     }

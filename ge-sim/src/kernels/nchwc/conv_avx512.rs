@@ -57,20 +57,14 @@ unsafe fn by_cb<const FB: usize, const PX: usize, const EXACT: bool>(
 ) {
     // SAFETY: forwarded contract.
     unsafe {
-        match (geo.cb() == BLOCK, geo.stride[1]) {
-            (true, 1) => kernel::<FB, PX, BLOCK, 1, EXACT>(geo, t, px),
-            (true, 2) => kernel::<FB, PX, BLOCK, 2, EXACT>(geo, t, px),
-            (true, _) => kernel::<FB, PX, BLOCK, 0, EXACT>(geo, t, px),
-            (false, 1) => kernel::<FB, PX, 1, 1, EXACT>(geo, t, px),
-            (false, 2) => kernel::<FB, PX, 1, 2, EXACT>(geo, t, px),
-            (false, _) => kernel::<FB, PX, 1, 0, EXACT>(geo, t, px),
+        if geo.cb() == BLOCK {
+            kernel::<FB, PX, BLOCK, EXACT>(geo, t, px);
+        } else {
+            kernel::<FB, PX, 1, EXACT>(geo, t, px);
         }
     }
 }
 
-/// `SW`: the column stride when 1 or 2 (a [`Tap::Strided`] tap's pixels then lie at
-/// constant offsets from one pointer), else 0 (every tap gathered).
-///
 /// `EXACT`: `px == PX`; otherwise `px < PX` pixels are stored (a constant-length loop with
 /// a test per pixel: a loop of `px` steps kept LLVM from unrolling it, and the accumulators
 /// then lived on the stack).
@@ -78,25 +72,14 @@ unsafe fn by_cb<const FB: usize, const PX: usize, const EXACT: bool>(
 /// # Safety
 /// As [`tile`], with `CB` the geometry's input block.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn kernel<
-    const FB: usize,
-    const PX: usize,
-    const CB: usize,
-    const SW: usize,
-    const EXACT: bool,
->(
+unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const EXACT: bool>(
     geo: &Geometry,
     t: &Tile,
     px: usize,
 ) {
     let px = if EXACT { PX } else { px };
     let width = FB * BLOCK;
-    // Pixel spacing in the input (or in `gathered`) of a tap's pixels.
-    let s_px = if SW == 0 { 1 } else { SW };
-    const { assert!(SW <= 2 && PX <= MAX_PX) };
-    // Not zeroed (a 1.5 KB memset per tile call): the loop reads only the `CB` values of each
-    // pixel a gather has just written.
-    let mut gathered = core::mem::MaybeUninit::<[f32; MAX_PX * 2 * BLOCK]>::uninit();
+    const { assert!(PX <= MAX_PX) };
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, px);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
@@ -112,20 +95,17 @@ unsafe fn kernel<
                 }
             }
         }
-        let gathered = gathered.as_mut_ptr().cast::<f32>();
         taps.each_tap::<CB>(
             t.cibs,
             t.w,
             width,
-            s_px,
-            gathered,
             #[inline(always)]
-            |base, wp| {
+            |pix, wp| {
                 for c in 0..CB {
                     let wv: [__m512; FB] =
                         core::array::from_fn(|f| _mm512_loadu_ps(wp.add(c * width + f * BLOCK)));
                     for (p, a) in acc.iter_mut().enumerate() {
-                        let xv = _mm512_set1_ps(*base.add(p * s_px * CB + c));
+                        let xv = _mm512_set1_ps(*pix[p].add(c));
                         for (a, &w) in a.iter_mut().zip(&wv) {
                             *a = _mm512_fmadd_ps(xv, w, *a);
                         }
