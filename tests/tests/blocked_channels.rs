@@ -93,6 +93,31 @@ fn depthwise_and_squeeze_excite_stay_blocked() {
     );
 }
 
+/// captcha_crnn's pre-activation residual blocks end in a vector program (the residual
+/// sum's BatchNorm scale and shift, then ReLU) with per-channel operands: it runs on
+/// blocked channels, so the CNN needs one reorder (before the recurrent head), not two per
+/// block.
+#[test]
+fn per_channel_vector_programs_stay_blocked() {
+    let case = ge_tests::corpus("real").join("captcha_crnn");
+    let tasks = |blocked_channels| {
+        let opts = CompileOptions {
+            blocked_channels,
+            input_shapes: [("image".to_string(), vec![1, 3, 60, 160])].into(),
+            ..CompileOptions::default()
+        };
+        ge_build::compile_file(&case.join("model.onnx"), &opts)
+            .expect("captcha_crnn compiles")
+            .report
+            .tasks
+    };
+    let (plain, blocked) = (tasks(BlockedChannels::Off), tasks(BlockedChannels::On));
+    assert!(
+        blocked <= plain + 1,
+        "blocked plan has {blocked} tasks, plain {plain}: reorders around vector programs?"
+    );
+}
+
 /// The trained models with convolutions, compiled with blocked channels at O2, against
 /// their onnxruntime references (default tolerance): depthwise convs, per-channel scales,
 /// channel concats and splits of real exports.

@@ -87,7 +87,7 @@ fn plan(g: &mut Graph) -> Result<State> {
                 st.mark_output(g, n);
                 true
             }
-            Op::Binary(_) if channel_binary(g, &mut st, n, &users) => true,
+            Op::Binary(_) | Op::Fused(_) if channel_elementwise(g, &mut st, n, &users) => true,
             Op::Resize(_) if blocked_resize(g, &mut st, n, &users) => true,
             Op::Concat(p) if p.axis == 1 && concat_blocked(g, &st, n) => {
                 for slot in 0..g.g[n].inputs.len() {
@@ -267,61 +267,85 @@ fn elementwise_blocked(g: &Graph, st: &State, n: NodeIndex) -> bool {
             .all(|i| i.is_some_and(|v| st.blocked.contains(&v) && &g.value(v).shape == shape))
 }
 
-/// A binary op of a blocked `[N, C, H, W]` value and a per-channel `[N or 1, C, 1, 1]` one
-/// (a squeeze-excite scale): blocked, they are `[N, C/16, H·W, 16]` and `[·, C/16, 1, 16]`,
-/// which the plain kernel broadcasts as it is. The node reads and writes byte views of
-/// those shapes (Reshapes, which the memory plan makes zero-copy) and the output, viewed
-/// back as `[N, C, H, W]`, stays blocked. Whether it was rewritten.
-fn channel_binary(
+/// A binary op or vector program over a blocked `[N, C, H, W]` value and per-channel
+/// `[N or 1, C, 1, 1]` ones (a squeeze-excite scale, a BatchNorm's scale and shift after a
+/// residual sum) or single values: blocked, they are `[N, C/16, H·W, 16]` and
+/// `[·, C/16, 1, 16]`, which the plain kernels broadcast as they are. The node reads and
+/// writes byte views of those shapes (Reshapes, which the memory plan makes zero-copy; a
+/// constant is re-shaped) and the output, viewed back as `[N, C, H, W]`, stays blocked.
+/// Every full-size input must be blocked already. Whether it was rewritten. O(inputs).
+fn channel_elementwise(
     g: &mut Graph,
     st: &mut State,
     n: NodeIndex,
     users: &HashMap<ValueId, Vec<NodeIndex>>,
 ) -> bool {
     let node = &g.g[n];
-    let (&[Some(a), Some(b)], &[y]) = (&node.inputs[..], &node.outputs[..]) else {
+    let &[y] = &node.outputs[..] else {
         return false;
     };
-    // The full-size operand has the output's shape (the per-channel one may be blocked too:
-    // a one-pixel value is both layouts).
-    let (big, small) = if g.value(a).shape == g.value(y).shape {
-        (a, b)
-    } else {
-        (b, a)
-    };
-    let (bv, sv, yv) = (g.value(big), g.value(small), g.value(y));
-    let &[nb, c, h, w] = &bv.shape[..] else {
+    let yv = g.value(y);
+    let &[nb, c, h, w] = &yv.shape[..] else {
         return false;
     };
-    let &[ns, sc, ..] = &sv.shape[..] else {
+    if yv.dtype != DType::F32 || !c.is_multiple_of(BLOCK) || node.inputs.is_empty() {
         return false;
-    };
-    let per_channel = sv.shape[2..] == [1, 1] && (ns == 1 || ns == nb) && sc == c;
-    if !st.blocked.contains(&big)
-        || yv.shape != bv.shape
-        || !per_channel
-        || sv.dtype != bv.dtype
-        || yv.dtype != bv.dtype
-        || !c.is_multiple_of(BLOCK)
-    {
+    }
+    /// How an input is read blocked.
+    enum Read {
+        Full,
+        PerChannel(usize),
+        Single,
+    }
+    let mut reads = Vec::with_capacity(node.inputs.len());
+    for &i in &node.inputs {
+        let Some(v) = i else {
+            return false;
+        };
+        let val = g.value(v);
+        let read = if val.shape == yv.shape && st.blocked.contains(&v) {
+            Read::Full
+        } else if val.shape.iter().product::<usize>() == 1 {
+            Read::Single
+        } else if let &[ns, sc, 1, 1] = &val.shape[..]
+            && (ns == 1 || ns == nb)
+            && sc == c
+        {
+            // (A one-pixel value may be blocked too: its bytes are both layouts.)
+            Read::PerChannel(ns)
+        } else {
+            return false;
+        };
+        if val.dtype != yv.dtype {
+            return false;
+        }
+        reads.push(read);
+    }
+    if !reads.iter().any(|r| matches!(r, Read::Full)) {
         return false;
     }
     let blocks = c / BLOCK;
-    let big_view = byte_view(g, big, vec![nb, blocks, h * w, BLOCK]);
-    let small_view = byte_view(g, small, vec![ns, blocks, 1, BLOCK]);
-    let inputs = if big == a {
-        vec![Some(big_view), Some(small_view)]
-    } else {
-        vec![Some(small_view), Some(big_view)]
-    };
-    g.set_inputs(n, inputs);
+    let inputs = g.g[n].inputs.clone();
+    let viewed = inputs
+        .iter()
+        .zip(&reads)
+        .map(|(&i, read)| {
+            let v = i?;
+            Some(match *read {
+                Read::Full => byte_view(g, v, vec![nb, blocks, h * w, BLOCK]),
+                Read::PerChannel(ns) => byte_view(g, v, vec![ns, blocks, 1, BLOCK]),
+                Read::Single => v,
+            })
+        })
+        .collect();
+    g.set_inputs(n, viewed);
     view_output(g, st, n, vec![nb, blocks, h * w, BLOCK], users);
     true
 }
 
 /// A nearest Resize of a blocked `[N, C, H, W]` value that leaves N and C as they are: blocked, it
 /// is a resize of `[N, C/16, H, W, 16]` that also leaves the last axis, which the any-rank
-/// kernel runs as it is (on byte views, as [`channel_binary`]). Whether it was rewritten.
+/// kernel runs as it is (on byte views, as [`channel_elementwise`]). Whether it was rewritten.
 fn blocked_resize(
     g: &mut Graph,
     st: &mut State,

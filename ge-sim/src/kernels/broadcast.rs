@@ -94,6 +94,37 @@ impl<const N: usize> Odometer<N> {
         self.offsets
     }
 
+    /// Merges the two innermost axes into one row when each input either walks them as one
+    /// or repeats the innermost axis's values along the other (a blocked tensor's 16
+    /// channels against per-channel operands, which otherwise walk rows of 16): returns the
+    /// repeated row's length and which inputs repeat it (their inner stride becomes 1,
+    /// element `i` of a row at `i % period`), or `None` (nothing changed). O(N).
+    pub fn merge_repeated_rows(&mut self) -> Option<(usize, [bool; N])> {
+        if self.rank < 2 {
+            return None;
+        }
+        let (outer, inner) = (self.rank - 2, self.rank - 1);
+        let period = self.dims[inner];
+        let mut repeats = [false; N];
+        for (r, s) in repeats.iter_mut().zip(&self.strides) {
+            let (a, b) = (s[outer], s[inner]);
+            if a == 0 && b == 1 {
+                *r = true;
+            } else if a != b * period {
+                return None;
+            }
+        }
+        if !repeats.contains(&true) {
+            return None;
+        }
+        self.dims[outer] *= period;
+        for (s, &r) in self.strides.iter_mut().zip(&repeats) {
+            s[outer] = if r { 1 } else { s[inner] };
+        }
+        self.rank -= 1;
+        Some((period, repeats))
+    }
+
     /// Advances to the start of the next inner row; false when the walk is done.
     pub fn next_row(&mut self) -> bool {
         if self.rank <= 1 {
