@@ -223,7 +223,8 @@ pub struct CompileFlags {
     #[arg(long = "memory-reuse", default_value = "on")]
     pub memory_reuse: String,
     /// Blocked channels (NCHWc) for the host's convolutions: auto (default: on when this
-    /// machine's kernels run AVX-512, where the blocked conv tile is the faster path), on,
+    /// machine's kernels run AVX-512 or AVX2, where the blocked conv tiles are the faster
+    /// path, and the plan pays for its reorders), on,
     /// or off (plain NCHW: a blob independent of the compiling machine, as firmware and
     /// `ge_model!` blobs are).
     #[arg(long = "blocked-channels", default_value = "auto")]
