@@ -512,7 +512,7 @@ fn conv(
     };
     let prologue = p.prologue.op != 0 || node.inputs.iter().skip(4).any(Option::is_some);
     if p.rank() != 2
-        || prologue
+        || (prologue && !blocked_prologue(g, st, &p, x))
         || p.weight_layout() != Some(WeightLayout::Oihw)
         || g.value(x).dtype != DType::F32
         || !(blockable(g, y) || padded_blockable(g, y))
@@ -568,6 +568,17 @@ fn conv(
     );
     st.mark_output(g, n);
     Ok(true)
+}
+
+/// Whether a conv's fused prologue (a BatchNorm and activation on its input, DenseNet's
+/// pre-activation) can run blocked: on an input already blocked, with an activation the
+/// kernel applies as a clamp or leak (`ge_sim`'s blocked conv transforms a copy of the input
+/// first). A plain input keeps the plain conv, which applies it while packing.
+fn blocked_prologue(g: &Graph, st: &State, p: &ge_runtime::format::ConvParams, x: ValueId) -> bool {
+    st.blocked.contains(&x)
+        && p.group == 1
+        && ge_sim::kernels::gemm::tile_act(&p.prologue).is_some()
+        && g.value(x).dtype == DType::F32
 }
 
 /// A dense conv on a blocked input whose output channels are not whole blocks (a

@@ -404,8 +404,13 @@ pub fn conv_workspace_bytes(
         return 0;
     };
     if !transpose && p.channel_layout() != Some(ChannelLayout::Plain) {
-        // Blocked convs read the input and weights in place.
-        return 0;
+        // Blocked convs read the input and weights in place; one with a prologue first
+        // writes the transformed input here.
+        return if p.prologue.op != 0 {
+            x.numel().saturating_mul(4)
+        } else {
+            0
+        };
     }
     match plan(p, transpose, x, w, y) {
         Ok(pl) => pl.col_len.saturating_add(pl.gemm_len).saturating_mul(4),
@@ -846,7 +851,7 @@ pub fn run_conv_on(
     match p.channel_layout() {
         Some(ChannelLayout::Plain) => {}
         Some(l @ (ChannelLayout::Blocked | ChannelLayout::PlainToBlocked)) => {
-            return blocked::run_blocked(p, l, ins, outs, par);
+            return blocked::run_blocked(p, l, ins, outs, ws, par);
         }
         _ => return Err(bad("conv: unsupported channel layout")),
     }

@@ -380,3 +380,85 @@ fn blocked_depthwise_matches_the_plain_conv() {
     // A kernel wider than the plane (every pixel a border pixel).
     check(&case([1, 16, 3, 2], [3, 5], [1, 1], [1, 2]));
 }
+
+/// A fused prologue (per-input-channel scale and shift, then ReLU: DenseNet's
+/// pre-activation 1×1 convs) on blocked channels, through the task entry with the workspace
+/// the planner sizes: the plain conv's values within 1e-4·(1 + |y|), and the prologue's
+/// values themselves exactly (a 1×1 conv whose weights pick one input channel each).
+#[test]
+fn blocked_conv_applies_a_prologue() {
+    use crate::kernels::conv::conv_workspace_bytes;
+    use ge_runtime::format::Shape;
+    let (n, cin, h, w, cout) = (2, 48, 5, 7, 32);
+    let (xd, wd, yd) = ([n, cin, h, w], [cout, cin, 1, 1], [n, cout, h, w]);
+    let x = values(xd.iter().product(), 7);
+    let scale = values(cin, 8);
+    let shift = values(cin, 9);
+    let relu = Activation {
+        op: UnaryOp::Relu as u32,
+        alpha: 0.0,
+        beta: 0.0,
+    };
+    let run = |wt: &[f32], blocked: bool| -> Vec<f32> {
+        let mut p = ConvParams {
+            spatial: 2,
+            group: 1,
+            kernel: [1, 1, 1],
+            stride: [1, 1, 1],
+            dilation: [1, 1, 1],
+            pad_begin: [0; 3],
+            pad_end: [0; 3],
+            output_padding: [0; 3],
+            act: Activation::default(),
+            prologue: relu,
+        };
+        let (xin, win) = if blocked {
+            p = p
+                .with_weight_layout(WeightLayout::Blocked)
+                .with_channel_layout(ChannelLayout::Blocked);
+            let mut wb = std::vec![0.0; wt.len()];
+            pack_blocked_weights(wt, wd, BLOCK, &mut wb);
+            (reorder(&xd, &x, ChannelLayout::Blocked), wb)
+        } else {
+            (x.clone(), wt.to_vec())
+        };
+        let shapes = [
+            Some(Shape::new(&xd).unwrap()),
+            Some(Shape::new(&wd).unwrap()),
+        ];
+        let nb = conv_workspace_bytes(&p, false, &shapes, &[Shape::new(&yd).unwrap()]);
+        let mut ws = std::vec![0u8; nb.max(4)];
+        let ins = std::vec![
+            Some(t(&xd, &xin)),
+            Some(t(&wd, &win)),
+            None,
+            None,
+            Some(t(&[cin], &scale)),
+            Some(t(&[cin], &shift)),
+        ];
+        let mut y = std::vec![0.0; yd.iter().product()];
+        run_conv_on(&p, &ins, &mut [tm(&yd, &mut y)], &mut ws, &Slots(2)).unwrap();
+        if blocked {
+            reorder(&yd, &y, ChannelLayout::BlockedToPlain)
+        } else {
+            y
+        }
+    };
+    let wt = values(wd.iter().product(), 10);
+    close(&run(&wt, true), &run(&wt, false), 1e-4);
+    // Output channel `o` = input channel `o` after the prologue.
+    let mut pick = std::vec![0.0; wt.len()];
+    for o in 0..cout {
+        pick[o * cin + o] = 1.0;
+    }
+    let got = run(&pick, true);
+    for (i, &v) in got.iter().enumerate() {
+        let (img, o, q) = (i / (cout * h * w), i / (h * w) % cout, i % (h * w));
+        let xv = x[(img * cin + o) * h * w + q];
+        assert_eq!(
+            v,
+            (xv * scale[o] + shift[o]).max(0.0),
+            "image {img} channel {o}"
+        );
+    }
+}
