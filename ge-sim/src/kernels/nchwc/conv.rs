@@ -42,7 +42,7 @@ pub(super) const MAX_PIXELS: usize = 12;
 /// Most pixels of a tile of `fb` blocks on `isa`. A pointwise conv's group of 2–3 blocks
 /// (32–48 output channels) takes wider tiles that keep 24 accumulators busy (SqueezeNet's
 /// squeeze layers 12–17% faster); a k×k conv keeps [`PIXELS`] (a tile wrapping an output
-/// row gathers every tap, which costs more than the width gains), and so does a single
+/// row walks every tap pixel by pixel, which costs more than the width gains), and so does a single
 /// block (24 broadcasts per weight load measured slower than 6).
 fn tile_pixels(geo: &Geometry, fb: usize, isa: Isa) -> usize {
     if isa == Isa::Avx512 && geo.pointwise() && (2..GROUP_BLOCKS).contains(&fb) {
@@ -222,7 +222,7 @@ enum Row {
     /// Every pixel's kernel row lies in the padding: the tile skips it.
     Padding,
     /// Every tap inside the input: tap `j` of pixel `p` at
-    /// `base + (j·dilation + p·stride)·cb` (one input row, or a pointwise conv).
+    /// `base + (j·dilation + p·stride)·cb` (the tile's pixels in one input row).
     Strided(*const f32),
     /// Taps one by one ([`TileTaps::tap`]).
     Mixed,
@@ -230,14 +230,14 @@ enum Row {
 
 /// Where the pixels of a tile read one tap.
 enum Tap {
-    /// Pixel `p` at `base + p·stride·cb` (one input row, or a pointwise conv's flat plane).
+    /// Pixel `p` at `base + p·stride·cb` (the tile's pixels in one input row).
     Strided(*const f32),
     /// Per-pixel addresses (borders, rows wrapping, strides above 2) in the walker's
     /// `pixels` ([`ZEROS`] in the padding).
     Pixels,
 }
 
-/// The taps of one tile: the walk both tiles share.
+/// The taps of one tile: the walk every tile build shares ([`TileTaps::each_tap`]).
 pub(super) struct TileTaps<'a, const N: usize> {
     geo: &'a Geometry,
     x: *const f32,
