@@ -44,11 +44,11 @@ pub(super) fn run_blocked(
         return Err(bad("blocked conv: weights must be blocked"));
     }
     let ops = operands(ins, cout)?;
-    if ops.prologue.is_some() != (p.prologue.op != 0)
-        || (ops.prologue.is_some() && (depthwise || layout != ChannelLayout::Blocked))
-    {
+    // A prologue is its scale and shift (inputs 4 and 5), as on the plain path: a
+    // BatchNorm fused without an activation has `p.prologue.op == 0`.
+    if ops.prologue.is_some() && (depthwise || layout != ChannelLayout::Blocked) {
         return Err(bad(
-            "blocked conv: a prologue needs its scale and shift and a blocked input of one group",
+            "blocked conv: a prologue needs a blocked input of one group",
         ));
     }
     let geo = Geometry {

@@ -404,9 +404,10 @@ pub fn conv_workspace_bytes(
         return 0;
     };
     if !transpose && p.channel_layout() != Some(ChannelLayout::Plain) {
-        // Blocked convs read the input and weights in place; one with a prologue first
+        // Blocked convs read the input and weights in place; one with a prologue (its
+        // scale and shift, inputs 4 and 5: a BatchNorm alone has no activation) first
         // writes the transformed input here.
-        return if p.prologue.op != 0 {
+        return if in_shapes.get(4).is_some_and(Option::is_some) {
             x.numel().saturating_mul(4)
         } else {
             0

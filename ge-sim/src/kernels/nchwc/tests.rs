@@ -382,23 +382,28 @@ fn blocked_depthwise_matches_the_plain_conv() {
 }
 
 /// A fused prologue (per-input-channel scale and shift, then ReLU: DenseNet's
-/// pre-activation 1×1 convs) on blocked channels, through the task entry with the workspace
-/// the planner sizes: the plain conv's values within 1e-4·(1 + |y|), and the prologue's
-/// values themselves exactly (a 1×1 conv whose weights pick one input channel each).
+/// pre-activation 1×1 convs; or a BatchNorm alone, whose prologue activation is none) on
+/// blocked channels, through the task entry with the workspace the planner sizes: the plain
+/// conv's values within 1e-4·(1 + |y|), and the prologue's values themselves exactly (a 1×1
+/// conv whose weights pick one input channel each).
 #[test]
 fn blocked_conv_applies_a_prologue() {
-    use crate::kernels::conv::conv_workspace_bytes;
-    use ge_runtime::format::Shape;
-    let (n, cin, h, w, cout) = (2, 48, 5, 7, 32);
-    let (xd, wd, yd) = ([n, cin, h, w], [cout, cin, 1, 1], [n, cout, h, w]);
-    let x = values(xd.iter().product(), 7);
-    let scale = values(cin, 8);
-    let shift = values(cin, 9);
     let relu = Activation {
         op: UnaryOp::Relu as u32,
         alpha: 0.0,
         beta: 0.0,
     };
+    prologue_case(relu, |v| v.max(0.0));
+    prologue_case(Activation::default(), |v| v);
+}
+
+fn prologue_case(prologue: Activation, act: impl Fn(f32) -> f32) {
+    use crate::kernels::conv::conv_workspace_bytes;
+    let (n, cin, h, w, cout) = (2, 48, 5, 7, 32);
+    let (xd, wd, yd) = ([n, cin, h, w], [cout, cin, 1, 1], [n, cout, h, w]);
+    let x = values(xd.iter().product(), 7);
+    let scale = values(cin, 8);
+    let shift = values(cin, 9);
     let run = |wt: &[f32], blocked: bool| -> Vec<f32> {
         let mut p = ConvParams {
             spatial: 2,
@@ -410,7 +415,7 @@ fn blocked_conv_applies_a_prologue() {
             pad_end: [0; 3],
             output_padding: [0; 3],
             act: Activation::default(),
-            prologue: relu,
+            prologue,
         };
         let (xin, win) = if blocked {
             p = p
@@ -422,12 +427,6 @@ fn blocked_conv_applies_a_prologue() {
         } else {
             (x.clone(), wt.to_vec())
         };
-        let shapes = [
-            Some(Shape::new(&xd).unwrap()),
-            Some(Shape::new(&wd).unwrap()),
-        ];
-        let nb = conv_workspace_bytes(&p, false, &shapes, &[Shape::new(&yd).unwrap()]);
-        let mut ws = std::vec![0u8; nb.max(4)];
         let ins = std::vec![
             Some(t(&xd, &xin)),
             Some(t(&wd, &win)),
@@ -437,7 +436,11 @@ fn blocked_conv_applies_a_prologue() {
             Some(t(&[cin], &shift)),
         ];
         let mut y = std::vec![0.0; yd.iter().product()];
-        run_conv_on(&p, &ins, &mut [tm(&yd, &mut y)], &mut ws, &Slots(2)).unwrap();
+        let mut out = [tm(&yd, &mut y)];
+        let shapes: Vec<_> = ins.iter().map(|i| i.as_ref().map(|t| t.shape)).collect();
+        let nb = conv_workspace_bytes(&p, false, &shapes, &[out[0].shape]);
+        let mut ws = std::vec![0u8; nb.max(4)];
+        run_conv_on(&p, &ins, &mut out, &mut ws, &Slots(2)).unwrap();
         if blocked {
             reorder(&yd, &y, ChannelLayout::BlockedToPlain)
         } else {
@@ -455,10 +458,6 @@ fn blocked_conv_applies_a_prologue() {
     for (i, &v) in got.iter().enumerate() {
         let (img, o, q) = (i / (cout * h * w), i / (h * w) % cout, i % (h * w));
         let xv = x[(img * cin + o) * h * w + q];
-        assert_eq!(
-            v,
-            (xv * scale[o] + shift[o]).max(0.0),
-            "image {img} channel {o}"
-        );
+        assert_eq!(v, act(xv * scale[o] + shift[o]), "image {img} channel {o}");
     }
 }
