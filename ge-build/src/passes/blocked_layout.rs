@@ -224,17 +224,10 @@ fn reorder(g: &mut Graph, v: ValueId, to: ChannelLayout, suffix: &str) -> ValueI
         producer: None,
         data: None,
     };
-    let opset = g.opset;
     let out = g.add_value(out);
     let name = format!("{}::reorder_{suffix}", g.value(v).name);
-    g.add_node(Node {
-        name,
-        op_type: "Reorder".into(),
-        opset,
-        op: Op::Reorder(ReorderParams { to: to as u32 }),
-        inputs: vec![Some(v)],
-        outputs: vec![out],
-    });
+    let op = Op::Reorder(ReorderParams { to: to as u32 });
+    add_one_to_one(g, name, "Reorder", op, v, out);
     out
 }
 
@@ -249,11 +242,7 @@ fn one_pixel(g: &Graph, v: ValueId) -> bool {
 
 /// Whether an f32 value has whole blocks of channels on axis 1 of a rank-4 shape.
 fn blockable(g: &Graph, v: ValueId) -> bool {
-    let val = g.value(v);
-    val.dtype == DType::F32
-        && val.shape.len() == 4
-        && val.shape[1].is_multiple_of(BLOCK)
-        && val.data.is_none()
+    padded_blockable(g, v) && g.value(v).shape[1].is_multiple_of(BLOCK)
 }
 
 /// Whether an f32 rank-4 value could be blocked once its channels are padded to whole
@@ -415,9 +404,7 @@ fn view_output(
     let name = format!("{}::view_back", g.g[n].name);
     add_reshape(g, out_view, y, name);
     // Readers of `y` now read it from the Reshape.
-    for &u in users.get(&y).map_or(&[][..], |u| &u[..]) {
-        g.rewire_input(u, y, y);
-    }
+    relink_readers(g, y, users);
     st.blocked.insert(y);
     st.changed = true;
 }
@@ -448,15 +435,27 @@ fn byte_view(g: &mut Graph, v: ValueId, shape: Vec<usize>) -> ValueId {
 
 /// A Reshape node `from → to` (a byte view: the memory plan aliases it).
 fn add_reshape(g: &mut Graph, from: ValueId, to: ValueId, name: String) {
+    add_one_to_one(g, name, "Reshape", Op::Reshape, from, to);
+}
+
+/// A node of one input and one output, `from → to` (`to` gets it as its producer).
+fn add_one_to_one(g: &mut Graph, name: String, op_type: &str, op: Op, from: ValueId, to: ValueId) {
     let opset = g.opset;
     g.add_node(Node {
         name,
-        op_type: "Reshape".into(),
+        op_type: op_type.into(),
         opset,
-        op: Op::Reshape,
+        op,
         inputs: vec![Some(from)],
         outputs: vec![to],
     });
+}
+
+/// Re-links the readers of `v` (from `users`) to its new producer.
+fn relink_readers(g: &mut Graph, v: ValueId, users: &HashMap<ValueId, Vec<NodeIndex>>) {
+    for &u in users.get(&v).map_or(&[][..], |u| &u[..]) {
+        g.rewire_input(u, v, v);
+    }
 }
 
 /// A channel concat of whole blocks, at least one input blocked (plain ones with whole
@@ -512,7 +511,7 @@ fn conv(
     };
     let prologue = p.prologue.op != 0 || node.inputs.iter().skip(4).any(Option::is_some);
     if p.rank() != 2
-        || (prologue && !blocked_prologue(g, st, &p, x))
+        || (prologue && !blocked_prologue(st, &p, x))
         || p.weight_layout() != Some(WeightLayout::Oihw)
         || g.value(x).dtype != DType::F32
         || !(blockable(g, y) || padded_blockable(g, y))
@@ -574,11 +573,10 @@ fn conv(
 /// pre-activation) can run blocked: on an input already blocked, with an activation the
 /// kernel applies as a clamp or leak (`ge_sim`'s blocked conv transforms a copy of the input
 /// first). A plain input keeps the plain conv, which applies it while packing.
-fn blocked_prologue(g: &Graph, st: &State, p: &ge_runtime::format::ConvParams, x: ValueId) -> bool {
+fn blocked_prologue(st: &State, p: &ConvParams, x: ValueId) -> bool {
     st.blocked.contains(&x)
         && p.group == 1
         && ge_sim::kernels::gemm::tile_act(&p.prologue).is_some()
-        && g.value(x).dtype == DType::F32
 }
 
 /// A dense conv on a blocked input whose output channels are not whole blocks (a
@@ -669,22 +667,13 @@ fn padded_output_conv(
     );
     st.mark_output(g, n);
     let plain = st.as_plain(g, wide);
-    let opset = g.opset;
     let name = format!("{}::crop", g.g[n].name);
-    g.add_node(Node {
-        name,
-        op_type: "Slice".into(),
-        opset,
-        op: Op::Slice(SliceParams {
-            starts: [0; MAX_RANK],
-            steps: [1; MAX_RANK],
-        }),
-        inputs: vec![Some(plain)],
-        outputs: vec![y],
+    let crop = Op::Slice(SliceParams {
+        starts: [0; MAX_RANK],
+        steps: [1; MAX_RANK],
     });
+    add_one_to_one(g, name, "Slice", crop, plain, y);
     // Readers of `y` now read it from the Slice.
-    for &u in users.get(&y).map_or(&[][..], |u| &u[..]) {
-        g.rewire_input(u, y, y);
-    }
+    relink_readers(g, y, users);
     Ok(true)
 }
