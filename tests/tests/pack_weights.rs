@@ -1,6 +1,7 @@
 //! From O1 on, each f32 Conv's constant weights are stored pre-packed in the tiles' panel
 //! order (format version 5) and give the results of the ONNX-order weights at O0; weights
-//! another node reads, and depthwise convs, stay in ONNX order.
+//! another node reads, and depthwise convs, stay in ONNX order. (GemmW8's packed int8 B:
+//! `weight_only.rs`.)
 
 use ge_build::ir::{Graph, Op};
 use ge_build::{Compiled, OptLevel};

@@ -2,7 +2,8 @@
 //! `Gather(Cast(W) · s, ids)` as exporters write it must match onnxruntime exactly at every
 //! opt level (each element is `float(w) · s` either way), `MatMul(A, Cast(W) · s)` (with
 //! bias, residual, Relu) within the default float tolerance (its sums run in another
-//! order), and each blob must store W as int8 — its f32 widening nowhere among the weights.
+//! order), and each blob must store W as int8 — its f32 widening nowhere among the weights;
+//! from O1 on a MatMul's W is stored in the GEMM's panel order (format version 10).
 
 use ge_build::check::{Tolerance, suite_cases};
 use ge_build::{CompileOptions, compile_bytes};
@@ -70,4 +71,60 @@ fn weight_only_weights_stay_int8_in_the_blob() {
             compiled.blob.len()
         );
     }
+}
+
+#[test]
+fn matmul_weights_are_packed_from_o1_on() {
+    use ge_build::OptLevel;
+    use ge_build::ir::Op;
+    use ge_runtime::format::{GEMM_B_PANELS, pack_gemm_b};
+    let version = |c: &ge_build::Compiled| {
+        let blob = AlignedBlob::from_bytes(&c.blob);
+        Model::from_bytes(blob.as_bytes()).unwrap().version()
+    };
+    let mut seen = 0;
+    for c in cases() {
+        let bytes = std::fs::read(c.join("model.onnx")).unwrap();
+        let (o0, o2) = (
+            ge_tests::compile_at(&bytes, OptLevel::O0),
+            ge_tests::compile_at(&bytes, OptLevel::O2),
+        );
+        // Each GemmW8's B (its ONNX bytes at O0) and trans_b.
+        let gemms = |g: &ge_build::ir::Graph| -> Vec<(Vec<usize>, Vec<u8>, u32)> {
+            g.topo_order()
+                .into_iter()
+                .filter_map(|n| match g.g[n].op {
+                    Op::GemmW8(p) => {
+                        let b = g.g[n].inputs[1].unwrap();
+                        let d = g.constant(b).unwrap();
+                        Some((d.dims.clone(), d.bytes.clone(), p.trans_b))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let (before, after) = (gemms(&o0.graph), gemms(&o2.graph));
+        assert_eq!(before.len(), after.len(), "{}", c.display());
+        for ((dims, onnx, t0), (dims2, packed, t2)) in before.iter().zip(&after) {
+            assert_eq!(
+                (*t0, *t2, dims),
+                (0, GEMM_B_PANELS, dims2),
+                "{}",
+                c.display()
+            );
+            let mut want = vec![0u8; onnx.len()];
+            pack_gemm_b(onnx, dims[0], dims[1], false, &mut want);
+            assert_eq!(packed, &want, "{}", c.display());
+            seen += 1;
+        }
+        if !after.is_empty() {
+            assert!(
+                version(&o0) < 10,
+                "{}: O0 needs no newer format",
+                c.display()
+            );
+            assert_eq!(version(&o2), 10, "{}", c.display());
+        }
+    }
+    assert!(seen >= 4, "{seen} weight-only MatMuls among the cases");
 }

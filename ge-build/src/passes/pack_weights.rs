@@ -1,23 +1,35 @@
-//! Pre-packs each Conv's constant f32 weights into the panel order the host tiles read
-//! ([`WeightLayout::Panels`]), so `run` never packs weights: the blob carries them ready, the
+//! Pre-packs constant weights into the order the host tiles read, so `run` never packs
+//! weights: each Conv's f32 weights into panels of filters ([`WeightLayout::Panels`]; the
 //! direct path's workspace shrinks from all of the panels to one partial panel, and the GEMM
-//! path reads one contiguous panel per tile instead of six filter rows.
+//! path reads one contiguous panel per tile instead of six filter rows), and each GemmW8's
+//! constant int8 B into K blocks of column panels ([`GEMM_B_PANELS`]: it dequantizes
+//! contiguous panel rows instead of 16 bytes from each of `kc` rows).
 //!
 //! It runs last (after the precision pass): every pass before it reads weights in ONNX order.
 //! Same shape and byte count, so planning and the cost model see no change. Skipped for
 //! depthwise convs (one filter per group: the layouts coincide), non-f32 convs (the half
 //! kernels read ONNX order), and weights with another reader. O(V + E + weight bytes).
+//!
+//! f32 Gemm B stays in ONNX order: reading it in place would save its packing (about a
+//! tenth of a Gemm's time), but the kernel for it does not fit the firmware's code budget
+//! while it is one kernel with the plain Gemm.
 
 use std::sync::Arc;
 
-use ge_runtime::format::{DType, WeightLayout, pack_panels};
+use ge_runtime::format::{
+    DType, GEMM_B_PANELS, GemmParams, WeightLayout, pack_gemm_b, pack_panels,
+};
 
 use super::{Pass, PassContext};
 use crate::error::Result;
-use crate::ir::{Graph, Op};
+use std::collections::HashMap;
+
+use petgraph::stable_graph::NodeIndex;
+
+use crate::ir::{Graph, Op, ValueId};
 use crate::tensor::TensorData;
 
-/// Conv weights → tile panels.
+/// Conv and GemmW8 weights → tile panels.
 pub struct PackWeights;
 
 impl Pass for PackWeights {
@@ -26,6 +38,10 @@ impl Pass for PackWeights {
         let users = g.users();
         let mut changed = false;
         for n in g.topo_order() {
+            if let Op::GemmW8(p) = g.g[n].op {
+                changed |= pack_gemm_w8(g, n, p, &users);
+                continue;
+            }
             let Op::Conv(p) = g.g[n].op else { continue };
             let (Some(Some(x)), Some(Some(w))) = (
                 g.g[n].inputs.first().copied(),
@@ -75,4 +91,43 @@ impl Pass for PackWeights {
         }
         Ok(changed)
     }
+}
+
+/// Packs GemmW8 node `n`'s (with `p`) constant int8 B; returns whether it did.
+fn pack_gemm_w8(
+    g: &mut Graph,
+    n: NodeIndex,
+    p: GemmParams,
+    users: &HashMap<ValueId, Vec<NodeIndex>>,
+) -> bool {
+    let Some(Some(b)) = g.g[n].inputs.get(1).copied() else {
+        return false;
+    };
+    if p.b_panels()
+        || p.b_transposed()
+        || g.single_use(b, users) != Some(n)
+        || g.g[n].inputs.iter().filter(|&&i| i == Some(b)).count() != 1
+    {
+        return false;
+    }
+    let Some(data) = g.constant(b) else {
+        return false;
+    };
+    let [k, cols] = data.dims[..] else {
+        return false;
+    };
+    if !matches!(data.dtype, DType::I8 | DType::U8) || k == 0 {
+        return false;
+    }
+    let mut packed = vec![0u8; data.bytes.len()];
+    pack_gemm_b(&data.bytes, k, cols, false, &mut packed);
+    let Ok(t) = TensorData::new(data.dtype, data.dims.clone(), packed) else {
+        return false;
+    };
+    g.value_mut(b).data = Some(Arc::new(t));
+    g.g[n].op = Op::GemmW8(GemmParams {
+        trans_b: GEMM_B_PANELS,
+        ..p
+    });
+    true
 }

@@ -5,6 +5,7 @@
 mod ops;
 mod blocked;
 mod dtype;
+mod gemm_b;
 mod kernel_id;
 mod records;
 mod shape;
@@ -13,6 +14,7 @@ mod view;
 
 pub use blocked::*;
 pub use dtype::DType;
+pub use gemm_b::*;
 pub use kernel_id::{KernelId, KernelVariant};
 pub use ops::*;
 pub use records::*;

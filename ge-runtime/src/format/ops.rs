@@ -5,6 +5,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::blocked::ChannelLayout;
+use super::gemm_b::GEMM_B_PANELS;
 use super::shape::MAX_RANK;
 
 macro_rules! op_kinds {
@@ -367,6 +368,10 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     if applies_silu(op, params) {
         return 8;
     }
+    // `trans_b`, the record's second field.
+    if op == OpKind::GemmW8 && u32_at(params, 4) & GEMM_B_PANELS != 0 {
+        return 10;
+    }
     let newer = match op {
         // `spatial`, the record's first field, holds the weight layout from bit 8 on.
         OpKind::Conv => first >> 8 != 0,
@@ -435,15 +440,28 @@ fn program_applies_silu(params: &[u8], at: usize) -> bool {
     })
 }
 
-/// Parameters of `Gemm`.
+/// Parameters of `Gemm` (and `GemmW8`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct GemmParams {
     pub trans_a: u32,
+    /// Bit 0: ONNX's `transB`; [`GEMM_B_PANELS`]: B is pre-packed (GemmW8 only, format ≥ 10).
     pub trans_b: u32,
     pub alpha: f32,
     pub beta: f32,
     pub act: Activation,
+}
+
+impl GemmParams {
+    /// Whether B is stored transposed (`[N, K]`); a pre-packed B never is.
+    pub const fn b_transposed(&self) -> bool {
+        self.trans_b & 1 != 0
+    }
+
+    /// Whether B is in the pre-packed order of [`super::pack_gemm_b`].
+    pub const fn b_panels(&self) -> bool {
+        self.trans_b & GEMM_B_PANELS != 0
+    }
 }
 
 numbered! {

@@ -27,7 +27,8 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 /// - 8: the [`super::UnaryOp::Silu`] activation (`x · σ(x)`) in any record or vector program.
 /// - 9: blocked channels: `Reorder` tasks, Conv and pool records whose activations are
 ///   blocked ([`super::ChannelLayout`]) and [`super::WeightLayout::Blocked`] conv weights.
-pub const FORMAT_VERSION: u32 = 9;
+/// - 10: GemmW8's int8 B pre-packed at compile time ([`super::GEMM_B_PANELS`]).
+pub const FORMAT_VERSION: u32 = 10;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;
 /// Most gears one blob may hold (atc's limit).

@@ -1,6 +1,6 @@
 //! Gemm and batched MatMul on a shared f32 GEMM core.
 //!
-//! [`gemm_packed`] is a cache-blocked GEMM: op(B) is packed in `KC × NC` blocks into
+//! [`gemm_packed`] is a cache-blocked GEMM: op(B) is packed in `GEMM_KC × NC` blocks into
 //! `NR`-column panels (by a [`PackB`] source: a matrix, or a convolution's implicit im2col),
 //! in the caller's workspace (one packing slot per host thread, planned in the arena);
 //! op(A) is read in place (row-major or transposed, any leading dimension), a `MR`-row
@@ -21,7 +21,8 @@ pub mod micro;
 pub mod peak;
 
 use ge_runtime::format::{
-    Activation, DType, GemmParams, MAX_RANK, Shape, TensorMut, TensorRef, UnaryOp,
+    Activation, DType, GEMM_B_PANEL, GemmParams, MAX_RANK, Shape, TensorMut, TensorRef, UnaryOp,
+    gemm_b_index, gemm_k_block,
 };
 
 pub use micro::{MR, NR, TileAct, TileEp};
@@ -31,8 +32,10 @@ use super::copy::{checked_len, f32_in, f32_out};
 use super::{KernelError, KernelResult, input, output};
 use crate::threads::{Parallel, Serial};
 
-/// Largest K block (rows of a packed B block).
-const KC: usize = 256;
+const _: () = assert!(
+    NR == GEMM_B_PANEL,
+    "pre-packed B panels are the tile's columns"
+);
 /// Largest N block (columns of a packed B block): a 256 × 128 block (128 KB) stays in L2
 /// beside the A rows and C tiles streaming past it (512 columns filled all of a 512 KB L2).
 const NC: usize = 128;
@@ -41,12 +44,10 @@ pub const WS_SLOTS: usize = 4;
 /// Below this many multiply-adds a GEMM runs on one thread.
 const PAR_MIN_MACS: usize = 1 << 18;
 
-/// The K block size for `k`: at most [`KC`], blocks of (nearly) equal size.
+/// The K block size for `k`: at most [`ge_runtime::format::GEMM_KC`] (the format's, since
+/// GemmW8's pre-packed B is stored in these blocks), blocks of (nearly) equal size.
 pub(crate) fn k_block(k: usize) -> usize {
-    if k == 0 {
-        return 0;
-    }
-    k.div_ceil(k.div_ceil(KC))
+    gemm_k_block(k)
 }
 
 /// f32 elements of one packing slot for `n × k` op(B).
@@ -156,6 +157,9 @@ pub struct Int8B<'a> {
     pub unsigned: bool,
     pub scale: &'a [f32],
     pub ld: usize,
+    /// The bytes are in [`ge_runtime::format::pack_gemm_b`]'s order (`[k, n]`, `k` rows):
+    /// each panel row is contiguous.
+    pub panels: Option<usize>,
 }
 
 impl PackB for Int8B<'_> {
@@ -176,8 +180,13 @@ impl PackB for Int8B<'_> {
                         [s] => sc.fill(*s),
                         cols => sc[..nr].copy_from_slice(&cols[j0..j0 + nr]),
                     }
+                    // Row `p` of the panel: `at + p·step`.
+                    let (at, step) = match self.panels {
+                        Some(k) => (gemm_b_index(k, self.ld, pc, j0), (self.ld - j0).min(NR)),
+                        None => (pc * self.ld + j0, self.ld),
+                    };
                     for p in 0..kc {
-                        let row = &self.b[(pc + p) * self.ld + j0..][..nr];
+                        let row = &self.b[at + p * step..][..nr];
                         let dst = &mut panel[p * NR..(p + 1) * NR];
                         for ((d, &x), &s) in dst.iter_mut().zip(row).zip(&sc) {
                             *d = (f32::from((x ^ flip) as i8) + offset) * s;
@@ -834,7 +843,12 @@ fn gemm_task<const W8: bool>(
     } else {
         (f32_in(bt)?, &[][..])
     };
-    let (ta, tb) = (p.trans_a != 0, p.trans_b != 0);
+    let (ta, tb, panels) = (p.trans_a != 0, p.b_transposed(), p.b_panels());
+    if panels && (tb || !W8) {
+        return Err(KernelError::BadParams(
+            "B pre-packed: only GemmW8's untransposed int8 B is",
+        ));
+    }
     let ra = at.shape.rank();
     // ONNX Gemm is 2-D; the compiler also emits `[…, M, K] · [K, N]` (MatMul + bias on
     // activations with batch axes), which is the same GEMM with the leading axes folded into M.
@@ -910,6 +924,7 @@ fn gemm_task<const W8: bool>(
             unsigned: bt.dtype == DType::U8,
             scale: scales,
             ld: bd[1],
+            panels: panels.then_some(k),
         })
     } else {
         None
@@ -1545,6 +1560,128 @@ mod tests {
             ),
             Err(KernelError::Workspace)
         );
+    }
+
+    /// Runs one GemmW8 task (B bytes, one scale or one per column) on `threads`.
+    fn gemm_w8_run(
+        p: &GemmParams,
+        a: (&[usize], &[f32]),
+        b: (&[usize], DType, &[u8]),
+        scales: &[f32],
+        y_dims: &[usize],
+        threads: usize,
+    ) -> Vec<f32> {
+        let ins = [
+            tref(a.0, a.1),
+            Some(TensorRef {
+                dtype: b.1,
+                shape: Shape::new(b.0).unwrap(),
+                data: b.2,
+            }),
+            tref(&[scales.len()], scales),
+        ];
+        let shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
+        let ys = Shape::new(y_dims).unwrap();
+        let mut ws = std::vec![0u8; gemm_w8_workspace_bytes(&shapes, &[ys])];
+        let mut y = std::vec![0.0f32; ys.numel()];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: ys,
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
+        let pool = crate::threads::ThreadPool::shared(threads);
+        let par: &dyn Parallel = if threads > 1 { pool } else { &Serial };
+        run_gemm_w8(p, &ins, &mut outs, &mut ws, par).unwrap();
+        y
+    }
+
+    /// GemmW8's B pre-packed at compile time ([`ge_runtime::format::pack_gemm_b`]) gives
+    /// bitwise the values of B in ONNX order, on 1 and 2 threads: K blocks, whole and narrow
+    /// panels, one row and several, int8 per column and uint8 with one scale, a tile
+    /// activation. A pre-packed f32 (Gemm) or transposed B is refused.
+    #[test]
+    fn prepacked_int8_b_gives_the_values_of_onnx_order() {
+        use ge_runtime::format::{GEMM_B_PANELS, pack_gemm_b};
+        let mut seed = 7;
+        let relu = Activation {
+            op: UnaryOp::Relu as u32,
+            ..Activation::default()
+        };
+        for (m, n, k) in [
+            (3, 37, 300),
+            (13, 16, 7),
+            (100, 130, 513),
+            (1, 40, 260),
+            (2, 5, 1),
+        ] {
+            let a = rand_vec(m * k, &mut seed);
+            let q: Vec<u8> = rand_vec(k * n, &mut seed)
+                .iter()
+                .map(|v| (v * 127.0) as i8 as u8)
+                .collect();
+            let mut qp = std::vec![0u8; k * n];
+            pack_gemm_b(&q, k, n, false, &mut qp);
+            let cols = rand_vec(n, &mut seed);
+            for (dtype, scales, act) in [
+                (DType::I8, &cols[..], Activation::default()),
+                (DType::U8, &cols[..1], relu),
+            ] {
+                let p = GemmParams { act, ..PLAIN_GEMM };
+                let pp = GemmParams {
+                    trans_b: GEMM_B_PANELS,
+                    ..p
+                };
+                let run = |p: &GemmParams, bytes: &[u8], threads| {
+                    gemm_w8_run(
+                        p,
+                        (&[m, k], &a),
+                        (&[k, n], dtype, bytes),
+                        scales,
+                        &[m, n],
+                        threads,
+                    )
+                };
+                let want = run(&p, &q, 1);
+                for threads in [1, 2] {
+                    assert_eq!(run(&pp, &qp, threads), want, "{m}x{n}x{k} {dtype:?}");
+                }
+            }
+        }
+        // The f32 Gemm and a transposed B take no pre-packed B.
+        let (a, b) = ([1.0f32; 4], [1.0f32; 4]);
+        let mut y = [0.0f32; 4];
+        let p = GemmParams {
+            trans_b: GEMM_B_PANELS,
+            ..PLAIN_GEMM
+        };
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
+        let ins = [tref(&[2, 2], &a), tref(&[2, 2], &b)];
+        let mut ws = std::vec![0u8; 1 << 16];
+        assert!(matches!(
+            run_gemm(&p, &ins, &mut outs, &mut ws, &Serial),
+            Err(KernelError::BadParams(_))
+        ));
+        let pt = GemmParams {
+            trans_b: GEMM_B_PANELS | 1,
+            ..p
+        };
+        let ins = [
+            tref(&[2, 2], &a),
+            Some(TensorRef {
+                dtype: DType::I8,
+                shape: Shape::new(&[2, 2]).unwrap(),
+                data: &[1, 2, 3, 4],
+            }),
+            tref(&[1], &[0.5]),
+        ];
+        assert!(matches!(
+            run_gemm_w8(&pt, &ins, &mut outs, &mut ws, &Serial),
+            Err(KernelError::BadParams(_))
+        ));
     }
 
     fn tref<'a>(d: &[usize], v: &'a [f32]) -> Option<TensorRef<'a>> {

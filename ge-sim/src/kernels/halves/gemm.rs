@@ -29,7 +29,7 @@ impl Split {
         if b.rank() != 2 || y.rank() < 2 {
             return None;
         }
-        let trans_b = p.trans_b != 0;
+        let trans_b = p.b_transposed();
         let (k, n) = if trans_b {
             (b.dim(1), b.dim(0))
         } else {
@@ -129,6 +129,12 @@ pub(crate) fn run(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
+    if p.b_panels() {
+        // The compiler pre-packs B only for the f32 kernel.
+        return Err(KernelError::BadParams(
+            "a 16-bit gemm takes B in ONNX order, not pre-packed",
+        ));
+    }
     let at = input(ins, 0, "gemm A")?;
     let bt = input(ins, 1, "gemm B")?;
     let opt = |i: usize| ins.get(i).and_then(Option::as_ref);
