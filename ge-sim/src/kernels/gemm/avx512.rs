@@ -7,7 +7,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::prefetch_rows;
-use super::micro::{Block, BlockA, BlockB, MR, NR, TileAct, TileEp};
+use super::micro::{Block, BlockA, BlockB, MR, NR, TileAct};
 
 /// K steps ahead at which the A panels are prefetched.
 const A_AHEAD: usize = 32;
@@ -158,31 +158,130 @@ unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &B
             }
         }
     }
-    for (q, rows) in acc.iter().enumerate() {
-        let m = blk.mr.saturating_sub(q * MR).min(MR);
-        for (i, row) in rows.iter().enumerate().take(m) {
-            let r = q * MR + i;
-            for (v, &val) in row.iter().enumerate() {
-                // A flat block keeps the lanes of its mask, packed to the front.
-                let (val, col, lanes) = match blk.flat {
-                    // (register-only; AVX-512F is enabled on this function)
-                    Some(f) => {
-                        let m = f.mask[v];
-                        (
-                            _mm512_maskz_compress_ps(m, val),
-                            f.col[v],
-                            m.count_ones() as usize,
-                        )
+    // SAFETY: rows below `mr` and columns below `nr` (or the flat columns) of C, the bias
+    // and the residual, per the contract; the features are enabled on this function.
+    unsafe { store_block(acc, blk) };
+}
+
+/// The epilogue of a block, its accumulators kept in registers: a flat block's lanes
+/// packed to the front first, then each step (alpha, C, bias, residual; then a Clamp)
+/// unrolled over every accumulator, other activations through [`act_each`], then masked
+/// stores; per element `act(alpha·acc + C + bias[row] + R)` in that order, as the AVX2 and
+/// portable tiles. A loop through one accumulator's epilogue at a time spilled all 24
+/// registers and took a quarter of a block's time when K is short (ShuffleNet's grouped 1×1
+/// convs).
+///
+/// # Safety
+/// For every row below `blk.mr` and column below `blk.nr` (or the lanes and columns of
+/// `blk.flat`): C writable (and readable with `ep.add`), `ep.bias[row]` and the residual
+/// readable when not null; AVX-512F.
+#[inline(always)]
+// Index loops on purpose: see the note in the body.
+#[allow(clippy::needless_range_loop)]
+unsafe fn store_block<const P: usize, const V: usize>(
+    mut acc: [[[__m512; V]; MR]; P],
+    blk: &Block<'_>,
+) {
+    let ep = blk.ep;
+    let front = |lanes: usize| -> __mmask16 { if lanes >= NR { !0 } else { (1u16 << lanes) - 1 } };
+    // Per column panel: its first column of C and the mask of its stored lanes.
+    let (cols, masks): ([usize; V], [__mmask16; V]) = match blk.flat {
+        Some(f) => (
+            core::array::from_fn(|v| f.col[v]),
+            core::array::from_fn(|v| front(f.mask[v].count_ones() as usize)),
+        ),
+        None => (
+            core::array::from_fn(|v| v * NR),
+            core::array::from_fn(|v| front(blk.nr.saturating_sub(v * NR).min(NR))),
+        ),
+    };
+    let live = |q: usize, i: usize, v: usize| q * MR + i < blk.mr && masks[v] != 0;
+    let at = |q: usize, i: usize, v: usize| (q * MR + i) * blk.ldc + cols[v];
+    // SAFETY: register-only, then only live accumulators touch memory, inside the
+    // contract's extents.
+    unsafe {
+        // Index loops over `acc`, never a reference to all of it: a borrow of the whole
+        // array made LLVM keep it in memory, storing every accumulator on every K step.
+        if let Some(f) = blk.flat {
+            for q in 0..P {
+                for i in 0..MR {
+                    for v in 0..V {
+                        acc[q][i][v] = _mm512_maskz_compress_ps(f.mask[v], acc[q][i][v]);
                     }
-                    None => (val, v * NR, blk.nr.saturating_sub(v * NR).min(NR)),
-                };
-                if lanes == 0 {
-                    continue;
                 }
-                // SAFETY: row `r < mr`, columns `col..col + lanes` of C, the bias and the
-                // residual, per the contract (`v·NR..` below `nr`, or the kept lanes).
-                unsafe { store(val, blk.c, blk.ldc, r, col, lanes, blk.ep) };
             }
+        }
+        for q in 0..P {
+            for i in 0..MR {
+                for v in 0..V {
+                    if !live(q, i, v) {
+                        continue;
+                    }
+                    let (r, k) = (q * MR + i, masks[v]);
+                    let mut x = acc[q][i][v];
+                    if ep.alpha != 1.0 {
+                        x = _mm512_mul_ps(x, _mm512_set1_ps(ep.alpha));
+                    }
+                    if ep.add {
+                        x = _mm512_add_ps(_mm512_maskz_loadu_ps(k, blk.c.add(at(q, i, v))), x);
+                    }
+                    if !ep.bias.is_null() {
+                        x = _mm512_add_ps(x, _mm512_set1_ps(*ep.bias.add(r)));
+                    }
+                    if !ep.res.is_null() {
+                        let res = ep.res.add(r * ep.ldr + cols[v]);
+                        x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, res));
+                    }
+                    acc[q][i][v] = x;
+                }
+            }
+        }
+        match ep.act {
+            TileAct::None => {}
+            TileAct::Clamp { .. } => {
+                for q in 0..P {
+                    for i in 0..MR {
+                        for v in 0..V {
+                            acc[q][i][v] = act(acc[q][i][v], ep.act);
+                        }
+                    }
+                }
+            }
+            _ => {
+                // A copy goes through memory, `acc` stays in registers.
+                let mut spill = acc;
+                act_each(spill.as_flattened_mut().as_flattened_mut(), ep.act);
+                acc = spill;
+            }
+        }
+        for q in 0..P {
+            for i in 0..MR {
+                for v in 0..V {
+                    if live(q, i, v) {
+                        _mm512_mask_storeu_ps(blk.c.add(at(q, i, v)), masks[v], acc[q][i][v]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`act`] on every register of `v`, four at a time ([`act4`]); out of line, so the
+/// sigmoid's code is not unrolled into every block shape.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn act_each(v: &mut [__m512], a: TileAct) {
+    // SAFETY: register-only AVX-512F operations.
+    unsafe {
+        let (quads, rest) = v.as_chunks_mut::<4>();
+        for q in quads {
+            *q = act4(*q, a);
+        }
+        for x in rest {
+            *x = act(*x, a);
         }
     }
 }
@@ -241,42 +340,5 @@ pub(crate) unsafe fn act4(v: [__m512; 4], act: TileAct) -> [__m512; 4] {
             *o = self::act(*o, act);
         }
         out
-    }
-}
-
-/// The epilogue and masked store of one accumulator: row `r`, `lanes` columns from `col`.
-///
-/// # Safety
-/// `c[r·ldc + col..][..lanes]` writable, `ep.bias[r]` and `ep.res[r·ldr + col..][..lanes]`
-/// readable when not null.
-#[inline(always)]
-unsafe fn store(
-    acc: __m512,
-    c: *mut f32,
-    ldc: usize,
-    r: usize,
-    col: usize,
-    lanes: usize,
-    ep: &TileEp,
-) {
-    let k: __mmask16 = if lanes >= NR { !0 } else { (1u16 << lanes) - 1 };
-    // SAFETY: masked loads and stores touch only the `lanes` columns the contract covers.
-    unsafe {
-        let dst = c.add(r * ldc + col);
-        let mut v = acc;
-        if ep.alpha != 1.0 {
-            v = _mm512_mul_ps(v, _mm512_set1_ps(ep.alpha));
-        }
-        if ep.add {
-            v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, dst), v);
-        }
-        if !ep.bias.is_null() {
-            v = _mm512_add_ps(v, _mm512_set1_ps(*ep.bias.add(r)));
-        }
-        if !ep.res.is_null() {
-            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.res.add(r * ep.ldr + col)));
-        }
-        v = act(v, ep.act);
-        _mm512_mask_storeu_ps(dst, k, v);
     }
 }
