@@ -157,8 +157,8 @@ pub struct Int8B<'a> {
     pub unsigned: bool,
     pub scale: &'a [f32],
     pub ld: usize,
-    /// The bytes are in [`ge_runtime::format::pack_gemm_b`]'s order (`[k, n]`, `k` rows):
-    /// each panel row is contiguous.
+    /// `Some(k)`: the `k × ld` bytes are in [`ge_runtime::format::pack_gemm_b`]'s order
+    /// (each panel row contiguous), `None`: row-major.
     pub panels: Option<usize>,
 }
 
@@ -846,7 +846,7 @@ fn gemm_task<const W8: bool>(
     let (ta, tb, panels) = (p.trans_a != 0, p.b_transposed(), p.b_panels());
     if panels && (tb || !W8) {
         return Err(KernelError::BadParams(
-            "B pre-packed: only GemmW8's untransposed int8 B is",
+            "a pre-packed B (GEMM_B_PANELS) is read only by GemmW8, untransposed",
         ));
     }
     let ra = at.shape.rank();
