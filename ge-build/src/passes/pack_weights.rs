@@ -14,20 +14,21 @@
 //! tenth of a Gemm's time), but the kernel for it does not fit the firmware's code budget
 //! while it is one kernel with the plain Gemm.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ge_runtime::format::{
     DType, GEMM_B_PANELS, GemmParams, WeightLayout, pack_gemm_b, pack_panels,
 };
+use petgraph::stable_graph::NodeIndex;
 
 use super::{Pass, PassContext};
 use crate::error::Result;
-use std::collections::HashMap;
-
-use petgraph::stable_graph::NodeIndex;
-
 use crate::ir::{Graph, Op, ValueId};
 use crate::tensor::TensorData;
+
+/// Each value's readers ([`Graph::users`]).
+type Users = HashMap<ValueId, Vec<NodeIndex>>;
 
 /// Conv and GemmW8 weights → tile panels.
 pub struct PackWeights;
@@ -51,8 +52,7 @@ impl Pass for PackWeights {
             };
             if p.weight_layout() != Some(WeightLayout::Oihw)
                 || g.value(x).dtype != DType::F32
-                || g.single_use(w, &users) != Some(n)
-                || g.g[n].inputs.iter().filter(|&&i| i == Some(w)).count() != 1
+                || !sole_reader(g, n, w, &users)
             {
                 continue;
             }
@@ -94,20 +94,11 @@ impl Pass for PackWeights {
 }
 
 /// Packs GemmW8 node `n`'s (with `p`) constant int8 B; returns whether it did.
-fn pack_gemm_w8(
-    g: &mut Graph,
-    n: NodeIndex,
-    p: GemmParams,
-    users: &HashMap<ValueId, Vec<NodeIndex>>,
-) -> bool {
+fn pack_gemm_w8(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> bool {
     let Some(Some(b)) = g.g[n].inputs.get(1).copied() else {
         return false;
     };
-    if p.b_panels()
-        || p.b_transposed()
-        || g.single_use(b, users) != Some(n)
-        || g.g[n].inputs.iter().filter(|&&i| i == Some(b)).count() != 1
-    {
+    if p.b_panels() || p.b_transposed() || !sole_reader(g, n, b, users) {
         return false;
     }
     let Some(data) = g.constant(b) else {
@@ -130,4 +121,11 @@ fn pack_gemm_w8(
         ..p
     });
     true
+}
+
+/// Whether node `n` is `w`'s only reader, through one input: packing `w` in place then
+/// changes what no other node (nor another input of `n`) reads.
+fn sole_reader(g: &Graph, n: NodeIndex, w: ValueId, users: &Users) -> bool {
+    g.single_use(w, users) == Some(n)
+        && g.g[n].inputs.iter().filter(|&&i| i == Some(w)).count() == 1
 }

@@ -368,8 +368,8 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     if applies_silu(op, params) {
         return 8;
     }
-    // `trans_b`, the record's second field.
-    if op == OpKind::GemmW8 && u32_at(params, 4) & GEMM_B_PANELS != 0 {
+    let trans_b = core::mem::offset_of!(GemmParams, trans_b);
+    if op == OpKind::GemmW8 && u32_at(params, trans_b) & GEMM_B_PANELS != 0 {
         return 10;
     }
     let newer = match op {

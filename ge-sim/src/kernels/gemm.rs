@@ -22,7 +22,7 @@ pub mod peak;
 
 use ge_runtime::format::{
     Activation, DType, GEMM_B_PANEL, GemmParams, MAX_RANK, Shape, TensorMut, TensorRef, UnaryOp,
-    gemm_b_index, gemm_k_block,
+    gemm_b_index,
 };
 
 pub use micro::{MR, NR, TileAct, TileEp};
@@ -31,6 +31,9 @@ use super::broadcast::{broadcast_strides, for_each_row};
 use super::copy::{checked_len, f32_in, f32_out};
 use super::{KernelError, KernelResult, input, output};
 use crate::threads::{Parallel, Serial};
+
+/// K blocks are the format's (`gemm_k_block`): GemmW8's pre-packed B is stored in them.
+pub(crate) use ge_runtime::format::gemm_k_block as k_block;
 
 const _: () = assert!(
     NR == GEMM_B_PANEL,
@@ -43,12 +46,6 @@ const NC: usize = 128;
 pub const WS_SLOTS: usize = 4;
 /// Below this many multiply-adds a GEMM runs on one thread.
 const PAR_MIN_MACS: usize = 1 << 18;
-
-/// The K block size for `k`: at most [`ge_runtime::format::GEMM_KC`] (the format's, since
-/// GemmW8's pre-packed B is stored in these blocks), blocks of (nearly) equal size.
-pub(crate) fn k_block(k: usize) -> usize {
-    gemm_k_block(k)
-}
 
 /// f32 elements of one packing slot for `n × k` op(B).
 pub fn pack_slot_len(n: usize, k: usize) -> usize {

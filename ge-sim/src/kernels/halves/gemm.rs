@@ -129,12 +129,6 @@ pub(crate) fn run(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
-    if p.b_panels() {
-        // The compiler pre-packs B only for the f32 kernel.
-        return Err(KernelError::BadParams(
-            "a 16-bit gemm takes B in ONNX order, not pre-packed",
-        ));
-    }
     let at = input(ins, 0, "gemm A")?;
     let bt = input(ins, 1, "gemm B")?;
     let opt = |i: usize| ins.get(i).and_then(Option::as_ref);
