@@ -110,7 +110,8 @@ impl<'a> Memory<'a> {
     }
 
     /// [`Memory::with_task`] with room for `N` views a side; never inlined, so the views'
-    /// frame exists only while the task runs.
+    /// frame exists only while the task runs. Only the arrays depend on `N`: the views are
+    /// made by [`Memory::fill_views`], one copy of that code for both sizes.
     #[inline(never)]
     fn views<const N: usize, R>(
         &mut self,
@@ -122,6 +123,26 @@ impl<'a> Memory<'a> {
             &mut [u8],
         ) -> Result<R, KernelError>,
     ) -> Result<R, KernelError> {
+        let mut ins: [Option<TensorRef<'_>>; N] = [None; N];
+        let mut outs: [TensorMut<'_>; N] = core::array::from_fn(|_| TensorMut {
+            dtype: crate::format::DType::U8,
+            shape: Shape::scalar(),
+            data: &mut [],
+        });
+        let (ni, no, ws) = self.fill_views(model, task, &mut ins, &mut outs)?;
+        f(&ins[..ni], &mut outs[..no], ws)
+    }
+
+    /// Fills `ins` and `outs` with views of `task`'s tensors and returns how many of each
+    /// there are and the task's workspace.
+    fn fill_views<'s>(
+        &'s mut self,
+        model: &Model<'_>,
+        task: &TaskDesc,
+        ins: &mut [Option<TensorRef<'s>>],
+        outs: &mut [TensorMut<'s>],
+    ) -> Result<(usize, usize, &'s mut [u8]), KernelError> {
+        let this: &'s Self = self;
         let tensors = model.tensors();
         let get = |id: u32| {
             tensors
@@ -130,10 +151,9 @@ impl<'a> Memory<'a> {
         };
         let in_ids = model.task_inputs(task);
         let out_ids = model.task_outputs(task);
-        if in_ids.len() > N || out_ids.len() > N {
+        if in_ids.len() > ins.len() || out_ids.len() > outs.len() {
             return Err(KernelError::BadParams("too many task inputs or outputs"));
         }
-        let mut ins: [Option<TensorRef<'_>>; N] = [None; N];
         // An in-place input is output 0's bytes: no shared view of it is made.
         let in_place = (task.in_place as usize).checked_sub(1);
         for (i, (slot, &id)) in ins.iter_mut().zip(in_ids).enumerate() {
@@ -142,30 +162,25 @@ impl<'a> Memory<'a> {
                 *slot = Some(TensorRef {
                     dtype: tensor_dtype(t),
                     shape: tensor_shape(t),
-                    data: self.bytes(t)?,
+                    data: this.bytes(t)?,
                 });
             }
         }
-        let mut outs: [TensorMut<'_>; N] = core::array::from_fn(|_| TensorMut {
-            dtype: crate::format::DType::U8,
-            shape: Shape::scalar(),
-            data: &mut [],
-        });
         for (slot, &id) in outs.iter_mut().zip(out_ids) {
             let t = get(id)?;
             *slot = TensorMut {
                 dtype: tensor_dtype(t),
                 shape: tensor_shape(t), // SAFETY: `self` is borrowed mutably for the views' lifetime; see `arena_mut`.
-                data: unsafe { arena_mut(self.arena, self.arena_len, t)? },
+                data: unsafe { arena_mut(this.arena, this.arena_len, t)? },
             };
         }
         let ws: &mut [u8] = if task.workspace == NO_TENSOR {
             &mut []
         } else {
             // SAFETY: as for the outputs.
-            unsafe { arena_mut(self.arena, self.arena_len, get(task.workspace)?)? }
+            unsafe { arena_mut(this.arena, this.arena_len, get(task.workspace)?)? }
         };
-        f(&ins[..in_ids.len()], &mut outs[..out_ids.len()], ws)
+        Ok((in_ids.len(), out_ids.len(), ws))
     }
 
     /// Bytes of any tensor, for copying outputs out after a run.

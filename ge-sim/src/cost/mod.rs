@@ -14,8 +14,8 @@
 //! so a task is bound by whichever is slower. Global-memory bytes are every input read once
 //! and every output written once, at their stored element size (a selecting task — Gather,
 //! Slice — reads of its input 0 at most the bytes it writes: the rows it picks, not the
-//! whole table) (tiles are assumed to fit on chip; spills are charged by the
-//! fusion issue's refinements).
+//! whole table), plus what a cube task must read again when neither of its operands fits in
+//! L1 ([`restream_bytes`]).
 
 use ge_runtime::format::{
     ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QConvFusedParams, QConvParams,
@@ -94,6 +94,25 @@ pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores
         memory_cycles: memory,
         gm_bytes,
     }
+}
+
+/// Bytes a cube task reads from global memory a second (third, …) time because neither
+/// operand fits on chip: `a` and `b` are its two matrix operands' stored bytes (input 0 —
+/// activations — and input 1 — weights, or the second activation of a MatMul). The cube
+/// reads both from L1; with half of each of the task's `cores` L1s holding a resident
+/// operand (the other half double-buffers the streamed one), an operand that fits is loaded
+/// once and the other streams past it once. When neither fits, the task goes through the
+/// smaller number of passes: `b` in chunks that fit, `a` streamed once per chunk (or the
+/// other way round), so one operand is read `⌈other / L1⌉` times. Because the test is on
+/// bytes, fp16 and int8 operands fit where fp32 ones do not: on the edge profile ResNet-50's
+/// stage-3 1 × 1 convs re-read their input in fp32, not in fp16. O(1).
+pub fn restream_bytes(p: &Profile, cores: u32, a: u64, b: u64) -> u64 {
+    let l1 = (u64::from(p.l1_bytes / 2) * u64::from(cores.max(1))).max(1);
+    if a <= l1 || b <= l1 {
+        return 0;
+    }
+    let again = |x: u64, chunks_of: u64| x.saturating_mul(chunks_of.div_ceil(l1) - 1);
+    again(a, b).min(again(b, a))
 }
 
 /// Converts cycles at the profile's clock to nanoseconds.
@@ -457,6 +476,24 @@ mod tests {
             f16.compute_cycles,
             cube(1) + vector(p.fp16_vector_ops_per_cycle)
         );
+    }
+
+    #[test]
+    fn an_operand_that_fits_on_chip_is_read_once() {
+        let p = Profile::EDGE;
+        let l1 = u64::from(p.l1_bytes / 2); // one core's resident half
+        // Either operand fitting keeps both at one read.
+        assert_eq!(restream_bytes(&p, 1, l1, 100 * l1), 0);
+        assert_eq!(restream_bytes(&p, 1, 100 * l1, l1), 0);
+        // Two cores hold twice as much.
+        assert_eq!(restream_bytes(&p, 2, 2 * l1, 3 * l1), 0);
+        // Neither fits: the cheaper order of passes. `b` in 3 chunks reads `a` twice more
+        // (2 × 2·l1 + 1); `a` in 3 chunks reads `b` twice more (2 × 2.5·l1): the first wins.
+        let (a, b) = (2 * l1 + 1, 5 * l1 / 2);
+        assert_eq!(restream_bytes(&p, 1, a, b), 2 * a);
+        assert_eq!(restream_bytes(&p, 1, b, a), 2 * a);
+        // Halving both operands' bytes (fp32 → fp16) can remove the re-read altogether.
+        assert_eq!(restream_bytes(&p, 1, a / 2, b / 2), 0);
     }
 
     #[test]

@@ -178,26 +178,38 @@ type ShapeArgs<'s> = (&'s [u8], &'s [Option<Shape>], &'s [Shape]);
 const SMALL_TASK_IO: usize = 8;
 
 /// [`task_work`] with room for `N` shapes a side; never inlined, so that its frame exists
-/// only while the work is estimated, not while the kernel runs.
+/// only while the work is estimated, not while the kernel runs. Only the arrays depend on
+/// `N`: [`fill_shapes`] is one copy for both sizes.
 #[inline(never)]
 fn task_work_n<const N: usize>(
     model: &Model<'_>,
     task: &TaskDesc,
     work: impl Fn(ShapeArgs<'_>) -> Work,
 ) -> Work {
+    let mut ins = [None; N];
+    let mut outs = [Shape::scalar(); N];
+    let (ni, no) = fill_shapes(model, task, &mut ins, &mut outs);
+    work((model.task_params(task), &ins[..ni], &outs[..no]))
+}
+
+/// Fills `ins` and `outs` with the shapes of `task`'s tensors (as many as fit) and returns
+/// how many of each there are.
+fn fill_shapes(
+    model: &Model<'_>,
+    task: &TaskDesc,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Shape],
+) -> (usize, usize) {
     let tensors = model.tensors();
     let shape = |id: u32| tensors.get(id as usize).map(ge_runtime::tensor_shape);
     let (in_ids, out_ids) = (model.task_inputs(task), model.task_outputs(task));
-    let mut ins = [None; N];
     for (d, &id) in ins.iter_mut().zip(in_ids) {
         *d = shape(id);
     }
-    let mut outs = [Shape::scalar(); N];
     for (d, &id) in outs.iter_mut().zip(out_ids) {
         *d = shape(id).unwrap_or_default();
     }
-    let (ni, no) = (in_ids.len().min(N), out_ids.len().min(N));
-    work((model.task_params(task), &ins[..ni], &outs[..no]))
+    (in_ids.len().min(ins.len()), out_ids.len().min(outs.len()))
 }
 
 /// True when the task's input 0 or output 0 is fp16/bf16 ([`Work::half`]).

@@ -17,7 +17,7 @@ use ge_runtime::format::{DType, TaskDesc, TensorDesc};
 
 use super::{LaunchMode, Observer, Profile, RunReport, SimDevice, TaskRecord};
 use crate::cost::Work;
-use crate::cost::{cycles_to_ns, task_cost, useful_cores};
+use crate::cost::{cycles_to_ns, restream_bytes, task_cost, useful_cores};
 
 /// Most cores and streams the timeline tracks.
 pub const MAX_CORES: usize = 64;
@@ -138,8 +138,17 @@ impl<'m> Timeline<'m> {
             .max()
             .unwrap_or(0)
             .max(ready);
-        let traffic =
+        let mut traffic =
             super::task_traffic(model, task, work.selects).saturating_add(work.extra_gm_bytes);
+        if work.cube_macs > 0 || work.int8_cube_macs > 0 {
+            let operand = |i: usize| {
+                let id = model.task_inputs(task).get(i).copied();
+                id.and_then(|id| model.tensors().get(id as usize))
+                    .map_or(0, |t| t.bytes)
+            };
+            let again = restream_bytes(&dev.profile, k as u32, operand(0), operand(1));
+            traffic = traffic.saturating_add(again);
+        }
         let cost = task_cost(&dev.profile, work, traffic, k as u32, self.cores as u32);
         let end = start.saturating_add(cost.cycles);
         for &c in &picked[..k] {
