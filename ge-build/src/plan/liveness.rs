@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use ge_runtime::format::{DType, Shape};
+use ge_sim::kernels::WORKSPACE_LEVELS;
 use petgraph::stable_graph::NodeIndex;
 
 use super::alias::Aliases;
@@ -21,6 +22,10 @@ pub struct Lifetimes {
     pub workspace_of: Vec<Option<usize>>,
     /// Sum of every activation's and workspace's size, aliases included (no reuse, no aliasing).
     pub naive_bytes: usize,
+    /// Workspace buffers whose kernel can run with less than its preferred size, with the
+    /// sizes it can run with (largest first; the buffer starts at the largest). See
+    /// [`super::workspaces::fit_workspaces`].
+    pub elastic: Vec<(usize, [usize; WORKSPACE_LEVELS])>,
 }
 
 fn shape_of(dims: &[usize]) -> Shape {
@@ -95,8 +100,12 @@ pub fn lifetimes(
             .outputs
             .first()
             .map_or(DType::F32, |&v| g.value(v).dtype);
-        let ws = ge_sim::kernels::workspace_bytes_for(kind, &params, &ins, &outs, dtype);
+        let levels = ge_sim::kernels::workspace_levels_for(kind, &params, &ins, &outs, dtype);
+        let ws = levels[0];
         if ws > 0 {
+            if levels[WORKSPACE_LEVELS - 1] < ws {
+                lt.elastic.push((lt.buffers.len(), levels));
+            }
             lt.naive_bytes += ws;
             lt.workspace_of[step] = Some(lt.buffers.len());
             let (first, last) = span(step);

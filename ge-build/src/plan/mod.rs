@@ -7,6 +7,7 @@ pub mod memory;
 mod pipeline;
 pub mod schedule;
 pub mod streams;
+pub mod workspaces;
 
 pub use alias::{Aliases, analyze};
 pub use liveness::{Lifetimes, lifetimes};
@@ -14,3 +15,4 @@ pub use memory::{Buffer, MemoryPlan, place_buffers};
 pub use pipeline::{Plan, PlanOptions, plan};
 pub use schedule::{Schedule, schedule};
 pub use streams::{StreamPlan, assign};
+pub use workspaces::fit_workspaces;

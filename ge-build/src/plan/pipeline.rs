@@ -6,8 +6,8 @@
 //! O(B log B) in the number of buffers plus its bounded search).
 
 use super::{
-    Aliases, Lifetimes, MemoryPlan, Schedule, StreamPlan, analyze, assign, lifetimes,
-    place_buffers, schedule,
+    Aliases, Lifetimes, MemoryPlan, Schedule, StreamPlan, analyze, assign, fit_workspaces,
+    lifetimes, place_buffers, schedule,
 };
 use crate::ir::Graph;
 
@@ -55,7 +55,10 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Plan {
     let streams = assign(g, order, &aliases, opts.max_streams);
     let ranges =
         (!opts.ignore_stream_concurrency).then_some((streams.lo.as_slice(), streams.hi.as_slice()));
-    let lifetimes = lifetimes(g, order, &aliases, ranges);
+    let mut lifetimes = lifetimes(g, order, &aliases, ranges);
+    if opts.reuse {
+        fit_workspaces(&mut lifetimes, steps);
+    }
     let mut memory = place_buffers(&lifetimes.buffers, steps, opts.reuse);
     memory.naive_bytes = lifetimes
         .naive_bytes

@@ -155,6 +155,29 @@ pub fn workspace_bytes(
     (registry::kernel(kind).workspace)(params, in_shapes, out_shapes)
 }
 
+/// Workspace sizes a kernel may be planned with ([`workspace_levels_for`]).
+pub const WORKSPACE_LEVELS: usize = 6;
+
+/// The workspace sizes a task's kernel can run with, largest (its preferred,
+/// [`workspace_bytes_for`]) first. A kernel with one size repeats it; an elastic one (the
+/// half conv: slices of output channels) takes the largest of its sizes that fits the
+/// workspace it is given, so the planner may give it less where the arena peaks.
+pub fn workspace_levels_for(
+    kind: OpKind,
+    params: &[u8],
+    in_shapes: &[Option<Shape>],
+    out_shapes: &[Shape],
+    dtype: DType,
+) -> [usize; WORKSPACE_LEVELS] {
+    #[cfg(feature = "std")]
+    if matches!(dtype, DType::F16 | DType::Bf16)
+        && let Some(levels) = halves::workspace_levels(kind, params, in_shapes, out_shapes)
+    {
+        return levels;
+    }
+    [workspace_bytes_for(kind, params, in_shapes, out_shapes, dtype); WORKSPACE_LEVELS]
+}
+
 /// [`workspace_bytes`] of a task whose output 0 is of `dtype`: the [`halves`] kernels plan
 /// their own (std only; without it no half task runs).
 pub fn workspace_bytes_for(

@@ -12,20 +12,49 @@ use super::super::conv::{conv_workspace_bytes, run_conv_on};
 use super::super::gemm::micro::MR;
 use super::super::{KernelError, KernelResult, input, output};
 use super::{carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at, with_dim};
+use crate::kernels::WORKSPACE_LEVELS;
 use crate::threads::Parallel;
 
 /// Output elements per channel a band aims at: one packed GEMM panel (the f32 kernels pack
 /// `K × band` of the input, 4 slots of it), a few output rows.
 const BAND: usize = 128;
-/// f32 elements the weights, outputs and residual of one slice aim at (512 KiB).
-const SLICE: usize = 1 << 17;
-/// The same for a conv whose output plane is at most [`SMALL_PLANE`] elements (2 MiB): each
-/// slice is an f32 conv of its own that packs its input again, so on small planes with large
-/// weights small slices cost host time (ResNet-50's 3×3 512 → 512 at 7×7 ran as 40 slices
-/// of 13 filters at 512 KiB). ResNet-50 force_fp16, 1 thread: 163 ms with 512 KiB slices
-/// everywhere, 104 ms with 2 MiB everywhere (arena 4.41 → 5.06 MB; fp32 7.36), yolov8n_320's
-/// arena 5.65 → 6.89 MB; large planes (where the slices are already tall) keep 512 KiB.
-const SLICE_SMALL_PLANE: usize = 1 << 19;
+/// f32 elements the weights, outputs and residual of one slice aim at, largest first: the
+/// slice budgets a conv can run with. Each slice is an f32 conv of its own that packs its
+/// input band again, so larger slices are faster on small planes with large weights
+/// (ResNet-50's 3×3 512 → 512 at 7×7 ran as 40 slices of 13 filters at 512 KiB; ResNet-50
+/// force_fp16, 1 thread: 163 ms with 512 KiB slices everywhere, 104 ms with 2 MiB), and
+/// smaller ones keep the arena down where activations peak. [`offered`] says which a conv
+/// offers; the kernel takes the largest of those whose workspace fits the one it is given,
+/// and the planner gives each conv the largest that fits under the arena's peak.
+const SLICES: [usize; WORKSPACE_LEVELS] = [1 << 19, 1 << 17, 1 << 16, 1 << 15, 1 << 14, 1 << 13];
+/// Fewest output channels a narrower slice may have (a 16-wide GEMM panel; fewer and the f32
+/// kernel's tiles run mostly empty: ~3× slower on yolov8n's head convs at 5 filters).
+const MIN_SLICE_CHANNELS: usize = 16;
+/// A 2-D 1 × 1 conv with a stride above 1 and no padding reads only every `s`-th pixel: it is
+/// the stride-1 conv of those pixels. Returns that conv's parameters, its input shape
+/// (`[N, C, OH, OW]`) and the strides, so the half conv widens only the pixels it reads (a
+/// quarter of the rows' elements at stride 2) and the f32 conv runs its plain pointwise path.
+fn subsampled(p: &ConvParams, x: &Shape, y: &Shape) -> Option<(ConvParams, Shape, [usize; 2])> {
+    let pointwise = p.rank() == 2 && x.rank() == 4 && y.rank() == 4 && p.kernel[..2] == [1, 1];
+    let unpadded = p.pad_begin[..2] == [0, 0] && p.pad_end[..2] == [0, 0];
+    let strides = [p.stride[0].max(1) as usize, p.stride[1].max(1) as usize];
+    if !pointwise || !unpadded || strides == [1, 1] {
+        return None;
+    }
+    let (oh, ow) = (y.dim(2), y.dim(3));
+    // Every output pixel reads an input pixel (no output beyond the input).
+    if oh == 0 || ow == 0 || (oh - 1) * strides[0] >= x.dim(2) || (ow - 1) * strides[1] >= x.dim(3)
+    {
+        return None;
+    }
+    let mut q = *p;
+    q.stride[..2].copy_from_slice(&[1, 1]);
+    Some((q, Shape::new(&[x.dim(0), x.dim(1), oh, ow])?, strides))
+}
+
+/// Most a conv whose output plane is larger than [`SMALL_PLANE`] aims at (512 KiB): its
+/// slices are already tall, and larger ones only add arena (yolov8n_320's 5.65 → 6.89 MB).
+const SLICE_LARGE_PLANE: usize = 1 << 17;
 /// Output elements per channel below which a conv's plane counts as small (28 × 28).
 const SMALL_PLANE: usize = 784;
 
@@ -70,10 +99,9 @@ struct Band {
 }
 
 impl Split {
-    /// The slicing of a conv: `tall` lets a small-plane conv take [`SLICE_SMALL_PLANE`]
-    /// slices (what the compiler plans); without it every slice aims at [`SLICE`] (what an
-    /// older ge planned).
-    fn new(p: &ConvParams, x: &Shape, w: &Shape, y: &Shape, tall: bool) -> Option<Split> {
+    /// The slicing of a conv whose slices aim at `budget` f32 elements (one of [`SLICES`];
+    /// capped at [`SLICE_LARGE_PLANE`] on large planes).
+    fn new(p: &ConvParams, x: &Shape, w: &Shape, y: &Shape, budget: usize) -> Option<Split> {
         let (n, c, m) = (x.dim(0), x.dim(1), y.dim(1));
         let g = p.group as usize;
         if g == 0 || x.rank() < 3 || w.rank() != x.rank() || y.rank() != x.rank() || w.dim(0) != m {
@@ -119,10 +147,10 @@ impl Split {
             )
             .saturating_add(c_per.saturating_mul(xp))
             .max(1);
-        let budget = if tall && yp <= SMALL_PLANE {
-            SLICE_SMALL_PLANE
+        let budget = if yp <= SMALL_PLANE {
+            budget
         } else {
-            SLICE
+            budget.min(SLICE_LARGE_PLANE)
         };
         let mut chunk = (budget / per_unit).clamp(1, units);
         if !grouped && chunk > MR && chunk < units {
@@ -270,27 +298,74 @@ impl Sliced {
     }
 }
 
-/// Workspace bytes of a half conv; 0 when the shapes do not make a conv.
-pub(super) fn workspace(p: &ConvParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
-    let (Some(Some(x)), Some(Some(w)), Some(y)) = (ins.first(), ins.get(1), outs.first()) else {
-        return 0;
-    };
-    let Some(sp) = Split::new(p, x, w, y, true) else {
-        return 0;
-    };
-    let present = |i: usize| ins.get(i).is_some_and(Option::is_some);
-    sp.total_bytes(p, x, w, y, present(3), present(4))
+/// The slicings a conv offers, one per budget of [`SLICES`] (`None`: not offered), with
+/// their workspace bytes; `p` and `x` as the kernel runs them (after [`subsampled`]). The
+/// preferred (largest) one always; a narrower one only while it pays: when the slices'
+/// own bytes (weights twice — widened, and packed by the f32 kernel —, outputs, residual)
+/// were at least half the rest of the workspace (the widened input band and the f32
+/// kernel's other scratch, which narrower slices do not shrink: halving the slices then
+/// saves at least a sixth), and with at least [`MIN_SLICE_CHANNELS`] output channels a
+/// slice. Past that, narrower slices cost host time (more f32 convs, each packing its input
+/// band again: up to 12× on yolov8n's head convs) for little arena.
+fn offered(
+    p: &ConvParams,
+    x: &Shape,
+    w: &Shape,
+    y: &Shape,
+    residual: bool,
+    prologue: bool,
+) -> [Option<(Split, usize)>; WORKSPACE_LEVELS] {
+    let mut out = [None; WORKSPACE_LEVELS];
+    let mut pays = true;
+    let mut last = usize::MAX;
+    for (slot, &budget) in out.iter_mut().zip(&SLICES) {
+        let Some(sp) = Split::new(p, x, w, y, budget) else {
+            continue;
+        };
+        let bytes = sp.total_bytes(p, x, w, y, residual, prologue);
+        let wide = sp.chunk * sp.m_per >= MIN_SLICE_CHANNELS || sp.chunk == sp.units;
+        if last != usize::MAX && !(pays && wide && bytes < last) {
+            continue;
+        }
+        // The slice's own bytes: its weights (widened, and packed by the f32 kernel), bias,
+        // residual and output.
+        let [_, wr, br, rr, yr, _] = sp.runs(residual, prologue);
+        let own = (2 * wr + br + rr + yr) * 4;
+        pays = 2 * own >= bytes.saturating_sub(own);
+        last = bytes;
+        *slot = Some((sp, bytes));
+    }
+    out
 }
 
-/// The workspace an older ge planned (every slice at [`SLICE`]), for the test that such a
-/// blob keeps running.
-#[cfg(test)]
-pub(super) fn older_workspace(p: &ConvParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
+/// Workspace bytes a half conv can run with, largest (the preferred) first: the [`offered`]
+/// slicings' (a level not offered repeats the one before); all 0 when the shapes do not
+/// make a conv.
+pub(super) fn workspace_levels(
+    p: &ConvParams,
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+) -> [usize; WORKSPACE_LEVELS] {
     let (Some(Some(x)), Some(Some(w)), Some(y)) = (ins.first(), ins.get(1), outs.first()) else {
-        return 0;
+        return [0; WORKSPACE_LEVELS];
     };
     let present = |i: usize| ins.get(i).is_some_and(Option::is_some);
-    Split::new(p, x, w, y, false).map_or(0, |sp| sp.total_bytes(p, x, w, y, present(3), present(4)))
+    let (p, x) = match subsampled(p, x, y) {
+        Some((q, xv, _)) => (q, xv),
+        None => (*p, *x),
+    };
+    let mut levels = [0; WORKSPACE_LEVELS];
+    let mut bytes = 0;
+    for (level, o) in levels
+        .iter_mut()
+        .zip(offered(&p, &x, w, y, present(3), present(4)))
+    {
+        if let Some((_, b)) = o {
+            bytes = b;
+        }
+        *level = bytes;
+    }
+    levels
 }
 
 fn bad(m: &'static str) -> KernelError {
@@ -316,6 +391,40 @@ fn widen_rows(
     Ok(())
 }
 
+/// [`widen_rows`] of the pixels a subsampling conv reads ([`subsampled`]): virtual rows
+/// `[r0, r0 + rows)` of `row` pixels are source rows `r · s[0]` of `t` (`[N, C, H, W]`),
+/// every `s[1]`-th pixel.
+fn widen_subsampled_rows(
+    t: &TensorRef<'_>,
+    (b, c0, channels, per_item): (usize, usize, usize, usize),
+    (r0, rows, row): (usize, usize, usize),
+    s: [usize; 2],
+    dst: &mut [f32],
+    fast: bool,
+) -> KernelResult {
+    let (h, w) = (t.shape.dim(2), t.shape.dim(3));
+    // Source pixels widened at a time, then picked.
+    let mut buf = [0f32; 512];
+    let per = (buf.len() / s[1]).max(1);
+    for (i, d) in dst[..channels * rows * row]
+        .chunks_exact_mut(row.max(1))
+        .enumerate()
+    {
+        let (c, r) = (c0 + i / rows, r0 + i % rows);
+        let start = ((b * per_item + c) * h + r * s[0]) * w;
+        for (k, out) in d.chunks_mut(per).enumerate() {
+            let first = k * per * s[1];
+            let n = (out.len() - 1) * s[1] + 1;
+            let src = buf.get_mut(..n).ok_or(bad("conv stride"))?;
+            widen_at(t, start + first, src, fast)?;
+            for (o, v) in out.iter_mut().zip(src.iter().step_by(s[1])) {
+                *o = *v;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `Y = W ⋆ X + B (+ R)` and the fused activation, on 16-bit (or f32) operands into a 16-bit
 /// output, slice by slice (and band by band) through the f32 conv.
 pub(crate) fn run(
@@ -332,14 +441,29 @@ pub(crate) fn run(
     let yt = output(outs, 0, "conv output")?;
     let (xs, wsh, ysh) = (xt.shape, wt.shape, yt.shape);
     let (r, pro) = (residual.is_some(), scale.is_some());
-    // Tall slices where the plan has room for them (a blob of an older ge planned less).
-    let sp = Split::new(p, &xs, &wsh, &ysh, true)
-        .filter(|sp| sp.total_bytes(p, &xs, &wsh, &ysh, r, pro) <= ws.len())
-        .or_else(|| Split::new(p, &xs, &wsh, &ysh, false))
-        .ok_or(bad("conv shapes"))?;
+    // A strided 1 × 1 conv runs as the stride-1 conv of the pixels it reads.
+    let sub = subsampled(p, &xs, &ysh);
+    let (q, xs, strides) = match sub {
+        Some((q, xv, s)) => (q, xv, Some(s)),
+        None => (*p, xs, None),
+    };
+    let p = &q;
+    // The largest slices the planned workspace has room for.
+    let (sp, _) = offered(p, &xs, &wsh, &ysh, r, pro)
+        .into_iter()
+        .flatten()
+        .find(|&(_, bytes)| bytes <= ws.len())
+        .ok_or(bad("conv workspace smaller than its smallest slices"))?;
     let runs = sp.runs(r, pro);
     let (inner, [xw, ww, bw, rw, yw, pw]) = carve(ws, sp.inner_bytes(p, &xs, &wsh, &ysh), runs)?;
     let fast = convert::fast();
+    let widen_x = |item: (usize, usize, usize, usize), rows, xw: &mut [f32]| match strides {
+        Some(s) => {
+            let (lo, n, _, row) = rows;
+            widen_subsampled_rows(xt, item, (lo, n, row), s, xw, fast)
+        }
+        None => widen_rows(xt, item, rows, xw, fast),
+    };
     if let (Some(s), Some(t)) = (scale, shift) {
         let (sw, tw) = pw.split_at_mut(sp.c);
         widen_at(s, 0, sw, fast)?;
@@ -355,7 +479,7 @@ pub(crate) fn run(
             let band = sp.band_at(p, o0);
             let rows = (band.lo, band.rows, sp.h, sp.irow);
             if !sp.grouped {
-                widen_rows(xt, (b, 0, sp.c, sp.c), rows, xw, fast)?;
+                widen_x((b, 0, sp.c, sp.c), rows, xw)?;
             }
             let mut u0 = 0;
             while u0 < sp.units {
@@ -363,7 +487,7 @@ pub(crate) fn run(
                 let (m0, mc) = (u0 * sp.m_per, u * sp.m_per);
                 let cx = sp.chans(u) * band.rows * sp.irow;
                 if sp.grouped {
-                    widen_rows(xt, (b, u0 * sp.c_per, sp.chans(u), sp.c), rows, xw, fast)?;
+                    widen_x((b, u0 * sp.c_per, sp.chans(u), sp.c), rows, xw)?;
                 }
                 if loaded != u0 {
                     widen_at(wt, m0 * sp.k, &mut ww[..mc * sp.k], fast)?;

@@ -44,8 +44,37 @@ pub fn workspace_bytes(
     ins: &[Option<Shape>],
     outs: &[Shape],
 ) -> Option<usize> {
+    workspace_levels(kind, params, ins, outs)
+        .map(|levels| levels[0])
+        .or_else(|| fixed_workspace_bytes(kind, params, ins, outs))
+}
+
+/// The workspace sizes a half task of `kind` can run with, largest first, for the kinds
+/// whose kernel adapts to the workspace it is given (Conv); `None` for the others.
+pub fn workspace_levels(
+    kind: OpKind,
+    params: &[u8],
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+) -> Option<[usize; super::WORKSPACE_LEVELS]> {
+    match kind {
+        OpKind::Conv => Some(
+            read_params(params).map_or([0; super::WORKSPACE_LEVELS], |p| {
+                conv::workspace_levels(&p, ins, outs)
+            }),
+        ),
+        _ => None,
+    }
+}
+
+/// Scratch bytes of the half kinds with one workspace size.
+fn fixed_workspace_bytes(
+    kind: OpKind,
+    params: &[u8],
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+) -> Option<usize> {
     Some(match kind {
-        OpKind::Conv => read_params(params).map_or(0, |p| conv::workspace(&p, ins, outs)),
         OpKind::Gemm => read_params(params).map_or(0, |p| gemm::workspace(&p, ins, outs)),
         OpKind::MatMul => matmul::workspace(ins, outs),
         OpKind::GemmW8 => gemm_w8::workspace(ins, outs),

@@ -15,7 +15,9 @@ use ge_runtime::format::{
 use super::convert::{fast, narrow, widen};
 use crate::kernels::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use crate::kernels::test_util::values;
-use crate::kernels::{execute, workspace_bytes, workspace_bytes_for};
+use crate::kernels::{
+    WORKSPACE_LEVELS, execute, workspace_bytes, workspace_bytes_for, workspace_levels_for,
+};
 
 fn to_bits(d: DType, v: f32) -> u16 {
     if d == DType::F16 {
@@ -221,6 +223,55 @@ fn conv_matches_the_f32_conv_in_slices() {
                 Some(&[6]),
             ],
             &[1, 9, 296],
+            d,
+        );
+        // Strided 1 × 1 convs run as stride-1 convs of the pixels they read: ResNet's
+        // downsampling shape (batch 2, residual, odd sizes), strides 2 × 3, a grouped one with
+        // the prologue, and rows of more pixels than one widening step (550 outputs).
+        let p = conv(1, 1, 2, 0, UnaryOp::Relu);
+        check(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[
+                Some(&[2, 24, 29, 27]),
+                Some(&[40, 24, 1, 1]),
+                Some(&[40]),
+                Some(&[2, 40, 15, 14]),
+            ],
+            &[2, 40, 15, 14],
+            d,
+        );
+        let mut p = conv(1, 1, 2, 0, UnaryOp::Relu);
+        p.stride = [2, 3, 1];
+        check(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[Some(&[1, 8, 12, 1100]), Some(&[16, 8, 1, 1])],
+            &[1, 16, 6, 367],
+            d,
+        );
+        let p = conv(4, 1, 2, 0, UnaryOp::Relu);
+        check(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[Some(&[1, 8, 9, 1100]), Some(&[12, 2, 1, 1]), Some(&[12])],
+            &[1, 12, 5, 550],
+            d,
+        );
+        let mut p = conv(1, 1, 2, 0, UnaryOp::Relu);
+        p.prologue.op = UnaryOp::Relu as u32;
+        check(
+            OpKind::Conv,
+            bytemuck::bytes_of(&p),
+            &[
+                Some(&[1, 8, 9, 11]),
+                Some(&[12, 8, 1, 1]),
+                Some(&[12]),
+                None,
+                Some(&[8]),
+                Some(&[8]),
+            ],
+            &[1, 12, 5, 6],
             d,
         );
         // Depthwise over 32 large planes: two slices of whole groups.
@@ -623,10 +674,12 @@ fn conv_workspace_is_bounded_by_bands() {
     }
 }
 
-/// A small-plane conv planned by an older ge (512 KiB slices, less workspace than the tall
-/// slices now planned) still runs, on the shorter slices, to the same values.
+/// A half conv runs with any of its workspace levels (what an older ge planned — 512 KiB
+/// slices — is one of them), on shorter slices the smaller the workspace, to the same values
+/// (within one fp16 step: slices of other widths may take other f32 conv paths); a workspace
+/// below the smallest level is refused.
 #[test]
-fn a_half_conv_runs_in_an_older_plan() {
+fn a_half_conv_runs_at_every_workspace_level() {
     let p = conv(1, 3, 1, 1, UnaryOp::Relu);
     let (xd, wd, yd): (&[usize], &[usize], &[usize]) =
         (&[1, 256, 7, 7], &[512, 256, 3, 3], &[1, 512, 7, 7]);
@@ -642,10 +695,14 @@ fn a_half_conv_runs_in_an_older_plan() {
     let shapes = [ins[0].map(|t| t.shape), ins[1].map(|t| t.shape)];
     let y = Shape::new(yd).unwrap();
     let params = bytemuck::bytes_of(&p);
-    let planned = workspace_bytes_for(OpKind::Conv, params, &shapes, &[y], d);
-    let older = super::conv::older_workspace(&p, &shapes, &[y]);
-    assert!(older < planned, "{older} vs {planned}");
-    let run = |bytes: usize| -> Vec<u16> {
+    let levels = workspace_levels_for(OpKind::Conv, params, &shapes, &[y], d);
+    assert_eq!(
+        levels[0],
+        workspace_bytes_for(OpKind::Conv, params, &shapes, &[y], d)
+    );
+    assert!(levels.windows(2).all(|l| l[0] >= l[1]), "{levels:?}");
+    assert!(levels[0] > levels[WORKSPACE_LEVELS - 1], "{levels:?}");
+    let run = |bytes: usize| -> Result<Vec<u16>, crate::kernels::KernelError> {
         let mut ws = std::vec![0u64; bytes.div_ceil(8)];
         let mut out = std::vec![0u16; y.numel()];
         let mut o = [TensorMut {
@@ -658,16 +715,19 @@ fn a_half_conv_runs_in_an_older_plan() {
             params,
             &ins,
             &mut o,
-            bytemuck::cast_slice_mut(&mut ws),
-        )
-        .unwrap();
-        out
+            &mut bytemuck::cast_slice_mut::<u64, u8>(&mut ws)[..bytes],
+        )?;
+        Ok(out)
     };
-    let (new, old) = (run(planned), run(older));
-    for (i, (&a, &b)) in new.iter().zip(&old).enumerate() {
-        let ulps = (i32::from(a as i16) - i32::from(b as i16)).unsigned_abs();
-        assert!(ulps <= 1, "element {i}: {a:#x} vs {b:#x}");
+    let preferred = run(levels[0]).unwrap();
+    for &bytes in &levels[1..] {
+        for (i, (&a, &b)) in preferred.iter().zip(&run(bytes).unwrap()).enumerate() {
+            let ulps = (i32::from(a as i16) - i32::from(b as i16)).unsigned_abs();
+            assert!(ulps <= 1, "{bytes} B, element {i}: {a:#x} vs {b:#x}");
+        }
     }
+    let least = levels[WORKSPACE_LEVELS - 1];
+    assert!(run(least - 64).is_err(), "ran below its smallest workspace");
 }
 
 /// An f32 activation (the graph input) read straight by a half conv: the f32 conv on the
