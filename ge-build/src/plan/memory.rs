@@ -31,8 +31,19 @@ pub struct MemoryPlan {
     pub naive_bytes: usize,
 }
 
-fn aligned(n: usize) -> usize {
+pub(super) fn aligned(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
+}
+
+/// Aligned bytes of `buffers` live at each of `steps` (≥ 1) steps. O(B + Σ lifetime).
+pub(super) fn live_bytes(buffers: &[Buffer], steps: usize) -> Vec<usize> {
+    let mut live = vec![0usize; steps];
+    for b in buffers {
+        for v in &mut live[b.first.min(steps - 1)..=b.last.min(steps - 1)] {
+            *v += aligned(b.bytes);
+        }
+    }
+    live
 }
 
 /// Plans `buffers` over `steps` steps. With `reuse == false`, every buffer gets its own bytes.
@@ -40,13 +51,7 @@ pub fn place_buffers(buffers: &[Buffer], steps: usize, reuse: bool) -> MemoryPla
     let steps = steps.max(1);
     let sizes: Vec<usize> = buffers.iter().map(|b| aligned(b.bytes)).collect();
     let naive: usize = sizes.iter().sum();
-    let mut live_bytes = vec![0usize; steps];
-    for (b, &s) in buffers.iter().zip(&sizes) {
-        for v in &mut live_bytes[b.first.min(steps - 1)..=b.last.min(steps - 1)] {
-            *v += s;
-        }
-    }
-    let lower = live_bytes.iter().copied().max().unwrap_or(0);
+    let lower = live_bytes(buffers, steps).into_iter().max().unwrap_or(0);
     if !reuse {
         let mut offsets = Vec::with_capacity(buffers.len());
         let mut at = 0;

@@ -11,23 +11,7 @@
 use ge_sim::kernels::WORKSPACE_LEVELS;
 
 use super::liveness::Lifetimes;
-use super::memory::{ALIGN, Buffer};
-
-fn aligned(n: usize) -> usize {
-    n.div_ceil(ALIGN) * ALIGN
-}
-
-/// Aligned bytes live at each of `steps` steps.
-fn live_bytes(buffers: &[Buffer], steps: usize) -> Vec<usize> {
-    let mut live = vec![0usize; steps];
-    for b in buffers {
-        let (lo, hi) = (b.first.min(steps - 1), b.last.min(steps - 1));
-        for v in &mut live[lo..=hi] {
-            *v += aligned(b.bytes);
-        }
-    }
-    live
-}
+use super::memory::{aligned, live_bytes};
 
 /// Sizes every elastic workspace of `lt` (planned at its preferred size) to the largest of
 /// its sizes that keeps the live bytes of its steps within the peak they reach with every
@@ -62,6 +46,7 @@ pub fn fit_workspaces(lt: &mut Lifetimes, steps: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Buffer;
 
     fn buffer(bytes: usize, first: usize, last: usize) -> Buffer {
         Buffer { bytes, first, last }

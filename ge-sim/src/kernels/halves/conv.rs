@@ -448,11 +448,20 @@ pub(crate) fn run(
         None => (*p, xs, None),
     };
     let p = &q;
-    // The largest slices the planned workspace has room for.
-    let (sp, _) = offered(p, &xs, &wsh, &ysh, r, pro)
+    // The largest offered slices the planned workspace has room for; else (a blob whose
+    // planner offered other sizes) the largest of any budget that fits.
+    let fits = |sp: &Split| sp.total_bytes(p, &xs, &wsh, &ysh, r, pro) <= ws.len();
+    let sp = offered(p, &xs, &wsh, &ysh, r, pro)
         .into_iter()
         .flatten()
-        .find(|&(_, bytes)| bytes <= ws.len())
+        .map(|(sp, _)| sp)
+        .find(fits)
+        .or_else(|| {
+            SLICES
+                .iter()
+                .filter_map(|&budget| Split::new(p, &xs, &wsh, &ysh, budget))
+                .find(fits)
+        })
         .ok_or(bad("conv workspace smaller than its smallest slices"))?;
     let runs = sp.runs(r, pro);
     let (inner, [xw, ww, bw, rw, yw, pw]) = carve(ws, sp.inner_bytes(p, &xs, &wsh, &ysh), runs)?;
