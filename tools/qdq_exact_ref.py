@@ -595,6 +595,7 @@ def quantize_outputs(model: onnx.ModelProto) -> list[str]:
 
 def expose(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
     """The model with the tensors `names` added as graph outputs."""
+    difftest._imports()  # its module globals (onnx, numpy) are bound on demand
     return difftest._with_outputs(model, names)
 
 
