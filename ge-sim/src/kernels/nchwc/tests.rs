@@ -251,7 +251,7 @@ fn blocked_conv_matches_the_plain_conv() {
         ..case([1, 16, 10, 12], 32, [3, 2], [1, 1], [2, 1])
     });
     // Chunks and bands: a 1×1 of 160 channels (two weight chunks), a 3×3 of 48 (three, one
-    // block each) on 20×15 = 300 pixels (two bands; tiles wrapping rows, bias and residual
+    // block each) on 40×30 = 1,200 pixels (two bands; tiles wrapping rows, bias and residual
     // added once after the last chunk), stride 3 (every tap gathered).
     check(&Case {
         residual: true,
@@ -260,7 +260,7 @@ fn blocked_conv_matches_the_plain_conv() {
     check(&Case {
         residual: true,
         act: relu,
-        ..case([1, 48, 20, 15], 80, [3, 3], [1, 1], [1, 1])
+        ..case([1, 48, 40, 30], 80, [3, 3], [1, 1], [1, 1])
     });
     check(&case([1, 32, 13, 14], 32, [3, 3], [3, 3], [1, 1]));
     // Pointwise groups of two or three blocks take wider tiles (24 / blocks pixels, the
