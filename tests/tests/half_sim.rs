@@ -24,10 +24,12 @@ fn figures(precision: Precision) -> Figures {
     };
     let c = compile_bytes(&bytes, None, &opts).expect("compiles");
     let blob = ge_runtime::AlignedBlob::from_bytes(&c.blob);
-    let model = ge_runtime::Model::from_bytes(blob.as_bytes()).expect("loads");
-    let (arena, weights) = (model.arena_bytes(), model.weights().len());
+    let (arena, weights) = {
+        let model = ge_runtime::Model::from_bytes(blob.as_bytes()).expect("loads");
+        (model.arena_bytes(), model.weights().len())
+    };
     let inputs = ge_tests::random_inputs(&c, 11);
-    let mut r = ge_build::run::Runner::new(ge_runtime::AlignedBlob::from_bytes(&c.blob)).unwrap();
+    let mut r = ge_build::run::Runner::new(blob).unwrap();
     let run = r.run(&inputs, ge_sim::SimDevice::default()).unwrap().1;
     Figures {
         run,

@@ -52,6 +52,16 @@ fn subsampled(p: &ConvParams, x: &Shape, y: &Shape) -> Option<(ConvParams, Shape
     Some((q, Shape::new(&[x.dim(0), x.dim(1), oh, ow])?, strides))
 }
 
+/// The conv the half kernel runs for `p` on `x` → `y`: a strided 1 × 1 conv as the stride-1
+/// conv of the pixels it reads ([`subsampled`], with the strides it subsamples by), any
+/// other as it is.
+fn as_run(p: &ConvParams, x: &Shape, y: &Shape) -> (ConvParams, Shape, Option<[usize; 2]>) {
+    match subsampled(p, x, y) {
+        Some((q, xv, s)) => (q, xv, Some(s)),
+        None => (*p, *x, None),
+    }
+}
+
 /// Most a conv whose output plane is larger than [`SMALL_PLANE`] aims at (512 KiB): its
 /// slices are already tall, and larger ones only add arena (yolov8n_320's 5.65 → 6.89 MB).
 const SLICE_LARGE_PLANE: usize = 1 << 17;
@@ -350,10 +360,7 @@ pub(super) fn workspace_levels(
         return [0; WORKSPACE_LEVELS];
     };
     let present = |i: usize| ins.get(i).is_some_and(Option::is_some);
-    let (p, x) = match subsampled(p, x, y) {
-        Some((q, xv, _)) => (q, xv),
-        None => (*p, *x),
-    };
+    let (p, x, _) = as_run(p, x, y);
     let mut levels = [0; WORKSPACE_LEVELS];
     let mut bytes = 0;
     for (level, o) in levels
@@ -442,25 +449,20 @@ pub(crate) fn run(
     let (xs, wsh, ysh) = (xt.shape, wt.shape, yt.shape);
     let (r, pro) = (residual.is_some(), scale.is_some());
     // A strided 1 × 1 conv runs as the stride-1 conv of the pixels it reads.
-    let sub = subsampled(p, &xs, &ysh);
-    let (q, xs, strides) = match sub {
-        Some((q, xv, s)) => (q, xv, Some(s)),
-        None => (*p, xs, None),
-    };
+    let (q, xs, strides) = as_run(p, &xs, &ysh);
     let p = &q;
     // The largest offered slices the planned workspace has room for; else (a blob whose
     // planner offered other sizes) the largest of any budget that fits.
-    let fits = |sp: &Split| sp.total_bytes(p, &xs, &wsh, &ysh, r, pro) <= ws.len();
     let sp = offered(p, &xs, &wsh, &ysh, r, pro)
         .into_iter()
         .flatten()
+        .find(|&(_, bytes)| bytes <= ws.len())
         .map(|(sp, _)| sp)
-        .find(fits)
         .or_else(|| {
             SLICES
                 .iter()
                 .filter_map(|&budget| Split::new(p, &xs, &wsh, &ysh, budget))
-                .find(fits)
+                .find(|sp| sp.total_bytes(p, &xs, &wsh, &ysh, r, pro) <= ws.len())
         })
         .ok_or(bad("conv workspace smaller than its smallest slices"))?;
     let runs = sp.runs(r, pro);
