@@ -106,6 +106,17 @@ impl ModelBuilder {
         self
     }
 
+    /// A scalar int64 initializer (a Gather index that drops the axis).
+    pub fn scalar_int(&mut self, name: &str, v: i64) -> &mut Self {
+        let d = TensorData {
+            dtype: DType::I64,
+            dims: vec![],
+            bytes: v.to_le_bytes().to_vec(),
+        };
+        self.graph.initializer.push(encode_tensor(name, &d));
+        self
+    }
+
     /// A node.
     pub fn node(
         &mut self,

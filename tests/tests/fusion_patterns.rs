@@ -681,3 +681,65 @@ fn silu_needs_format_version_8() {
         assert_eq!(model.version(), version, "{level:?}");
     }
 }
+
+/// An unrolled recurrent loop as PyTorch exports an `LSTMCell` in a Python loop: step `t`
+/// projects row `steps[t]` of X (`Gather(X, t)`) by `Gemm(·, W, c, transB)`, adds the
+/// recurrent `Gemm(h, R)`, and `h = Tanh(·)`. `shared`: every step reads the same W (else
+/// each its own: nothing to batch).
+fn unrolled_cell(steps: &[i64], shared: bool) -> ModelBuilder {
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[4, 1, 6])
+        .input("h0", &[1, 5])
+        .weight("c", &[5], -0.5, 0.5)
+        .weight("r", &[5, 5], -0.5, 0.5);
+    let mut h = "h0".to_string();
+    for (t, &row) in steps.iter().enumerate() {
+        let w = if shared || t == 0 {
+            "w".to_string()
+        } else {
+            format!("w{t}")
+        };
+        if !shared || t == 0 {
+            m.weight(&w, &[5, 6], -0.5, 0.5);
+        }
+        let (idx, xt, g, r, s, ht) = (
+            format!("i{t}"),
+            format!("x{t}"),
+            format!("g{t}"),
+            format!("r{t}"),
+            format!("s{t}"),
+            format!("h{t}"),
+        );
+        m.scalar_int(&idx, row)
+            .node("Gather", &["x", &idx], &[&xt], &[])
+            .node("Gemm", &[&xt, &w, "c"], &[&g], &[("transB", Attr::I(1))])
+            .node("Gemm", &[&h, "r"], &[&r], &[])
+            .node("Add", &[&g, &r], &[&s], &[])
+            .node("Tanh", &[&s], &[&ht], &[]);
+        h = ht;
+    }
+    m.output(&h, &[1, 5]);
+    m
+}
+
+/// Nodes whose op type starts with `op` (fused ones are named `Gemm+Add+Tanh`).
+fn count(ops: &[String], op: &str) -> usize {
+    ops.iter().filter(|o| o.starts_with(op)).count()
+}
+
+#[test]
+fn row_gemms_on_one_weight_become_one_gemm() {
+    // Every row of X, out of order (X is the batched A), and three of four rows with a
+    // negative index (the rows are gathered first): one Gemm for the projections beside
+    // the recurrent ones, a Gather of its row per step.
+    for steps in [&[3, 1, 0, 2][..], &[2, -4, 3][..]] {
+        let o = optimized(&unrolled_cell(steps, true));
+        assert_eq!(count(&o, "Gemm"), steps.len() + 1, "{steps:?}: {o:?}");
+    }
+}
+
+#[test]
+fn row_gemms_stay_when_each_step_has_its_own_weight() {
+    let o = optimized(&unrolled_cell(&[0, 1, 2, 3], false));
+    assert_eq!(count(&o, "Gemm"), 8, "{o:?}");
+}

@@ -1,7 +1,8 @@
 //! From O1 on, each f32 Conv's constant weights are stored pre-packed in the tiles' panel
 //! order (format version 5) and give the results of the ONNX-order weights at O0; weights
-//! another node reads, and depthwise convs, stay in ONNX order. (GemmW8's packed int8 B:
-//! `weight_only.rs`.)
+//! another node reads, and depthwise convs, stay in ONNX order. A Gemm's or MatMul's
+//! constant f32 B is stored in the GEMM's panel order when A has several rows (a GemmPacked
+//! task, format version 11). (GemmW8's packed int8 B: `weight_only.rs`.)
 
 use ge_build::ir::{Graph, Op};
 use ge_build::{Compiled, OptLevel};
@@ -25,6 +26,16 @@ fn version(c: &Compiled) -> u32 {
     ge_runtime::Model::from_bytes(blob.as_bytes())
         .expect("loads")
         .version()
+}
+
+/// The constant input 1 (weights, B) of the first node (topological order) whose op is `kind`.
+fn first_weights(g: &Graph, kind: impl Fn(&Op) -> bool) -> &ge_build::tensor::TensorData {
+    g.topo_order()
+        .into_iter()
+        .find(|&n| kind(&g.g[n].op))
+        .and_then(|n| g.g[n].inputs[1])
+        .and_then(|w| g.constant(w))
+        .expect("a node of that kind with constant weights")
 }
 
 /// Compiles at O0 and O2; the outputs agree (rtol 1e-4 / atol 1e-5: O2 also folds and fuses).
@@ -82,22 +93,9 @@ fn conv_weights_are_packed_from_o1_on() {
     assert!(version(&o0) < 5, "O0 blobs need no newer format");
     assert_eq!(version(&o2), 5);
     // The stored bytes are the panels of the ONNX weights.
-    let conv = o2
-        .graph
-        .topo_order()
-        .into_iter()
-        .find(|&n| matches!(o2.graph.g[n].op, Op::Conv(_)))
-        .expect("a conv");
-    let w = o2.graph.g[conv].inputs[1].expect("weights");
-    let packed: Vec<f32> = o2.graph.constant(w).expect("const").to_f32_vec();
-    let w0 = o0
-        .graph
-        .topo_order()
-        .into_iter()
-        .find(|&n| matches!(o0.graph.g[n].op, Op::Conv(_)))
-        .and_then(|n| o0.graph.g[n].inputs[1])
-        .expect("weights");
-    let onnx: Vec<f32> = o0.graph.constant(w0).expect("const").to_f32_vec();
+    let is_conv = |op: &Op| matches!(op, Op::Conv(_));
+    let packed = first_weights(&o2.graph, is_conv).to_f32_vec();
+    let onnx = first_weights(&o0.graph, is_conv).to_f32_vec();
     let mut want = vec![0.0; onnx.len()];
     pack_panels(&onnx, 13, 36, &mut want);
     assert_eq!(packed, want);
@@ -128,4 +126,50 @@ fn shared_weights_stay_in_onnx_order() {
         .output("y", &[1, 8, 6, 6]);
     let (_, o2) = both(&m);
     assert_eq!(layouts(&o2.graph), [Some(WeightLayout::Oihw); 2]);
+}
+
+/// Whether each Gemm/MatMul (topological order) has its B pre-packed.
+fn gemm_b_packed(g: &Graph) -> Vec<bool> {
+    g.topo_order()
+        .iter()
+        .filter_map(|&n| match g.g[n].op {
+            Op::Gemm(p) => Some(p.b_panels()),
+            Op::MatMul => Some(false),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn gemm_and_matmul_b_are_packed_when_a_has_rows() {
+    // A Gemm with B transposed (37 columns: two whole panels and a narrow one; 300 = two K
+    // blocks), a MatMul with batch axes on A, and a one-row Gemm (the matrix-vector path
+    // reads ONNX order: not packed).
+    let mut m = ModelBuilder::new(13);
+    m.input("x", &[5, 300])
+        .input("v", &[1, 37])
+        .weight("w", &[37, 300], -0.5, 0.5)
+        .weight("c", &[37], -0.5, 0.5)
+        .weight("w2", &[37, 20], -0.5, 0.5)
+        .weight("w3", &[37, 8], -0.5, 0.5)
+        .node("Gemm", &["x", "w", "c"], &["a"], &[("transB", Attr::I(1))])
+        .node("Relu", &["a"], &["r"], &[])
+        .ints("shape", &[1, 5, 37])
+        .node("Reshape", &["r", "shape"], &["r3"], &[])
+        .node("MatMul", &["r3", "w2"], &["y"], &[])
+        .node("Gemm", &["v", "w3"], &["z"], &[])
+        .output("y", &[1, 5, 20])
+        .output("z", &[1, 8]);
+    let (o0, o2) = both(&m);
+    assert_eq!(gemm_b_packed(&o0.graph), [false, false, false]);
+    assert_eq!(gemm_b_packed(&o2.graph), [true, true, false]);
+    assert_eq!(version(&o2), 11);
+    // The transposed B is stored [K, N] in panel order.
+    let is_gemm = |op: &Op| matches!(op, Op::Gemm(_));
+    let packed = first_weights(&o2.graph, is_gemm);
+    assert_eq!(packed.dims, [300, 37]);
+    let onnx = first_weights(&o0.graph, is_gemm).to_f32_vec();
+    let mut want = vec![0.0; onnx.len()];
+    ge_runtime::format::pack_gemm_b(&onnx, 300, 37, true, &mut want);
+    assert_eq!(packed.to_f32_vec(), want);
 }

@@ -107,6 +107,8 @@ impl Op {
             Op::Where => (OpKind::Where, none()),
             Op::Conv(p) => (OpKind::Conv, b(p)),
             Op::ConvTranspose(p) => (OpKind::ConvTranspose, b(p)),
+            // A pre-packed B (`pack_weights`) is read by its own kernel.
+            Op::Gemm(p) if p.b_panels() => (OpKind::GemmPacked, b(p)),
             Op::Gemm(p) => (OpKind::Gemm, b(p)),
             Op::MatMul => (OpKind::MatMul, none()),
             Op::Pool(p) => (OpKind::Pool, b(p)),

@@ -28,6 +28,7 @@ macro_rules! pass_info {
 
 mod algebraic;
 mod autofusion;
+mod batch_row_gemms;
 mod blocked_layout;
 mod cast_round_trip;
 mod cse;
@@ -95,6 +96,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(fold_affine::FoldAffine),
         Box::new(fold_pad::FoldPad),
         Box::new(matmul_add_to_gemm::MatMulAddToGemm),
+        Box::new(batch_row_gemms::BatchRowGemms),
         Box::new(fuse_gelu::FuseGelu),
         Box::new(fuse_silu::FuseSilu),
         Box::new(fuse_layer_norm::FuseLayerNorm),

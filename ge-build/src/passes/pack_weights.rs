@@ -10,9 +10,11 @@
 //! depthwise convs (one filter per group: the layouts coincide), non-f32 convs (the half
 //! kernels read ONNX order), and weights with another reader. O(V + E + weight bytes).
 //!
-//! f32 Gemm B stays in ONNX order: reading it in place would save its packing (about a
-//! tenth of a Gemm's time), but the kernel for it does not fit the firmware's code budget
-//! while it is one kernel with the plain Gemm.
+//! A Gemm's (or a MatMul's) constant f32 B, when A has several rows, goes into the same
+//! order and the node into a GemmPacked task, whose kernel reads B's panels where they lie:
+//! `run` no longer packs B (a transposed B was packed by strided gathers on every run). Its
+//! own kind keeps that code out of devices that link only the plain Gemm. A transposed B is
+//! stored `[K, N]` once packed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use ge_runtime::format::{
     DType, GEMM_B_PANELS, GemmParams, WeightLayout, pack_gemm_b, pack_panels,
 };
+use ge_sim::kernels::gemm::PLAIN_GEMM;
 use petgraph::stable_graph::NodeIndex;
 
 use super::{Pass, PassContext};
@@ -30,7 +33,7 @@ use crate::tensor::TensorData;
 /// Each value's readers ([`Graph::users`]).
 type Users = HashMap<ValueId, Vec<NodeIndex>>;
 
-/// Conv and GemmW8 weights → tile panels.
+/// Conv, Gemm, MatMul and GemmW8 weights → tile panels.
 pub struct PackWeights;
 
 impl Pass for PackWeights {
@@ -39,9 +42,20 @@ impl Pass for PackWeights {
         let users = g.users();
         let mut changed = false;
         for n in g.topo_order() {
-            if let Op::GemmW8(p) = g.g[n].op {
-                changed |= pack_gemm_w8(g, n, p, &users);
-                continue;
+            match g.g[n].op {
+                Op::GemmW8(p) => {
+                    changed |= pack_gemm_w8(g, n, p, &users);
+                    continue;
+                }
+                Op::Gemm(p) => {
+                    changed |= pack_gemm_f32(g, n, p, &users);
+                    continue;
+                }
+                Op::MatMul => {
+                    changed |= pack_gemm_f32(g, n, PLAIN_GEMM, &users);
+                    continue;
+                }
+                _ => {}
             }
             let Op::Conv(p) = g.g[n].op else { continue };
             let (Some(Some(x)), Some(Some(w))) = (
@@ -117,6 +131,62 @@ fn pack_gemm_w8(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> bo
     };
     g.value_mut(b).data = Some(Arc::new(t));
     g.g[n].op = Op::GemmW8(GemmParams {
+        trans_b: GEMM_B_PANELS,
+        ..p
+    });
+    true
+}
+
+/// Packs the constant f32 B of Gemm (or MatMul with a 2-D B, which becomes that Gemm) node
+/// `n` (with `p`) for the GemmPacked kernel, when A has more than one row: a single row
+/// takes the matrix-vector path, which reads B as ONNX stores it. Returns whether it did.
+fn pack_gemm_f32(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> bool {
+    let node = &g.g[n];
+    let (Some(Some(a)), Some(Some(b)), &[y]) = (
+        node.inputs.first().copied(),
+        node.inputs.get(1).copied(),
+        &node.outputs[..],
+    ) else {
+        return false;
+    };
+    let (av, yv) = (g.value(a), g.value(y));
+    let rows = match (p.trans_a != 0, &av.shape[..]) {
+        (true, [_, m]) => *m,
+        (false, [lead @ .., k]) if *k > 0 && !lead.is_empty() => av.numel() / k,
+        _ => return false,
+    };
+    if p.b_panels()
+        || rows <= 1
+        || av.dtype != DType::F32
+        || yv.dtype != DType::F32
+        || yv.shape.len() != av.shape.len()
+        || (matches!(node.op, Op::MatMul) && node.inputs.len() != 2)
+        || !sole_reader(g, n, b, users)
+    {
+        return false;
+    }
+    let Some(data) = g.constant(b) else {
+        return false;
+    };
+    let trans = p.b_transposed();
+    let (k, cols) = match data.dims[..] {
+        [r, c] if trans => (c, r),
+        [r, c] => (r, c),
+        _ => return false,
+    };
+    if data.dtype != DType::F32 || k == 0 || cols == 0 {
+        return false;
+    }
+    let src = data.to_f32_vec();
+    let mut packed = vec![0.0f32; src.len()];
+    pack_gemm_b(&src, k, cols, trans, &mut packed);
+    let Ok(t) = TensorData::from_elements(DType::F32, vec![k, cols], &packed) else {
+        return false;
+    };
+    let bv = g.value_mut(b);
+    bv.shape = vec![k, cols];
+    bv.data = Some(Arc::new(t));
+    g.g[n].op = Op::Gemm(GemmParams {
         trans_b: GEMM_B_PANELS,
         ..p
     });

@@ -1,13 +1,14 @@
-//! The pre-packed order of a GemmW8's constant int8 B (format ≥ 10, [`GEMM_B_PANELS`]): the
-//! order the host GEMM reads its B blocks in, so `run` dequantizes each panel row from
-//! contiguous bytes instead of 16 bytes from each of `kc` rows (a gather the hardware
-//! prefetcher does not follow, on weights that arrive cold from L3 once a run).
+//! The pre-packed order of a constant GEMM B ([`GEMM_B_PANELS`]): a GemmW8's int8 B
+//! (format ≥ 10) and a GemmPacked's f32 B (format ≥ 11). It is the order the host GEMM reads
+//! its B blocks in: `run` dequantizes each int8 panel row from contiguous bytes instead of
+//! 16 bytes from each of `kc` rows (a gather the hardware prefetcher does not follow, on
+//! weights that arrive cold from L3 once a run), and reads f32 panels where they lie.
 //!
 //! op(B) (`k × n`) is cut into K blocks of [`gemm_k_block`]`(k)` rows (the last one
 //! shorter); each block holds its column panels of [`GEMM_B_PANEL`] columns one after
 //! another, a panel row by row (`[kc][16]`), the last `n mod 16` columns as one narrower
 //! panel (`[kc][n mod 16]`). The tensor keeps its shape and byte count: the layout is a
-//! permutation. The block size is part of the format: a runtime that blocked K otherwise
+//! permutation (a transposed f32 B is stored `[K, N]` once packed). The block size is part of the format: a runtime that blocked K otherwise
 //! would need a new version.
 
 /// Columns per panel (the host register tile's column panel: 16 f32 lanes).

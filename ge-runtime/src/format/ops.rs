@@ -48,6 +48,7 @@ macro_rules! op_kinds {
                     OpKind::GemmW8 => 6,
                     OpKind::QConvFused => 7,
                     OpKind::Reorder => 9,
+                    OpKind::GemmPacked => 11,
                     _ => 1,
                 }
             }
@@ -140,6 +141,13 @@ op_kinds! {
     /// register 0 being the conv's result; output as the program's, the conv's 8-bit type
     /// ([`QConvFusedParams`]). New in format version 7.
     QConvFused = 107 => QConvFusedParams,
+    /// A `Gemm` whose constant f32 B is stored in the host GEMM's panel order
+    /// ([`super::pack_gemm_b`], [`GEMM_B_PANELS`] set in `trans_b`, B's dims `[K, N]`): the
+    /// kernel reads B's whole panels where they lie instead of packing B on every run.
+    /// Inputs as Gemm's: A, B, optional C, optional residual R shaped like Y
+    /// ([`GemmParams`]). Its own kind so that a device linking only Gemm links none of it.
+    /// New in format version 11.
+    GemmPacked = 108 => GemmParams,
     /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
     GatherElements = 40 => AxisParams,
     /// Copy of data with updates written at per-element indices along an axis.
@@ -406,7 +414,7 @@ fn applies_silu(op: OpKind, params: &[u8]) -> bool {
             Some(offset_of!(ConvParams, prologue)),
         ),
         OpKind::ConvTranspose => (offset_of!(ConvParams, act), None),
-        OpKind::Gemm | OpKind::GemmW8 => (offset_of!(GemmParams, act), None),
+        OpKind::Gemm | OpKind::GemmW8 | OpKind::GemmPacked => (offset_of!(GemmParams, act), None),
         OpKind::BatchNorm | OpKind::InstanceNorm => (offset_of!(NormParams, act), None),
         OpKind::LayerNorm => (offset_of!(LayerNormParams, act), None),
         OpKind::Fused => return program_applies_silu(params, 0),
@@ -440,12 +448,13 @@ fn program_applies_silu(params: &[u8], at: usize) -> bool {
     })
 }
 
-/// Parameters of `Gemm` (and `GemmW8`).
+/// Parameters of `Gemm` (and `GemmW8`, `GemmPacked`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct GemmParams {
     pub trans_a: u32,
-    /// Bit 0: ONNX's `transB`; [`GEMM_B_PANELS`]: B is pre-packed (GemmW8 only, format ≥ 10).
+    /// Bit 0: ONNX's `transB`; [`GEMM_B_PANELS`]: B is pre-packed (GemmW8, format ≥ 10;
+    /// GemmPacked, format ≥ 11).
     pub trans_b: u32,
     pub alpha: f32,
     pub beta: f32,

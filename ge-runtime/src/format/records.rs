@@ -28,7 +28,8 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 /// - 9: blocked channels: `Reorder` tasks, Conv and pool records whose activations are
 ///   blocked ([`super::ChannelLayout`]) and [`super::WeightLayout::Blocked`] conv weights.
 /// - 10: GemmW8's int8 B pre-packed at compile time ([`super::GEMM_B_PANELS`]).
-pub const FORMAT_VERSION: u32 = 10;
+/// - 11: `GemmPacked` tasks (a Gemm's constant f32 B pre-packed at compile time).
+pub const FORMAT_VERSION: u32 = 11;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;
 /// Most gears one blob may hold (atc's limit).

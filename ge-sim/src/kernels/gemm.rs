@@ -32,7 +32,8 @@ use super::copy::{checked_len, f32_in, f32_out};
 use super::{KernelError, KernelResult, input, output};
 use crate::threads::{Parallel, Serial};
 
-/// K blocks are the format's (`gemm_k_block`): GemmW8's pre-packed B is stored in them.
+/// K blocks are the format's (`gemm_k_block`): pre-packed Bs (GemmW8, GemmPacked) are
+/// stored in them.
 pub(crate) use ge_runtime::format::gemm_k_block as k_block;
 
 const _: () = assert!(
@@ -95,6 +96,49 @@ pub trait PackB: Sync {
     /// of a panel at `p·NR`, columns past `nc` zero. `out` holds
     /// `kc · nc.next_multiple_of(NR)` values.
     fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]);
+
+    /// The same block when it is stored exactly as [`PackB::pack`] would write it (a
+    /// pre-packed constant B), to be read where it lies; `None` to pack it.
+    fn packed(&self, _pc: usize, _kc: usize, _jc: usize, _nc: usize) -> Option<&[f32]> {
+        None
+    }
+}
+
+/// A constant f32 B (`k × n`) stored in [`ge_runtime::format::pack_gemm_b`]'s order (a
+/// GemmPacked's): blocks of whole panels are read in place; a block holding the narrower
+/// last panel (`n mod NR` columns, stored that wide) is copied out zero-padded.
+#[derive(Clone, Copy, Debug)]
+pub struct PanelB<'a> {
+    pub b: &'a [f32],
+    pub k: usize,
+    pub n: usize,
+}
+
+impl PackB for PanelB<'_> {
+    fn pack(&self, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
+        for q in 0..nc.div_ceil(NR) {
+            let j0 = jc + q * NR;
+            let (nr, w) = ((nc - q * NR).min(NR), (self.n - j0).min(NR));
+            let at = gemm_b_index(self.k, self.n, pc, j0);
+            let panel = &mut out[q * kc * NR..(q + 1) * kc * NR];
+            if nr == NR && w == NR {
+                panel.copy_from_slice(&self.b[at..at + kc * NR]);
+                continue;
+            }
+            for (p, dst) in panel.chunks_exact_mut(NR).enumerate() {
+                dst[..nr].copy_from_slice(&self.b[at + p * w..][..nr]);
+                dst[nr..].fill(0.0);
+            }
+        }
+    }
+
+    fn packed(&self, pc: usize, kc: usize, jc: usize, nc: usize) -> Option<&[f32]> {
+        if !nc.is_multiple_of(NR) || jc + nc > self.n {
+            return None;
+        }
+        let at = gemm_b_index(self.k, self.n, pc, jc);
+        self.b.get(at..at + kc * nc)
+    }
 }
 
 /// A row-major matrix as op(B): `B[p][j] = b[p·ld + j]`, or `b[j·ld + p]` when `trans`.
@@ -523,7 +567,14 @@ unsafe fn gemm_block(
         loop {
             let kc = kb.min(k - pc);
             let last = pc + kc >= k;
-            b.pack(pc, kc, jc, nc, &mut bpack[..kc * nc.next_multiple_of(NR)]);
+            let bblk: &[f32] = match b.packed(pc, kc, jc, nc) {
+                Some(blk) => blk,
+                None => {
+                    let len = kc * nc.next_multiple_of(NR);
+                    b.pack(pc, kc, jc, nc, &mut bpack[..len]);
+                    &bpack[..len]
+                }
+            };
             let (bm, bn) = micro::block_dims(isa);
             for ir in (r0..r1).step_by(bm) {
                 let mr = (r1 - ir).min(bm);
@@ -576,7 +627,7 @@ unsafe fn gemm_block(
                         kc,
                         a: ablk,
                         b: micro::BlockB::Packed {
-                            bp: bpack[jr * kc..].as_ptr(),
+                            bp: bblk[jr * kc..].as_ptr(),
                             stride: kc * NR,
                         },
                         c: c.wrapping_add(ir * ldc + jc + jr),
@@ -587,7 +638,7 @@ unsafe fn gemm_block(
                         flat: None,
                     };
                     // SAFETY: per this function's contract and the packing layout (column
-                    // panel `v` of the block at `bpack[(jr + v·NR)·kc..]`).
+                    // panel `v` of the block at `bblk[(jr + v·NR)·kc..]`).
                     unsafe { micro::block(isa, &blk) };
                 }
             }
@@ -802,7 +853,7 @@ pub fn run_gemm(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
-    gemm_task::<false>(p, ins, outs, ws, par)
+    gemm_task::<B_F32>(p, ins, outs, ws, par)
 }
 
 /// GemmW8: the Gemm of f32 A and a weight-only int8/uint8 B (inputs A, B, B's scales — one,
@@ -815,23 +866,43 @@ pub fn run_gemm_w8(
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
-    gemm_task::<true>(p, ins, outs, ws, par)
+    gemm_task::<B_INT8>(p, ins, outs, ws, par)
 }
 
-/// Gemm (`W8`: GemmW8) on the shared checks, C broadcast and residual.
-fn gemm_task<const W8: bool>(
+/// GemmPacked: a Gemm whose constant f32 B the compiler stored in the GEMM's panel order
+/// ([`PanelB`]): read in place, never packed on the run. Its own kind, like GemmW8.
+pub fn run_gemm_packed(
     p: &GemmParams,
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
     ws: &mut [u8],
     par: &dyn Parallel,
 ) -> KernelResult {
+    gemm_task::<B_PANELS>(p, ins, outs, ws, par)
+}
+
+/// A Gemm task's B: f32 as ONNX stores it, …
+const B_F32: u8 = 0;
+/// … int8/uint8 with scales (GemmW8), …
+const B_INT8: u8 = 1;
+/// … or f32 pre-packed (GemmPacked).
+const B_PANELS: u8 = 2;
+
+/// Gemm, GemmW8 and GemmPacked (by `B`) on the shared checks, C broadcast and residual.
+fn gemm_task<const B: u8>(
+    p: &GemmParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    par: &dyn Parallel,
+) -> KernelResult {
+    let w8 = B == B_INT8;
     let at = input(ins, 0, "gemm A")?;
     let bt = input(ins, 1, "gemm B")?;
-    let ct = ins.get(if W8 { 3 } else { 2 }).and_then(|t| t.as_ref());
+    let ct = ins.get(if w8 { 3 } else { 2 }).and_then(|t| t.as_ref());
     let yt = output(outs, 0, "gemm output")?;
     let a = f32_in(at)?;
-    let (b, scales) = if W8 {
+    let (b, scales) = if w8 {
         if !matches!(bt.dtype, DType::I8 | DType::U8) {
             return Err(KernelError::UnsupportedDType("GemmW8's B is int8 or uint8"));
         }
@@ -841,9 +912,10 @@ fn gemm_task<const W8: bool>(
         (f32_in(bt)?, &[][..])
     };
     let (ta, tb, panels) = (p.trans_a != 0, p.b_transposed(), p.b_panels());
-    if panels && (tb || !W8) {
+    if (tb && panels) || ((B == B_PANELS) != panels && !w8) {
         return Err(KernelError::BadParams(
-            "a pre-packed B (GEMM_B_PANELS) is read only by GemmW8, untransposed",
+            "a pre-packed B (GEMM_B_PANELS, untransposed) is read by GemmW8 and GemmPacked \
+             only, and GemmPacked reads no other",
         ));
     }
     let ra = at.shape.rank();
@@ -892,7 +964,7 @@ fn gemm_task<const W8: bool>(
     };
     // Input 3 (GemmW8: 4; compiler-fused): a residual shaped like Y, added before the
     // activation.
-    if let Some(rt) = ins.get(if W8 { 4 } else { 3 }).and_then(|t| t.as_ref()) {
+    if let Some(rt) = ins.get(if w8 { 4 } else { 3 }).and_then(|t| t.as_ref()) {
         let r = f32_in(rt)?;
         if r.len() != y.len() {
             return Err(KernelError::Shape(
@@ -907,7 +979,7 @@ fn gemm_task<const W8: bool>(
         accumulate = true;
     }
     // GemmW8's B: its bytes, dequantized while they are packed.
-    let int8 = if W8 {
+    let int8 = if w8 {
         if scales.len() != 1 && scales.len() != n {
             return Err(KernelError::Shape(
                 "int8 gemm B scales: one, or one per column",
@@ -926,16 +998,25 @@ fn gemm_task<const W8: bool>(
     } else {
         None
     };
-    // Packed, with the activation in the register tile: GemmW8 always; f32 B for several
-    // rows under a tile activation (else sgemm, which takes one row unpacked).
-    let fused = if m > 1 || W8 { tile_act(&p.act) } else { None };
-    let ws_len = if W8 {
+    // GemmPacked's B: its panels, read in place.
+    let panel = PanelB { b, k, n };
+    if B == B_PANELS && b.len() != k * n {
+        return Err(KernelError::Shape("gemm pre-packed B is not K x N"));
+    }
+    // Packed, with the activation in the register tile: GemmW8 and GemmPacked always; f32 B
+    // for several rows under a tile activation (else sgemm, which takes one row unpacked).
+    let fused = if m > 1 || B != B_F32 {
+        tile_act(&p.act)
+    } else {
+        None
+    };
+    let ws_len = if B != B_F32 {
         gemm_packed_ws_len(n, k)
     } else {
         sgemm_ws_len(m, n, k)
     };
     let wsf = ws_f32(ws, ws_len)?;
-    if W8 || fused.is_some() {
+    if B != B_F32 || fused.is_some() {
         check_operand(a.len(), if ta { k } else { m }, if ta { m } else { k }, lda)?;
         let mat = MatB {
             b,
@@ -944,6 +1025,7 @@ fn gemm_task<const W8: bool>(
         };
         let src: &dyn PackB = match &int8 {
             Some(q) => q,
+            None if B == B_PANELS => &panel,
             None => {
                 check_operand(
                     b.len(),
@@ -1213,11 +1295,12 @@ pub const PLAIN_GEMM: GemmParams = GemmParams {
     },
 };
 
-/// Scratch bytes of a GemmW8: it always packs (dequantizing), even for one row.
-pub fn gemm_w8_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
+/// Scratch bytes of a GemmW8 or GemmPacked: they always run packed, even for one row
+/// (GemmPacked uses its slots for a block holding B's narrower last panel only).
+pub fn gemm_kn_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
     let base = gemm_workspace_bytes(in_shapes, out_shapes);
     match in_shapes.get(1) {
-        // B is `[K, N]`: GemmW8 refuses a transposed one.
+        // B is `[K, N]`: GemmW8 and GemmPacked refuse a transposed one.
         Some(Some(b)) if b.rank() == 2 => base.max(gemm_packed_ws_len(b.dim(1), b.dim(0)) * 4),
         _ => base,
     }
@@ -1577,9 +1660,26 @@ mod tests {
             }),
             tref(&[scales.len()], scales),
         ];
+        run_on(run_gemm_w8, p, &ins, y_dims, threads)
+    }
+
+    /// The kernel `run` on `ins` (a GemmW8 or GemmPacked task's) on `threads`: its output.
+    fn run_on(
+        run: fn(
+            &GemmParams,
+            &[Option<TensorRef<'_>>],
+            &mut [TensorMut<'_>],
+            &mut [u8],
+            &dyn Parallel,
+        ) -> KernelResult,
+        p: &GemmParams,
+        ins: &[Option<TensorRef<'_>>],
+        y_dims: &[usize],
+        threads: usize,
+    ) -> Vec<f32> {
         let shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
         let ys = Shape::new(y_dims).unwrap();
-        let mut ws = std::vec![0u8; gemm_w8_workspace_bytes(&shapes, &[ys])];
+        let mut ws = std::vec![0u8; gemm_kn_workspace_bytes(&shapes, &[ys])];
         let mut y = std::vec![0.0f32; ys.numel()];
         let mut outs = [TensorMut {
             dtype: DType::F32,
@@ -1588,7 +1688,7 @@ mod tests {
         }];
         let pool = crate::threads::ThreadPool::shared(threads);
         let par: &dyn Parallel = if threads > 1 { pool } else { &Serial };
-        run_gemm_w8(p, &ins, &mut outs, &mut ws, par).unwrap();
+        run(p, ins, &mut outs, &mut ws, par).unwrap();
         y
     }
 
@@ -1677,6 +1777,99 @@ mod tests {
         ];
         assert!(matches!(
             run_gemm_w8(&pt, &ins, &mut outs, &mut ws, &Serial),
+            Err(KernelError::BadParams(_))
+        ));
+    }
+
+    /// Runs one f32 Gemm task (`packed`: GemmPacked) on `threads`: A `m × k`, B as given, C
+    /// one value per column (beta 1).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_f32_run(
+        packed: bool,
+        p: &GemmParams,
+        (m, n, k): (usize, usize, usize),
+        a: &[f32],
+        (b_dims, b): (&[usize], &[f32]),
+        c: &[f32],
+        threads: usize,
+    ) -> Vec<f32> {
+        let ins = [tref(&[m, k], a), tref(b_dims, b), tref(&[n], c)];
+        let run = if packed { run_gemm_packed } else { run_gemm };
+        run_on(run, p, &ins, &[m, n], threads)
+    }
+
+    /// GemmPacked's B, pre-packed at compile time from either ONNX order (`transB` 0 or 1),
+    /// gives bitwise the Gemm's values when A has several rows (both run the same register
+    /// tiles on the same panels: whole panels read in place, the narrow last one copied), on
+    /// 1 and 2 threads: K blocks, whole and narrow panels, with and without a tile
+    /// activation. One row (the plain Gemm's matrix-vector path sums in another order):
+    /// within 1e-5. GemmPacked refuses a B that is not pre-packed.
+    #[test]
+    fn prepacked_f32_b_gives_the_values_of_onnx_order() {
+        use ge_runtime::format::{GEMM_B_PANELS, pack_gemm_b};
+        let mut seed = 11;
+        let relu = Activation {
+            op: UnaryOp::Relu as u32,
+            ..Activation::default()
+        };
+        for (m, n, k) in [
+            (3, 37, 300),
+            (13, 16, 7),
+            (100, 130, 513),
+            (20, 400, 600),
+            (2, 5, 1),
+            (1, 40, 260),
+        ] {
+            let a = rand_vec(m * k, &mut seed);
+            let b = rand_vec(k * n, &mut seed);
+            let c = rand_vec(n, &mut seed);
+            let mut bt = std::vec![0.0f32; k * n];
+            for p in 0..k {
+                for j in 0..n {
+                    bt[j * k + p] = b[p * n + j];
+                }
+            }
+            let mut packed = std::vec![0.0f32; k * n];
+            pack_gemm_b(&b, k, n, false, &mut packed);
+            for act in [Activation::default(), relu] {
+                let p = GemmParams {
+                    act,
+                    beta: 1.0,
+                    ..PLAIN_GEMM
+                };
+                let pt = GemmParams { trans_b: 1, ..p };
+                let pp = GemmParams {
+                    trans_b: GEMM_B_PANELS,
+                    ..p
+                };
+                let want = gemm_f32_run(false, &p, (m, n, k), &a, (&[k, n], &b), &c, 1);
+                let want_t = gemm_f32_run(false, &pt, (m, n, k), &a, (&[n, k], &bt), &c, 1);
+                for threads in [1, 2] {
+                    let got =
+                        gemm_f32_run(true, &pp, (m, n, k), &a, (&[k, n], &packed), &c, threads);
+                    if m > 1 {
+                        assert_eq!(got, want, "{m}x{n}x{k} {threads} threads");
+                        assert_eq!(got, want_t, "{m}x{n}x{k} from B transposed");
+                    } else {
+                        for (g, w) in got.iter().zip(&want) {
+                            assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{g} vs {w}");
+                        }
+                    }
+                }
+            }
+        }
+        // A B in ONNX order (no GEMM_B_PANELS) is refused.
+        let (a, b) = ([1.0f32; 4], [1.0f32; 4]);
+        let mut y = [0.0f32; 4];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: Shape::new(&[2, 2]).unwrap(),
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
+        let ins = [tref(&[2, 2], &a), tref(&[2, 2], &b)];
+        let mut ws = std::vec![0u8; 1 << 16];
+        assert!(matches!(
+            run_gemm_packed(&PLAIN_GEMM, &ins, &mut outs, &mut ws, &Serial),
             Err(KernelError::BadParams(_))
         ));
     }

@@ -224,6 +224,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::Recurrent => &RECURRENT,
         OpKind::QGemm => &QGEMM,
         OpKind::GemmW8 => &GEMM_W8,
+        OpKind::GemmPacked => &GEMM_PACKED,
         OpKind::QConv => &QCONV,
         OpKind::QConvFused => &QCONV_FUSED,
         OpKind::GatherElements => &GATHER_ELEMENTS,
@@ -445,9 +446,20 @@ const GEMM: Kernel = Kernel {
 const GEMM_W8: Kernel = Kernel {
     kind: OpKind::GemmW8,
     run: |p, ins, outs, ws, par| gemm::run_gemm_w8(&read_params(p)?, ins, outs, ws, par),
-    workspace: |_, ins, outs| gemm::gemm_w8_workspace_bytes(ins, outs),
+    workspace: |_, ins, outs| gemm::gemm_kn_workspace_bytes(ins, outs),
     work: cost::gemm_w8,
     dtypes: DTypes::F32_HALVES,
+    in_place: None,
+    epilogue: EPILOGUE,
+};
+
+const GEMM_PACKED: Kernel = Kernel {
+    kind: OpKind::GemmPacked,
+    run: |p, ins, outs, ws, par| gemm::run_gemm_packed(&read_params(p)?, ins, outs, ws, par),
+    workspace: |_, ins, outs| gemm::gemm_kn_workspace_bytes(ins, outs),
+    work: cost::gemm,
+    // The compiler packs f32 B only (the half kernels read ONNX order).
+    dtypes: DTypes::F32,
     in_place: None,
     epilogue: EPILOGUE,
 };
