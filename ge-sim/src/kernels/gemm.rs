@@ -1663,15 +1663,18 @@ mod tests {
         run_on(run_gemm_w8, p, &ins, y_dims, threads)
     }
 
+    /// A Gemm-kind kernel function.
+    type GemmRun = fn(
+        &GemmParams,
+        &[Option<TensorRef<'_>>],
+        &mut [TensorMut<'_>],
+        &mut [u8],
+        &dyn Parallel,
+    ) -> KernelResult;
+
     /// The kernel `run` on `ins` (a GemmW8 or GemmPacked task's) on `threads`: its output.
     fn run_on(
-        run: fn(
-            &GemmParams,
-            &[Option<TensorRef<'_>>],
-            &mut [TensorMut<'_>],
-            &mut [u8],
-            &dyn Parallel,
-        ) -> KernelResult,
+        run: GemmRun,
         p: &GemmParams,
         ins: &[Option<TensorRef<'_>>],
         y_dims: &[usize],

@@ -1014,6 +1014,18 @@ mod tests {
                 let inputs = std::vec![(std::vec![2, 3], ramp(6)), (std::vec![3, 2], ramp(6))];
                 (bytemuck::bytes_of(&p).to_vec(), inputs, std::vec![2, 2])
             }
+            OpKind::GemmPacked => {
+                // A 3 × 2 B in panel order is row-major (one K block, one narrow panel).
+                let p = GemmParams {
+                    trans_a: 0,
+                    trans_b: ge_runtime::format::GEMM_B_PANELS,
+                    alpha: 1.0,
+                    beta: 0.0,
+                    act,
+                };
+                let inputs = std::vec![(std::vec![2, 3], ramp(6)), (std::vec![3, 2], ramp(6))];
+                (bytemuck::bytes_of(&p).to_vec(), inputs, std::vec![2, 2])
+            }
             OpKind::GemmW8 => {
                 let p = GemmParams {
                     trans_a: 0,

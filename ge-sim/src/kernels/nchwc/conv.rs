@@ -1,7 +1,7 @@
 //! Direct 2-D convolution on blocked channels ([`ChannelLayout`]): no im2col, no packing at
 //! run time. A register tile holds up to 4 output-channel blocks (64 channels, the weight
-//! group's four registers per tap) of up to 6 consecutive output pixels (12 or 8 for a
-//! pointwise conv's group of 2 or 3 blocks; a tile may wrap to the next output row); each
+//! group's four registers per tap) of up to 6 consecutive output pixels (a tile may wrap to
+//! the next output row); each
 //! tap of each input channel is one weight load per block and one broadcast per pixel, the
 //! weights pre-packed by the compiler so that the taps of one input channel are contiguous
 //! ([`blocked_weight_index`]). Taps that fall in the padding read a block of zeros, so
@@ -32,25 +32,12 @@ use crate::kernels::gemm::micro::{TileAct, act_scalar};
 use crate::kernels::isa::{self, Isa};
 use crate::threads::Parallel;
 
-/// Most pixels per tile of the portable path and of a full weight group on AVX-512 (4
-/// blocks × 6 pixels = 24 accumulators of 32 zmm registers).
+/// Most pixels per tile (4 blocks × 6 pixels = 24 accumulators of 32 zmm registers). A
+/// pointwise conv's group of 2–3 blocks once took wider tiles (`24 / blocks` pixels); with
+/// ge-sim in one codegen unit LLVM kept those tiles' accumulators on the stack, storing each
+/// after every FMA (SqueezeNet's squeeze layers 2.4× slower), and 6-pixel tiles now run them
+/// as fast as the wide ones did: SqueezeNet 0.915×, Inception v1 0.981×, yolov8n_320 0.964×.
 pub(super) const PIXELS: usize = 6;
-/// Most pixels of any tile: a pointwise AVX-512 tile of 2 or 3 blocks takes `24 / blocks`
-/// pixels ([`tile_pixels`]).
-pub(super) const MAX_PIXELS: usize = 12;
-
-/// Most pixels of a tile of `fb` blocks on `isa`. A pointwise conv's group of 2–3 blocks
-/// (32–48 output channels) takes wider tiles that keep 24 accumulators busy (SqueezeNet's
-/// squeeze layers 12–17% faster); a k×k conv keeps [`PIXELS`] (a tile wrapping an output
-/// row walks every tap pixel by pixel, which costs more than the width gains), and so does a single
-/// block (24 broadcasts per weight load measured slower than 6).
-fn tile_pixels(geo: &Geometry, fb: usize, isa: Isa) -> usize {
-    if isa == Isa::Avx512 && geo.pointwise() && (2..GROUP_BLOCKS).contains(&fb) {
-        GROUP_BLOCKS * PIXELS / fb
-    } else {
-        PIXELS
-    }
-}
 
 /// Output pixels of one band: 1,024 × 64 channels × 4 B = 256 KB of partial sums, in L2
 /// between chunks. A band reads its weight group's weights once (chunk by chunk, from L2)
@@ -503,7 +490,7 @@ fn split(n: usize, parts: usize, k: usize) -> usize {
 }
 
 /// Band `u` (image, weight group, band): for each chunk of input channels, every tile of
-/// at most [`tile_pixels`] pixels (split as evenly as the band allows: no tile narrow enough
+/// at most [`PIXELS`] pixels (split as evenly as the band allows: no tile narrow enough
 /// to stall on FMA latency), then the band's epilogue unless the tiles applied it.
 ///
 /// # Safety
@@ -521,7 +508,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     let (cb, cibs) = (geo.cb(), geo.cin / geo.cb());
     let chunk = (CHUNK_BYTES / (kh * kw * cb * fb * BLOCK * 4)).clamp(1, cibs.max(1));
     let px_total = q_end - q_start;
-    let tiles = px_total.div_ceil(tile_pixels(geo, fb, isa));
+    let tiles = px_total.div_ceil(PIXELS);
     // A clamp (or no activation) is two instructions: it runs in the tile's registers on
     // the last chunk, not in a second pass over the band (which re-read the band's sums
     // from L2).

@@ -9,15 +9,10 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use super::conv::{BandEnd, Geometry, MAX_PIXELS, PIXELS, Tile, TileTaps};
+use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
 
-/// Most pixels of a tile this build has (the widest `kernel` instance).
-const MAX_PX: usize = MAX_PIXELS;
-
-/// The tile for `fb ≤ 4` blocks × `px` pixels: up to [`PIXELS`] one build per count;
-/// wider tiles (2–3 blocks, `px ≤ 24 / fb`) one build per block count, the pixels past
-/// `px` computed from copies of the last and not stored.
+/// The tile for `fb ≤ 4` blocks × `px ≤` [`PIXELS`] pixels: one build per count.
 ///
 /// # Safety
 /// As `conv::row` for this tile; the CPU has AVX-512 F/BW/VL.
@@ -25,23 +20,21 @@ pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     macro_rules! by_px {
         ($fb:literal) => {
             match px {
-                1 => by_cb::<$fb, 1, true>(geo, t, px),
-                2 => by_cb::<$fb, 2, true>(geo, t, px),
-                3 => by_cb::<$fb, 3, true>(geo, t, px),
-                4 => by_cb::<$fb, 4, true>(geo, t, px),
-                5 => by_cb::<$fb, 5, true>(geo, t, px),
-                _ => by_cb::<$fb, PIXELS, true>(geo, t, px),
+                1 => by_cb::<$fb, 1>(geo, t),
+                2 => by_cb::<$fb, 2>(geo, t),
+                3 => by_cb::<$fb, 3>(geo, t),
+                4 => by_cb::<$fb, 4>(geo, t),
+                5 => by_cb::<$fb, 5>(geo, t),
+                _ => by_cb::<$fb, PIXELS>(geo, t),
             }
         };
     }
     // SAFETY: forwarded contract.
     unsafe {
-        match (fb, px) {
-            (2, 7..) => by_cb::<2, 12, false>(geo, t, px),
-            (3, 7..) => by_cb::<3, 8, false>(geo, t, px),
-            (1, _) => by_px!(1),
-            (2, _) => by_px!(2),
-            (3, _) => by_px!(3),
+        match fb {
+            1 => by_px!(1),
+            2 => by_px!(2),
+            3 => by_px!(3),
             _ => by_px!(4),
         }
     }
@@ -50,46 +43,33 @@ pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
 /// # Safety
 /// As [`tile`].
 #[inline(always)]
-unsafe fn by_cb<const FB: usize, const PX: usize, const EXACT: bool>(
-    geo: &Geometry,
-    t: &Tile,
-    px: usize,
-) {
+unsafe fn by_cb<const FB: usize, const PX: usize>(geo: &Geometry, t: &Tile) {
     // SAFETY: forwarded contract.
     unsafe {
         if geo.cb() == BLOCK {
-            kernel::<FB, PX, BLOCK, EXACT>(geo, t, px);
+            kernel::<FB, PX, BLOCK>(geo, t);
         } else {
-            kernel::<FB, PX, 1, EXACT>(geo, t, px);
+            kernel::<FB, PX, 1>(geo, t);
         }
     }
 }
 
-/// `EXACT`: `px == PX`; otherwise `px < PX` pixels are stored (a constant-length loop with
-/// a test per pixel: a loop of `px` steps kept LLVM from unrolling it, and the accumulators
-/// then lived on the stack).
+/// Every loop over the tile's pixels has the constant length `PX` (a loop of a run-time
+/// length, or one that may end early, kept LLVM from unrolling it, and the accumulators then
+/// lived on the stack).
 ///
 /// # Safety
 /// As [`tile`], with `CB` the geometry's input block.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const EXACT: bool>(
-    geo: &Geometry,
-    t: &Tile,
-    px: usize,
-) {
-    let px = if EXACT { PX } else { px };
+unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile) {
     let width = FB * BLOCK;
-    const { assert!(PX <= MAX_PX) };
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
-    let mut taps = TileTaps::<PX>::new(geo, t, px);
+    let mut taps = TileTaps::<PX>::new(geo, t, PX);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and `CB·width` weights; the tile's outputs are read and written.
     unsafe {
         if t.cibs.0 > 0 {
             for (p, a) in acc.iter_mut().enumerate() {
-                if !EXACT && p >= px {
-                    break;
-                }
                 for (f, v) in a.iter_mut().enumerate() {
                     *v = _mm512_loadu_ps(t.y.add(f * t.plane + p * BLOCK));
                 }
@@ -123,9 +103,6 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const EXACT:
                 }
             });
             for (p, a) in acc.iter_mut().enumerate() {
-                if !EXACT && p >= px {
-                    break;
-                }
                 for (f, v) in a.iter_mut().enumerate() {
                     if !e.bias.is_null() {
                         *v = _mm512_add_ps(*v, bias[f]);
@@ -139,9 +116,6 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize, const EXACT:
             }
         }
         for (p, a) in acc.iter().enumerate() {
-            if !EXACT && p >= px {
-                break;
-            }
             for (f, &v) in a.iter().enumerate() {
                 _mm512_storeu_ps(t.y.add(f * t.plane + p * BLOCK), v);
             }
