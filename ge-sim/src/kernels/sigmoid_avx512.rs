@@ -29,9 +29,12 @@ pub(crate) unsafe fn sigmoid<const N: usize>(x: [__m512; N], times_x: bool) -> [
         let lo = _mm512_set1_ps(EXP_LO);
         let magic = _mm512_set1_ps(MAGIC);
         // a = −|x| (a NaN stays NaN).
+        // The sign bit set by an integer OR: `_mm512_or_ps` is AVX-512DQ, which the callers
+        // do not enable, so it was called out of line (9 calls per activation pass).
         let mut a = x;
+        let sign = _mm512_set1_epi32(i32::MIN);
         for v in &mut a {
-            *v = _mm512_or_ps(*v, _mm512_set1_ps(-0.0));
+            *v = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(*v), sign));
         }
         // n = round(max(a, LO) / ln 2), r = the reduced argument.
         let mut n = a;

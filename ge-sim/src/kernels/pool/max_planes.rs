@@ -31,8 +31,12 @@ pub(super) unsafe fn max_planes(x: &[f32], y: &mut [f32], plane: usize) {
             let mut acc = _mm256_set1_ps(f32::NEG_INFINITY);
             let mut i = 0;
             while i + PLANES <= plane {
-                let mut v: [__m256; PLANES] =
-                    core::array::from_fn(|l| _mm256_loadu_ps(rows[l].as_ptr().add(i)));
+                // Loops, not `array::from_fn` (its closure compiled out of line, without
+                // AVX2).
+                let mut v = [_mm256_setzero_ps(); PLANES];
+                for (vl, row) in v.iter_mut().zip(&rows) {
+                    *vl = _mm256_loadu_ps(row.as_ptr().add(i));
+                }
                 transpose(&mut v);
                 for col in v {
                     acc = Ymm::keep_max(acc, col);
@@ -64,14 +68,15 @@ pub(super) unsafe fn max_planes(x: &[f32], y: &mut [f32], plane: usize) {
 unsafe fn transpose(v: &mut [__m256; PLANES]) {
     // SAFETY: register-only AVX operations.
     unsafe {
-        let t: [__m256; 8] = core::array::from_fn(|i| {
+        let mut t = [_mm256_setzero_ps(); 8];
+        for (i, ti) in t.iter_mut().enumerate() {
             let (a, b) = (v[i / 2 * 2], v[i / 2 * 2 + 1]);
-            if i % 2 == 0 {
+            *ti = if i % 2 == 0 {
                 _mm256_unpacklo_ps(a, b)
             } else {
                 _mm256_unpackhi_ps(a, b)
-            }
-        });
+            };
+        }
         // u[4h + q]: columns q and q + 4 (per 128-bit half) of rows 4h..4h + 4.
         let mut u = [_mm256_setzero_ps(); 8];
         for h in 0..2 {
