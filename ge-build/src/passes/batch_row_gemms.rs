@@ -30,7 +30,7 @@ use crate::tensor::TensorData;
 pub struct BatchRowGemms;
 
 /// What members of one group share.
-#[derive(Hash, PartialEq, Eq)]
+#[derive(Clone, Hash, PartialEq, Eq)]
 struct Key {
     x: ValueId,
     b: ValueId,
@@ -51,20 +51,20 @@ impl Pass for BatchRowGemms {
     fn run(&self, g: &mut Graph, _: &PassContext<'_>) -> Result<bool> {
         // Groups in the order their first member comes (deterministic blobs).
         let mut index: HashMap<Key, usize> = HashMap::new();
-        let mut groups: Vec<Vec<Member>> = Vec::new();
+        let mut groups: Vec<(Key, Vec<Member>)> = Vec::new();
         for n in g.topo_order() {
             let Some((key, row)) = member(g, n) else {
                 continue;
             };
-            let i = *index.entry(key).or_insert_with(|| {
-                groups.push(Vec::new());
+            let i = *index.entry(key.clone()).or_insert_with(|| {
+                groups.push((key, Vec::new()));
                 groups.len() - 1
             });
-            groups[i].push(Member { node: n, row });
+            groups[i].1.push(Member { node: n, row });
         }
         let mut changed = false;
-        for group in groups.into_iter().filter(|m| m.len() >= 2) {
-            batch(g, &group);
+        for (key, members) in groups.iter().filter(|(_, m)| m.len() >= 2) {
+            batch(g, key, members);
             changed = true;
         }
         Ok(changed)
@@ -125,25 +125,18 @@ fn member(g: &Graph, n: NodeIndex) -> Option<(Key, usize)> {
     Some((key, row))
 }
 
-/// Replaces a group by one product over X's rows and a Gather of each member's row.
-fn batch(g: &mut Graph, group: &[Member]) {
+/// Replaces a group (members sharing `key`) by one product over X's rows and a Gather of
+/// each member's row.
+fn batch(g: &mut Graph, key: &Key, group: &[Member]) {
     let first = group[0].node;
     let (name, op_type, opset, op) = {
         let f = &g.g[first];
         (f.name.clone(), f.op_type.clone(), f.opset, f.op)
     };
-    let inputs = g.g[first].inputs.clone();
-    let (Some(Some(a)), Some(Some(b))) = (inputs.first(), inputs.get(1)) else {
-        return;
-    };
-    let gather = g.value(*a).producer;
-    let Some(Some(x)) = gather.and_then(|p| g.g[p].inputs.first().copied()) else {
-        return;
-    };
+    let (x, a_shape) = (key.x, &key.a_shape);
     let y = g.g[first].outputs[0];
-    let (x_shape, a_shape, y_shape, dtype) = (
+    let (x_shape, y_shape, dtype) = (
         g.value(x).shape.clone(),
-        g.value(*a).shape.clone(),
         g.value(y).shape.clone(),
         g.value(y).dtype,
     );
@@ -187,8 +180,8 @@ fn batch(g: &mut Graph, group: &[Member]) {
         flat_a,
         "::flatten_rows",
     );
-    let mut ins = vec![Some(flat_a), Some(*b)];
-    ins.extend(inputs.get(2).copied());
+    let mut ins = vec![Some(flat_a), Some(key.b)];
+    ins.extend(key.c.map(Some));
     let product = new_value(g, format!("{name}::batched"), dtype, vec![m, n_cols]);
     let batched = g.add_node(Node {
         name: format!("{name}::batched"),
@@ -233,9 +226,15 @@ fn gather_axis0() -> Op {
 
 /// An int64 constant.
 fn constant(g: &mut Graph, name: String, dims: Vec<usize>, v: &[i64]) -> ValueId {
-    let data = TensorData::from_elements(DType::I64, dims, v)
-        .unwrap_or_else(|e| unreachable!("index constant: {e}"));
-    g.add_constant(name, data)
+    let bytes = v.iter().flat_map(|i| i.to_le_bytes()).collect();
+    g.add_constant(
+        name,
+        TensorData {
+            dtype: DType::I64,
+            dims,
+            bytes,
+        },
+    )
 }
 
 fn new_value(g: &mut Graph, name: String, dtype: DType, shape: Vec<usize>) -> ValueId {

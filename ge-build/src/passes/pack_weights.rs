@@ -6,15 +6,15 @@
 //! contiguous panel rows instead of 16 bytes from each of `kc` rows).
 //!
 //! It runs last (after the precision pass): every pass before it reads weights in ONNX order.
-//! Same shape and byte count, so planning and the cost model see no change. Skipped for
+//! Same byte count (and shape, but for a transposed Gemm B, stored `[K, N]`), so planning
+//! and the cost model see no change. Skipped for
 //! depthwise convs (one filter per group: the layouts coincide), non-f32 convs (the half
 //! kernels read ONNX order), and weights with another reader. O(V + E + weight bytes).
 //!
 //! A Gemm's (or a MatMul's) constant f32 B, when A has several rows, goes into the same
 //! order and the node into a GemmPacked task, whose kernel reads B's panels where they lie:
 //! `run` no longer packs B (a transposed B was packed by strided gathers on every run). Its
-//! own kind keeps that code out of devices that link only the plain Gemm. A transposed B is
-//! stored `[K, N]` once packed.
+//! own kind keeps that code out of devices that link only the plain Gemm.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -121,15 +121,12 @@ fn pack_gemm_w8(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> bo
     let [k, cols] = data.dims[..] else {
         return false;
     };
-    if !matches!(data.dtype, DType::I8 | DType::U8) || k == 0 {
+    if !matches!(data.dtype, DType::I8 | DType::U8)
+        || k == 0
+        || !store_packed_b(g, b, k, cols, false)
+    {
         return false;
     }
-    let mut packed = vec![0u8; data.bytes.len()];
-    pack_gemm_b(&data.bytes, k, cols, false, &mut packed);
-    let Ok(t) = TensorData::new(data.dtype, data.dims.clone(), packed) else {
-        return false;
-    };
-    g.value_mut(b).data = Some(Arc::new(t));
     g.g[n].op = Op::GemmW8(GemmParams {
         trans_b: GEMM_B_PANELS,
         ..p
@@ -174,22 +171,42 @@ fn pack_gemm_f32(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> b
         [r, c] => (r, c),
         _ => return false,
     };
-    if data.dtype != DType::F32 || k == 0 || cols == 0 {
+    if data.dtype != DType::F32 || k == 0 || cols == 0 || !store_packed_b(g, b, k, cols, trans) {
         return false;
     }
-    let src = data.to_f32_vec();
-    let mut packed = vec![0.0f32; src.len()];
-    pack_gemm_b(&src, k, cols, trans, &mut packed);
-    let Ok(t) = TensorData::from_elements(DType::F32, vec![k, cols], &packed) else {
+    g.g[n].op = Op::Gemm(GemmParams {
+        trans_b: GEMM_B_PANELS,
+        ..p
+    });
+    true
+}
+
+/// Stores constant `b` — op(B) `k × cols`, `[cols, k]` in the file when `trans` — in
+/// [`pack_gemm_b`]'s order with dims `[k, cols]`, element bytes moved as they are (int8 or
+/// f32). Returns whether it did.
+fn store_packed_b(g: &mut Graph, b: ValueId, k: usize, cols: usize, trans: bool) -> bool {
+    let Some(data) = g.constant(b) else {
+        return false;
+    };
+    if data.numel() != k * cols {
+        return false;
+    }
+    let mut packed = vec![0u8; data.bytes.len()];
+    match data.dtype.size() {
+        1 => pack_gemm_b(&data.bytes, k, cols, trans, &mut packed),
+        4 => {
+            let (src, _) = data.bytes.as_chunks::<4>();
+            let (dst, _) = packed.as_chunks_mut::<4>();
+            pack_gemm_b(src, k, cols, trans, dst);
+        }
+        _ => return false,
+    }
+    let Ok(t) = TensorData::new(data.dtype, vec![k, cols], packed) else {
         return false;
     };
     let bv = g.value_mut(b);
     bv.shape = vec![k, cols];
     bv.data = Some(Arc::new(t));
-    g.g[n].op = Op::Gemm(GemmParams {
-        trans_b: GEMM_B_PANELS,
-        ..p
-    });
     true
 }
 

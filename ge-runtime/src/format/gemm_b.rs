@@ -7,9 +7,9 @@
 //! op(B) (`k × n`) is cut into K blocks of [`gemm_k_block`]`(k)` rows (the last one
 //! shorter); each block holds its column panels of [`GEMM_B_PANEL`] columns one after
 //! another, a panel row by row (`[kc][16]`), the last `n mod 16` columns as one narrower
-//! panel (`[kc][n mod 16]`). The tensor keeps its shape and byte count: the layout is a
-//! permutation (a transposed f32 B is stored `[K, N]` once packed). The block size is part of the format: a runtime that blocked K otherwise
-//! would need a new version.
+//! panel (`[kc][n mod 16]`). The tensor keeps its byte count (and its shape, but for a
+//! transposed f32 B, stored `[K, N]` once packed): the layout is a permutation. The block
+//! size is part of the format: a runtime that blocked K otherwise would need a new version.
 
 /// Columns per panel (the host register tile's column panel: 16 f32 lanes).
 pub const GEMM_B_PANEL: usize = 16;

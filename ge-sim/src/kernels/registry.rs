@@ -1003,22 +1003,15 @@ mod tests {
         match kind {
             OpKind::Conv => conv(false),
             OpKind::ConvTranspose => conv(true),
-            OpKind::Gemm => {
-                let p = GemmParams {
-                    trans_a: 0,
-                    trans_b: 0,
-                    alpha: 1.0,
-                    beta: 0.0,
-                    act,
-                };
-                let inputs = std::vec![(std::vec![2, 3], ramp(6)), (std::vec![3, 2], ramp(6))];
-                (bytemuck::bytes_of(&p).to_vec(), inputs, std::vec![2, 2])
-            }
-            OpKind::GemmPacked => {
+            OpKind::Gemm | OpKind::GemmPacked => {
                 // A 3 × 2 B in panel order is row-major (one K block, one narrow panel).
                 let p = GemmParams {
                     trans_a: 0,
-                    trans_b: ge_runtime::format::GEMM_B_PANELS,
+                    trans_b: if kind == OpKind::GemmPacked {
+                        ge_runtime::format::GEMM_B_PANELS
+                    } else {
+                        0
+                    },
                     alpha: 1.0,
                     beta: 0.0,
                     act,
