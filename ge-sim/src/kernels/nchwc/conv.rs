@@ -12,7 +12,7 @@
 //! L1 ([`CHUNK_BYTES`]): every tile of the band accumulates one chunk (partial sums parked
 //! in the output, which stays in L2) before the next chunk's weights are read, so each
 //! weight comes from L2 once per band instead of once per tile; the next chunk's weights are
-//! prefetched to L2 while the tiles of this one run. Bias, residual and a clamp
+//! prefetched to L2 while the tiles of this one run, each tile a slice spread over its taps. Bias, residual and a clamp
 //! (ReLU, ReLU6) are applied in the SIMD tiles' registers after the last chunk; other
 //! activations, and the other paths, run them over the band afterwards.
 //!
@@ -161,6 +161,9 @@ pub(super) struct Tile {
     pub plane: usize,
     /// The tile's first pixel, `oh·OW + ow`.
     pub q0: usize,
+    /// A slice of the next chunk's weights, `(first, floats)`, that the tile prefetches to
+    /// L2 spread over its taps (`prefetch::Spread`; the portable tile ignores it).
+    pub ahead: (*const f32, usize),
     /// The band epilogue of this tile, applied in registers before the store (the last
     /// chunk of a conv whose activation is a clamp or none), or `None`.
     pub end: Option<TileEnd>,
@@ -523,21 +526,20 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     while c0 < cibs {
         let c1 = (c0 + chunk).min(cibs);
         // The weights after this chunk's (the next chunk, or the next group's first),
-        // prefetched to L2 a slice per tile: a chunk read cold from L3 or memory stalled
+        // prefetched to L2 a slice per tile (spread over the tile's taps): a chunk read cold from L3 or memory stalled
         // the chunk's first tile (ResNet-50 reads 102 MB of weights once a run: ~10% of
         // its time).
         let next = co0 * geo.cin * kh * kw + c1 * step;
         let ahead = (chunk * step).min(ops.w.len().saturating_sub(next));
         let per_tile = ahead.div_ceil(tiles).next_multiple_of(16);
         for t in 0..tiles {
-            #[cfg(target_arch = "x86_64")]
-            {
-                let from = (t * per_tile).min(ahead);
-                let at = ops.w.as_ptr().wrapping_add(next + from);
-                crate::kernels::prefetch::l2(at, per_tile.min(ahead - from));
-            }
+            let from = (t * per_tile).min(ahead);
             let (p0, p1) = (split(px_total, tiles, t), split(px_total, tiles, t + 1));
             let tile = Tile {
+                ahead: (
+                    ops.w.as_ptr().wrapping_add(next + from),
+                    per_tile.min(ahead - from),
+                ),
                 x,
                 w,
                 cibs: (c0, c1),

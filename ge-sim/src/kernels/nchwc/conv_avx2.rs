@@ -13,6 +13,7 @@ use ge_runtime::format::BLOCK;
 
 use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
 use crate::kernels::gemm::avx2::{act, acts};
+use crate::kernels::prefetch::Spread;
 
 /// Lanes of one ymm register: a block is two.
 const HALF: usize = BLOCK / 2;
@@ -23,9 +24,13 @@ const HALF: usize = BLOCK / 2;
 /// # Safety
 /// As `conv::dispatch` for this tile; the CPU has AVX2 and FMA.
 pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
+    // Each block's pass prefetches its share of the tile's slice of the next chunk.
+    let share = t.ahead.1.div_ceil(fb).next_multiple_of(16);
     for f in 0..fb {
+        let from = (f * share).min(t.ahead.1);
         let block = Tile {
             w: t.w.wrapping_add(f * BLOCK),
+            ahead: (t.ahead.0.wrapping_add(from), share.min(t.ahead.1 - from)),
             y: t.y.wrapping_add(f * t.plane),
             end: t.end.map(|e| TileEnd {
                 bias: if e.bias.is_null() {
@@ -80,6 +85,8 @@ unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb:
     const { assert!(PX <= PIXELS) };
     let mut acc = [[_mm256_setzero_ps(); 2]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, PX);
+    let steps = (t.cibs.1 - t.cibs.0) * geo.kernel[0] * geo.kernel[1];
+    let mut ahead = Spread::new(t.ahead.0, t.ahead.1, steps);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and the block's 16 of each channel's `width` weights; the tile's
     // outputs are read and written.
@@ -97,6 +104,7 @@ unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb:
             width,
             #[inline(always)]
             |pix, wp| {
+                ahead.step();
                 for c in 0..CB {
                     let w0 = _mm256_loadu_ps(wp.add(c * width));
                     let w1 = _mm256_loadu_ps(wp.add(c * width + HALF));
@@ -108,6 +116,7 @@ unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb:
                 }
             },
         );
+        ahead.finish();
         if let Some(e) = t.end {
             let clamp = e.clamp();
             for (p, a) in acc.iter_mut().enumerate() {

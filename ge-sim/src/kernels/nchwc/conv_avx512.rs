@@ -11,6 +11,7 @@ use ge_runtime::format::BLOCK;
 
 use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
+use crate::kernels::prefetch::Spread;
 
 /// The tile for `fb ≤ 4` blocks × `px ≤` [`PIXELS`] pixels: one build per count.
 ///
@@ -65,6 +66,8 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geomet
     let width = FB * BLOCK;
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, PX);
+    let steps = (t.cibs.1 - t.cibs.0) * geo.kernel[0] * geo.kernel[1];
+    let mut ahead = Spread::new(t.ahead.0, t.ahead.1, steps);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and `CB·width` weights; the tile's outputs are read and written.
     unsafe {
@@ -81,6 +84,7 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geomet
             width,
             #[inline(always)]
             |pix, wp| {
+                ahead.step();
                 for c in 0..CB {
                     let wv: [__m512; FB] =
                         core::array::from_fn(|f| _mm512_loadu_ps(wp.add(c * width + f * BLOCK)));
@@ -93,6 +97,7 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geomet
                 }
             },
         );
+        ahead.finish();
         if let Some(e) = t.end {
             let clamp = e.clamp();
             let bias: [__m512; FB] = core::array::from_fn(|f| {
