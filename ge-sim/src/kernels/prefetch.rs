@@ -29,13 +29,22 @@ pub(crate) struct Spread {
 }
 
 impl Spread {
-    /// `len` floats from `at` over `steps` calls of [`Self::step`].
+    /// `len` floats from `at` over `steps` calls of [`Self::step`]; all at once when `steps`
+    /// is 0 (a loop whose steps are too short to test for a prefetch each).
     #[inline(always)]
     pub(crate) fn new(at: *const f32, len: usize, steps: usize) -> Self {
+        if steps == 0 {
+            l2(at, len);
+            return Spread {
+                at,
+                end: at,
+                per_step: 0,
+            };
+        }
         Spread {
             at,
             end: at.wrapping_add(len),
-            per_step: len.div_ceil(LINE).div_ceil(steps.max(1)) * LINE,
+            per_step: len.div_ceil(LINE).div_ceil(steps) * LINE,
         }
     }
 
