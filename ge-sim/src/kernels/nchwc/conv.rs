@@ -256,10 +256,17 @@ impl<'a, const N: usize> TileTaps<'a, N> {
     pub(super) fn new(geo: &'a Geometry, t: &Tile, px: usize) -> Self {
         let mut oh = [0; N];
         let mut ow = [0; N];
+        // One division per tile, then a step per pixel.
+        let (mut h, mut w) = (t.q0 / geo.ow, t.q0 % geo.ow);
         for p in 0..N {
+            (oh[p], ow[p]) = (h, w);
             // Pixels past `px` repeat the last (read, never stored).
-            let q = t.q0 + p.min(px - 1);
-            (oh[p], ow[p]) = (q / geo.ow, q % geo.ow);
+            if p + 1 < px {
+                w += 1;
+                if w == geo.ow {
+                    (h, w) = (h + 1, 0);
+                }
+            }
         }
         let pointwise = geo.pointwise();
         TileTaps {
