@@ -25,7 +25,11 @@ test_data_set_0 (same shapes; the kernels' speed does not depend on the values).
 
 Prints a Markdown table: per model the milliseconds, the ratios ge / onnxruntime at each
 thread count (below 1.0 = ge faster), tract / onnxruntime, ge's speed-up from 1 to the
-largest thread count, and a geometric-mean row.
+largest thread count, and a geometric-mean row. Above it, per model of real size: its
+Conv/Gemm/MatMul GFLOP per run and ge's single-thread GFLOP/s as a share of the measured
+multiply-add peak (`ge bench --peak`), and the same for its Conv tasks alone (`ge run
+--profile`, each task's fastest of 2 × `--iters` runs: the convolutions without the pooling,
+classifier and run overhead between them).
 """
 from __future__ import annotations
 
@@ -101,10 +105,10 @@ def default_models() -> list[str]:
     return LIGHT + trans
 
 
-def model_flops(case: str) -> float | None:
-    """Multiply-add flops (2 per MAC) of the model's Conv, Gemm and MatMul nodes, with its
-    input shapes fixed from the case's first test input (onnx shape inference); None when
-    shapes stay unknown."""
+def model_flops(case: str, ops: tuple[str, ...] = ("Conv", "Gemm", "MatMul")) -> float | None:
+    """Multiply-add flops (2 per MAC) of the model's nodes of `ops` (of Conv, Gemm, MatMul),
+    with its input shapes fixed from the case's first test input (onnx shape inference);
+    None when shapes stay unknown."""
     import onnx
     from onnx import numpy_helper
     try:
@@ -138,6 +142,8 @@ def model_flops(case: str) -> float | None:
             if n.op_type in ("Conv", "Gemm", "MatMul"):
                 return None
             continue
+        if n.op_type not in ops:
+            continue
         if n.op_type == "Conv":
             w = shape.get(n.input[1])
             if not w or None in w:
@@ -150,6 +156,32 @@ def model_flops(case: str) -> float | None:
             trans_a = any(at.name == "transA" and at.i for at in n.attribute)
             total += math.prod(out) * (a[0] if trans_a and n.op_type == "Gemm" else a[-1])
     return 2.0 * total
+
+
+def conv_task_ms(om: str, case: str, repeat: int) -> float | None:
+    """Milliseconds ge's Conv tasks take in one single-thread run (each task's fastest of
+    `repeat` runs, from `ge run --profile` on the case's first test inputs): the time of the
+    convolutions alone, bias, residual and activation fused into them included. None when
+    the inputs are missing or the model has no Conv task."""
+    import onnx
+    m = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    names = [i.name for i in m.graph.input if i.name not in inits]
+    tdir = os.path.join(case, "test_data_set_0")
+    args = []
+    for k, name in enumerate(names):
+        pb = os.path.join(tdir, f"input_{k}.pb")
+        if not os.path.exists(pb):
+            return None
+        args += ["--input", f"{name}={pb}"]
+    with tempfile.TemporaryDirectory() as out:
+        text = subprocess.run([GE, "run", om, "--profile", "--repeat", str(repeat), "--output-dir", out] + args,
+                              check=True, capture_output=True, text=True,
+                              env=dict(os.environ, GE_THREADS="1")).stdout
+    # Task rows: index, op, name, ..., host_us last.
+    rows = [line.split() for line in text.splitlines()]
+    us = [float(r[-1]) for r in rows if len(r) > 8 and r[0].isdigit() and r[1] == "Conv"]
+    return sum(us) / 1e3 if us else None
 
 
 def geomean(xs: list[float]) -> float:
@@ -250,9 +282,12 @@ def main() -> int:
                     except subprocess.CalledProcessError as e:
                         print(f"bench: tract failed on {name}: {e.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
                         break
+            conv_gflop = (model_flops(case, ("Conv",)) or 0.0) / 1e9
             row = {
                 "model": name,
                 "gflop": (model_flops(case) or 0.0) / 1e9,
+                "conv_gflop": conv_gflop,
+                "conv_ms": conv_task_ms(om, case, 2 * args.iters) if conv_gflop and not is_micro(name) else None,
                 "ge_ms": {t: statistics.median(v) for t, v in ge.items()},
                 "ort_ms": {t: statistics.median(v) for t, v in ort.items()},
                 "tract_ms": statistics.median(tr) if tr else None,
@@ -270,6 +305,10 @@ def main() -> int:
             print(f"  {r['model']}: {r['gflop']:.2f} GFLOP (Conv/Gemm/MatMul) per run, ge {t1}t {rate:.1f} GFLOP/s"
                   + (f" = {100 * rate / peak:.0f}% of peak" if peak and t1 == 1 else "")
                   + f"; onnxruntime {r['gflop'] / (r['ort_ms'][t1] / 1e3):.1f} GFLOP/s")
+            if r.get("conv_ms") and peak:
+                conv = r["conv_gflop"] / (r["conv_ms"] / 1e3)
+                print(f"    its Conv tasks: {r['conv_gflop']:.2f} GFLOP in {r['conv_ms']:.2f} ms (1 thread, each task's"
+                      f" fastest of {2 * args.iters} runs) = {conv:.1f} GFLOP/s = {100 * conv / peak:.0f}% of peak")
     # Micro transformer blocks run in microseconds: their own table, outside the geomean.
     micro = [r for r in results if is_micro(r["model"])]
     full = [r for r in results if not is_micro(r["model"])]
