@@ -126,7 +126,11 @@ def model_flops(case: str, ops: tuple[str, ...] = ("Conv", "Gemm", "MatMul")) ->
                 for d, v in zip(dims, numpy_helper.to_array(t).shape):
                     d.ClearField("dim_param")
                     d.dim_value = v
-        m = onnx.shape_inference.infer_shapes(m)
+        # The file's own value_info keeps its symbolic dims (inference does not overwrite
+        # them), and Reshape targets computed from Shape need data propagation: without
+        # both, no real model's Conv/MatMul shapes resolved.
+        del m.graph.value_info[:]
+        m = onnx.shape_inference.infer_shapes(m, data_prop=True)
     except Exception:
         return None
     shape = {}
