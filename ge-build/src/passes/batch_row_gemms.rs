@@ -21,10 +21,10 @@ use std::collections::HashMap;
 use ge_runtime::format::{AxisParams, DType};
 use petgraph::stable_graph::NodeIndex;
 
+use super::pattern::i64_tensor;
 use super::{Pass, PassContext};
 use crate::error::Result;
 use crate::ir::{Graph, Node, Op, Value, ValueId};
-use crate::tensor::TensorData;
 
 /// Row-wise Gemms on one constant B → one Gemm.
 pub struct BatchRowGemms;
@@ -155,7 +155,7 @@ fn batch(g: &mut Graph, key: &Key, group: &[Member]) {
         x
     } else {
         let idx: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
-        let idx = constant(g, format!("{name}::rows"), vec![rows.len()], &idx);
+        let idx = g.add_constant(format!("{name}::rows"), i64_tensor(vec![rows.len()], &idx));
         let v = new_value(g, format!("{name}::rows_of_x"), g.value(x).dtype, row_shape);
         add(
             g,
@@ -212,7 +212,10 @@ fn batch(g: &mut Graph, key: &Key, group: &[Member]) {
             continue;
         };
         let member_name = g.g[mb.node].name.clone();
-        let idx = constant(g, format!("{member_name}::row"), vec![], &[pos as i64]);
+        let idx = g.add_constant(
+            format!("{member_name}::row"),
+            i64_tensor(vec![], &[pos as i64]),
+        );
         let node = &mut g.g[mb.node];
         node.op = gather_axis0();
         node.op_type = "Gather".into();
@@ -222,19 +225,6 @@ fn batch(g: &mut Graph, key: &Key, group: &[Member]) {
 
 fn gather_axis0() -> Op {
     Op::Gather(AxisParams { axis: 0 })
-}
-
-/// An int64 constant.
-fn constant(g: &mut Graph, name: String, dims: Vec<usize>, v: &[i64]) -> ValueId {
-    let bytes = v.iter().flat_map(|i| i.to_le_bytes()).collect();
-    g.add_constant(
-        name,
-        TensorData {
-            dtype: DType::I64,
-            dims,
-            bytes,
-        },
-    )
 }
 
 fn new_value(g: &mut Graph, name: String, dtype: DType, shape: Vec<usize>) -> ValueId {

@@ -29,6 +29,15 @@ pub fn f32_tensor(dims: Vec<usize>, v: &[f32]) -> crate::tensor::TensorData {
     }
 }
 
+/// An int64 constant tensor (indices a rewrite adds).
+pub fn i64_tensor(dims: Vec<usize>, v: &[i64]) -> crate::tensor::TensorData {
+    crate::tensor::TensorData {
+        dtype: ge_runtime::format::DType::I64,
+        dims,
+        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
+
 /// Approximate equality for recognized constants (exporters round them).
 pub fn near(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-4 * b.abs().max(1.0)
