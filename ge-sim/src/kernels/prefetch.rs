@@ -21,7 +21,7 @@ pub(crate) fn l2(p: *const f32, len: usize) {
 /// A prefetch to L2 spread over the steps of a loop: `len` floats from `at`, a slice of
 /// lines per step. A tile that prefetched its share of the next chunk in one burst at its
 /// start (64 lines for a 7 × 7 plane's 9 tiles) stalled there while the burst held every L1
-/// fill buffer: spread over its taps, ResNet-50's stage 5 ran 18% faster.
+/// fill buffer: spread over its taps, ResNet-50's stage 5 took 9.0 ms instead of 10.9.
 pub(crate) struct Spread {
     at: *const f32,
     end: *const f32,

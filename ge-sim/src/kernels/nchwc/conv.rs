@@ -12,9 +12,10 @@
 //! L1 ([`CHUNK_BYTES`]): every tile of the band accumulates one chunk (partial sums parked
 //! in the output, which stays in L2) before the next chunk's weights are read, so each
 //! weight comes from L2 once per band instead of once per tile; the next chunk's weights are
-//! prefetched to L2 while the tiles of this one run, each tile a slice spread over its taps. Bias, residual and a clamp
-//! (ReLU, ReLU6) are applied in the SIMD tiles' registers after the last chunk; other
-//! activations, and the other paths, run them over the band afterwards.
+//! prefetched to L2 while the tiles of this one run, each tile a slice spread over its
+//! taps. Bias, residual and a clamp (ReLU, ReLU6) are applied in the SIMD tiles' registers
+//! after the last chunk; other activations, and the other paths, run them over the band
+//! afterwards.
 //!
 //! Values: each output is `Σ x·w` over (input channel block, kernel row, kernel column,
 //! channel in block) in that order, one multiply-add each (FMA on AVX-512 and AVX2, which
@@ -167,6 +168,25 @@ pub(super) struct Tile {
     /// The band epilogue of this tile, applied in registers before the store (the last
     /// chunk of a conv whose activation is a clamp or none), or `None`.
     pub end: Option<TileEnd>,
+}
+
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+impl Tile {
+    /// The prefetch of [`Tile::ahead`] for a SIMD tile walking `CB`-channel tap steps: a
+    /// slice per step on blocked input; all at once on a plain input, whose step is one
+    /// channel of one tap (testing for a prefetch each step cost the stem 18%).
+    #[inline(always)]
+    pub(super) fn spread<const CB: usize>(
+        &self,
+        geo: &Geometry,
+    ) -> crate::kernels::prefetch::Spread {
+        let steps = if CB == BLOCK {
+            (self.cibs.1 - self.cibs.0) * geo.kernel[0] * geo.kernel[1]
+        } else {
+            0
+        };
+        crate::kernels::prefetch::Spread::new(self.ahead.0, self.ahead.1, steps)
+    }
 }
 
 /// What [`Tile::end`] adds: `act(sum + bias + residual)` in [`finish`]'s order, so the
@@ -533,9 +553,9 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     while c0 < cibs {
         let c1 = (c0 + chunk).min(cibs);
         // The weights after this chunk's (the next chunk, or the next group's first),
-        // prefetched to L2 a slice per tile (spread over the tile's taps): a chunk read cold from L3 or memory stalled
-        // the chunk's first tile (ResNet-50 reads 102 MB of weights once a run: ~10% of
-        // its time).
+        // prefetched to L2 a slice per tile (spread over the tile's taps): a chunk read
+        // cold from L3 or memory stalled the chunk's first tile (ResNet-50 reads 102 MB of
+        // weights once a run: ~10% of its time).
         let next = co0 * geo.cin * kh * kw + c1 * step;
         let ahead = (chunk * step).min(ops.w.len().saturating_sub(next));
         let per_tile = ahead.div_ceil(tiles).next_multiple_of(16);

@@ -13,7 +13,6 @@ use ge_runtime::format::BLOCK;
 
 use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
 use crate::kernels::gemm::avx2::{act, acts};
-use crate::kernels::prefetch::Spread;
 
 /// Lanes of one ymm register: a block is two.
 const HALF: usize = BLOCK / 2;
@@ -85,14 +84,7 @@ unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb:
     const { assert!(PX <= PIXELS) };
     let mut acc = [[_mm256_setzero_ps(); 2]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, PX);
-    // A plain input's step is one channel of one tap: testing for a prefetch each step cost
-    // the stem 18%, so its tiles prefetch their slice at once.
-    let steps = if CB == BLOCK {
-        (t.cibs.1 - t.cibs.0) * geo.kernel[0] * geo.kernel[1]
-    } else {
-        0
-    };
-    let mut ahead = Spread::new(t.ahead.0, t.ahead.1, steps);
+    let mut ahead = t.spread::<CB>(geo);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and the block's 16 of each channel's `width` weights; the tile's
     // outputs are read and written.
@@ -110,6 +102,7 @@ unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb:
             width,
             #[inline(always)]
             |pix, wp| {
+                // A constant test: a plain input's tile prefetched its slice at once.
                 if CB == BLOCK {
                     ahead.step();
                 }

@@ -11,7 +11,6 @@ use ge_runtime::format::BLOCK;
 
 use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
-use crate::kernels::prefetch::Spread;
 
 /// The tile for `fb ≤ 4` blocks × `px ≤` [`PIXELS`] pixels: one build per count.
 ///
@@ -66,14 +65,7 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geomet
     let width = FB * BLOCK;
     let mut acc = [[_mm512_setzero_ps(); FB]; PX];
     let mut taps = TileTaps::<PX>::new(geo, t, PX);
-    // A plain input's step is one channel of one tap: testing for a prefetch each step cost
-    // the stem 18%, so its tiles prefetch their slice at once.
-    let steps = if CB == BLOCK {
-        (t.cibs.1 - t.cibs.0) * geo.kernel[0] * geo.kernel[1]
-    } else {
-        0
-    };
-    let mut ahead = Spread::new(t.ahead.0, t.ahead.1, steps);
+    let mut ahead = t.spread::<CB>(geo);
     // SAFETY: (whole body) per the contract: each step reads `CB` channels of `PX` pixels
     // (or of ZEROS) and `CB·width` weights; the tile's outputs are read and written.
     unsafe {
@@ -90,6 +82,7 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geomet
             width,
             #[inline(always)]
             |pix, wp| {
+                // A constant test: a plain input's tile prefetched its slice at once.
                 if CB == BLOCK {
                     ahead.step();
                 }
