@@ -105,17 +105,22 @@ def default_models() -> list[str]:
     return LIGHT + trans
 
 
-def model_flops(case: str, ops: tuple[str, ...] = ("Conv", "Gemm", "MatMul")) -> float | None:
-    """Multiply-add flops (2 per MAC) of the model's nodes of `ops` (of Conv, Gemm, MatMul),
-    with its input shapes fixed from the case's first test input (onnx shape inference);
-    None when shapes stay unknown."""
+def model_facts(case: str) -> tuple[dict[str, float] | None, list[str]]:
+    """The model's multiply-add flops (2 per MAC) per op type of Conv, Gemm and MatMul, with
+    its input shapes fixed from the case's first test input (onnx shape inference; None when
+    shapes stay unknown), and its input names (initializers left out). One load and one
+    inference serve both: VGG-19's file is 548 MB."""
     import onnx
     from onnx import numpy_helper
     try:
         m = onnx.load(os.path.join(case, "model.onnx"))
-        tdir = os.path.join(case, "test_data_set_0")
-        inits = {i.name for i in m.graph.initializer}
-        ins = [i for i in m.graph.input if i.name not in inits]
+    except Exception:
+        return None, []
+    tdir = os.path.join(case, "test_data_set_0")
+    inits = {i.name for i in m.graph.initializer}
+    ins = [i for i in m.graph.input if i.name not in inits]
+    names = [i.name for i in ins]
+    try:
         for k, i in enumerate(ins):
             pb = os.path.join(tdir, f"input_{k}.pb")
             if os.path.exists(pb):
@@ -132,45 +137,43 @@ def model_flops(case: str, ops: tuple[str, ...] = ("Conv", "Gemm", "MatMul")) ->
         del m.graph.value_info[:]
         m = onnx.shape_inference.infer_shapes(m, data_prop=True)
     except Exception:
-        return None
+        return None, names
     shape = {}
     for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
         dims = [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
         shape[v.name] = dims
     for t in m.graph.initializer:
         shape[t.name] = list(t.dims)
-    total = 0
+    flops: dict[str, float] = {}
     for n in m.graph.node:
         out = shape.get(n.output[0]) if n.output else None
         if not out or None in out:
             if n.op_type in ("Conv", "Gemm", "MatMul"):
-                return None
-            continue
-        if n.op_type not in ops:
+                return None, names
             continue
         if n.op_type == "Conv":
             w = shape.get(n.input[1])
             if not w or None in w:
-                return None
-            total += math.prod(out) * math.prod(w[1:])
+                return None, names
+            macs = math.prod(out) * math.prod(w[1:])
         elif n.op_type in ("Gemm", "MatMul"):
             a = shape.get(n.input[0])
             if not a or None in a:
-                return None
+                return None, names
             trans_a = any(at.name == "transA" and at.i for at in n.attribute)
-            total += math.prod(out) * (a[0] if trans_a and n.op_type == "Gemm" else a[-1])
-    return 2.0 * total
+            macs = math.prod(out) * (a[0] if trans_a and n.op_type == "Gemm" else a[-1])
+        else:
+            continue
+        flops[n.op_type] = flops.get(n.op_type, 0.0) + 2.0 * macs
+    return flops, names
 
 
-def conv_task_ms(om: str, case: str, repeat: int) -> float | None:
+def conv_task_ms(om: str, case: str, names: list[str], repeat: int) -> float | None:
     """Milliseconds ge's Conv tasks take in one single-thread run (each task's fastest of
-    `repeat` runs, from `ge run --profile` on the case's first test inputs): the time of the
-    convolutions alone, bias, residual and activation fused into them included. None when
-    the inputs are missing or the model has no Conv task."""
-    import onnx
-    m = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    names = [i.name for i in m.graph.input if i.name not in inits]
+    `repeat` runs, from `ge run --profile` on the case's first test inputs, fed to the
+    model's inputs `names`): the time of the convolutions alone, bias, residual and
+    activation fused into them included. None when the inputs are missing or the model has
+    no Conv task."""
     tdir = os.path.join(case, "test_data_set_0")
     args = []
     for k, name in enumerate(names):
@@ -286,12 +289,13 @@ def main() -> int:
                     except subprocess.CalledProcessError as e:
                         print(f"bench: tract failed on {name}: {e.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
                         break
-            conv_gflop = (model_flops(case, ("Conv",)) or 0.0) / 1e9
+            flops, inputs = model_facts(case)
+            conv_gflop = (flops or {}).get("Conv", 0.0) / 1e9
             row = {
                 "model": name,
-                "gflop": (model_flops(case) or 0.0) / 1e9,
+                "gflop": sum((flops or {}).values()) / 1e9,
                 "conv_gflop": conv_gflop,
-                "conv_ms": conv_task_ms(om, case, 2 * args.iters) if conv_gflop and not is_micro(name) else None,
+                "conv_ms": conv_task_ms(om, case, inputs, 2 * args.iters) if conv_gflop and not is_micro(name) else None,
                 "ge_ms": {t: statistics.median(v) for t, v in ge.items()},
                 "ort_ms": {t: statistics.median(v) for t, v in ort.items()},
                 "tract_ms": statistics.median(tr) if tr else None,
