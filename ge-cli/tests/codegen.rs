@@ -7,9 +7,9 @@
 //!   AVX-512DQ, or a load inside an `array::from_fn` closure compiled without the caller's
 //!   target features) costs a call and a trip through memory per use.
 //! - No register tile keeps its accumulators on the stack: in the blocked conv tiles and the
-//!   GEMM blocks (AVX-512 and AVX2), an FMA whose result is stored straight to the stack means LLVM gave up
-//!   keeping the accumulator array in registers (every FMA of SqueezeNet's 12-pixel pointwise
-//!   tile was followed by such a store).
+//!   GEMM blocks (AVX-512 and AVX2), an FMA whose result is stored straight to the stack
+//!   means LLVM gave up keeping the accumulator array in registers (every FMA of
+//!   SqueezeNet's 12-pixel pointwise tile was followed by such a store).
 //!
 //! Optimized x86-64 builds only (`cargo test --release`, as CI runs), and it needs `objdump`
 //! (GNU binutils); otherwise it prints why and checks nothing.
