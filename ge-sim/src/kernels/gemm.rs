@@ -578,6 +578,13 @@ unsafe fn gemm_block(
             let (bm, bn) = micro::block_dims(isa);
             for ir in (r0..r1).step_by(bm) {
                 let mr = (r1 - ir).min(bm);
+                // A single row (a matrix-vector product) in one-row strips where the ISA
+                // has them: a 12-row block would compute eleven rows of padding.
+                let bn = if mr == 1 && micro::row_block_cols(isa) > 2 * NR {
+                    micro::row_block_cols(isa)
+                } else {
+                    bn
+                };
                 let mut tep = TileEp {
                     alpha: ep.alpha,
                     add: ep.accumulate || pc > 0,

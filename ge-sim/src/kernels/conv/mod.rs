@@ -301,7 +301,10 @@ fn plan(
         });
     }
     let rows = geo.cg.checked_mul(geo.kprod).ok_or_else(ovf)?;
-    if geo.g == geo.c && geo.m == geo.c {
+    // One channel in and out is an ordinary conv too: the direct path's one-row strips run
+    // it with the pixels in the lanes, where the depthwise paths (16 channels a vector, or
+    // a row loop) ran basic-pitch's 256-tap filters at 3.6 GFLOP/s.
+    if geo.g == geo.c && geo.m == geo.c && geo.c > 1 {
         // The banded path is host speed for the simulator; without `std` (firmware, where
         // flash is what counts) the row loop runs instead: bitwise the same values (tested),
         // about 3 KB less code.
@@ -1989,6 +1992,25 @@ mod tests {
         check(&c, true);
     }
 
+    /// One channel in and out (basic-pitch's 256-tap stride-2 filters, 1-channel heads) runs
+    /// on the direct path, one-row strips on AVX-512: against the reference at every
+    /// stride, with a partial strip and a bias.
+    #[test]
+    fn single_channel_direct() {
+        for (x, w, s, pb) in [
+            ([1, 1, 1, 700], [1, 1, 1, 64], [1, 2], [0, 0]),
+            ([1, 1, 1, 300], [1, 1, 1, 9], [1, 1], [0, 4]),
+            ([1, 1, 23, 150], [1, 1, 5, 5], [1, 1], [2, 2]),
+            ([1, 1, 9, 260], [1, 1, 3, 7], [1, 3], [1, 3]),
+        ] {
+            let c = case(&x, &w, 1, &s, &[1, 1], &pb, &pb, true);
+            let path = check(&c, false);
+            if cfg!(feature = "std") {
+                assert!(matches!(path, Path::Direct(_)), "{x:?} {w:?}: {path:?}");
+            }
+        }
+    }
+
     /// The banded depthwise path is taken (with `std`; the row loop without).
     fn assert_banded(p: Path) {
         assert!(
@@ -2005,8 +2027,8 @@ mod tests {
             ([1, 3, 41, 75], [3, 1, 5, 5], [2, 2], [1, 1], [2, 2], [2, 2]),
             ([2, 2, 30, 50], [2, 1, 3, 3], [3, 3], [1, 2], [1, 2], [0, 1]),
             (
-                [1, 1, 400, 90],
-                [1, 1, 3, 3],
+                [1, 2, 400, 90],
+                [2, 1, 3, 3],
                 [1, 1],
                 [1, 1],
                 [1, 1],
@@ -2524,6 +2546,12 @@ mod tests {
             false,
         ));
         let mut y = [0.0f32; 25];
+        let (xs, ws) = (
+            Shape::new(&[1, 1, 5, 5]).unwrap(),
+            Shape::new(&[1, 1, 3, 3]).unwrap(),
+        );
+        let nbytes = conv_workspace_bytes(&p, false, &[Some(xs), Some(ws)], &[xs]);
+        let mut scratch = std::vec![0u32; nbytes / 4];
         let ins = [
             Some(TensorRef {
                 dtype: DType::F32,
@@ -2541,7 +2569,7 @@ mod tests {
             shape: Shape::new(&[1, 1, 5, 5]).unwrap(),
             data: bytemuck::cast_slice_mut(&mut y),
         }];
-        run_conv(&p, &ins, &mut outs, &mut []).unwrap();
+        run_conv(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut scratch)).unwrap();
         assert_eq!(
             y,
             [

@@ -7,7 +7,7 @@
 use core::arch::x86_64::*;
 
 use super::avx2::prefetch_rows;
-use super::micro::{Block, BlockA, BlockB, MR, NR, TileAct};
+use super::micro::{Block, BlockA, BlockB, MR, NR, STRIP, TileAct};
 
 /// K steps ahead at which the A panels are prefetched.
 const A_AHEAD: usize = 32;
@@ -20,11 +20,117 @@ const A_AHEAD: usize = 32;
 pub unsafe fn block(blk: &Block<'_>) {
     // SAFETY: forwarded contract.
     unsafe {
-        match blk.b {
-            BlockB::Packed { bp, stride } => shaped(blk, Packed(bp, stride)),
-            BlockB::Taps { x, offs } => shaped(blk, Taps(x, offs)),
+        match (blk.b, blk.nr > 2 * NR) {
+            (BlockB::Packed { bp, stride }, false) => shaped(blk, Packed(bp, stride)),
+            (BlockB::Taps { x, offs }, false) => shaped(blk, Taps(x, offs)),
+            (BlockB::Packed { bp, stride }, true) => strip_shaped(blk, Packed(bp, stride)),
+            (BlockB::Taps { x, offs }, true) => strip_shaped(blk, Taps(x, offs)),
         }
     }
+}
+
+/// [`strip`] with unmasked loads where the strip is whole.
+///
+/// # Safety
+/// As [`block`] for a one-row block up to [`STRIP`] columns wide.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn strip_shaped<R: Rows>(blk: &Block<'_>, b: R) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if blk.nr == STRIP {
+            strip::<true, _>(blk, b);
+        } else {
+            strip::<false, _>(blk, b);
+        }
+    }
+}
+
+/// A one-row block over up to [`STRIP`] columns (a single output channel: basic-pitch's
+/// 256-tap filters and 1-channel heads, U²-Net's side outputs): eight accumulators on the
+/// row, where the 12 × 32 block computed six rows for one (a sixth of its FMAs used). One
+/// broadcast and eight loads feed eight FMAs per K step. Each element gets the block's
+/// operations in the block's order (one FMA per K step from zero, then [`store_block`]'s
+/// epilogue), so the values are bitwise the same. `WHOLE`: all [`STRIP`] columns, plain
+/// loads; otherwise masked loads read only the block's `nr` columns.
+///
+/// # Safety
+/// As [`block`] with `mr == 1` and `nr ≤ STRIP`: B reads stop at column `nr`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+// Index loops on purpose: a borrow of the whole accumulator array kept it in memory.
+#[allow(clippy::needless_range_loop)]
+unsafe fn strip<const WHOLE: bool, R: Rows>(blk: &Block<'_>, b: R) {
+    const V: usize = STRIP / NR;
+    let (a, cs) = (blk.a.a[0], blk.a.cs[0]);
+    let step = b.next_panel();
+    let masks: [__mmask16; V] = core::array::from_fn(|v| lanes_mask(blk.nr.saturating_sub(v * NR)));
+    let mut acc = [_mm512_setzero_ps(); V];
+    // SAFETY: step `p < kc` reads `a[p·cs]` and the row's columns below `nr` (masked
+    // loads read no others), readable per the contract; AVX-512F is enabled here.
+    unsafe {
+        for p in 0..blk.kc {
+            let av = _mm512_set1_ps(*a.add(p * cs));
+            let row = b.row(p);
+            for v in 0..V {
+                let at = row.add(v * step);
+                let bv = if WHOLE {
+                    _mm512_loadu_ps(at)
+                } else {
+                    _mm512_maskz_loadu_ps(masks[v], at)
+                };
+                acc[v] = _mm512_fmadd_ps(av, bv, acc[v]);
+            }
+        }
+    }
+    let ep = blk.ep;
+    // SAFETY: the row's columns below `nr` of C, `bias[0]` and the residual (contract);
+    // AVX-512F is enabled here.
+    unsafe {
+        for v in 0..V {
+            if masks[v] == 0 {
+                continue;
+            }
+            let mut x = acc[v];
+            if ep.alpha != 1.0 {
+                x = _mm512_mul_ps(x, _mm512_set1_ps(ep.alpha));
+            }
+            if ep.add {
+                x = _mm512_add_ps(_mm512_maskz_loadu_ps(masks[v], blk.c.add(v * NR)), x);
+            }
+            if !ep.bias.is_null() {
+                x = _mm512_add_ps(x, _mm512_set1_ps(*ep.bias));
+            }
+            if !ep.res.is_null() {
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(masks[v], ep.res.add(v * NR)));
+            }
+            acc[v] = x;
+        }
+        match ep.act {
+            TileAct::None => {}
+            TileAct::Clamp { .. } => {
+                for v in 0..V {
+                    acc[v] = act(acc[v], ep.act);
+                }
+            }
+            _ => {
+                let mut spill = acc;
+                act_each(&mut spill, ep.act);
+                acc = spill;
+            }
+        }
+        for v in 0..V {
+            if masks[v] != 0 {
+                _mm512_mask_storeu_ps(blk.c.add(v * NR), masks[v], acc[v]);
+            }
+        }
+    }
+}
+
+/// The first `lanes` lanes (all for 16 or more).
+#[inline(always)]
+fn lanes_mask(lanes: usize) -> __mmask16 {
+    if lanes >= NR { !0 } else { (1u16 << lanes) - 1 }
 }
 
 /// [`kernel`] of the const shape `mr` and `nr` need.
@@ -183,7 +289,7 @@ unsafe fn store_block<const P: usize, const V: usize>(
     blk: &Block<'_>,
 ) {
     let ep = blk.ep;
-    let front = |lanes: usize| -> __mmask16 { if lanes >= NR { !0 } else { (1u16 << lanes) - 1 } };
+    let front = lanes_mask;
     // Per column panel: its first column of C and the mask of its stored lanes.
     let (cols, masks): ([usize; V], [__mmask16; V]) = match blk.flat {
         Some(f) => (

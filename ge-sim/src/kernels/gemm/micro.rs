@@ -335,7 +335,8 @@ pub struct Flat {
     pub col: [usize; 2],
 }
 
-/// One register block: rows `< mr ≤ 2·MR`, columns `< nr ≤ 2·NR` of
+/// One register block: rows `< mr ≤ 2·MR`, columns `< nr ≤ 2·NR` (a one-row block:
+/// `nr ≤` [`row_block_cols`]) of
 /// `C = ep(Σ_{p<kc} op(A)[i][p] · B[p][j])`, stored at `c[i·ldc + j]` (or, with `flat`, at
 /// the columns it gives).
 #[derive(Clone, Copy, Debug)]
@@ -358,6 +359,19 @@ pub const fn block_dims(isa: Isa) -> (usize, usize) {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 if X86_TILES => (2 * MR, 2 * NR),
         _ => (MR, NR),
+    }
+}
+
+/// Columns of a one-row block on AVX-512 (a strip of eight column panels).
+pub const STRIP: usize = 8 * NR;
+
+/// The widest a one-row block may be on `isa`: [`STRIP`] where AVX-512 blocks run
+/// (one accumulator per column panel), `2·NR` elsewhere.
+pub const fn row_block_cols(isa: Isa) -> usize {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if X86_TILES => STRIP,
+        _ => 2 * NR,
     }
 }
 
@@ -820,6 +834,92 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A one-row block wider than `2·NR` (a strip, where the ISA has them) on both B
+    /// sources, whole and partial, every epilogue: bitwise the same row run as `2·NR`-wide
+    /// blocks, nothing written past `nr`.
+    #[test]
+    fn strips_match_blocks() {
+        let mut seed = 17;
+        let kc = 150;
+        let a: Vec<f32> = (0..kc * MR).map(|_| lcg(&mut seed)).collect();
+        let bp: Vec<f32> = (0..kc * STRIP).map(|_| lcg(&mut seed)).collect();
+        let x: Vec<f32> = (0..kc * 2 + STRIP).map(|_| lcg(&mut seed)).collect();
+        let offs: Vec<u32> = (0..kc as u32).map(|p| (p * 7) % (2 * kc as u32)).collect();
+        let bias = [0.25f32];
+        let res: Vec<f32> = (0..STRIP).map(|_| lcg(&mut seed)).collect();
+        let c0: Vec<f32> = (0..STRIP + 5).map(|_| lcg(&mut seed)).collect();
+        let mut ran = false;
+        for &isa in Isa::ALL {
+            let width = row_block_cols(isa);
+            if !isa.supported() || width <= 2 * NR {
+                continue;
+            }
+            ran = true;
+            for nr in [STRIP, 100, 33] {
+                for act in [
+                    TileAct::None,
+                    TileAct::Clamp { lo: 0.0, hi: 0.3 },
+                    TileAct::Sigmoid,
+                ] {
+                    for with in [false, true] {
+                        let ep = test_ep(with, &bias, &res, STRIP, act);
+                        for taps in [false, true] {
+                            // One block `nr` wide at column 0, or blocks of `2·NR` columns.
+                            let run = |step: usize| {
+                                let mut c = c0.clone();
+                                for j in (0..nr).step_by(step) {
+                                    let sub = ep_at(&ep, 0, j);
+                                    let blk = Block {
+                                        kc,
+                                        a: BlockA {
+                                            a: [a.as_ptr(); 2],
+                                            rs: 1,
+                                            cs: [MR, MR],
+                                        },
+                                        b: if taps {
+                                            BlockB::Taps {
+                                                x: x[j..].as_ptr(),
+                                                offs: offs.as_ptr(),
+                                            }
+                                        } else {
+                                            BlockB::Packed {
+                                                bp: bp[j * kc..].as_ptr(),
+                                                stride: kc * NR,
+                                            }
+                                        },
+                                        c: c[j..].as_mut_ptr(),
+                                        ldc: STRIP,
+                                        mr: 1,
+                                        nr: (nr - j).min(step),
+                                        ep: &sub,
+                                        flat: None,
+                                    };
+                                    // SAFETY: a holds kc·MR values, bp STRIP/NR panels of
+                                    // kc·NR, x every offset + STRIP values, c and res one
+                                    // row of STRIP; the ISA is supported.
+                                    unsafe { block(isa, &blk) };
+                                }
+                                c
+                            };
+                            let (got, want) = (run(width), run(2 * NR));
+                            assert!(
+                                got.iter()
+                                    .zip(&want)
+                                    .all(|(g, w)| g.to_bits() == w.to_bits()),
+                                "{} taps={taps} 1x{nr} {act:?}",
+                                isa.name()
+                            );
+                            assert_eq!(got[nr..], c0[nr..], "{} wrote past nr", isa.name());
+                        }
+                    }
+                }
+            }
+        }
+        if !ran {
+            std::println!("skipping the strips: this CPU has no ISA with them");
         }
     }
 
