@@ -580,10 +580,9 @@ unsafe fn gemm_block(
                 let mr = (r1 - ir).min(bm);
                 // A single row (a matrix-vector product) in one-row strips where the ISA
                 // has them: a 12-row block would compute eleven rows of padding.
-                let bn = if mr == 1 && micro::row_block_cols(isa) > 2 * NR {
-                    micro::row_block_cols(isa)
-                } else {
-                    bn
+                let bn = match micro::strip_cols(isa) {
+                    Some(strip) if mr == 1 => strip,
+                    _ => bn,
                 };
                 let mut tep = TileEp {
                     alpha: ep.alpha,

@@ -5,7 +5,7 @@
 //! to a copy of the input in the workspace first: in the tile it would cost three scalar
 //! operations per broadcast.
 
-use ge_runtime::format::{ChannelLayout, ConvParams, TensorMut, TensorRef, WeightLayout};
+use ge_runtime::format::{BLOCK, ChannelLayout, ConvParams, TensorMut, TensorRef, WeightLayout};
 
 use super::{bad, finish, operands, shapes};
 use crate::kernels::copy::f32_out;
@@ -145,18 +145,10 @@ fn each(
     plane: usize,
     f: impl Fn(f32) -> f32 + Copy,
 ) {
-    use ge_runtime::format::BLOCK;
-    let blocks = scale.len() / BLOCK;
     crate::kernels::isa::with_simd(
         #[inline(always)]
         || {
-            for (i, (xb, tb)) in x
-                .chunks_exact(plane * BLOCK)
-                .zip(xt.chunks_exact_mut(plane * BLOCK))
-                .enumerate()
-            {
-                let c0 = i % blocks * BLOCK;
-                let (s, t) = (&scale[c0..c0 + BLOCK], &shift[c0..c0 + BLOCK]);
+            for (xb, tb, s, t) in channel_blocks(x, scale, shift, xt, plane) {
                 for (px, out) in xb.chunks_exact(BLOCK).zip(tb.chunks_exact_mut(BLOCK)) {
                     for l in 0..BLOCK {
                         out[l] = f(px[l] * s[l] + t[l]);
@@ -165,6 +157,26 @@ fn each(
             }
         },
     );
+}
+
+/// Each channel block of `x` and `xt` (`plane` pixels of 16 channels; images follow each
+/// other) with its 16 scales and shifts.
+#[inline(always)]
+fn channel_blocks<'a>(
+    x: &'a [f32],
+    scale: &'a [f32],
+    shift: &'a [f32],
+    xt: &'a mut [f32],
+    plane: usize,
+) -> impl Iterator<Item = (&'a [f32], &'a mut [f32], &'a [f32], &'a [f32])> {
+    let blocks = scale.len() / BLOCK;
+    x.chunks_exact(plane * BLOCK)
+        .zip(xt.chunks_exact_mut(plane * BLOCK))
+        .enumerate()
+        .map(move |(i, (xb, tb))| {
+            let c0 = i % blocks * BLOCK;
+            (xb, tb, &scale[c0..c0 + BLOCK], &shift[c0..c0 + BLOCK])
+        })
 }
 
 /// [`each`] on AVX-512, a pixel's 16 channels in one register: LLVM vectorized `each`'s
@@ -187,15 +199,7 @@ unsafe fn each_avx512(
     plane: usize,
 ) {
     use core::arch::x86_64::{_mm512_add_ps, _mm512_loadu_ps, _mm512_mul_ps, _mm512_storeu_ps};
-    use ge_runtime::format::BLOCK;
-    let blocks = scale.len() / BLOCK;
-    for (i, (xb, tb)) in x
-        .chunks_exact(plane * BLOCK)
-        .zip(xt.chunks_exact_mut(plane * BLOCK))
-        .enumerate()
-    {
-        let c0 = i % blocks * BLOCK;
-        let (s, t) = (&scale[c0..c0 + BLOCK], &shift[c0..c0 + BLOCK]);
+    for (xb, tb, s, t) in channel_blocks(x, scale, shift, xt, plane) {
         // SAFETY: 16 values at each pointer (slices of BLOCK); AVX-512F is enabled here.
         unsafe {
             let (s, t) = (_mm512_loadu_ps(s.as_ptr()), _mm512_loadu_ps(t.as_ptr()));

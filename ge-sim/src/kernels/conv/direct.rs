@@ -21,8 +21,7 @@
 //! Cost: O(input · rows re-read at band borders) to copy, O(M·K·output) multiply-adds.
 
 use super::super::gemm::micro::{
-    Block, BlockA, BlockB, Flat, Isa, MR, NR, TileAct, TileEp, block, block_dims, isa,
-    row_block_cols,
+    Block, BlockA, BlockB, Flat, Isa, MR, NR, TileAct, TileEp, block, block_dims, isa, strip_cols,
 };
 use super::super::gemm::{SendPtr, k_block};
 use super::{Geo, KernelError, bad};
@@ -287,10 +286,9 @@ pub(super) fn run(
     // One output channel: one-row blocks a strip of column panels wide where the ISA has
     // them (their loads stop at the row's last column: `fits(NR)` covers them). The 6-row
     // blocks computed five rows of padding: basic-pitch's 256-tap filters ran at 3.6 GFLOP/s.
-    let bn = if geo.mg == 1 && !flat && row_block_cols(isa) > 2 * NR {
-        row_block_cols(isa)
-    } else {
-        bn
+    let bn = match strip_cols(isa) {
+        Some(strip) if geo.mg == 1 && !flat => strip,
+        _ => bn,
     };
     let panels = geo.mg.div_ceil(MR);
     let yptr = SendPtr(g.y.as_mut_ptr());

@@ -2555,18 +2555,18 @@ mod tests {
         let ins = [
             Some(TensorRef {
                 dtype: DType::F32,
-                shape: Shape::new(&[1, 1, 5, 5]).unwrap(),
+                shape: xs,
                 data: bytemuck::cast_slice(&x),
             }),
             Some(TensorRef {
                 dtype: DType::F32,
-                shape: Shape::new(&[1, 1, 3, 3]).unwrap(),
+                shape: ws,
                 data: bytemuck::cast_slice(&w),
             }),
         ];
         let mut outs = [TensorMut {
             dtype: DType::F32,
-            shape: Shape::new(&[1, 1, 5, 5]).unwrap(),
+            shape: xs,
             data: bytemuck::cast_slice_mut(&mut y),
         }];
         run_conv(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut scratch)).unwrap();

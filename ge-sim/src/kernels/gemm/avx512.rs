@@ -50,8 +50,8 @@ unsafe fn strip_shaped<R: Rows>(blk: &Block<'_>, b: R) {
 /// 256-tap filters and 1-channel heads, U²-Net's side outputs): eight accumulators on the
 /// row, where the 12 × 32 block computed six rows for one (a sixth of its FMAs used). One
 /// broadcast and eight loads feed eight FMAs per K step. Each element gets the block's
-/// operations in the block's order (one FMA per K step from zero, then [`store_block`]'s
-/// epilogue), so the values are bitwise the same. `WHOLE`: all [`STRIP`] columns, plain
+/// operations in the block's order (one FMA per K step from zero, then the block's
+/// [`store_block`]), so the values are bitwise the same. `WHOLE`: all [`STRIP`] columns, plain
 /// loads; otherwise masked loads read only the block's `nr` columns.
 ///
 /// # Safety
@@ -83,48 +83,9 @@ unsafe fn strip<const WHOLE: bool, R: Rows>(blk: &Block<'_>, b: R) {
             }
         }
     }
-    let ep = blk.ep;
     // SAFETY: the row's columns below `nr` of C, `bias[0]` and the residual (contract);
     // AVX-512F is enabled here.
-    unsafe {
-        for v in 0..V {
-            if masks[v] == 0 {
-                continue;
-            }
-            let mut x = acc[v];
-            if ep.alpha != 1.0 {
-                x = _mm512_mul_ps(x, _mm512_set1_ps(ep.alpha));
-            }
-            if ep.add {
-                x = _mm512_add_ps(_mm512_maskz_loadu_ps(masks[v], blk.c.add(v * NR)), x);
-            }
-            if !ep.bias.is_null() {
-                x = _mm512_add_ps(x, _mm512_set1_ps(*ep.bias));
-            }
-            if !ep.res.is_null() {
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(masks[v], ep.res.add(v * NR)));
-            }
-            acc[v] = x;
-        }
-        match ep.act {
-            TileAct::None => {}
-            TileAct::Clamp { .. } => {
-                for v in 0..V {
-                    acc[v] = act(acc[v], ep.act);
-                }
-            }
-            _ => {
-                let mut spill = acc;
-                act_each(&mut spill, ep.act);
-                acc = spill;
-            }
-        }
-        for v in 0..V {
-            if masks[v] != 0 {
-                _mm512_mask_storeu_ps(blk.c.add(v * NR), masks[v], acc[v]);
-            }
-        }
-    }
+    unsafe { store_block([[acc]], blk) };
 }
 
 /// The first `lanes` lanes (all for 16 or more).
@@ -269,7 +230,8 @@ unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &B
     unsafe { store_block(acc, blk) };
 }
 
-/// The epilogue of a block, its accumulators kept in registers: a flat block's lanes
+/// The epilogue of a block (`P` panels of `R ≤ MR` rows: the `MR`-row blocks and the
+/// one-row strips), its accumulators kept in registers: a flat block's lanes
 /// packed to the front first, then each step (alpha, C, bias, residual; then a Clamp)
 /// unrolled over every accumulator, other activations through [`act_each`], then masked
 /// stores; per element `act(alpha·acc + C + bias[row] + R)` in that order, as the AVX2 and
@@ -284,8 +246,8 @@ unsafe fn kernel<const P: usize, const V: usize, const D: bool, R: Rows>(blk: &B
 #[inline(always)]
 // Index loops on purpose: see the note in the body.
 #[allow(clippy::needless_range_loop)]
-unsafe fn store_block<const P: usize, const V: usize>(
-    mut acc: [[[__m512; V]; MR]; P],
+unsafe fn store_block<const P: usize, const R: usize, const V: usize>(
+    mut acc: [[[__m512; V]; R]; P],
     blk: &Block<'_>,
 ) {
     let ep = blk.ep;
@@ -310,7 +272,7 @@ unsafe fn store_block<const P: usize, const V: usize>(
         // array made LLVM keep it in memory, storing every accumulator on every K step.
         if let Some(f) = blk.flat {
             for q in 0..P {
-                for i in 0..MR {
+                for i in 0..R {
                     for v in 0..V {
                         acc[q][i][v] = _mm512_maskz_compress_ps(f.mask[v], acc[q][i][v]);
                     }
@@ -318,7 +280,7 @@ unsafe fn store_block<const P: usize, const V: usize>(
             }
         }
         for q in 0..P {
-            for i in 0..MR {
+            for i in 0..R {
                 for v in 0..V {
                     if !live(q, i, v) {
                         continue;
@@ -346,7 +308,7 @@ unsafe fn store_block<const P: usize, const V: usize>(
             TileAct::None => {}
             TileAct::Clamp { .. } => {
                 for q in 0..P {
-                    for i in 0..MR {
+                    for i in 0..R {
                         for v in 0..V {
                             acc[q][i][v] = act(acc[q][i][v], ep.act);
                         }
@@ -361,7 +323,7 @@ unsafe fn store_block<const P: usize, const V: usize>(
             }
         }
         for q in 0..P {
-            for i in 0..MR {
+            for i in 0..R {
                 for v in 0..V {
                     if live(q, i, v) {
                         _mm512_mask_storeu_ps(blk.c.add(at(q, i, v)), masks[v], acc[q][i][v]);

@@ -335,8 +335,8 @@ pub struct Flat {
     pub col: [usize; 2],
 }
 
-/// One register block: rows `< mr ≤ 2·MR`, columns `< nr ≤ 2·NR` (a one-row block:
-/// `nr ≤` [`row_block_cols`]) of
+/// One register block: rows `< mr ≤ 2·MR`, columns `< nr ≤ 2·NR` (a one-row block: up to
+/// [`strip_cols`]) of
 /// `C = ep(Σ_{p<kc} op(A)[i][p] · B[p][j])`, stored at `c[i·ldc + j]` (or, with `flat`, at
 /// the columns it gives).
 #[derive(Clone, Copy, Debug)]
@@ -365,13 +365,13 @@ pub const fn block_dims(isa: Isa) -> (usize, usize) {
 /// Columns of a one-row block on AVX-512 (a strip of eight column panels).
 pub const STRIP: usize = 8 * NR;
 
-/// The widest a one-row block may be on `isa`: [`STRIP`] where AVX-512 blocks run
-/// (one accumulator per column panel), `2·NR` elsewhere.
-pub const fn row_block_cols(isa: Isa) -> usize {
+/// How wide a one-row block may be on `isa` where that is wider than the block's `2·NR`:
+/// [`STRIP`] where AVX-512 blocks run (one accumulator per column panel), else `None`.
+pub const fn strip_cols(isa: Isa) -> Option<usize> {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if X86_TILES => STRIP,
-        _ => 2 * NR,
+        Isa::Avx512 if X86_TILES => Some(STRIP),
+        _ => None,
     }
 }
 
@@ -853,10 +853,9 @@ mod tests {
         let c0: Vec<f32> = (0..STRIP + 5).map(|_| lcg(&mut seed)).collect();
         let mut ran = false;
         for &isa in Isa::ALL {
-            let width = row_block_cols(isa);
-            if !isa.supported() || width <= 2 * NR {
+            let Some(width) = strip_cols(isa).filter(|_| isa.supported()) else {
                 continue;
-            }
+            };
             ran = true;
             for nr in [STRIP, 100, 33] {
                 for act in [
