@@ -100,6 +100,7 @@ def save(name, g, shape, out, odt):
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
+    so.add_session_config_entry("session.qdqisint8allowed", "1")  # int8 groups run in int8
     with tempfile.TemporaryDirectory() as tmp:
         so.optimized_model_filepath = os.path.join(tmp, "opt.onnx")
         (y,) = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})

@@ -12,6 +12,9 @@ DIR defaults to <repo>/corpus) and writes DIR/quant/, one `ge check` case per mo
     quant/<case>/test_data_set_0/output_<j>.pb onnxruntime's outputs: CPU EP, graph
                                                optimizations ON (ORT_ENABLE_ALL, so QDQ groups
                                                run as its int8 kernels QLinearConv, QGemm...),
+                                               int8 allowed (`session.qdqisint8allowed=1`,
+                                               its ARM default: on x86 it would otherwise
+                                               keep the int8-activation convs in float),
                                                1 thread
     quant/manifest.json                        per case: source, method, op counts, input and
                                                output shapes, each output's LSB (the scale of
@@ -203,6 +206,7 @@ def session(model_bytes: bytes, optimized: bool):
     so.inter_op_num_threads = 1
     so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
                                    else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    so.add_session_config_entry("session.qdqisint8allowed", "1")
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 

@@ -42,9 +42,10 @@ It then compares three outputs per graph output in LSBs of its quantization step
 manifest's "lsb", the scale of the DequantizeLinear writing it; each output is mapped to its
 integer code round(v / lsb), so differences are whole LSBs):
     ge     target/release/ge compile + run (tools/quant_table.py's `run`), per --levels
-    ORT    onnxruntime on the original model: default SessionOptions (ORT_ENABLE_ALL), CPU
-           EP, 1 thread (the stored test_data_set_0 outputs were made the same way; the
-           table says whether they match the fresh run bit for bit)
+    ORT    onnxruntime on the original model: ORT_ENABLE_ALL, int8 allowed
+           (`session.qdqisint8allowed=1`, its int8 configuration), CPU EP, 1 thread (the
+           stored test_data_set_0 outputs were made the same way; the table says whether
+           they match the fresh run bit for bit)
     exact  this float64 evaluation
 
 End-to-end differences say little about where an engine is inexact: one 1-LSB slip early
@@ -862,6 +863,7 @@ def ort_outputs(path: pathlib.Path, feeds: dict) -> dict:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.qdqisint8allowed", "1")
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(None, feeds)))

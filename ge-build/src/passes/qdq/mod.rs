@@ -1,7 +1,8 @@
 //! QDQ recognition: `DequantizeLinear → op → QuantizeLinear` groups of a QDQ-format model
 //! rewritten into the QOperator ops that onnxruntime's QDQ transformer
 //! (`qdq_transformer/selectors_actions`) turns them into, before import, so ge computes them
-//! the way onnxruntime's int8 kernels do (and within one LSB of them):
+//! the way onnxruntime's int8 kernels do (bit for bit on the quantized corpus,
+//! `tests/tests/quant_corpus.rs`):
 //! - Conv → `QLinearConv`, MatMul → `QLinearMatMul`, Gemm → `com.microsoft:QGemm` (int8
 //!   tasks, [`crate::onnx`]'s qconv/qgemm lowerings; a redundant Relu/Clip before the
 //!   QuantizeLinear is dropped, as onnxruntime does);
@@ -102,47 +103,6 @@ impl<'g> Index<'g> {
                     .map_or(code::UINT8, |d| d as i32),
             ),
         }
-    }
-
-    /// The type `v` has when onnxruntime's selectors see it: int8 values of a
-    /// QuantizeLinear → DequantizeLinear pair that its `QDQS8ToU8Transformer` rewrites
-    /// (one consumer, equal constant scalar zero points) have become uint8 by then.
-    fn selected_type(&self, v: &str) -> Option<i32> {
-        let t = self.elem_type(v)?;
-        let converted = t == code::INT8
-            && self
-                .producer_of(v, "QuantizeLinear")
-                .is_some_and(|q| self.s8_pair_converts(q));
-        Some(if converted { code::UINT8 } else { t })
-    }
-
-    /// `QDQ_S8_to_U8`'s conditions on the QuantizeLinear `q` and its DequantizeLinear,
-    /// counted after `EnsureUniqueDQForNodeUnit` (which runs first) has copied a
-    /// DequantizeLinear once per consumer: `q` must then still feed exactly one
-    /// DequantizeLinear and nothing else.
-    fn s8_pair_converts(&self, q: usize) -> bool {
-        let qn = self.node(q);
-        let Some(out) = qn.output.first() else {
-            return false;
-        };
-        let [d] = self.consumers(out) else {
-            return false;
-        };
-        let dn = self.node(*d);
-        let d_out = dn.output.first().map_or("", String::as_str);
-        if self.consumers(d_out).len() + usize::from(self.is_output(d_out)) > 1 {
-            return false;
-        }
-        let zp = |n: &NodeProto| -> Option<f64> {
-            let z = n.input.get(2).filter(|z| !z.is_empty())?;
-            let t = self.init(z)?;
-            let v = select::constant(self, z)?;
-            (t.data_type == Some(code::INT8) && v.len() == 1).then(|| v[0])
-        };
-        is_op(dn, "DequantizeLinear")
-            && !self.is_output(out)
-            && zp(qn).is_some()
-            && zp(qn) == zp(dn)
     }
 }
 

@@ -2,11 +2,14 @@
 //! fuses exactly the groups onnxruntime does. A group is the target, a DequantizeLinear
 //! on every input, and one QuantizeLinear as the only consumer of its
 //! output (optionally behind a Relu/Clip that the QuantizeLinear's range makes
-//! redundant); the 8-bit types must agree as each selector requires, seen after
-//! onnxruntime's int8 → uint8 rewrite of Q/DQ pairs (see [`Index::selected_type`]).
-//! Mirrors onnxruntime's CPU provider on x86, with one deliberate difference: Conv and
-//! MatMul groups with int8 activations run in int8 (onnxruntime keeps them in float there);
-//! the integer result is the exact value its float convolution approximates.
+//! redundant); the 8-bit types must agree as each selector requires.
+//!
+//! The selectors mirror onnxruntime's int8 configuration: its CPU provider on ARM, and on
+//! x86 with the session option `session.qdqisint8allowed = 1`. On x86 by default
+//! onnxruntime first rewrites int8 Q/DQ pairs to uint8 (`QDQS8ToU8Transformer`) and keeps
+//! Conv/MatMul groups with int8 activations in float; those groups are then not int8
+//! arithmetic at all (the float convolution approximates the integer result ge computes),
+//! so the int8 configuration is the one ge's outputs are held to, bit for bit.
 
 use super::{Index, code, is_op};
 use crate::onnx::proto::NodeProto;
@@ -181,32 +184,24 @@ fn clip_bounds(ix: &Index<'_>, clip: &NodeProto) -> Option<(f64, f64)> {
     ))
 }
 
-/// The selectors' element-type rules.
+/// The selectors' element-type rules, as onnxruntime applies them when int8 is allowed
+/// (no S8 → U8 rewrite beforehand; int8 activations accepted by the Conv and MatMul
+/// selectors).
 fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
     let dt = |slot: usize| -> Option<i32> {
         let d = ix.node((*g.dq.get(slot)?)?);
-        ix.selected_type(d.input.first()?)
+        ix.elem_type(d.input.first()?)
     };
-    let out =
-        g.q.and_then(|q| ix.selected_type(ix.node(q).output.first()?));
+    let out = g.q.and_then(|q| ix.elem_type(ix.node(q).output.first()?));
     let a = dt(0);
     match g.kind {
         Kind::Unary | Kind::Binary | Kind::Variadic => {
             is_q8(a) && (0..g.dq.len()).all(|i| dt(i) == a) && out == a
         }
         Kind::Conv | Kind::MatMul => {
-            // The model's own types, not the selected ones: onnxruntime on x86 keeps a
-            // group with int8 activations in float (MLAS has s8s8 kernels only with VNNI
-            // / on ARM), ge runs it in int8 on every path (i8 activations are read flipped
-            // to u8), so an int8 Q→DQ pair shared by two consumers stays int8 here.
-            let raw = |slot: usize| -> Option<i32> {
-                let d = ix.node((*g.dq.get(slot)?)?);
-                ix.elem_type(d.input.first()?)
-            };
-            let a = raw(0);
-            let out = g.q.and_then(|q| ix.elem_type(ix.node(q).output.first()?));
-            let bias_ok = g.dq.get(2).copied().flatten().is_none() || raw(2) == Some(code::INT32);
-            is_q8(a) && is_q8(raw(1)) && out == a && bias_ok
+            let w = dt(1);
+            let bias_ok = g.dq.get(2).copied().flatten().is_none() || dt(2) == Some(code::INT32);
+            is_q8(a) && is_q8(w) && (a != Some(code::INT8) || w == a) && out == a && bias_ok
         }
         Kind::Gemm => {
             let w = dt(1);

@@ -178,7 +178,8 @@ pub fn concat(ctx: &NodeCtx<'_>) -> Result<Imported> {
     Ok(s.done())
 }
 
-/// QLinearAveragePool (dequantize, AveragePool in f32, quantize) and
+/// QLinearAveragePool (dequantize, AveragePool in f32, quantize with the zero point added
+/// before rounding) and
 /// QLinearGlobalAveragePool (`round((Σx - zx·n) · sx / (sy·n)) + zy`, as MLAS computes it).
 pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
     if ctx.attr_i_or("channels_last", 0) != 0 {
@@ -214,9 +215,32 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         ];
         let attrs = copied_attrs(ctx, &keep);
         let p = s.op("AveragePool", &[&xf], attrs);
-        over_scale(ctx, &mut s, &p, 3)?
+        let v = over_scale(ctx, &mut s, &p, 3)?;
+        return zero_point_first(ctx, s, &v, 4, dt);
     };
     requantized(ctx, s, &v, 4, dt)
+}
+
+/// Output 0 from f32 `v` already divided by the output scale: `round(v + zy)` saturated to
+/// `out_dt`, the zero point added before rounding. That is onnxruntime's QLinearAveragePool
+/// (`nearbyintf(y / y_scale + y_zero_point)`), and it differs from `round(v) + zy` on the
+/// exact .5 ties an average of integers makes whenever `zy` is odd (round half to even
+/// picks the other neighbour).
+fn zero_point_first(
+    ctx: &NodeCtx<'_>,
+    mut s: Sub,
+    v: &str,
+    zy: usize,
+    out_dt: DType,
+) -> Result<Imported> {
+    let mut w = v.to_string();
+    if ctx.input_opt(zy).is_some() {
+        let z = scalar_in(ctx, &mut s, zy)?;
+        let zf = cast(&mut s, &z, ctx.input(zy)?.dtype, DType::F32);
+        w = s.op("Add", &[v, &zf], vec![]);
+    }
+    let r = s.op("Round", &[&w], vec![]);
+    store_saturated(ctx, s, &r, DType::F32, out_dt)
 }
 
 /// QGemm: `alpha · (A - za)(B - zb) + C` in int32 (C int32 on the same scale), then
