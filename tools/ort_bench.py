@@ -4,7 +4,7 @@
 Usage:
     python3 tools/ort_bench.py MODEL_DIR_OR_ONNX [--threads N] [--iters K]
                                [--warmup W] [--opt all|extended|basic|disable]
-                               [--seed S] [--json]
+                               [--seed S] [--config KEY=VALUE ...] [--json]
 
 MODEL_DIR_OR_ONNX is either a corpus case directory (model.onnx +
 test_data_set_0/input_<i>.pb, whose inputs are used) or a .onnx file (inputs
@@ -14,11 +14,13 @@ symbolic dimensions are set to 1).
 Session settings, as users run onnxruntime: CPUExecutionProvider,
 intra_op_num_threads=N, inter_op_num_threads=1, sequential execution,
 graph optimizations ENABLED (ORT_ENABLE_ALL unless --opt says otherwise).
-Each of K timed runs is one session.run() call after W untimed warm-up runs.
+Each of K timed runs is one session.run() call after W untimed warm-up runs. --config adds
+session config entries (e.g. session.qdqisint8allowed=1, onnxruntime's int8 configuration
+for QDQ models, which corpus/quant's references come from).
 
 Prints median / min / mean milliseconds per run; with --json one JSON object:
 {"model", "median_ms", "min_ms", "mean_ms", "max_ms", "iters", "warmup",
- "threads", "opt", "load_ms", "onnxruntime"}.
+ "threads", "opt", "config", "load_ms", "onnxruntime"}.
 """
 from __future__ import annotations
 
@@ -97,6 +99,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     ap.add_argument("--opt", choices=sorted(OPT), default="all", help="graph optimization level")
     ap.add_argument("--seed", type=int, default=0, help="seed of random inputs (.onnx only)")
+    ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="session config entry (repeatable)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args()
     if a.iters < 1 or a.warmup < 0 or a.threads < 1:
@@ -117,6 +121,11 @@ def main() -> int:
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
+    for kv in a.config:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            ap.error(f"--config {kv!r}: KEY=VALUE expected")
+        so.add_session_config_entry(key, value)
     t0 = time.perf_counter()
     sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
     load_ms = (time.perf_counter() - t0) * 1e3
@@ -140,6 +149,7 @@ def main() -> int:
         "warmup": a.warmup,
         "threads": a.threads,
         "opt": a.opt,
+        "config": a.config,
         "load_ms": load_ms,
         "onnxruntime": ort.__version__,
     }

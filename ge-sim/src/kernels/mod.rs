@@ -21,6 +21,7 @@ pub mod in_place;
 pub mod indexing;
 pub mod isa;
 pub mod layer_norm;
+pub(crate) mod logistic;
 pub mod nchwc;
 pub mod norm;
 pub mod ordered;

@@ -53,13 +53,15 @@ pub trait Real:
     fn fmod(self, d: Self) -> Self;
     fn abs(self) -> Self;
     fn is_nan(self) -> bool;
+    /// `1 / (1 + e^−x)`: for f32 onnxruntime's rational form ([`super::logistic`]).
+    fn logistic(self) -> Self;
 }
 
 macro_rules! real_impl {
     ($t:ty, $exp:path, $expm1:ident, $log:ident, $log1p:ident, $sqrt:path, $tanh:path,
      $erf:path, $floor:ident, $ceil:ident, $sin:ident, $cos:ident, $tan:ident,
      $asin:ident, $acos:ident, $atan:ident, $sinh:ident, $cosh:ident, $asinh:ident,
-     $acosh:ident, $atanh:ident, $pow:ident, $fmod:ident, $fabs:ident) => {
+     $acosh:ident, $atanh:ident, $pow:ident, $fmod:ident, $fabs:ident, $logistic:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -77,6 +79,10 @@ macro_rules! real_impl {
             #[inline]
             fn exp(self) -> Self {
                 $exp(self)
+            }
+            #[inline(always)]
+            fn logistic(self) -> Self {
+                $logistic(self)
             }
             #[inline]
             fn exp_m1(self) -> Self {
@@ -212,7 +218,8 @@ real_impl!(
     atanhf,
     powf,
     fmodf,
-    fabsf
+    fabsf,
+    super::logistic::logistic
 );
 real_impl!(
     f64,
@@ -238,5 +245,6 @@ real_impl!(
     atanh,
     pow,
     fmod,
-    fabs
+    fabs,
+    super::logistic::logistic_f64
 );

@@ -1,20 +1,11 @@
 //! Sigmoid and SiLU on AVX-512 registers: what every f32 sigmoid computes on the AVX-512
-//! class (conv and GEMM epilogues, Sigmoid and SiLU tasks, vector programs), so fused and
-//! unfused forms agree bitwise there. The same algorithm as [`super::unary`]'s sigmoid (`e = exp(−|x|)` by
-//! [`super::vmath::exp`]'s reduction and polynomial, `r = 1 / (1 + e)`, `x ≥ 0 ? r : e·r`),
-//! but in AVX-512's own instructions: FMAs in the reduction and the polynomial, `vscalefps`
-//! for `2^n`, and the reciprocal as `vrcp14ps` refined by one Newton step instead of a
-//! division. The AVX2 form ([`super::sigmoid_avx2`], bitwise the scalar kernel's) ran on two
-//! halves per register with a division each: YOLOv8n's SiLU epilogues cost 1.3 ns a value,
-//! 18% of its run (onnxruntime: 0.4 ns).
-//!
-//! Values: within 4 ulp of the scalar kernel's (tested over the whole range, the underflow
-//! border, ±0, ±∞ and NaN); below [`super::vmath::EXP_LO`] the small side is 0 as there.
-//! O(1) per value.
+//! class (conv and GEMM epilogues, Sigmoid and SiLU tasks, vector programs), bitwise the
+//! scalar kernel's ([`super::logistic`]: clamp, two Horner chains in FMAs, one division),
+//! 16 lanes a register, the chains of `N` registers side by side. O(1) per value.
 
 use core::arch::x86_64::*;
 
-use super::vmath::{EXP_LN2, EXP_LO, EXP_POLY, MAGIC};
+use super::logistic::{P, Q, RANGE};
 
 /// `sigmoid(x)` (`x·sigmoid(x)` when `times_x`) on `N` registers, step by step across them
 /// (independent chains side by side).
@@ -25,53 +16,38 @@ use super::vmath::{EXP_LN2, EXP_LO, EXP_POLY, MAGIC};
 pub(crate) unsafe fn sigmoid<const N: usize>(x: [__m512; N], times_x: bool) -> [__m512; N] {
     // SAFETY: register-only AVX-512F operations (contract).
     unsafe {
-        let one = _mm512_set1_ps(1.0);
-        let lo = _mm512_set1_ps(EXP_LO);
-        let magic = _mm512_set1_ps(MAGIC);
-        // a = −|x| (a NaN stays NaN).
-        // The sign bit set by an integer OR: `_mm512_or_ps` is AVX-512DQ, which the callers
-        // do not enable, so it was called out of line (9 calls per activation pass).
-        let mut a = x;
-        let sign = _mm512_set1_epi32(i32::MIN);
-        for v in &mut a {
-            *v = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(*v), sign));
-        }
-        // n = round(max(a, LO) / ln 2), r = the reduced argument.
-        let mut n = a;
-        let mut r = a;
-        for i in 0..N {
-            // `max(lo, a)` returns `a` when it is NaN.
-            let xc = _mm512_max_ps(lo, a[i]);
-            let t = _mm512_fmadd_ps(xc, _mm512_set1_ps(core::f32::consts::LOG2_E), magic);
-            n[i] = _mm512_sub_ps(t, magic);
-            let r1 = _mm512_fnmadd_ps(n[i], _mm512_set1_ps(EXP_LN2.0), xc);
-            r[i] = _mm512_fnmadd_ps(n[i], _mm512_set1_ps(EXP_LN2.1), r1);
-        }
-        let mut p = [_mm512_set1_ps(EXP_POLY[0]); N];
-        for &c in &EXP_POLY[1..] {
-            for i in 0..N {
-                p[i] = _mm512_fmadd_ps(p[i], r[i], _mm512_set1_ps(c));
-            }
-        }
+        // `max(lo, x)`, `min(hi, ·)`: a NaN second operand passes through.
+        let (lo, hi) = (_mm512_set1_ps(RANGE.0), _mm512_set1_ps(RANGE.1));
+        let mut v = x;
         let mut s = x;
         for i in 0..N {
-            // e = (1 + r + r²·p)·2^n, 0 below the range.
-            let z = _mm512_mul_ps(r[i], r[i]);
-            let y = _mm512_add_ps(_mm512_fmadd_ps(p[i], z, r[i]), one);
-            let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a[i], lo);
-            let e = _mm512_maskz_mov_ps(!below, _mm512_scalef_ps(y, n[i]));
-            // q = 1 / (1 + e): 14-bit estimate, one Newton step.
-            let d = _mm512_add_ps(one, e);
-            let q0 = _mm512_rcp14_ps(d);
-            let q = _mm512_fmadd_ps(q0, _mm512_fnmadd_ps(d, q0, one), q0);
-            let pos = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x[i], _mm512_setzero_ps());
-            // x ≥ 0: q; else e·q (a NaN x takes e·q, NaN).
-            s[i] = _mm512_mask_blend_ps(pos, _mm512_mul_ps(e, q), q);
-            if times_x {
-                s[i] = _mm512_mul_ps(x[i], s[i]);
+            v[i] = _mm512_min_ps(hi, _mm512_max_ps(lo, x[i]));
+            s[i] = _mm512_mul_ps(v[i], v[i]);
+        }
+        let mut p = [_mm512_set1_ps(P[1]); N];
+        let mut q = [_mm512_set1_ps(Q[1]); N];
+        for i in 0..N {
+            p[i] = _mm512_fmadd_ps(s[i], _mm512_set1_ps(P[0]), p[i]);
+            q[i] = _mm512_fmadd_ps(s[i], _mm512_set1_ps(Q[0]), q[i]);
+        }
+        for k in 2..Q.len() {
+            for i in 0..N {
+                if k < P.len() {
+                    p[i] = _mm512_fmadd_ps(p[i], s[i], _mm512_set1_ps(P[k]));
+                }
+                q[i] = _mm512_fmadd_ps(q[i], s[i], _mm512_set1_ps(Q[k]));
             }
         }
-        s
+        let mut y = x;
+        for i in 0..N {
+            let r = _mm512_div_ps(_mm512_mul_ps(v[i], p[i]), q[i]);
+            let r = _mm512_add_ps(r, _mm512_set1_ps(0.5));
+            y[i] = _mm512_max_ps(_mm512_setzero_ps(), r);
+            if times_x {
+                y[i] = _mm512_mul_ps(x[i], y[i]);
+            }
+        }
+        y
     }
 }
 
@@ -116,16 +92,9 @@ mod tests {
 
     use std::{eprintln, vec};
 
-    /// Units in the last place between `a` and `b` (same sign; 0 for equal values).
-    fn ulps(a: f32, b: f32) -> u32 {
-        if a == b {
-            return 0;
-        }
-        (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
-    }
-
+    /// Every value equals the scalar kernel's, bit for bit (NaN stays NaN).
     #[test]
-    fn within_four_ulp_of_the_scalar_kernel() {
+    fn equals_the_scalar_kernel_bitwise() {
         if !Isa::Avx512.supported() {
             eprintln!("sigmoid_avx512: skipped, the CPU has no AVX-512");
             return;
@@ -141,8 +110,9 @@ mod tests {
                     assert!(g.is_nan(), "x = {x}: {g}, want NaN");
                     continue;
                 }
-                assert!(
-                    ulps(g, want) <= 4 || (g - want).abs() <= f32::MIN_POSITIVE,
+                assert_eq!(
+                    g.to_bits(),
+                    want.to_bits(),
                     "x = {x} (times_x {times_x}): {g} against {want}"
                 );
             }

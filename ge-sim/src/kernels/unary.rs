@@ -57,13 +57,11 @@ fn clamp01<T: Real>(v: T) -> T {
     }
 }
 
-/// One `exp` and a select (no branch), accurate on both sides. [`super::sigmoid_avx2`]
-/// computes the same values on AVX2 registers.
+/// [`Real::logistic`]: for f32 onnxruntime's form ([`super::logistic`]), which
+/// [`super::sigmoid_avx2`] and [`super::sigmoid_avx512`] compute on registers bit for bit.
 #[inline]
 pub(crate) fn sigmoid<T: Real>(x: T) -> T {
-    let e = (-x.abs()).exp();
-    let r = T::ONE / (T::ONE + e);
-    if x >= T::ZERO { r } else { e * r }
+    x.logistic()
 }
 
 /// `log(1 + exp(x))` without overflow.

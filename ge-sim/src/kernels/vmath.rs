@@ -39,7 +39,6 @@ pub(crate) const EXP_POLY: [f32; 6] = [
 ];
 
 /// `e^x`: 1 ulp on the normal range; 0 below it (no subnormals), +∞ above, NaN kept.
-/// [`super::sigmoid_avx2`] repeats these operations on registers: keep the two in step.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     const HI: f32 = EXP_HI;
