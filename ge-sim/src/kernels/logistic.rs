@@ -11,9 +11,10 @@
 //!
 //! Accuracy against the real function: absolute error ≤ 1.7e-7 over the whole range (1.4
 //! ulp of 1; a few values round to the float above 1), relative error growing where the
-//! value is tiny (2e-3 at `x = −10`; `x < −18` gives `sigmoid(−18)` ≈ 1.5e-8, not 0). Without `std` (firmware) there is no fused multiply-add
-//! in `core`, and the multiply and the add round separately: within 2 ulp of the fused form.
-//! O(1) per value.
+//! value is tiny (2e-3 at `x = −10`; `x < −18` gives `sigmoid(−18)` ≈ 1.5e-8, not 0).
+//! Without `std` (firmware) there is no fused multiply-add in `core`, and the multiply and
+//! the add round separately: within 2.4e-7 absolute of the fused form (near 0, where
+//! `p/q + 1/2` cancels, one may give 0 and the other 2.4e-7). O(1) per value.
 
 /// Lower and upper clamp of the argument.
 pub(crate) const RANGE: (f32, f32) = (-18.0, 18.0);
