@@ -198,12 +198,11 @@ fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
         Kind::Unary | Kind::Binary | Kind::Variadic => {
             is_q8(a) && (0..g.dq.len()).all(|i| dt(i) == a) && out == a
         }
-        Kind::Conv | Kind::MatMul => {
-            let w = dt(1);
-            let bias_ok = g.dq.get(2).copied().flatten().is_none() || dt(2) == Some(code::INT32);
-            is_q8(a) && is_q8(w) && (a != Some(code::INT8) || w == a) && out == a && bias_ok
-        }
-        Kind::Gemm => {
+        // One rule for the three (onnxruntime's Conv, MatMul and Gemm selectors agree once
+        // int8 is allowed): int8 activations need int8 weights, the output has the
+        // activations' type (only a Gemm may have none: `group` demands a QuantizeLinear of
+        // the others), a bias is int32 and, on a Gemm, taken with beta 1.
+        Kind::Conv | Kind::MatMul | Kind::Gemm => {
             let w = dt(1);
             let beta = n
                 .attribute

@@ -45,14 +45,14 @@ pub(super) fn int8(ctx: &NodeCtx<'_>, i: usize) -> Result<DType> {
 fn centered(ctx: &NodeCtx<'_>, s: &mut Sub, x: usize, z: Option<usize>) -> Result<String> {
     let d = int8(ctx, x)?;
     let xf = cast(s, &in_name(ctx, x), d, DType::F32);
-    match z.filter(|&z| ctx.input_opt(z).is_some()) {
-        None => Ok(xf),
-        Some(z) => {
-            let zn = scalar_in(ctx, s, z)?;
-            let zf = cast(s, &zn, ctx.input(z)?.dtype, DType::F32);
-            Ok(s.op("Sub", &[&xf, &zf], vec![]))
-        }
-    }
+    let zf = match z {
+        Some(z) => zero_point_f32(ctx, s, z)?,
+        None => None,
+    };
+    Ok(match zf {
+        Some(zf) => s.op("Sub", &[&xf, &zf], vec![]),
+        None => xf,
+    })
 }
 
 /// `(x - zx) · sx` in f32.
@@ -72,12 +72,19 @@ pub(super) fn requantized(
     out_dt: DType,
 ) -> Result<Imported> {
     let mut r = s.op("Round", &[v], vec![]);
-    if ctx.input_opt(zy).is_some() {
-        let z = scalar_in(ctx, &mut s, zy)?;
-        let zf = cast(&mut s, &z, ctx.input(zy)?.dtype, DType::F32);
+    if let Some(zf) = zero_point_f32(ctx, &mut s, zy)? {
         r = s.op("Add", &[&r, &zf], vec![]);
     }
     store_saturated(ctx, s, &r, DType::F32, out_dt)
+}
+
+/// Input `zy` (a scalar zero point) as f32, `None` when the node omits it.
+fn zero_point_f32(ctx: &NodeCtx<'_>, s: &mut Sub, zy: usize) -> Result<Option<String>> {
+    if ctx.input_opt(zy).is_none() {
+        return Ok(None);
+    }
+    let z = scalar_in(ctx, s, zy)?;
+    Ok(Some(cast(s, &z, ctx.input(zy)?.dtype, DType::F32)))
 }
 
 /// `v / (input sy)`.
@@ -193,7 +200,7 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         return Err(ctx.err(format!("X {:?} needs N, C and spatial axes", x.shape)));
     }
     let mut s = Sub::new(ctx);
-    let v = if global {
+    if global {
         let n: usize = x.shape[2..].iter().product();
         let axes: Vec<i64> = (2..x.shape.len() as i64).collect();
         let c = centered(ctx, &mut s, 0, Some(2))?;
@@ -202,7 +209,8 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         let nn = s.scalar(DType::F32, n as f64);
         let den = s.op("Mul", &[&sy, &nn], vec![]);
         let m = s.op("Div", &[&sx, &den], vec![]);
-        s.op("Mul", &[&sum, &m], vec![])
+        let v = s.op("Mul", &[&sum, &m], vec![]);
+        requantized(ctx, s, &v, 4, dt)
     } else {
         let xf = dequantized(ctx, &mut s, 0, 1, 2)?;
         let keep = [
@@ -216,9 +224,8 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         let attrs = copied_attrs(ctx, &keep);
         let p = s.op("AveragePool", &[&xf], attrs);
         let v = over_scale(ctx, &mut s, &p, 3)?;
-        return zero_point_first(ctx, s, &v, 4, dt);
-    };
-    requantized(ctx, s, &v, 4, dt)
+        zero_point_first(ctx, s, &v, 4, dt)
+    }
 }
 
 /// Output 0 from f32 `v` already divided by the output scale: `round(v + zy)` saturated to
@@ -233,12 +240,10 @@ fn zero_point_first(
     zy: usize,
     out_dt: DType,
 ) -> Result<Imported> {
-    let mut w = v.to_string();
-    if ctx.input_opt(zy).is_some() {
-        let z = scalar_in(ctx, &mut s, zy)?;
-        let zf = cast(&mut s, &z, ctx.input(zy)?.dtype, DType::F32);
-        w = s.op("Add", &[v, &zf], vec![]);
-    }
+    let w = match zero_point_f32(ctx, &mut s, zy)? {
+        Some(zf) => s.op("Add", &[v, &zf], vec![]),
+        None => v.to_string(),
+    };
     let r = s.op("Round", &[&w], vec![]);
     store_saturated(ctx, s, &r, DType::F32, out_dt)
 }
