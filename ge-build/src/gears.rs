@@ -272,10 +272,8 @@ pub fn resolve(gp: &GraphProto, opts: &CompileOptions) -> Result<Resolved> {
         }
         GearSpec::ImageSize(hws) => {
             for (name, t, _) in &templates {
-                let axes = match t[..] {
-                    [_, _, None, None] => (2, 3),
-                    [_, None, None, Some(_)] => (1, 2),
-                    _ => continue,
+                let Some(axes) = image_axes(name, t, hws, flag)? else {
+                    continue;
                 };
                 targets += 1;
                 for (k, &[h, w]) in hws.iter().enumerate() {
@@ -354,6 +352,50 @@ pub fn resolve(gp: &GraphProto, opts: &CompileOptions) -> Result<Resolved> {
     Ok(Resolved { shapes, overrides })
 }
 
+/// Which axes of a rank-4 input `t` the image-size gears `hws` set: (H, W) = (2, 3) for
+/// NCHW, (1, 2) for NHWC (channels last, its C fixed). An axis the model (or
+/// `--input-shape`) fixes still qualifies when every gear gives it that same value — an OCR
+/// recognizer's `[N, 3, 48, W]` under `48,320;48,960` — as long as one of the two is free.
+/// `None` for an input the gears do not address; an error when the input has a free H or W
+/// for the gears but fixes the other to a value a gear contradicts. O(gears).
+fn image_axes(
+    name: &str,
+    t: &[Option<usize>],
+    hws: &[[usize; 2]],
+    flag: &str,
+) -> Result<Option<(usize, usize)>> {
+    if t.len() != 4 {
+        return Ok(None);
+    }
+    let layouts = [((2, 3), true), ((1, 2), t[3].is_some())];
+    // The first layout whose axes are free or agree with every gear.
+    let mut conflict = None;
+    for ((h, w), channels_fit) in layouts {
+        if !channels_fit || (t[h].is_some() && t[w].is_some()) {
+            continue;
+        }
+        let clash = [(h, 0), (w, 1)].into_iter().find_map(|(axis, i)| {
+            let fixed = t[axis]?;
+            let (k, gear) = hws.iter().enumerate().find(|(_, g)| g[i] != fixed)?;
+            Some((axis, ["height", "width"][i], fixed, k, gear[i]))
+        });
+        match clash {
+            None => return Ok(Some((h, w))),
+            Some(c) => {
+                conflict.get_or_insert(c);
+            }
+        }
+    }
+    match conflict {
+        None => Ok(None),
+        Some((axis, what, fixed, k, value)) => Err(CompileError::Option(format!(
+            "{flag}: gear {k} sets the {what} (dim {axis}) of '{name}' to {value}, but \
+             '{name}' fixes it to {fixed}; give gears whose {what} is {fixed}, or -1 for dim \
+             {axis} with --input-shape {name}:D1,D2,..."
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,5 +421,49 @@ mod tests {
         let mut slot = GearSpec::parse_batch("1,2").unwrap();
         let e = set_gears(&mut slot, d).unwrap_err().to_string();
         assert!(e.contains("mutually exclusive"), "{e}");
+    }
+
+    #[test]
+    fn image_gears_take_fixed_dims_that_every_gear_agrees_with() {
+        let f = "--dynamic-image-size";
+        let hws = [[48, 320], [48, 960]];
+        let axes = |t: &[Option<usize>]| image_axes("x", t, &hws, f);
+        // Free H and W, NCHW and NHWC.
+        assert_eq!(axes(&[Some(1), Some(3), None, None]).unwrap(), Some((2, 3)));
+        assert_eq!(axes(&[Some(1), None, None, Some(3)]).unwrap(), Some((1, 2)));
+        // H fixed to the gears' 48: NCHW and NHWC.
+        assert_eq!(
+            axes(&[None, Some(3), Some(48), None]).unwrap(),
+            Some((2, 3))
+        );
+        assert_eq!(
+            axes(&[Some(1), Some(48), None, Some(3)]).unwrap(),
+            Some((1, 2))
+        );
+        // Fully fixed, or not an image: not addressed.
+        assert_eq!(
+            axes(&[Some(1), Some(3), Some(48), Some(320)]).unwrap(),
+            None
+        );
+        assert_eq!(axes(&[Some(1), None, None]).unwrap(), None);
+        // H fixed to another value than a gear's: refused, naming the gear and the dim.
+        let e = image_axes("x", &[None, Some(3), Some(32), None], &hws, f)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("gear 0 sets the height (dim 2) of 'x' to 48"),
+            "{e}"
+        );
+        assert!(e.contains("fixes it to 32"), "{e}");
+        let mixed = [[48, 320], [64, 320]];
+        let e = image_axes("x", &[Some(1), Some(3), None, Some(320)], &mixed, f);
+        assert_eq!(e.unwrap(), Some((2, 3)), "W fixed to every gear's 320");
+        let e = image_axes("x", &[Some(1), Some(3), Some(48), None], &mixed, f)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("gear 1 sets the height (dim 2) of 'x' to 64"),
+            "{e}"
+        );
     }
 }

@@ -75,6 +75,9 @@ pub enum Command {
         /// times the fastest run of each task, so caches are warm).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
+        /// Host threads the kernels split over (outputs are bitwise the same for any count).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        threads: u32,
         /// Write a Chrome/Perfetto trace (streams and cores) to this JSON file.
         #[arg(long)]
         trace: Option<PathBuf>,

@@ -29,3 +29,12 @@ pub fn device(flags: &DeviceFlags) -> Result<SimDevice, String> {
     }
     Ok(d)
 }
+
+/// `d` running its kernels on `threads` host threads (the shared persistent pool); one
+/// thread is the calling thread alone.
+pub fn on_threads(mut d: SimDevice, threads: usize) -> SimDevice {
+    if threads > 1 {
+        d.host = ge_sim::threads::Host::on(ge_sim::threads::ThreadPool::shared(threads));
+    }
+    d
+}

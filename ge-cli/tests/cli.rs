@@ -343,3 +343,41 @@ fn quantize_writes_qdq_onnx_om_and_report_and_refuses_bad_options() {
     assert_one_line_error(&out, "calibration directory without x.npy");
     assert!(String::from_utf8_lossy(&out.stderr).contains("x.npy"));
 }
+
+/// `--dynamic-image-size` on the OCR recognizer `[N, 3, 48, W]`: its H fixed to 48 by the
+/// model is accepted when every gear's height is 48 (issue 57; before, only `-1` for H in
+/// `--input-shape` was), and refused in one line naming the gear, the dim and the fixed value
+/// when a gear's height is not.
+#[test]
+fn image_size_gears_over_a_fixed_height() {
+    let d = tmp("image_gears");
+    let model = corpus("ocr_gears").join("model.onnx");
+    let compile = |shape: &str, gears: &str| {
+        ge().arg("compile")
+            .arg(&model)
+            .arg("-o")
+            .arg(d.join("m.om"))
+            .args(["--input-shape", shape, "--dynamic-image-size", gears])
+            .output()
+            .unwrap()
+    };
+    let out = compile("x:1,3,48,-1", "48,320;48,960");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ge().arg("inspect").arg(d.join("m.om")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for shape in ["in [[1, 3, 48, 320]]", "in [[1, 3, 48, 960]]"] {
+        assert!(text.contains(shape), "inspect lacks gear {shape}:\n{text}");
+    }
+    let out = compile("x:1,3,48,-1", "32,320;32,960");
+    assert_one_line_error(&out, "a gear height against the fixed 48");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gear 0 sets the height (dim 2) of 'x' to 32")
+            && err.contains("fixes it to 48"),
+        "{err}"
+    );
+}

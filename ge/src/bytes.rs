@@ -8,12 +8,23 @@ pub use bytemuck::{Pod, Zeroable};
 /// A zeroed `T` on the heap, allocated zeroed in place (`alloc_zeroed` with `T`'s layout):
 /// it never passes through the stack, unlike `Box::new(value)` in a debug build, where a
 /// multi-megabyte value overflows it. Allocation failure aborts, as `Box::new`'s does.
+///
+/// No path of this function holds a `T` by value, not even for a zero-sized `T`: an
+/// unoptimized build reserves a frame slot for every local of every branch, so a
+/// `Box::new(T::zeroed())` kept for the zero-sized case made each call's frame as large as
+/// `T` (issue 57: a 31 MB arena overflowed the 8 MiB main stack in `Arena::boxed()`). A
+/// zero-sized `T` gets a dangling, aligned pointer, which is what `Box` itself holds for one.
 #[cfg(feature = "alloc")]
 pub fn zeroed_box<T: Zeroable>() -> alloc::boxed::Box<T> {
     use alloc::alloc::{Layout, alloc_zeroed, handle_alloc_error};
     let layout = Layout::new::<T>();
     if layout.size() == 0 {
-        return alloc::boxed::Box::new(T::zeroed());
+        // SAFETY: for a zero-sized `T`, `Box` owns no allocation and accepts any non-null,
+        // aligned pointer (`Box`'s memory-layout rules); `T: Zeroable` makes its one
+        // (empty) bit pattern a valid `T`.
+        return unsafe {
+            alloc::boxed::Box::from_raw(core::ptr::NonNull::<T>::dangling().as_ptr())
+        };
     }
     // SAFETY: the layout's size is not zero (checked above).
     let ptr = unsafe { alloc_zeroed(layout) }.cast::<T>();

@@ -161,10 +161,7 @@ pub(super) fn bench(
     if let Some(extra) = given.keys().next() {
         return Err(format!("the model has no input named '{extra}'"));
     }
-    let mut device = profile::device(&flags.device)?;
-    if threads > 1 {
-        device.host = ge_sim::threads::Host::on(ge_sim::threads::ThreadPool::shared(threads));
-    }
+    let device = profile::on_threads(profile::device(&flags.device)?, threads);
     let mut arena = vec![0u8; model.arena_bytes_unaligned()];
     let mut session =
         ge_runtime::Session::new(&model, &mut arena, device).map_err(|e| e.to_string())?;

@@ -61,6 +61,7 @@ pub fn dispatch(cli: Cli) -> Res {
             output_dir,
             profile,
             repeat,
+            threads,
             trace,
             check_races,
             device,
@@ -71,6 +72,7 @@ pub fn dispatch(cli: Cli) -> Res {
             RunFlags {
                 profile,
                 repeat: repeat as usize,
+                threads: threads as usize,
                 trace,
                 check_races,
             },

@@ -88,6 +88,8 @@ pub struct RunFlags {
     pub profile: bool,
     /// Runs of the model (the profile's host times are the fastest of them).
     pub repeat: usize,
+    /// Host threads the kernels split over.
+    pub threads: usize,
     pub trace: Option<std::path::PathBuf>,
     pub check_races: bool,
 }
@@ -171,7 +173,7 @@ pub(super) fn run(
         .filter_map(|i| model.output(i))
         .map(|o| o.name.to_string())
         .collect();
-    let device = profile::device(dev)?;
+    let device = profile::on_threads(profile::device(dev)?, flags.threads);
     let clock = device.profile.clock_mhz;
     let mut recorder = Recorder {
         rows: Vec::new(),
@@ -182,7 +184,11 @@ pub(super) fn run(
         .map_err(|e| e.to_string())?;
     for _ in 1..flags.repeat {
         (outs, rep) = runner
-            .run(&ins, profile::device(dev)?.with_observer(&mut recorder))
+            .run(
+                &ins,
+                profile::on_threads(profile::device(dev)?, flags.threads)
+                    .with_observer(&mut recorder),
+            )
             .map_err(|e| e.to_string())?;
     }
     if flags.profile {
