@@ -247,7 +247,7 @@ impl BlockedChannels {
             Self::Auto => {
                 #[cfg(target_arch = "x86_64")]
                 {
-                    use ge_sim::kernels::isa::{Isa, isa};
+                    use ge_sim::arch::isa::{Isa, isa};
                     matches!(isa(), Isa::Avx512 | Isa::Avx2Fma)
                 }
                 #[cfg(not(target_arch = "x86_64"))]

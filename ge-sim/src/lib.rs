@@ -24,6 +24,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod arch;
 pub mod cost;
 pub mod device;
 pub mod kernels;

@@ -117,8 +117,8 @@ pub fn dispatch(cli: Cli) -> Res {
 
 /// The host kernels' instruction set: `GE_ISA` when set (refused when unknown or missing on
 /// this CPU, rather than silently running another path), else the widest this CPU has.
-pub fn host_isa() -> Res<ge_sim::kernels::isa::Isa> {
-    use ge_sim::kernels::isa::{self, Isa, IsaError};
+pub fn host_isa() -> Res<ge_sim::arch::isa::Isa> {
+    use ge_sim::arch::isa::{self, Isa, IsaError};
     match isa::forced() {
         Ok(_) => Ok(isa::isa()),
         Err(IsaError::Unknown) => Err(format!(

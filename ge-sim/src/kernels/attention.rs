@@ -5,8 +5,8 @@
 use ge_runtime::format::{AttentionParams, MAX_RANK, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
-use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
+use crate::arch::isa;
 
 /// Scratch bytes: one score row of T floats.
 pub fn attention_workspace_bytes(in_shapes: &[Option<Shape>]) -> usize {

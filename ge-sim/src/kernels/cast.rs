@@ -395,7 +395,7 @@ fn convert<S: Element + Copy, D: Element>(
 ) -> Result<bool, KernelError> {
     let src = x.as_slice::<S>()?;
     let dst = y.as_slice_mut::<D>()?;
-    super::isa::with_simd(|| {
+    crate::arch::isa::with_simd(|| {
         for (d, &v) in dst.iter_mut().zip(src) {
             *d = f(v);
         }
@@ -462,7 +462,7 @@ fn direct(x: &TensorRef<'_>, y: &mut TensorMut<'_>) -> Result<bool, KernelError>
             macro_rules! from_bool {
                 ($d:ty) => {{
                     let dst = y.as_slice_mut::<$d>()?;
-                    super::isa::with_simd(|| {
+                    crate::arch::isa::with_simd(|| {
                         for (d, &v) in dst.iter_mut().zip(src) {
                             *d = (v != 0) as u8 as $d;
                         }

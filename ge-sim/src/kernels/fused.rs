@@ -14,9 +14,9 @@ use ge_runtime::format::{
 
 use super::broadcast::{Odometer, broadcast_strides};
 use super::cast::{f32_to_i8, f32_to_u8};
-use super::isa;
 use super::unary::apply_unary_in_place;
 use super::{KernelError, KernelResult, output};
+use crate::arch::isa;
 
 /// Elements per register tile.
 pub const TILE: usize = 256;

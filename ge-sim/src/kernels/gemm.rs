@@ -11,9 +11,7 @@
 //! same instructions whatever the thread count.
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) mod avx2;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod avx512;
+pub(crate) use crate::arch::x86::{avx2::gemm as avx2, avx512::gemm as avx512};
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod column;
 pub mod micro;
@@ -210,7 +208,7 @@ impl PackB for Int8B<'_> {
         } else {
             (0, 0.0)
         };
-        super::isa::with_simd(
+        crate::arch::isa::with_simd(
             #[inline(always)]
             || {
                 let mut sc = [0f32; NR];
@@ -620,7 +618,7 @@ unsafe fn gemm_block(
                 if al == ALayout::Panels && k > 0 {
                     for i in (ir + bm..(ir + 2 * bm).min(r1)).step_by(MR) {
                         let (at, _, w) = al.at(m, k, i, pc);
-                        super::prefetch::l2(a[at..].as_ptr(), kc * w);
+                        crate::arch::x86::prefetch::l2(a[at..].as_ptr(), kc * w);
                     }
                 }
                 for jr in (0..nc).step_by(bn) {
@@ -784,7 +782,7 @@ fn gemv_row(
     // The loops vectorize at the CPU's width (the closure inlined into `with_simd`'s
     // target-feature function; not inlined, it ran at the baseline's 4 lanes); sums keep
     // their order on every ISA.
-    super::isa::with_simd(
+    crate::arch::isa::with_simd(
         #[inline(always)]
         || {
             if trans_b {

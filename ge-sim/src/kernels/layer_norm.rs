@@ -5,9 +5,9 @@
 use ge_runtime::format::{LayerNormParams, Shape, TensorMut, TensorRef};
 
 use super::broadcast::broadcast_strides;
-use super::isa;
 use super::unary::apply_activation;
 use super::{KernelError, KernelResult, input, output, vmath};
+use crate::arch::isa;
 
 /// A scale or bias: its values and strides broadcast to the normalized shape.
 type Param<'a> = Option<(&'a [f32], [usize; 8])>;

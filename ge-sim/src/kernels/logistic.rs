@@ -2,7 +2,7 @@
 //! onnxruntime's (MLAS `MlasComputeLogistic`), bit for bit. A rational approximation on
 //! `x` clamped to ±18, `sigmoid(x) = x·P(x²) / Q(x²) + 1/2` with P of degree 4 and Q of
 //! degree 5 in `x²`, each evaluated by Horner's rule in fused multiply-adds, then one
-//! division; the result floored at 0. [`super::sigmoid_avx2`] and [`super::sigmoid_avx512`]
+//! division; the result floored at 0. [`crate::arch::x86::avx2::sigmoid`] and [`crate::arch::x86::avx512::sigmoid`]
 //! run the same operations on registers, so conv and GEMM epilogues, Sigmoid and SiLU tasks
 //! and vector programs give the same bits on every ISA path, and the same bits as
 //! onnxruntime (whose x86 FMA3 and ARM NEON kernels compute exactly this): a model whose

@@ -19,7 +19,6 @@ pub mod grid_sample;
 pub mod halves;
 pub mod in_place;
 pub mod indexing;
-pub mod isa;
 pub mod layer_norm;
 pub(crate) mod logistic;
 pub mod nchwc;
@@ -27,22 +26,16 @@ pub mod norm;
 pub mod ordered;
 pub mod pad;
 pub mod pool;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-pub(crate) mod prefetch;
 pub mod real;
 pub mod recurrent;
 pub mod reduce;
 pub mod registry;
 pub mod resize;
 pub mod set;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-pub(crate) mod sigmoid_avx2;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-pub(crate) mod sigmoid_avx512;
 pub mod slice;
 pub mod softmax;
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 pub mod transpose;
 pub mod unary;
 pub mod vmath;

@@ -4,10 +4,10 @@ use ge_runtime::format::{
     Activation, DType, LrnParams, NormParams, Shape, TensorMut, TensorRef, UnaryOp, ViewError,
 };
 
-use super::isa;
 use super::real::Real;
 use super::unary::apply_unary_in_place;
 use super::{KernelError, KernelResult, input, output};
+use crate::arch::isa;
 
 const LAYOUT_ERR: KernelError = KernelError::Shape("norm data does not match its shape");
 

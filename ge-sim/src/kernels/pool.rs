@@ -12,8 +12,8 @@ use ge_runtime::format::{
 };
 
 use super::copy::{checked_len, f32_in, f32_out};
-use super::isa;
 use super::{KernelError, KernelResult, input, output, vmath};
+use crate::arch::isa;
 
 #[cfg(feature = "std")]
 mod blocked;

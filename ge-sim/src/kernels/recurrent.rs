@@ -26,7 +26,8 @@ use ge_runtime::format::{
 
 use super::gemm::{sgemm, sgemm_on, sgemm_ws_len, ws_f32};
 use super::unary::apply_unary_in_place;
-use super::{KernelError, KernelResult, input, isa};
+use super::{KernelError, KernelResult, input};
+use crate::arch::isa;
 use crate::threads::Parallel;
 
 /// Sizes of one layer.
@@ -659,7 +660,7 @@ mod tests {
 
     use super::super::test_util::{Slots, t, tm};
     use super::*;
-    use crate::kernels::isa::{Isa, isa};
+    use crate::arch::isa::{Isa, isa};
     use crate::threads::Serial;
 
     fn lcg(seed: &mut u32) -> f32 {

@@ -217,7 +217,7 @@ fn softmax_t<T: Real>(
     }
     // Firmware keeps the serial rows (one copy, no lanes) and the loop as it was.
     if cfg!(feature = "std") && inner == 1 {
-        super::isa::with_simd(
+        crate::arch::isa::with_simd(
             #[inline(always)]
             || rows(kind, x, y, block),
         );

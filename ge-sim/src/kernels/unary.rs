@@ -8,9 +8,9 @@ use ge_runtime::format::{
 };
 
 use super::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-use super::isa;
 use super::real::Real;
 use super::{KernelError, KernelResult, input, output};
+use crate::arch::isa;
 
 /// Runs one element function over some storage; lets one op table serve in-place and
 /// out-of-place loops while keeping each loop monomorphic (and so vectorizable).
@@ -58,7 +58,7 @@ fn clamp01<T: Real>(v: T) -> T {
 }
 
 /// [`Real::logistic`]: for f32 onnxruntime's form ([`super::logistic`]), which
-/// [`super::sigmoid_avx2`] and [`super::sigmoid_avx512`] compute on registers bit for bit.
+/// [`crate::arch::x86::avx2::sigmoid`] and [`crate::arch::x86::avx512::sigmoid`] compute on registers bit for bit.
 #[inline]
 pub(crate) fn sigmoid<T: Real>(x: T) -> T {
     x.logistic()
@@ -71,8 +71,8 @@ fn softplus<T: Real>(x: T) -> T {
     pos + (-x.abs()).exp().ln_1p()
 }
 
-/// Sigmoid and SiLU on f32 through [`super::sigmoid_avx512`] where the chosen ISA is
-/// AVX-512 (the conv and GEMM epilogues' form there), else [`super::sigmoid_avx2`] where it
+/// Sigmoid and SiLU on f32 through [`crate::arch::x86::avx512::sigmoid`] where the chosen ISA is
+/// AVX-512 (the conv and GEMM epilogues' form there), else [`crate::arch::x86::avx2::sigmoid`] where it
 /// has AVX2 (the generic loop's values, its dependent chains interleaved); `false` when the
 /// generic loop must run (another op, the portable path, firmware). In place when `x` is
 /// `None`.
@@ -92,12 +92,12 @@ fn sigmoid_fast(op: UnaryOp, x: Option<&[f32]>, y: &mut [f32]) -> bool {
             };
             // SAFETY: `n` values readable from `src` and writable at `dst` (the same slice or
             // one of equal length); the CPU has AVX-512 (the chosen class).
-            unsafe { super::sigmoid_avx512::map(src, dst, n, times_x) };
+            unsafe { crate::arch::x86::avx512::sigmoid::map(src, dst, n, times_x) };
             return true;
         }
         return match x {
-            Some(x) => super::sigmoid_avx2::map(x, y, times_x),
-            None => super::sigmoid_avx2::map_in_place(y, times_x),
+            Some(x) => crate::arch::x86::avx2::sigmoid::map(x, y, times_x),
+            None => crate::arch::x86::avx2::sigmoid::map_in_place(y, times_x),
         };
     }
     let _ = (op, x, y);

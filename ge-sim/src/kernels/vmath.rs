@@ -4,7 +4,7 @@
 //! these are branch-free range reduction plus polynomials (Cephes / Eigen coefficients),
 //! within a few ulp of the correctly rounded result, so element loops over them vectorize.
 //! Results below f32's normal range flush to zero. Loops over them run inside
-//! [`super::isa::with_simd`], so the same code gets the CPU's widest vectors.
+//! [`crate::arch::isa::with_simd`], so the same code gets the CPU's widest vectors.
 
 // The coefficients are kept as published.
 #![allow(clippy::excessive_precision)]

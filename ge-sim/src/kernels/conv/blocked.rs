@@ -110,7 +110,7 @@ pub(super) fn run_blocked(
 fn prologue(x: &[f32], scale: &[f32], shift: &[f32], act: TileAct, xt: &mut [f32], plane: usize) {
     use crate::kernels::gemm::micro::act_scalar;
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if crate::kernels::isa::isa() == crate::kernels::isa::Isa::Avx512
+    if crate::arch::isa::isa() == crate::arch::isa::Isa::Avx512
         && matches!(
             act,
             TileAct::None | TileAct::Clamp { .. } | TileAct::Leaky { .. } | TileAct::HardSwish
@@ -145,7 +145,7 @@ fn each(
     plane: usize,
     f: impl Fn(f32) -> f32 + Copy,
 ) {
-    crate::kernels::isa::with_simd(
+    crate::arch::isa::with_simd(
         #[inline(always)]
         || {
             for (xb, tb, s, t) in channel_blocks(x, scale, shift, xt, plane) {

@@ -20,11 +20,11 @@
 
 use super::Geo;
 use super::phase_split::{deinterleave, phase_row, valid};
+#[cfg(target_arch = "x86_64")]
+use crate::arch::isa::{Isa, isa};
 use crate::kernels::copy::copy_short;
 use crate::kernels::gemm::WS_SLOTS;
 use crate::kernels::gemm::micro::{TileAct, act_scalar};
-#[cfg(target_arch = "x86_64")]
-use crate::kernels::isa::{Isa, isa};
 
 /// Target f32 size of one band (input rows × phases × phase width): the band and the block
 /// of flat outputs it gives stay in L1 (16 KB each) while the taps sweep them.

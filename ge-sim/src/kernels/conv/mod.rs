@@ -14,7 +14,7 @@
 mod blocked;
 mod depthwise;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod depthwise_avx512;
+use crate::arch::x86::avx512::depthwise as depthwise_avx512;
 mod direct;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod lanes;
@@ -27,7 +27,8 @@ use super::gemm::{
     ALayout, Epilogue, MatB, NR, PackB, SendPtr, WS_SLOTS, gemm_packed, gemm_packed_ws_len, sgemm,
     sgemm_ws_len, tile_act, ws_f32,
 };
-use super::{KernelError, KernelResult, input, isa, output};
+use super::{KernelError, KernelResult, input, output};
+use crate::arch::isa;
 use crate::threads::{Parallel, Serial};
 
 /// Target size of the column buffer, in f32.
@@ -39,22 +40,22 @@ const PAR_MIN_TAPS: usize = 1 << 16;
 
 /// Shapes and hyper-parameters, normalized to 3 spatial axes.
 #[derive(Clone, Copy, Debug)]
-struct Geo {
-    n: usize,
-    c: usize,
-    m: usize,
-    g: usize,
-    cg: usize,
-    mg: usize,
-    big: [usize; 3],
-    small: [usize; 3],
-    k: [usize; 3],
-    s: [usize; 3],
-    d: [usize; 3],
-    pb: [usize; 3],
-    kprod: usize,
-    big_plane: usize,
-    small_plane: usize,
+pub(crate) struct Geo {
+    pub(crate) n: usize,
+    pub(crate) c: usize,
+    pub(crate) m: usize,
+    pub(crate) g: usize,
+    pub(crate) cg: usize,
+    pub(crate) mg: usize,
+    pub(crate) big: [usize; 3],
+    pub(crate) small: [usize; 3],
+    pub(crate) k: [usize; 3],
+    pub(crate) s: [usize; 3],
+    pub(crate) d: [usize; 3],
+    pub(crate) pb: [usize; 3],
+    pub(crate) kprod: usize,
+    pub(crate) big_plane: usize,
+    pub(crate) small_plane: usize,
     /// The weights are in [`WeightLayout::Panels`] order (pre-packed by the compiler).
     packed: bool,
 }

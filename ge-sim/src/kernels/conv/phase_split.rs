@@ -4,9 +4,9 @@
 //! of their time copying value by value) fill their rows here. O(row) per row.
 
 use super::Geo;
-use crate::kernels::copy::copy_short;
 #[cfg(target_arch = "x86_64")]
-use crate::kernels::isa::{Isa, isa};
+use crate::arch::isa::{Isa, isa};
+use crate::kernels::copy::copy_short;
 
 /// The valid columns `lo..hi` of horizontal phase `h` in a phase row of `pw`: padded column
 /// `c·s + h` is input column `c·s + h − pl`, valid when `pl ≤ c·s + h < pl + iw`.

@@ -1,11 +1,11 @@
 //! The `MR × NR` register tile and its epilogue, in three builds of the same arithmetic:
 //! AVX2+FMA (x86-64; also what the AVX-512 class runs until it has its own tile) and a
-//! portable fallback, chosen by [`crate::kernels::isa`]. Every output element is computed by the same
+//! portable fallback, chosen by [`crate::arch::isa`]. Every output element is computed by the same
 //! sequence of operations whatever tile, thread or block position it falls in (lanes are
 //! independent; edge tiles run the full tile and store part of it), so results do not depend
 //! on how the work is split.
 
-pub use crate::kernels::isa::{Isa, isa};
+pub use crate::arch::isa::{Isa, isa};
 
 /// Whether the x86 tiles can ever run: with `std` (detected at run time) or when the target
 /// enables AVX2+FMA. Otherwise their match arms are dead and firmware does not link them.
@@ -106,7 +106,7 @@ pub unsafe fn tile(
 
 /// Row pointers of a tile: rows past `mr` repeat row 0 (computed, never stored).
 #[inline(always)]
-pub(super) fn row_offsets(rs: usize, mr: usize) -> [usize; MR] {
+pub(crate) fn row_offsets(rs: usize, mr: usize) -> [usize; MR] {
     core::array::from_fn(|i| if i < mr { i * rs } else { 0 })
 }
 
@@ -282,7 +282,7 @@ pub unsafe fn conv_tile_pair(
 }
 
 /// The epilogue of a pair tile's second panel: bias and residual moved down `MR` rows.
-pub(super) fn lower_half(ep: &TileEp) -> TileEp {
+pub(crate) fn lower_half(ep: &TileEp) -> TileEp {
     ep_at(ep, MR, 0)
 }
 

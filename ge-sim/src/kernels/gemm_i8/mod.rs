@@ -6,15 +6,13 @@
 //! raw product plus a per-column correction folded at compile time
 //! ([`pack::fold_zero_points`]), minus `zb_j·Σ_k a` only when some weight zero point is
 //! non-zero. The `MR × NR` tile ([`tile`] portable, [`avx2`] with AVX2) is chosen by the ISA
-//! dispatch of [`crate::kernels::isa`]; every path gives the same integers. No heap, no
+//! dispatch of [`crate::arch::isa`]; every path gives the same integers. No heap, no
 //! workspace: packed B comes from the blob, row sums and tiles live on the stack.
 //! Accumulators are i32 and wrap (as onnxruntime's) past `k ≈ 2^31 / (255·128)`, which no
 //! real layer reaches.
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
-#[cfg(target_arch = "x86_64")]
-mod avx512;
+use crate::arch::x86::{avx2::qgemm as avx2, avx512::qgemm as avx512};
 pub mod conv;
 pub mod conv_epilogue;
 pub mod pack;
@@ -29,7 +27,7 @@ pub use pack::{fold_zero_points, pack_b, packed_len};
 pub use requant::Requant;
 
 use super::KernelError;
-use crate::kernels::isa::{Isa, isa};
+use crate::arch::isa::{Isa, isa};
 
 /// Rows of the register tile.
 pub const MR: usize = 6;

@@ -5,8 +5,9 @@
 use ge_runtime::format::{AttentionParams, Shape, TensorMut, TensorRef};
 
 use super::super::attention::{Geometry, attention_workspace_bytes};
-use super::super::{KernelError, KernelResult, input, isa, output};
+use super::super::{KernelError, KernelResult, input, output};
 use super::{carve, convert, narrow_at, total_bytes, widen_at};
+use crate::arch::isa;
 
 /// f32 run lengths: one batch's Q, Kᵀ, V and Y, and the whole mask.
 fn runs(g: &Geometry, mask: usize) -> [usize; 5] {

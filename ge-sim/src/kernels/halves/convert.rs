@@ -6,8 +6,9 @@
 
 use ge_runtime::format::DType;
 
+use super::super::KernelError;
 use super::super::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-use super::super::{KernelError, isa};
+use crate::arch::isa;
 
 /// Which build converts: F16C when the CPU has it and the kernels' ISA is not forced to the
 /// portable one (`GE_ISA=portable`).

@@ -28,9 +28,9 @@
 
 use ge_runtime::format::{BLOCK, ChannelLayout, GROUP_BLOCKS};
 
+use crate::arch::isa::{self, Isa};
 use crate::kernels::KernelError;
 use crate::kernels::gemm::micro::{TileAct, act_scalar};
-use crate::kernels::isa::{self, Isa};
 use crate::threads::Parallel;
 
 /// Most pixels per tile (4 blocks × 6 pixels = 24 accumulators of 32 zmm registers). A
@@ -38,7 +38,7 @@ use crate::threads::Parallel;
 /// ge-sim in one codegen unit LLVM kept those tiles' accumulators on the stack, storing each
 /// after every FMA (SqueezeNet's squeeze layers 2.4× slower), and 6-pixel tiles now run them
 /// as fast as the wide ones did: SqueezeNet 0.915×, Inception v1 0.981×, yolov8n_320 0.964×.
-pub(super) const PIXELS: usize = 6;
+pub(crate) const PIXELS: usize = 6;
 
 /// Output pixels of one band: 1,024 × 64 channels × 4 B = 256 KB of partial sums, in L2
 /// between chunks. A band reads its weight group's weights once (chunk by chunk, from L2)
@@ -77,7 +77,7 @@ pub struct Geometry {
 
 impl Geometry {
     /// Channels per input block: 16 on a blocked input, 1 on a plain one.
-    pub(super) fn cb(&self) -> usize {
+    pub(crate) fn cb(&self) -> usize {
         ge_runtime::format::input_block(self.layout)
     }
 
@@ -113,7 +113,7 @@ impl Geometry {
     /// Checks that the operands hold what the shapes ask, `in_per_filter` input channels
     /// read by each output channel (`cin` for one group, 1 for a depthwise conv); the
     /// output's length.
-    pub(super) fn check_operands(
+    pub(crate) fn check_operands(
         &self,
         ops: &Operands<'_>,
         y: &[f32],
@@ -148,7 +148,7 @@ pub struct Operands<'a> {
 
 /// One tile's pointers and extents.
 #[derive(Clone, Copy)]
-pub(super) struct Tile {
+pub(crate) struct Tile {
     /// Image `n`'s input.
     pub x: *const f32,
     /// The weight group's first value.
@@ -176,23 +176,23 @@ impl Tile {
     /// slice per step on blocked input; all at once on a plain input, whose step is one
     /// channel of one tap (testing for a prefetch each step cost the stem 18%).
     #[inline(always)]
-    pub(super) fn spread<const CB: usize>(
+    pub(crate) fn spread<const CB: usize>(
         &self,
         geo: &Geometry,
-    ) -> crate::kernels::prefetch::Spread {
+    ) -> crate::arch::x86::prefetch::Spread {
         let steps = if CB == BLOCK {
             (self.cibs.1 - self.cibs.0) * geo.kernel[0] * geo.kernel[1]
         } else {
             0
         };
-        crate::kernels::prefetch::Spread::new(self.ahead.0, self.ahead.1, steps)
+        crate::arch::x86::prefetch::Spread::new(self.ahead.0, self.ahead.1, steps)
     }
 }
 
 /// What [`Tile::end`] adds: `act(sum + bias + residual)` in [`finish`]'s order, so the
 /// values are the band epilogue's.
 #[derive(Clone, Copy)]
-pub(super) struct TileEnd {
+pub(crate) struct TileEnd {
     /// Bias of the group's first channel, or null.
     pub bias: *const f32,
     /// Residual at the tile's `y` offsets, or null.
@@ -205,7 +205,7 @@ impl TileEnd {
     /// too): the tiles pass it to `act`, which then inlines one arm, not every
     /// activation's code once per accumulator. The band only gives tiles a clamp or none.
     #[inline(always)]
-    pub(super) fn clamp(&self) -> TileAct {
+    pub(crate) fn clamp(&self) -> TileAct {
         match self.act {
             c @ TileAct::Clamp { .. } => c,
             _ => TileAct::Clamp {
@@ -219,7 +219,7 @@ impl TileEnd {
 /// The epilogue of one band of one weight group: `y = act(y + bias + residual)` over `fb`
 /// blocks × `px` pixels.
 #[derive(Clone, Copy)]
-pub(super) struct BandEnd {
+pub(crate) struct BandEnd {
     /// Output block 0 at the band's first pixel; block `f` at `+ f·plane`.
     pub y: *mut f32,
     /// Residual at the same offsets as `y`, or null.
@@ -253,7 +253,7 @@ enum Tap {
 }
 
 /// The taps of one tile: the walk every tile build shares ([`TileTaps::each_tap`]).
-pub(super) struct TileTaps<'a, const N: usize> {
+pub(crate) struct TileTaps<'a, const N: usize> {
     geo: &'a Geometry,
     x: *const f32,
     px: usize,
@@ -273,7 +273,7 @@ pub(super) struct TileTaps<'a, const N: usize> {
 impl<'a, const N: usize> TileTaps<'a, N> {
     /// The walk of a tile of `px` stored pixels computed as `N ≥ px` (the kernel's width).
     #[inline(always)]
-    pub(super) fn new(geo: &'a Geometry, t: &Tile, px: usize) -> Self {
+    pub(crate) fn new(geo: &'a Geometry, t: &Tile, px: usize) -> Self {
         let mut oh = [0; N];
         let mut ow = [0; N];
         // One division per tile, then a step per pixel.
@@ -364,7 +364,7 @@ impl<'a, const N: usize> TileTaps<'a, N> {
     /// # Safety
     /// The tile's taps and weights are readable (the kernels' contract).
     #[inline(always)]
-    pub(super) unsafe fn each_tap<const CB: usize>(
+    pub(crate) unsafe fn each_tap<const CB: usize>(
         &mut self,
         cibs: (usize, usize),
         w0: *const f32,
@@ -440,7 +440,7 @@ pub fn run(
 }
 
 /// [`run`] on the tiles of `isa` (a class the CPU supports: tests compare them).
-pub(super) fn run_on(
+pub(crate) fn run_on(
     geo: &Geometry,
     ops: &Operands<'_>,
     y: &mut [f32],
@@ -486,7 +486,7 @@ pub(super) fn run_on(
 /// Runs `band(u)` for every `u < units`, in contiguous runs split between the slots of
 /// `par` (one slot below [`PAR_MIN_MACS`] multiply-adds): which band a value falls in does
 /// not depend on the thread count.
-pub(super) fn split_bands(
+pub(crate) fn split_bands(
     units: usize,
     macs: usize,
     par: &dyn Parallel,
@@ -609,7 +609,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
 ///
 /// # Safety
 /// As [`band`], for this band.
-pub(super) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
+pub(crate) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
     if !zero && e.bias.is_null() && e.res.is_null() && e.act == TileAct::None {
         // The raw sums are the outputs.
         return;
@@ -670,7 +670,7 @@ unsafe fn dispatch(geo: &Geometry, t: &Tile, fb: usize, px: usize, isa: Isa) {
 /// The input row that output row `oh` reads at kernel row `i`; `None` when it lies in the
 /// padding (every pixel of the tile skips the kernel row).
 #[inline(always)]
-pub(super) fn tap_row(geo: &Geometry, oh: usize, i: usize) -> Option<usize> {
+pub(crate) fn tap_row(geo: &Geometry, oh: usize, i: usize) -> Option<usize> {
     let ih = (oh * geo.stride[0] + i * geo.dilation[0]).checked_sub(geo.pad[0])?;
     (ih < geo.h).then_some(ih)
 }
@@ -678,7 +678,7 @@ pub(super) fn tap_row(geo: &Geometry, oh: usize, i: usize) -> Option<usize> {
 /// The input address of pixel `ow` at kernel column `j` in row `ih` of input block `cib`,
 /// or [`ZEROS`] in the padding.
 #[inline(always)]
-pub(super) fn tap_pixel(
+pub(crate) fn tap_pixel(
     geo: &Geometry,
     x: *const f32,
     cib: usize,

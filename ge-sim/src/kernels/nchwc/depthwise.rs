@@ -22,8 +22,8 @@
 use ge_runtime::format::{BLOCK, ChannelLayout, blocked_weight_index};
 
 use super::conv::{BandEnd, Geometry, Operands, finish, split_bands, tap_row};
+use crate::arch::isa::{self, Isa};
 use crate::kernels::KernelError;
-use crate::kernels::isa::{self, Isa};
 use crate::threads::Parallel;
 
 /// 16 channels of one pixel.

@@ -7,9 +7,7 @@
 #[cfg(feature = "std")]
 pub mod conv;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod conv_avx2;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod conv_avx512;
+use crate::arch::x86::{avx2::blocked_conv as conv_avx2, avx512::blocked_conv as conv_avx512};
 #[cfg(feature = "std")]
 pub mod depthwise;
 #[cfg(all(test, feature = "std"))]
@@ -18,7 +16,8 @@ mod tests;
 use ge_runtime::format::{BLOCK, ChannelLayout, ReorderParams, TensorMut, TensorRef};
 
 use super::copy::{f32_in, f32_out};
-use super::{KernelError, KernelResult, input, isa, output};
+use super::{KernelError, KernelResult, input, output};
+use crate::arch::isa;
 
 /// `[N, C, S]` of a tensor whose channels are axis 1 (`S` the product of the rest).
 fn ncs(dims: &[usize]) -> Result<(usize, usize, usize), KernelError> {

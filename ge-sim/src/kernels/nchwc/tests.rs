@@ -14,9 +14,9 @@ use ge_runtime::format::{
 
 use super::conv::{Geometry, Operands, run_on};
 use super::{depthwise, run_reorder};
+use crate::arch::isa::Isa;
 use crate::kernels::conv::run_conv_on;
 use crate::kernels::gemm::{micro::TileAct, tile_act};
-use crate::kernels::isa::Isa;
 use crate::kernels::pool::{run_global_pool, run_pool};
 use crate::kernels::test_util::{Slots, close, t, tm, values};
 

@@ -11,7 +11,7 @@ use crate::kernels::KernelError;
 
 /// Windowed max or average pooling of blocked `x` into blocked `y` (`n·C/16` groups of
 /// planes, each `Π inp` or `Π out` pixels of [`BLOCK`] channels). Inlined into the caller's
-/// [`crate::kernels::isa::with_simd`]: out of line, its 16-lane loops compiled for the
+/// [`crate::arch::isa::with_simd`]: out of line, its 16-lane loops compiled for the
 /// baseline (SSE2 blends: 2.7× onnxruntime on SqueezeNet's pools).
 #[inline(always)]
 pub(super) fn pool(

@@ -96,7 +96,7 @@ unsafe fn transpose(v: &mut [__m256; PLANES]) {
 #[cfg(test)]
 mod tests {
     use super::super::{fold_planes, max_fin, max_step};
-    use crate::kernels::isa::Isa;
+    use crate::arch::isa::Isa;
 
     /// Bitwise the scalar fold, on planes with NaNs (several payloads), signed zeros and
     /// infinities, group remainders and plane lengths off the 8-value steps.

@@ -19,7 +19,7 @@
 use core::arch::x86_64::*;
 
 use super::{Axis, max_step};
-use crate::kernels::isa::{self, Isa};
+use crate::arch::isa::{self, Isa};
 
 /// Stack row of folded columns (f32), slack for the last register's reads included.
 const ROW: usize = 1024;
@@ -617,7 +617,7 @@ unsafe fn tap_lanes<L: Lanes>(row: &[f32], at: usize, s: usize) -> L::V {
 #[cfg(test)]
 mod tests {
     use super::super::{Axis, WINDOWS, fold_windows, max_fin, max_step, separable};
-    use crate::kernels::isa::Isa;
+    use crate::arch::isa::Isa;
 
     /// A row axis of `inp` inputs: window `k`, stride `s`, dilation `d`, pads `pb`/`pe`
     /// (floor-mode output size).

@@ -3,14 +3,14 @@
 
 use core::arch::x86_64::*;
 
-use super::micro::{MR, NR, TileAct, TileEp, row_offsets};
+use crate::kernels::gemm::micro::{MR, NR, TileAct, TileEp, row_offsets};
 
 /// Starts fetching the tile's rows of C into L1 while its K loop runs: the store reads them
 /// (K blocks accumulate; a write allocates the line anyway), and rows `ldc` apart are streams
 /// the hardware prefetcher does not follow. A prefetch never faults, so the addresses are
 /// formed with wrapping arithmetic and need not be inside C.
 #[inline(always)]
-pub(super) fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
+pub(crate) fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
     for i in 0..rows {
         let row = c.wrapping_add(i * ldc);
         // SAFETY: a prefetch reads nothing architecturally and never faults.
@@ -21,10 +21,10 @@ pub(super) fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
     }
 }
 
-/// AVX2+FMA build of [`super::micro::tile`].
+/// AVX2+FMA build of [`crate::kernels::gemm::micro::tile`].
 ///
 /// # Safety
-/// As [`super::micro::tile`]; the CPU must support AVX2 and FMA.
+/// As [`crate::kernels::gemm::micro::tile`]; the CPU must support AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn tile(
@@ -138,10 +138,10 @@ unsafe fn tile8(
     unsafe { store(&acc, c, ldc, mr, nr, ep) };
 }
 
-/// AVX2+FMA build of [`super::micro::conv_tile`].
+/// AVX2+FMA build of [`crate::kernels::gemm::micro::conv_tile`].
 ///
 /// # Safety
-/// As [`super::micro::conv_tile`]; the CPU must support AVX2 and FMA.
+/// As [`crate::kernels::gemm::micro::conv_tile`]; the CPU must support AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn conv_tile(
@@ -205,13 +205,13 @@ pub unsafe fn conv_tile(
     unsafe { store(&acc, c, ldc, mr, nr, ep) };
 }
 
-/// AVX2+FMA build of [`super::micro::conv_tile_pair`]: two `MR`-row panels over the same
+/// AVX2+FMA build of [`crate::kernels::gemm::micro::conv_tile_pair`]: two `MR`-row panels over the same
 /// ≤ 8 columns in 12 accumulators, so narrow rows (a 7×7 stage) keep both FMA pipes busy
 /// where one 6 × 8 tile would wait on FMA latency. Per element the same operations as
 /// [`conv_tile`].
 ///
 /// # Safety
-/// As [`super::micro::conv_tile_pair`]; the CPU must support AVX2 and FMA.
+/// As [`crate::kernels::gemm::micro::conv_tile_pair`]; the CPU must support AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn conv_tile_pair(
@@ -271,7 +271,7 @@ unsafe fn conv_narrow<const P: usize>(
         let m = mr.saturating_sub(q * MR).min(MR);
         // SAFETY: forwarded contract: rows `q·MR..q·MR + m` of C, bias and residual.
         unsafe { store(&rows, c.add(q * MR * ldc), ldc, m, nr, &ep) };
-        ep = super::micro::lower_half(&ep);
+        ep = crate::kernels::gemm::micro::lower_half(&ep);
     }
 }
 
@@ -379,13 +379,13 @@ impl LaneAct for Sigmoid {
     #[inline(always)]
     unsafe fn apply(self, v: [__m256; 2]) -> [__m256; 2] {
         // SAFETY: AVX2 on the caller (contract).
-        unsafe { crate::kernels::sigmoid_avx2::sigmoid(v, self.times_x) }
+        unsafe { crate::arch::x86::avx2::sigmoid::sigmoid(v, self.times_x) }
     }
 
     #[inline(always)]
     unsafe fn apply_rows(self, v: [__m256; 4]) -> [__m256; 4] {
         // SAFETY: AVX2 on the caller (contract).
-        unsafe { crate::kernels::sigmoid_avx2::sigmoid(v, self.times_x) }
+        unsafe { crate::arch::x86::avx2::sigmoid::sigmoid(v, self.times_x) }
     }
 }
 
@@ -538,7 +538,7 @@ unsafe fn row_sums(
     [v0, v1]
 }
 
-/// `act` applied to every lane, as [`super::micro::act_scalar`] applies it, bitwise.
+/// `act` applied to every lane, as [`crate::kernels::gemm::micro::act_scalar`] applies it, bitwise.
 ///
 /// # Safety
 /// AVX2 on the caller.
@@ -560,7 +560,7 @@ pub(crate) unsafe fn act(v: __m256, act: TileAct) -> __m256 {
             TileAct::HardSwish => hard_swish(v),
             #[cfg(feature = "std")]
             TileAct::Sigmoid | TileAct::Silu => {
-                crate::kernels::sigmoid_avx2::sigmoid([v], act == TileAct::Silu)[0]
+                crate::arch::x86::avx2::sigmoid::sigmoid([v], act == TileAct::Silu)[0]
             }
         }
     }
@@ -570,6 +570,7 @@ pub(crate) unsafe fn act(v: __m256, act: TileAct) -> __m256 {
 ///
 /// # Safety
 /// AVX2 on the caller.
+#[cfg(feature = "std")] // The blocked convolution's tile (a `std` kernel) is its one user.
 #[inline(always)]
 pub(crate) unsafe fn acts(v: [__m256; 4], a: TileAct) -> [__m256; 4] {
     // SAFETY: AVX2 on the caller (contract).
@@ -577,7 +578,7 @@ pub(crate) unsafe fn acts(v: [__m256; 4], a: TileAct) -> [__m256; 4] {
         match a {
             #[cfg(feature = "std")]
             TileAct::Sigmoid | TileAct::Silu => {
-                crate::kernels::sigmoid_avx2::sigmoid(v, a == TileAct::Silu)
+                crate::arch::x86::avx2::sigmoid::sigmoid(v, a == TileAct::Silu)
             }
             _ => {
                 let mut v = v;
@@ -590,14 +591,14 @@ pub(crate) unsafe fn acts(v: [__m256; 4], a: TileAct) -> [__m256; 4] {
     }
 }
 
-/// [`TileAct::HardSwish`] on 8 lanes, as [`super::micro::act_scalar`] computes it, bitwise.
+/// [`TileAct::HardSwish`] on 8 lanes, as [`crate::kernels::gemm::micro::act_scalar`] computes it, bitwise.
 ///
 /// # Safety
 /// AVX2.
 #[cfg(feature = "std")]
 #[inline(always)]
 unsafe fn hard_swish(v: __m256) -> __m256 {
-    let (a, b) = super::micro::HARD_SWISH;
+    let (a, b) = crate::kernels::gemm::micro::HARD_SWISH;
     // SAFETY: register-only AVX operations.
     unsafe {
         let t = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(a)), _mm256_set1_ps(b));

@@ -1,4 +1,4 @@
-//! The AVX-512 tile of [`super::conv`]: `FB` output blocks × `PX` pixels in `FB·PX` zmm
+//! The AVX-512 tile of [`crate::kernels::nchwc::conv`]: `FB` output blocks × `PX` pixels in `FB·PX` zmm
 //! accumulators, one FMA per (input channel, tap), and the band epilogue. The tile stores
 //! raw sums, or after its last chunk adds bias and residual and clamps (two instructions a
 //! register) before the store; other activations run in the band epilogue: an epilogue
@@ -9,14 +9,14 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
 use crate::kernels::gemm::avx512::{act, act4};
+use crate::kernels::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
 
 /// The tile for `fb ≤ 4` blocks × `px ≤` [`PIXELS`] pixels: one build per count.
 ///
 /// # Safety
 /// As `conv::row` for this tile; the CPU has AVX-512 F/BW/VL.
-pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
+pub(crate) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     macro_rules! by_px {
         ($fb:literal) => {
             match px {
@@ -134,7 +134,7 @@ unsafe fn kernel<const FB: usize, const PX: usize, const CB: usize>(geo: &Geomet
 /// # Safety
 /// As `conv::finish`; the CPU has AVX-512 F/BW/VL.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-pub(super) unsafe fn finish(e: &BandEnd) {
+pub(crate) unsafe fn finish(e: &BandEnd) {
     // SAFETY: the band's `fb` blocks × `px` pixels of the output and residual (contract).
     unsafe {
         for f in 0..e.fb {

@@ -10,12 +10,12 @@
 
 use core::arch::x86_64::*;
 
-use super::{Act, MR, NR};
+use crate::kernels::gemm_i8::{Act, MR, NR};
 
-/// AVX2 build of [`super::tile::tile`].
+/// AVX2 build of [`crate::kernels::gemm_i8::tile::tile`].
 ///
 /// # Safety
-/// As [`super::tile::tile`]; the CPU must support AVX2.
+/// As [`crate::kernels::gemm_i8::tile::tile`]; the CPU must support AVX2.
 #[target_feature(enable = "avx2")]
 pub unsafe fn tile<A: Act>(
     k: usize,

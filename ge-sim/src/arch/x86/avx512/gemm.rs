@@ -6,16 +6,16 @@
 
 use core::arch::x86_64::*;
 
-use super::avx2::prefetch_rows;
-use super::micro::{Block, BlockA, BlockB, MR, NR, STRIP, TileAct};
+use crate::arch::x86::avx2::gemm::prefetch_rows;
+use crate::kernels::gemm::micro::{Block, BlockA, BlockB, MR, NR, STRIP, TileAct};
 
 /// K steps ahead at which the A panels are prefetched.
 const A_AHEAD: usize = 32;
 
-/// AVX-512 build of [`super::micro::block`].
+/// AVX-512 build of [`crate::kernels::gemm::micro::block`].
 ///
 /// # Safety
-/// As [`super::micro::block`]; the CPU must support AVX-512 F/BW/VL, AVX2 and FMA.
+/// As [`crate::kernels::gemm::micro::block`]; the CPU must support AVX-512 F/BW/VL, AVX2 and FMA.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
 pub unsafe fn block(blk: &Block<'_>) {
     // SAFETY: forwarded contract.
@@ -354,8 +354,8 @@ unsafe fn act_each(v: &mut [__m512], a: TileAct) {
     }
 }
 
-/// `act` applied to every lane, as [`super::micro::act_scalar`] applies it: bitwise, the
-/// sigmoids within 4 ulp ([`crate::kernels::sigmoid_avx512`]).
+/// `act` applied to every lane, as [`crate::kernels::gemm::micro::act_scalar`] applies it: bitwise, the
+/// sigmoids within 4 ulp ([`crate::arch::x86::avx512::sigmoid`]).
 ///
 /// # Safety
 /// AVX-512F.
@@ -375,7 +375,7 @@ pub(crate) unsafe fn act(v: __m512, act: TileAct) -> __m512 {
             }
             #[cfg(feature = "std")]
             TileAct::HardSwish => {
-                let (a, b) = super::micro::HARD_SWISH;
+                let (a, b) = crate::kernels::gemm::micro::HARD_SWISH;
                 let t = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(a)), _mm512_set1_ps(b));
                 // clamp01 as a Clamp to [0, 1] (a NaN stays), then times x.
                 let c = _mm512_min_ps(_mm512_set1_ps(1.0), _mm512_max_ps(_mm512_setzero_ps(), t));
@@ -383,7 +383,7 @@ pub(crate) unsafe fn act(v: __m512, act: TileAct) -> __m512 {
             }
             #[cfg(feature = "std")]
             TileAct::Sigmoid | TileAct::Silu => {
-                crate::kernels::sigmoid_avx512::sigmoid([v], act == TileAct::Silu)[0]
+                crate::arch::x86::avx512::sigmoid::sigmoid([v], act == TileAct::Silu)[0]
             }
         }
     }
@@ -400,7 +400,7 @@ pub(crate) unsafe fn act4(v: [__m512; 4], act: TileAct) -> [__m512; 4] {
     unsafe {
         #[cfg(feature = "std")]
         if let TileAct::Sigmoid | TileAct::Silu = act {
-            return crate::kernels::sigmoid_avx512::sigmoid(v, act == TileAct::Silu);
+            return crate::arch::x86::avx512::sigmoid::sigmoid(v, act == TileAct::Silu);
         }
         // Loops, not closures: a closure would compile without the caller's AVX-512.
         let mut out = v;

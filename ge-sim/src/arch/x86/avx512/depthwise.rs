@@ -4,7 +4,7 @@
 //! reads), kept in a ring of zero-padded rows in the slot's workspace; every tap is then one
 //! vector multiply and add for 16 channels, eight output pixels in flight, and each output
 //! row is transposed back into the 16 planes with the residual added. The per-channel band
-//! ([`super::depthwise`]) spent most of a small plane's time on its copies (a 14 × 14 plane:
+//! ([`crate::kernels::conv::depthwise`]) spent most of a small plane's time on its copies (a 14 × 14 plane:
 //! 18-wide band rows, fourteen 14-float copies in and out) and computed the columns past
 //! each row; here a row's transposes cost 64 shuffles per 16 pixels of 16 channels.
 //!
@@ -15,13 +15,13 @@
 
 use core::arch::x86_64::*;
 
-use super::Geo;
+use crate::kernels::conv::Geo;
 use crate::kernels::gemm::WS_SLOTS;
 use crate::kernels::gemm::avx512::act as apply_act;
 use crate::kernels::gemm::micro::TileAct;
 
 /// Channels per block: one AVX-512 register of f32.
-pub(super) const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 /// Output pixels accumulated at once: independent add chains for the two FP ports.
 const PIX: usize = 8;
 /// Most taps (`kh · kw`) this path takes; bigger kernels keep the band.
@@ -33,7 +33,7 @@ const SLOT_CAP: usize = 1 << 16;
 
 /// A depthwise conv's ring geometry (2-D: the leading spatial axis is a unit axis).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Layout {
+pub(crate) struct Layout {
     /// Padded columns a ring row holds: those the taps read, `(ow − 1)·sh + (kw − 1)·dh + 1`.
     pw: usize,
     /// Ring rows: the padded input rows one output row reads, `(kh − 1)·dv + 1`.
@@ -47,12 +47,12 @@ pub(super) struct Layout {
 
 impl Layout {
     /// f32 of workspace: one ring, output row and weight table per thread slot.
-    pub(super) fn ws_len(&self) -> usize {
+    pub(crate) fn ws_len(&self) -> usize {
         WS_SLOTS * self.slot_len()
     }
 
     /// f32 of one slot's ring, staged output row and weight vectors.
-    pub(super) fn slot_len(&self) -> usize {
+    pub(crate) fn slot_len(&self) -> usize {
         (self.ring * self.pw + self.stage() + self.taps) * LANES
     }
 
@@ -64,7 +64,7 @@ impl Layout {
 
 /// The ring layout for `geo`, or `None` when the conv is not 2-D, has too many taps or no
 /// output, or a slot would exceed [`SLOT_CAP`] (the band takes it).
-pub(super) fn layout(geo: &Geo) -> Option<Layout> {
+pub(crate) fn layout(geo: &Geo) -> Option<Layout> {
     if geo.big[0] != 1 || geo.small[0] != 1 || geo.k[0] != 1 || geo.small_plane == 0 {
         return None;
     }
@@ -97,7 +97,7 @@ pub(super) fn layout(geo: &Geo) -> Option<Layout> {
 /// The CPU must support AVX-512F.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn block(
+pub(crate) unsafe fn block(
     geo: &Geo,
     lay: &Layout,
     x: &[f32],
@@ -396,7 +396,7 @@ unsafe fn hi(a: __m512, b: __m512) -> __m512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::isa::Isa;
+    use crate::arch::isa::Isa;
 
     #[test]
     fn transpose_is_a_transpose() {

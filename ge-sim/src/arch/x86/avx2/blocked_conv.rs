@@ -1,4 +1,4 @@
-//! The AVX2 tile of [`super::conv`]: one output block (16 channels, two ymm halves) × up to
+//! The AVX2 tile of [`crate::kernels::nchwc::conv`]: one output block (16 channels, two ymm halves) × up to
 //! [`PIXELS`] pixels in 12 of the 16 ymm registers, the block's two weight halves and one
 //! broadcast beside them; a tile of a group's `fb` blocks runs as `fb` such passes over the
 //! same input taps (a 2-block × 3-pixel tile, onnxruntime's AVX2 shape, needs 4 weight
@@ -11,8 +11,8 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use super::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
 use crate::kernels::gemm::avx2::{act, acts};
+use crate::kernels::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
 
 /// Lanes of one ymm register: a block is two.
 const HALF: usize = BLOCK / 2;
@@ -22,7 +22,7 @@ const HALF: usize = BLOCK / 2;
 ///
 /// # Safety
 /// As `conv::dispatch` for this tile; the CPU has AVX2 and FMA.
-pub(super) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
+pub(crate) unsafe fn tile(geo: &Geometry, t: &Tile, fb: usize, px: usize) {
     // Each block's pass prefetches its share of the tile's slice of the next chunk.
     let share = t.ahead.1.div_ceil(fb).next_multiple_of(16);
     for f in 0..fb {
@@ -145,7 +145,7 @@ unsafe fn kernel<const PX: usize, const CB: usize>(geo: &Geometry, t: &Tile, fb:
 /// # Safety
 /// As `conv::finish`; the CPU has AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn finish(e: &BandEnd) {
+pub(crate) unsafe fn finish(e: &BandEnd) {
     // SAFETY: the band's `fb` blocks × `px` pixels of the output and residual (contract).
     unsafe {
         for f in 0..e.fb {

@@ -1,11 +1,11 @@
 //! Sigmoid and SiLU on AVX-512 registers: what every f32 sigmoid computes on the AVX-512
 //! class (conv and GEMM epilogues, Sigmoid and SiLU tasks, vector programs), bitwise the
-//! scalar kernel's ([`super::logistic`]: clamp, two Horner chains in FMAs, one division),
+//! scalar kernel's ([`crate::kernels::logistic`]: clamp, two Horner chains in FMAs, one division),
 //! 16 lanes a register, the chains of `N` registers side by side. O(1) per value.
 
 use core::arch::x86_64::*;
 
-use super::logistic::{P, Q, RANGE};
+use crate::kernels::logistic::{P, Q, RANGE};
 
 /// `sigmoid(x)` (`x·sigmoid(x)` when `times_x`) on `N` registers, step by step across them
 /// (independent chains side by side).
@@ -87,7 +87,7 @@ pub(crate) unsafe fn map(x: *const f32, y: *mut f32, n: usize, times_x: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::isa::Isa;
+    use crate::arch::isa::Isa;
     use crate::kernels::unary::sigmoid as scalar;
 
     use std::{eprintln, vec};

@@ -1,5 +1,5 @@
 //! Sigmoid and SiLU on AVX2 registers, with the scalar kernel's values bitwise:
-//! [`super::logistic`]'s clamp, two Horner chains in FMAs, one division (onnxruntime's
+//! [`crate::kernels::logistic`]'s clamp, two Horner chains in FMAs, one division (onnxruntime's
 //! FMA3 logistic kernel, instruction for instruction). The chains run on four registers at
 //! once, step by step (held in lockstep by [`lockstep`]: LLVM's scheduler otherwise puts
 //! them one after the other, and Zen 1's FP scheduler does not overlap a dependent chain
@@ -7,8 +7,8 @@
 
 use core::arch::x86_64::*;
 
-use super::isa::{Isa, isa};
-use super::logistic::{P, Q, RANGE};
+use crate::arch::isa::{Isa, isa};
+use crate::kernels::logistic::{P, Q, RANGE};
 
 /// Registers in flight per step of [`sigmoid`] in the slice loops.
 const WAYS: usize = 4;
@@ -140,8 +140,8 @@ unsafe fn block(x: *const f32, y: *mut f32, times_x: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::unary::unary_f32;
     use super::*;
+    use crate::kernels::unary::unary_f32;
     use ge_runtime::format::UnaryOp;
     use std::{eprintln, vec};
 

@@ -1,0 +1,12 @@
+//! AVX-512 F/BW/VL (32 zmm registers; VNNI where the CPU has it): the f32 GEMM blocks and
+//! strips, the int8 GEMM tile and requantization, the blocked convolution tile, the
+//! depthwise rows and the sigmoid.
+
+#[cfg(feature = "std")]
+pub(crate) mod blocked_conv;
+#[cfg(feature = "std")]
+pub(crate) mod depthwise;
+pub(crate) mod gemm;
+pub(crate) mod qgemm;
+#[cfg(feature = "std")]
+pub(crate) mod sigmoid;
