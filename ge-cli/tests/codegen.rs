@@ -85,11 +85,11 @@ fn no_intrinsic_is_called_out_of_line() {
 
 /// The register tiles: the blocked conv's and the GEMM's, AVX-512 and AVX2.
 const TILES: [&str; 5] = [
-    "ge_sim::kernels::nchwc::conv_avx512::kernel",
-    "ge_sim::kernels::gemm::avx512::shaped",
-    "ge_sim::kernels::nchwc::conv_avx2::kernel",
-    "ge_sim::kernels::gemm::avx2::tile",
-    "ge_sim::kernels::gemm::avx2::conv_tile",
+    "ge_sim::arch::x86::avx512::blocked_conv::kernel",
+    "ge_sim::arch::x86::avx512::gemm::shaped",
+    "ge_sim::arch::x86::avx2::blocked_conv::kernel",
+    "ge_sim::arch::x86::avx2::gemm::tile",
+    "ge_sim::arch::x86::avx2::gemm::conv_tile",
 ];
 
 #[test]
