@@ -1,178 +1,13 @@
-//! Task kinds and their parameter records. Each record is `Pod` and stored verbatim in the
-//! params section, so the compiler and the device share one definition and cannot drift.
-//! Shapes are not repeated here: kernels read them from the tensor table.
+//! Each kind's parameter record: `Pod`, stored verbatim in the params section, so the compiler
+//! and the device share one definition and cannot drift.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::blocked::ChannelLayout;
-use super::gemm_b::GEMM_B_PANELS;
-use super::shape::MAX_RANK;
-
-macro_rules! op_kinds {
-    ($($(#[$doc:meta])* $name:ident = $num:literal => $params:ty,)*) => {
-        /// What a task computes.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u16)]
-        pub enum OpKind { $($(#[$doc])* $name = $num,)* }
-
-        impl OpKind {
-            /// Every kind, in declaration order.
-            pub const ALL: &'static [OpKind] = &[$(OpKind::$name,)*];
-            /// Decodes the on-disk number.
-            pub const fn from_u16(v: u16) -> Option<OpKind> {
-                match v { $($num => Some(OpKind::$name),)* _ => None }
-            }
-            /// Size of this kind's parameter record.
-            pub const fn params_len(self) -> usize {
-                match self { $(OpKind::$name => core::mem::size_of::<$params>(),)* }
-            }
-            /// Kind name for profiles and messages.
-            pub const fn name(self) -> &'static str {
-                match self { $(OpKind::$name => stringify!($name),)* }
-            }
-            /// True for the kinds whose tasks may carry `TaskDesc::in_place` (elementwise:
-            /// each output element depends only on the input elements at its own index).
-            /// The loader checks this; which params and dtypes the simulator actually runs
-            /// in place is its kernel registry's (`ge_sim::kernels::registry`), which fails
-            /// to compile if its in-place kinds are not exactly these.
-            pub const fn runs_in_place(self) -> bool {
-                matches!(self, OpKind::Unary | OpKind::Binary)
-            }
-            /// The first format version whose blobs may hold tasks of this kind: the writer
-            /// stamps a blob with the largest over its tasks, and the reader refuses a task
-            /// whose kind is newer than its blob's version.
-            pub const fn since_version(self) -> u32 {
-                match self {
-                    OpKind::Recurrent => 2,
-                    OpKind::QGemm | OpKind::QConv => 4,
-                    OpKind::GemmW8 => 6,
-                    OpKind::QConvFused => 7,
-                    OpKind::Reorder => 9,
-                    OpKind::GemmPacked => 11,
-                    _ => 1,
-                }
-            }
-        }
-    };
-}
-
-op_kinds! {
-    /// Elementwise unary math, f32 (some ops also on integers).
-    Unary = 1 => UnaryParams,
-    /// Elementwise binary op with numpy broadcasting.
-    Binary = 2 => BinaryParams,
-    /// Sum/Max/Min/Mean over any number of broadcast inputs.
-    Variadic = 3 => BinaryParams,
-    /// `cond ? x : y` with broadcasting.
-    Where = 4 => NoParams,
-    /// N-d convolution (1 to 3 spatial dims): inputs x, w, optional bias.
-    Conv = 5 => ConvParams,
-    /// N-d transposed convolution: inputs x, w, optional bias.
-    ConvTranspose = 6 => ConvParams,
-    /// `alpha * op(A) * op(B) + beta * C`: inputs A, B, optional C.
-    Gemm = 7 => GemmParams,
-    /// Batched matrix product with broadcasting of batch dims.
-    MatMul = 8 => NoParams,
-    /// Max / average / Lp pooling.
-    Pool = 9 => PoolParams,
-    /// Global max / average / Lp pooling over all spatial dims.
-    GlobalPool = 10 => PoolParams,
-    /// Local response normalization across channels.
-    Lrn = 11 => LrnParams,
-    /// Inference batch norm: inputs x, scale, bias, mean, var.
-    BatchNorm = 12 => NormParams,
-    /// Softmax / LogSoftmax / Hardmax.
-    Softmax = 13 => SoftmaxParams,
-    /// Reductions over a set of axes.
-    Reduce = 14 => ReduceParams,
-    /// Axis permutation.
-    Transpose = 15 => TransposeParams,
-    /// Strided window: `out[i] = in[start + i * step]` per axis.
-    Slice = 16 => SliceParams,
-    /// Concatenation along an axis.
-    Concat = 17 => AxisParams,
-    /// Split along an axis into the outputs' sizes.
-    Split = 18 => AxisParams,
-    /// Gather along an axis with (possibly negative) i64/i32 indices.
-    Gather = 19 => AxisParams,
-    /// Constant / reflect / edge / wrap padding.
-    Pad = 20 => PadParams,
-    /// Byte copy (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout).
-    Copy = 21 => NoParams,
-    /// Broadcast the input to the output shape.
-    Expand = 22 => NoParams,
-    /// Repeat the input along each axis.
-    Tile = 23 => NoParams,
-    /// Nearest / linear / cubic resampling.
-    Resize = 24 => ResizeParams,
-    /// Element type conversion to the output's dtype.
-    Cast = 25 => NoParams,
-    /// Instance normalization: inputs x, scale, bias.
-    InstanceNorm = 26 => NormParams,
-    /// Arg max / arg min along an axis.
-    ArgReduce = 27 => ArgReduceParams,
-    /// An autofused chain of elementwise ops: a vector program over broadcast f32 inputs.
-    Fused = 100 => FusedParams,
-    /// Layer normalization over the trailing axes from `axis`: inputs x, optional scale,
-    /// optional bias (both broadcast to the normalized shape).
-    LayerNorm = 101 => LayerNormParams,
-    /// Fused attention `softmax(Q·Kt·scale + mask)·V`: inputs Q [b…, S, D], Kt [b…, D, T],
-    /// V [b…, T, E], optional additive mask broadcasting to [b…, S, T].
-    Attention = 102 => AttentionParams,
-    /// A whole RNN / GRU / LSTM layer (every direction): inputs X, W, R and the optional B,
-    /// sequence_lens, initial_h, initial_c, P as ONNX orders them; outputs Y, Y_h (and Y_c
-    /// for LSTM). New in format version 2.
-    Recurrent = 103 => RecurrentParams,
-    /// An int8 matrix product with constant weights ([`QGemmParams`]). New in format
-    /// version 4.
-    QGemm = 104 => QGemmParams,
-    /// A 2-D int8 convolution with a constant weight, as im2col on the int8 GEMM
-    /// ([`QConvParams`]). New in format version 4.
-    QConv = 105 => QConvParams,
-    /// `Y = alpha · op(A) · op(B_int8 · scales) + beta · C` then the activation: a Gemm whose
-    /// constant B is weight-only int8/uint8, dequantized while it is packed. Inputs A (f32),
-    /// B (int8/uint8), B's scales (f32: one, or one per column), optional C, optional
-    /// residual R shaped like Y ([`GemmParams`]).
-    /// New in format version 6.
-    GemmW8 = 106 => GemmParams,
-    /// A `QConv` whose 8-bit result a vector program finishes before anything else reads
-    /// it (a residual Add, an activation between a DequantizeLinear and a QuantizeLinear):
-    /// inputs 0–7 the QConv's (absent ones marked), then the program's registers 1.., its
-    /// register 0 being the conv's result; output as the program's, the conv's 8-bit type
-    /// ([`QConvFusedParams`]). New in format version 7.
-    QConvFused = 107 => QConvFusedParams,
-    /// A `Gemm` whose constant f32 B is stored in the host GEMM's panel order
-    /// ([`super::pack_gemm_b`], [`GEMM_B_PANELS`] set in `trans_b`, B's dims `[K, N]`): the
-    /// kernel reads B's whole panels where they lie instead of packing B on every run.
-    /// Inputs as Gemm's: A, B, optional C, optional residual R shaped like Y
-    /// ([`GemmParams`]). Its own kind so that a device linking only Gemm links none of it.
-    /// New in format version 11.
-    GemmPacked = 108 => GemmParams,
-    /// `out[.., i, ..] = data[.., indices[.., i, ..], ..]` along an axis (GatherElements).
-    GatherElements = 40 => AxisParams,
-    /// Copy of data with updates written at per-element indices along an axis.
-    ScatterElements = 41 => ScatterParams,
-    /// Copy of data with update slices written at index tuples (ScatterND).
-    ScatterNd = 42 => ScatterParams,
-    /// Slices gathered at index tuples; `axis` holds `batch_dims` (GatherND).
-    GatherNd = 43 => AxisParams,
-    /// The k largest / smallest along an axis: outputs values and i64 indices.
-    TopK = 44 => TopKParams,
-    /// Cumulative sum or product along an axis.
-    Cumulative = 45 => CumulativeParams,
-    /// Between plain and blocked channels ([`super::ChannelLayout`], GE's TransData): the
-    /// same logical tensor in the other layout ([`ReorderParams`]). New in format version 9.
-    Reorder = 28 => ReorderParams,
-    /// Samples X [N, C, d…] at the normalized coordinates of grid [N, o…, rank − 2]
-    /// (innermost axis first): nearest, linear or cubic with a padding mode.
-    GridSample = 46 => GridSampleParams,
-}
+use super::*;
 
 /// Parameters of `Reorder`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct ReorderParams {
-    /// A [`super::ChannelLayout`]: `Blocked` (plain in, blocked out) or `BlockedToPlain`.
+    /// A [`crate::format::ChannelLayout`]: `Blocked` (plain in, blocked out) or `BlockedToPlain`.
     pub to: u32,
 }
 
@@ -191,25 +26,6 @@ pub struct Activation {
     pub op: u32,
     pub alpha: f32,
     pub beta: f32,
-}
-
-macro_rules! numbered {
-    ($(#[$doc:meta])* $enum:ident { $($(#[$vdoc:meta])* $name:ident = $num:literal,)* }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u32)]
-        pub enum $enum { $($(#[$vdoc])* $name = $num,)* }
-        impl $enum {
-            /// Decodes the on-disk number.
-            pub const fn from_u32(v: u32) -> Option<$enum> {
-                match v { $($num => Some($enum::$name),)* _ => None }
-            }
-            /// Name for messages.
-            pub const fn name(self) -> &'static str {
-                match self { $($enum::$name => stringify!($name),)* }
-            }
-        }
-    };
 }
 
 numbered! {
@@ -279,28 +95,9 @@ numbered! {
         /// panel (`[K][rest]`), so the tensor keeps its shape and byte count. Every host ISA
         /// path (AVX2, portable) reads 6-row panels, so the layout names no ISA class.
         Panels = 1,
-        /// A blocked conv's order (format ≥ 9, [`blocked_weight_index`]): per group of 64
+        /// A blocked conv's order (format ≥ 9, [`blocked_weight_index`](crate::format::blocked_weight_index)): per group of 64
         /// filters, each input channel's taps as contiguous runs of the group's filters.
         Blocked = 2,
-    }
-}
-
-/// Filters per weight panel of [`WeightLayout::Panels`] (the register tile's rows).
-pub const PANEL_ROWS: usize = 6;
-
-/// Reorders a row-major `rows × k` matrix (one conv group's filters) into
-/// [`WeightLayout::Panels`] order: `dst[i·k + p·w + r] = src[(i + r)·k + p]` for each panel
-/// starting at row `i` (a multiple of [`PANEL_ROWS`]) of `w = min(PANEL_ROWS, rows − i)`
-/// rows. Both slices hold `rows·k` values (extra values are left alone). O(rows·k).
-pub fn pack_panels<T: Copy>(src: &[T], rows: usize, k: usize, dst: &mut [T]) {
-    for i in (0..rows).step_by(PANEL_ROWS) {
-        let w = (rows - i).min(PANEL_ROWS);
-        for r in 0..w {
-            let row = &src[(i + r) * k..(i + r + 1) * k];
-            for (p, &v) in row.iter().enumerate() {
-                dst[i * k + p * w + r] = v;
-            }
-        }
     }
 }
 
@@ -357,97 +154,6 @@ impl ConvParams {
     }
 }
 
-/// The first format version that may hold a task of `op` with parameter record `params`:
-/// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
-/// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O, 8 for a
-/// record that applies [`UnaryOp::Silu`], 9 for blocked channels ([`ChannelLayout`]).
-pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
-    let first = u32_at(params, 0);
-    // Blocked channels: bits 16.. of a Conv's `spatial` (its first field, with blocked
-    // weights from bit 8) or a pool's (its second).
-    let blocked = match op {
-        OpKind::Conv => first >> 16 != 0 || (first >> 8) & 0xff >= WeightLayout::Blocked as u32,
-        OpKind::Pool | OpKind::GlobalPool => u32_at(params, 4) >> 16 != 0,
-        _ => false,
-    };
-    if blocked {
-        return 9;
-    }
-    if applies_silu(op, params) {
-        return 8;
-    }
-    let trans_b = core::mem::offset_of!(GemmParams, trans_b);
-    if op == OpKind::GemmW8 && u32_at(params, trans_b) & GEMM_B_PANELS != 0 {
-        return 10;
-    }
-    let newer = match op {
-        // `spatial`, the record's first field, holds the weight layout from bit 8 on.
-        OpKind::Conv => first >> 8 != 0,
-        // `out`, both records' first field.
-        OpKind::QGemm | OpKind::QConv => first == QGEMM_OUT_Q8_F32,
-        // `reserved`, the fourth field.
-        OpKind::Fused => {
-            if u32_at(params, 12) & FUSED_8BIT_IO != 0 {
-                return 7;
-            }
-            false
-        }
-        _ => false,
-    };
-    if newer { 5 } else { op.since_version() }
-}
-
-/// True when the record `params` of `op` applies [`UnaryOp::Silu`]: as its activation (or a
-/// Conv's prologue), or in a vector program's instructions. A reader older than version 8
-/// would refuse the op number at run time; the version makes it refuse the blob at load.
-/// Out of line: the runtime runs it on every task at load, and firmware pays for its code.
-#[inline(never)]
-fn applies_silu(op: OpKind, params: &[u8]) -> bool {
-    use core::mem::offset_of;
-    // Where the record holds an `Activation`'s op number (a Conv a second one: its
-    // prologue); vector programs are scanned instead.
-    let (at, also) = match op {
-        OpKind::Unary => (offset_of!(UnaryParams, act), None),
-        OpKind::Binary | OpKind::Variadic => (offset_of!(BinaryParams, act), None),
-        OpKind::Conv => (
-            offset_of!(ConvParams, act),
-            Some(offset_of!(ConvParams, prologue)),
-        ),
-        OpKind::ConvTranspose => (offset_of!(ConvParams, act), None),
-        OpKind::Gemm | OpKind::GemmW8 | OpKind::GemmPacked => (offset_of!(GemmParams, act), None),
-        OpKind::BatchNorm | OpKind::InstanceNorm => (offset_of!(NormParams, act), None),
-        OpKind::LayerNorm => (offset_of!(LayerNormParams, act), None),
-        OpKind::Fused => return program_applies_silu(params, 0),
-        OpKind::QConvFused => {
-            return program_applies_silu(params, offset_of!(QConvFusedParams, program));
-        }
-        _ => return false,
-    };
-    let silu = UnaryOp::Silu as u32;
-    u32_at(params, at) == silu || also.is_some_and(|p| u32_at(params, p) == silu)
-}
-
-/// The little-endian u32 at byte `at` of a record (0 past its end).
-fn u32_at(params: &[u8], at: usize) -> u32 {
-    params
-        .get(at..at + 4)
-        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-/// True when the [`FusedParams`] at byte `at` of `params` has a Silu instruction.
-fn program_applies_silu(params: &[u8], at: usize) -> bool {
-    use core::mem::offset_of;
-    let count = u32_at(params, at + offset_of!(FusedParams, instr_count)) as usize;
-    let first = at + offset_of!(FusedParams, instrs);
-    (0..count.min(MAX_FUSED_INSTRS)).any(|i| {
-        // `VInstr::op`, the instruction's first field.
-        let o = first + i * size_of::<VInstr>();
-        params
-            .get(o..o + 2)
-            .is_some_and(|b| u32::from(u16::from_le_bytes([b[0], b[1]])) == UnaryOp::Silu as u32)
-    })
-}
-
 /// Parameters of `Gemm` (and `GemmW8`, `GemmPacked`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -467,7 +173,7 @@ impl GemmParams {
         self.trans_b & 1 != 0
     }
 
-    /// Whether B is in the pre-packed order of [`super::pack_gemm_b`].
+    /// Whether B is in the pre-packed order of [`crate::format::pack_gemm_b`].
     pub const fn b_panels(&self) -> bool {
         self.trans_b & GEMM_B_PANELS != 0
     }

@@ -1,0 +1,34 @@
+//! The `QConv` task: a 2-D integer convolution (ConvInteger, QLinearConv) as im2col on the
+//! int8 GEMM ([`qgemm`]), one block of [`ROWS`] output positions of one group at a time, so
+//! the workspace stays small whatever the image: the block's columns (u8/i8, padding filled
+//! with the activation zero point so that it adds nothing) and its `ROWS × M/group` results,
+//! which are then written channel-major into the output. Weights are packed per group at
+//! compile time. O(N·M·H_out·W_out·K).
+
+mod depthwise;
+mod geometry;
+mod im2col;
+mod run;
+
+use depthwise::*;
+pub use geometry::*;
+#[cfg(test)]
+pub(super) use im2col::transpose_bytes;
+use im2col::*;
+pub use run::*;
+
+use ge_runtime::format::{
+    DType, QCONV_FLIPPED, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, Shape,
+    TensorMut, TensorRef,
+};
+
+use super::task::{activation_zero_point, corrected};
+use super::{
+    Act, MAX_POINTWISE_CG, QGemm, QOut, QOutParams, Requant, packed_len, pointwise, qgemm,
+};
+use crate::arch::isa;
+use crate::kernels::real::Real;
+use crate::kernels::{KernelError, KernelResult, input, output};
+
+/// Output positions per block (a multiple of the tile's rows).
+pub const ROWS: usize = 96;

@@ -1,0 +1,290 @@
+//! The QConv task: operands, per-group slices, and blocks of output positions through im2col
+//! and the int8 GEMM.
+
+use super::*;
+
+/// Runs one `QConv` task.
+pub fn run_qconv(
+    p: &QConvParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+) -> KernelResult {
+    let xt = input(ins, 0, "int8 conv x")?;
+    let yt = output(outs, 0, "int8 conv output")?;
+    let g = geom(p, xt.shape, yt.shape).ok_or(KernelError::Shape(
+        "int8 conv: x and y must be 4-D with channels divisible by group",
+    ))?;
+    let b = input(ins, 1, "int8 conv packed weight")?.as_slice::<i8>()?;
+    let mg = g.m / g.group;
+    let plen = packed_len(g.k, mg).ok_or(KernelError::Shape("int8 conv: weight too large"))?;
+    if b.len() < plen.saturating_mul(g.group) {
+        return Err(KernelError::Shape("int8 conv: packed weight too small"));
+    }
+    let runtime = ins.get(5).copied().flatten();
+    let (acc_len, cols_len, corr_len) =
+        parts(&g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
+    if ws.len() < acc_len + cols_len + corr_len {
+        return Err(KernelError::Shape("int8 conv: workspace too small"));
+    }
+    let (corr_ws, rest) = ws.split_at_mut(corr_len);
+    let (acc, rest) = rest.split_at_mut(acc_len);
+    let (cols, extra) = rest.split_at_mut(cols_len);
+    let mut corr = input(ins, 2, "int8 conv correction")?.as_slice::<i32>()?;
+    let za = match runtime {
+        Some(za) => {
+            let z = activation_zero_point(za)?;
+            corr = corrected(z, ins.get(6).copied().flatten(), corr, g.m, corr_ws)?;
+            z
+        }
+        None => p.a_zp,
+    };
+    let zb = match ins.get(3).copied().flatten() {
+        Some(t) => t.as_slice::<i32>()?,
+        None => &[],
+    };
+    let rq: &[Requant] = match ins.get(4).copied().flatten() {
+        Some(t) => bytemuck::try_cast_slice(t.as_slice::<i32>()?)
+            .map_err(|_| KernelError::Shape("int8 conv: requantization is not (mult, shift)"))?,
+        None => &[],
+    };
+    if corr.len() != g.m || !matches!(zb.len(), 0 | 1) && zb.len() != g.m {
+        return Err(KernelError::Shape(
+            "int8 conv: correction / zero points per channel",
+        ));
+    }
+    if !matches!(rq.len(), 0 | 1) && rq.len() != g.m {
+        return Err(KernelError::Shape("int8 conv: requantization per channel"));
+    }
+    let esize = match (p.out, yt.dtype) {
+        (QGEMM_OUT_I32, DType::I32) => 4,
+        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32, DType::U8 | DType::I8) => 1,
+        _ => {
+            return Err(KernelError::UnsupportedDType(
+                "int8 conv: output kind and element type disagree",
+            ));
+        }
+    };
+    if yt.data.len() != g.batch * g.m * g.oh * g.ow * esize {
+        return Err(KernelError::Shape("int8 conv: output size"));
+    }
+    let flipped = match ins.get(QCONV_FLIPPED).copied().flatten() {
+        Some(t) => {
+            let f = t.as_slice::<i32>()?;
+            if f.len() != g.m {
+                return Err(KernelError::Shape(
+                    "int8 conv: flipped corrections per channel",
+                ));
+            }
+            Some(f)
+        }
+        None => None,
+    };
+    let s = Slices {
+        p,
+        g,
+        flipped,
+        za,
+        esize,
+        b,
+        plen,
+        corr,
+        zb,
+        rq,
+        zp: p.out_zp,
+        y: yt.dtype,
+    };
+    match xt.dtype {
+        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, cols, acc, extra, yt.data),
+        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, cols, acc, extra, yt.data),
+        _ => Err(KernelError::UnsupportedDType(
+            "int8 conv: x must be u8 or i8",
+        )),
+    }
+}
+
+/// A task's geometry, zero point, output element size and per-channel constants.
+pub(super) struct Slices<'a> {
+    pub(super) p: &'a QConvParams,
+    pub(super) g: Geom,
+    /// The compiler's corrections for flipped i8 activations (input 7), when the blob has them.
+    pub(super) flipped: Option<&'a [i32]>,
+    pub(super) za: i32,
+    pub(super) esize: usize,
+    pub(super) b: &'a [i8],
+    pub(super) plen: usize,
+    pub(super) corr: &'a [i32],
+    pub(super) zb: &'a [i32],
+    pub(super) rq: &'a [Requant],
+    pub(super) zp: i32,
+    pub(super) y: DType,
+}
+
+/// `v[g·mg..][..mg]` for a per-channel list, `v` itself for a per-tensor one (or empty).
+pub(super) fn group_slice<T>(v: &[T], g: usize, mg: usize) -> &[T] {
+    if v.len() > 1 {
+        &v[g * mg..(g + 1) * mg]
+    } else {
+        v
+    }
+}
+
+/// `extra`: the workspace past [`parts`] ([`extra_len`]): a depthwise conv's plane, or the
+/// corrections with which i8 activations are read as `a + 128` (u8, the bytes xor 0x80
+/// after im2col) — the VNNI tile then multiplies without flipping each broadcast. Empty in a
+/// blob from an older ge: the GEMM path with the i8 tile.
+pub(super) fn conv_on<A: Act + bytemuck::Pod>(
+    s: &Slices<'_>,
+    x: &[A],
+    cols: &mut [u8],
+    acc: &mut [u8],
+    extra: &mut [u8],
+    y: &mut [u8],
+) -> KernelResult {
+    let (p, g, za, esize) = (s.p, &s.g, s.za, s.esize);
+    let mg = g.m / g.group;
+    let cg = g.c / g.group;
+    let hw = g.oh * g.ow;
+    let pad = if A::SIGNED { za as i8 as u8 } else { za as u8 };
+    if is_depthwise(g)
+        && let Some(done) = depthwise_f32(s, x, pad, extra, y)
+    {
+        return done;
+    }
+    let (extra, table_ws) = extra.split_at_mut((g.m * 4).min(extra.len()));
+    let flip: Option<&[i32]> = match extra.get_mut(..g.m * 4) {
+        _ if !A::SIGNED || is_depthwise(g) => None,
+        _ if s.flipped.is_some() => s.flipped,
+        Some(b) => bytemuck::try_cast_slice_mut::<u8, i32>(b).ok().map(|f| {
+            flipped_corrections(s, f);
+            &*f
+        }),
+        _ => None,
+    };
+    #[cfg(target_arch = "x86_64")]
+    if is_pointwise(p, g)
+        && esize == 1
+        && s.rq.iter().all(|r| r.shift == 0)
+        && crate::kernels::gemm_i8::avx512::has_vnni()
+        && isa::isa() == isa::Isa::Avx512
+        && let Ok(table) = bytemuck::try_cast_slice_mut::<u8, i32>(table_ws)
+        && let Some(table) = table.get_mut(..pointwise::table_len(g.m, cg).unwrap_or(usize::MAX))
+    {
+        pointwise::fill_table(s.b, s.plen, g.group, mg, g.k, table);
+        let corr = flip.unwrap_or(s.corr);
+        let xb: &[u8] = bytemuck::cast_slice(x);
+        let (lo, hi) = if s.y == DType::U8 {
+            (0, 255)
+        } else {
+            (-128, 127)
+        };
+        let kq = cg.div_ceil(4);
+        for n in 0..g.batch {
+            for gi in 0..g.group {
+                let group = pointwise::Group {
+                    x: &xb[(n * g.c + gi * cg) * hw..][..cg * hw],
+                    hw,
+                    cg,
+                    mg,
+                    flip: A::SIGNED,
+                    table: &table[gi * mg * kq..(gi + 1) * mg * kq],
+                    corr: &corr[gi * mg..(gi + 1) * mg],
+                    zb: group_slice(s.zb, gi, mg),
+                    rq: group_slice(s.rq, gi, mg),
+                    zp: s.zp,
+                    lo,
+                    hi,
+                };
+                let at = (n * g.m + gi * mg) * hw;
+                // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
+                if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
+                    return Err(KernelError::Shape("int8 pointwise conv: slices"));
+                }
+            }
+        }
+        return Ok(());
+    }
+    // The tap-major block, when this ge planned it (an older blob's workspace lacks it).
+    let mut taps: Option<&mut [u8]> = if by_taps(p, g) {
+        table_ws.get_mut(..ROWS * g.k)
+    } else {
+        None
+    };
+    for n in 0..g.batch {
+        for gi in 0..g.group {
+            let xg = &x[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
+            for p0 in (0..hw).step_by(ROWS) {
+                let rows = ROWS.min(hw - p0);
+                match taps.as_deref_mut() {
+                    Some(t) => {
+                        im2col_by_taps(p, g, bytemuck::cast_slice(xg), pad, p0, rows, t, cols)
+                    }
+                    None => im2col(p, g, xg, pad, p0, rows, cols),
+                }
+                let q = QOutParams {
+                    rq: group_slice(s.rq, gi, mg),
+                    zp: s.zp,
+                };
+                let block = &mut acc[..rows * mg * esize];
+                let out = match s.y {
+                    DType::I32 => QOut::I32 {
+                        c: bytemuck::try_cast_slice_mut(block)
+                            .map_err(|_| KernelError::Shape("int8 conv: workspace misaligned"))?,
+                        ldc: mg,
+                    },
+                    DType::U8 => QOut::U8 {
+                        c: block,
+                        ldc: mg,
+                        q,
+                    },
+                    _ => QOut::I8 {
+                        c: bytemuck::cast_slice_mut(block),
+                        ldc: mg,
+                        q,
+                    },
+                };
+                let (b, zb) = (
+                    &s.b[gi * s.plen..(gi + 1) * s.plen],
+                    group_slice(s.zb, gi, mg),
+                );
+                if let Some(f) = flip {
+                    let a = &mut cols[..rows * g.k];
+                    a.iter_mut().for_each(|v| *v ^= 0x80);
+                    let gemm = QGemm::<u8> {
+                        m: rows,
+                        n: mg,
+                        k: g.k,
+                        a,
+                        lda: g.k,
+                        b,
+                        corr: &f[gi * mg..(gi + 1) * mg],
+                        zb,
+                    };
+                    qgemm(&gemm, out)?;
+                } else {
+                    let gemm = QGemm::<A> {
+                        m: rows,
+                        n: mg,
+                        k: g.k,
+                        a: bytemuck::cast_slice(&cols[..rows * g.k]),
+                        lda: g.k,
+                        b,
+                        corr: &s.corr[gi * mg..(gi + 1) * mg],
+                        zb,
+                    };
+                    qgemm(&gemm, out)?;
+                }
+                // Block [rows, mg] → y[n, gi·mg + j, p0 + r].
+                let at = (n * g.m + gi * mg) * hw + p0;
+                if esize == 1 {
+                    transpose_bytes(&acc[..rows * mg], mg, rows, mg, &mut y[at..], hw);
+                } else {
+                    let src: &[[u8; 4]] = bytemuck::cast_slice(&acc[..rows * mg * 4]);
+                    let dst: &mut [[u8; 4]] = bytemuck::cast_slice_mut(&mut y[at * 4..]);
+                    scatter_columns(src, mg, rows, dst, hw);
+                }
+            }
+        }
+    }
+    Ok(())
+}
