@@ -38,30 +38,30 @@ const MC_FLOATS: usize = 96 * 1024;
 
 /// The band geometry of one convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Layout {
+pub(crate) struct Layout {
     /// Width of one stride phase of a padded row.
-    pub(super) pw: usize,
+    pub(crate) pw: usize,
     /// Padded row length (`stride · pw`).
-    pub(super) wp: usize,
+    pub(crate) wp: usize,
     /// Output rows per band.
-    pub(super) band: usize,
+    pub(crate) band: usize,
     /// Input rows held per band (per channel and depth tap).
-    pub(super) rin: usize,
+    pub(crate) rin: usize,
     /// f32 of the band, slack included.
-    pub(super) buf: usize,
+    pub(crate) buf: usize,
     /// f32 of the packed weight panels.
-    apack: usize,
+    pub(crate) apack: usize,
     /// Taps (`K = C/g · Πk`), one u32 offset each.
-    pub(super) taps: usize,
+    pub(crate) taps: usize,
     /// Tiles may run across whole band rows ([`Flat`] blocks: stride 1 along both row
     /// axes, at most a quarter of each padded row past the output row) and beat AVX-512
     /// row tiles, which waste over a fifth of their lanes here (rows of 20, 40: 62%; 14,
     /// 7: under half), where 56- or 112-wide rows waste an eighth and flat tiles' unaligned
     /// stores cost more (VGG-19: 4% slower).
-    prefer_flat: bool,
+    pub(crate) prefer_flat: bool,
     /// Output rows too narrow for row tiles (most lanes wasted): worth running only as
     /// flat tiles ([`flat_here`]), im2col elsewhere.
-    pub(super) narrow: bool,
+    pub(crate) narrow: bool,
 }
 
 impl Layout {
@@ -77,7 +77,7 @@ impl Layout {
 /// row tile wastes lanes and re-reads every weight for a few outputs, where the GEMM's
 /// columns run across rows: ResNet-50's 7- and 14-wide 3 × 3 convs ran 1.3–2.9× faster on
 /// im2col than on row tiles (AVX-512 and AVX2, `kernels` bench).
-pub(super) fn layout(geo: &Geo) -> Option<Layout> {
+pub(crate) fn layout(geo: &Geo) -> Option<Layout> {
     // Firmware plans narrow rows on im2col at once (its model's shapes are constants
     // there, so the direct path folds away).
     if !cfg!(feature = "std") && geo.small[2] < NR {
@@ -88,7 +88,7 @@ pub(super) fn layout(geo: &Geo) -> Option<Layout> {
 
 /// Whether this build stores flat blocks in registers (AVX-512 with `std`): elsewhere a
 /// flat block goes through a stack tile, and narrow rows are faster on im2col.
-pub(super) fn flat_here() -> bool {
+pub(crate) fn flat_here() -> bool {
     cfg!(feature = "std") && isa() == Isa::Avx512
 }
 
@@ -96,14 +96,14 @@ pub(super) fn flat_here() -> bool {
 /// when the preferred band does not fit (a blob planned by an older ge, whose band formula
 /// differed or which took the direct path on narrow rows), `None` when not even one output
 /// row fits.
-pub(super) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
+pub(crate) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
     band_layout(geo, ws, false)
 }
 
 /// A band layout for tiles that do not run along rows (the AVX2 lanes path, which takes
 /// its pixels anywhere in the band): narrow rows allowed at any stride.
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-pub(super) fn any_rows_layout(geo: &Geo) -> Option<Layout> {
+pub(crate) fn any_rows_layout(geo: &Geo) -> Option<Layout> {
     band_layout(geo, usize::MAX, true)
 }
 
@@ -181,7 +181,7 @@ fn apack_len(geo: &Geo, taps: usize) -> Option<usize> {
 }
 
 /// One group of one batch item.
-pub(super) struct Group<'a> {
+pub(crate) struct Group<'a> {
     /// The group's `C/g` input channel planes.
     pub x: &'a [f32],
     /// The group's `M/g` filters, `K` values each.
@@ -200,7 +200,7 @@ impl Group<'_> {
     /// The epilogue of a tile whose first output is filter `m0`'s element `at` (output
     /// planes `yp` apart): accumulating after the first K block, the bias, residual and
     /// activation on the last.
-    pub(super) fn tile_ep(&self, yp: usize, m0: usize, at: usize, add: bool, last: bool) -> TileEp {
+    pub(crate) fn tile_ep(&self, yp: usize, m0: usize, at: usize, add: bool, last: bool) -> TileEp {
         TileEp {
             alpha: 1.0,
             add,
@@ -218,7 +218,7 @@ impl Group<'_> {
     }
 
     /// Whether every operand holds what the group's shape reads and writes.
-    pub(super) fn check(&self, geo: &Geo) -> Result<(), KernelError> {
+    pub(crate) fn check(&self, geo: &Geo) -> Result<(), KernelError> {
         let (yp, k) = (geo.small_plane, geo.cg * geo.kprod);
         if self.x.len() < geo.cg * geo.big_plane
             || self.w.len() < geo.mg * k
@@ -234,7 +234,7 @@ impl Group<'_> {
 
 /// `y = act(W ⋆ x + bias + residual)` for one group, split between the slots of `par` by
 /// (output row, column block).
-pub(super) fn run(
+pub(crate) fn run(
     geo: &Geo,
     lay: &Layout,
     g: Group<'_>,
@@ -430,7 +430,7 @@ pub(super) fn run(
 /// Tap offsets into the band of the tap's K block (which holds that block's channels from
 /// its first), in the weights' (channel, kd, kh, kw) order: `offs[p]` for each of the `K`
 /// taps. Returns the largest. O(K).
-pub(super) fn tap_offsets(geo: &Geo, lay: &Layout, offs: &mut [u32]) -> usize {
+pub(crate) fn tap_offsets(geo: &Geo, lay: &Layout, offs: &mut [u32]) -> usize {
     let [k0, k1, k2] = geo.k;
     let (wp, pw, rin, s2) = (lay.wp, lay.pw, lay.rin, geo.s[2]);
     let kb = k_block(lay.taps);
@@ -501,18 +501,18 @@ const PAR_MIN_FILL: usize = 1 << 14;
 
 /// Where a band is filled from: one group's input at output depth `o0`, output rows from
 /// `r0` on.
-pub(super) struct Fill<'a, 'g> {
-    pub(super) geo: &'a Geo,
-    pub(super) lay: &'a Layout,
-    pub(super) g: &'a Group<'g>,
-    pub(super) o0: usize,
-    pub(super) r0: usize,
+pub(crate) struct Fill<'a, 'g> {
+    pub(crate) geo: &'a Geo,
+    pub(crate) lay: &'a Layout,
+    pub(crate) g: &'a Group<'g>,
+    pub(crate) o0: usize,
+    pub(crate) r0: usize,
 }
 
 impl Fill<'_, '_> {
     /// [`Self::channels`] with the channels split between the slots of `par` (each channel's
     /// rows are their own part of the band), then the slack zeroed. O(band).
-    pub(super) fn band(
+    pub(crate) fn band(
         &self,
         chans: core::ops::Range<usize>,
         band: &mut [f32],

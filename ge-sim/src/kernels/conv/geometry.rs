@@ -22,10 +22,10 @@ pub(crate) struct Geo {
     pub(crate) big_plane: usize,
     pub(crate) small_plane: usize,
     /// The weights are in [`WeightLayout::Panels`] order (pre-packed by the compiler).
-    pub(super) packed: bool,
+    pub(crate) packed: bool,
 }
 
-pub(super) fn bad(m: &'static str) -> KernelError {
+pub(crate) fn bad(m: &'static str) -> KernelError {
     KernelError::Shape(m)
 }
 

@@ -30,10 +30,8 @@ pub use transpose::*;
 mod blocked;
 mod depthwise;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-use crate::arch::x86::avx512::depthwise as depthwise_avx512;
-mod direct;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod lanes;
+use crate::arch::x86::{avx2::conv_lanes as lanes, avx512::depthwise as depthwise_avx512};
+pub(crate) mod direct;
 mod phase_split;
 
 use ge_runtime::format::{ChannelLayout, ConvParams, Shape, TensorMut, TensorRef, WeightLayout};

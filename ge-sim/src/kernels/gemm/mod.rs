@@ -10,10 +10,10 @@
 //! Work is split between host threads by output tiles, so every element is computed by the
 //! same instructions whatever the thread count.
 
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+use crate::arch::x86::avx2::gemm_column as column;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use crate::arch::x86::{avx2::gemm as avx2, avx512::gemm as avx512};
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod column;
 mod driver;
 mod gemv;
 mod matmul;

@@ -5,13 +5,13 @@ use super::*;
 
 /// A max pool's fold: the larger value, and a NaN (from either side) once seen.
 #[inline(always)]
-pub(super) fn max_step(a: f32, v: f32) -> f32 {
+pub(crate) fn max_step(a: f32, v: f32) -> f32 {
     if v > a || v.is_nan() { v } else { a }
 }
 
 /// A max pool's output from its fold over `n` in-input taps (0 for a window of padding).
 #[inline(always)]
-pub(super) fn max_fin(a: f32, n: usize, _padded: usize) -> f32 {
+pub(crate) fn max_fin(a: f32, n: usize, _padded: usize) -> f32 {
     if n == 0 { 0.0 } else { a }
 }
 
@@ -33,7 +33,7 @@ pub(super) const LANES: usize = 8;
 /// with the same result (max: the callers give it for max pooling only, so sums keep their
 /// order and every build the same values). O(output · taps) either way.
 #[inline(always)]
-pub(super) fn fold_windows<T: Copy, A: Copy>(
+pub(crate) fn fold_windows<T: Copy, A: Copy>(
     x: &[T],
     y: &mut [T],
     ax: &[Axis; 3],
@@ -178,7 +178,7 @@ pub(super) fn max_of_planes(x: &[f32], y: &mut [f32], plane: usize) {
 /// folds (an add or a compare-and-select per value, several cycles apiece), so
 /// [`PLANES`] planes' chains run interleaved. O(input).
 #[inline(always)]
-pub(super) fn fold_planes<T: Copy, A: Copy>(
+pub(crate) fn fold_planes<T: Copy, A: Copy>(
     x: &[T],
     y: &mut [T],
     plane: usize,
@@ -212,7 +212,7 @@ pub(super) fn fold_planes<T: Copy, A: Copy>(
 
 /// A max pool's `combine` for the separable interior path where it is host speed for the
 /// simulator (with `std`); firmware keeps the one tap loop (about 7 KB less code).
-pub(super) fn separable<F>(combine: F) -> Option<F> {
+pub(crate) fn separable<F>(combine: F) -> Option<F> {
     cfg!(feature = "std").then_some(combine)
 }
 

@@ -5,20 +5,20 @@ use super::*;
 
 /// Per-axis window geometry.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Axis {
-    pub(super) inp: usize,
-    pub(super) out: usize,
-    pub(super) k: usize,
-    pub(super) s: usize,
-    pub(super) d: usize,
-    pub(super) pb: usize,
-    pub(super) pe: usize,
+pub(crate) struct Axis {
+    pub(crate) inp: usize,
+    pub(crate) out: usize,
+    pub(crate) k: usize,
+    pub(crate) s: usize,
+    pub(crate) d: usize,
+    pub(crate) pb: usize,
+    pub(crate) pe: usize,
 }
 
 impl Axis {
     /// Taps `t` of window `o` inside the input: `[lo, hi)`, and the count of taps inside the
     /// padded extent.
-    pub(super) fn taps(&self, o: usize) -> (usize, usize, usize) {
+    pub(crate) fn taps(&self, o: usize) -> (usize, usize, usize) {
         let start = (o * self.s) as i64 - self.pb as i64;
         let d = self.d as i64;
         let k = self.k as i64;
@@ -50,7 +50,7 @@ impl Axis {
 
     /// The interior outputs `[lo, hi)`: windows whose first tap is at or after 0 and last
     /// tap before `inp`.
-    pub(super) fn interior(&self) -> (usize, usize) {
+    pub(crate) fn interior(&self) -> (usize, usize) {
         let span = (self.k - 1) * self.d;
         let lo = self.pb.div_ceil(self.s).min(self.out);
         let hi = if self.inp + self.pb > span {
@@ -61,7 +61,7 @@ impl Axis {
         (lo, hi.max(lo))
     }
 
-    pub(super) fn index(&self, o: usize, t: usize) -> usize {
+    pub(crate) fn index(&self, o: usize, t: usize) -> usize {
         o * self.s + t * self.d - self.pb
     }
 }

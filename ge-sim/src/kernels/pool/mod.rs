@@ -12,8 +12,8 @@ mod geometry;
 mod lp;
 mod run;
 
-use fold::*;
-use geometry::*;
+pub(crate) use fold::*;
+pub(crate) use geometry::*;
 use lp::*;
 pub use run::*;
 
@@ -28,15 +28,13 @@ use crate::arch::isa;
 #[cfg(feature = "std")]
 mod blocked;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod max_planes;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod window2d;
+use crate::arch::x86::{avx2::max_planes, window2d};
 
 /// 2-D windows the tests run on wide rows: (kernel, stride, dilation, pads begin, end).
 #[cfg(test)]
-type Window = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [usize; 2]);
+pub(crate) type Window = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [usize; 2]);
 #[cfg(test)]
-const WINDOWS: [Window; 7] = [
+pub(crate) const WINDOWS: [Window; 7] = [
     ([1, 3], [1, 3], [1, 1], [0, 1], [0, 1]),
     ([3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
     ([3, 3], [2, 2], [1, 1], [0, 0], [1, 1]),

@@ -1,9 +1,16 @@
-//! AVX2 + FMA (16 ymm registers): the f32 GEMM tile, the int8 GEMM tile, the blocked
-//! convolution tile and the sigmoid.
+//! AVX2 + FMA (16 ymm registers): the f32 GEMM tile and its one-column form, the int8 GEMM
+//! tile, the blocked convolution tile, the lanes convolution (output channels in lanes), the
+//! whole-plane max and the sigmoid.
 
 #[cfg(feature = "std")]
 pub(crate) mod blocked_conv;
+#[cfg(feature = "std")]
+pub(crate) mod conv_lanes;
 pub(crate) mod gemm;
+#[cfg(feature = "std")]
+pub(crate) mod gemm_column;
+#[cfg(feature = "std")]
+pub(crate) mod max_planes;
 pub(crate) mod qgemm;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;

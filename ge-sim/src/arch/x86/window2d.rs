@@ -12,14 +12,14 @@
 //! summed in row-major order, then one division ([`avg_pool_2d`]).
 //!
 //! One algorithm, two register widths ([`Lanes`]: [`Zmm`], [`Ymm`]). Values equal
-//! [`super::fold_windows`]'s bitwise: interior outputs fold rows then taps in its separable
+//! [`crate::kernels::pool::fold_windows`]'s bitwise: interior outputs fold rows then taps in its separable
 //! order, border outputs take its per-tap order, with the same NaN-keeping [`max_step`].
 //! O(output rows · (window rows · columns + outputs · k)).
 
 use core::arch::x86_64::*;
 
-use super::{Axis, max_step};
 use crate::arch::isa::{self, Isa};
+use crate::kernels::pool::{Axis, max_step};
 
 /// Stack row of folded columns (f32), slack for the last register's reads included.
 const ROW: usize = 1024;
@@ -35,7 +35,7 @@ const WINDOW_ROWS: usize = 32;
 /// One register width's operations as the pool uses them. Every method is register-only
 /// or reads/writes exactly the lanes its arguments say, and needs its ISA enabled on the
 /// (inlining) caller.
-pub(super) trait Lanes {
+pub(crate) trait Lanes {
     /// f32 lanes per register (at most `SLACK / 2`).
     const N: usize;
     type V: Copy;
@@ -117,7 +117,7 @@ impl Lanes for Zmm {
 
 /// AVX2: 8 lanes, vector masks for loads; partial stores go lane by lane (AMD's masked
 /// stores are microcoded).
-pub(super) struct Ymm;
+pub(crate) struct Ymm;
 
 impl Ymm {
     /// All-ones in lanes `..n`.
@@ -204,7 +204,7 @@ impl Lanes for Ymm {
 
 /// Max pooling on the widest registers this CPU has ([`max_pool_2d`]); `false` (nothing
 /// written) on the portable class or for shapes the generic path takes.
-pub(super) fn max_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
+pub(crate) fn max_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
     match isa::isa() {
         // SAFETY: `isa()` only returns classes the CPU has.
         Isa::Avx512 => unsafe { max_pool_2d_avx512(x, y, ax) },
@@ -216,7 +216,7 @@ pub(super) fn max_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3]) -> bool {
 
 /// Average pooling on the widest registers this CPU has ([`avg_pool_2d`]); `false` as
 /// [`max_pool`].
-pub(super) fn avg_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad: bool) -> bool {
+pub(crate) fn avg_pool(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad: bool) -> bool {
     match isa::isa() {
         // SAFETY: `isa()` only returns classes the CPU has.
         Isa::Avx512 => unsafe { avg_pool_2d_avx512(x, y, ax, include_pad) },
@@ -509,7 +509,7 @@ unsafe fn avg_pool_2d_avx2(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad
 }
 
 /// Average pooling of 2-D planes (`ax[0]` a unit axis) with horizontal stride 1 or 2, as
-/// [`super::fold_windows`] computes it, bitwise: per output the in-input taps summed in
+/// [`crate::kernels::pool::fold_windows`] computes it, bitwise: per output the in-input taps summed in
 /// row-major order from 0, then one division by the tap count (`include_pad`: the taps
 /// inside the padded extent); interior outputs a register at a time (their taps all in the
 /// input, one count per output row), border outputs by the generic per-tap loop. `false`
@@ -616,8 +616,8 @@ unsafe fn tap_lanes<L: Lanes>(row: &[f32], at: usize, s: usize) -> L::V {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Axis, WINDOWS, fold_windows, max_fin, max_step, separable};
     use crate::arch::isa::Isa;
+    use crate::kernels::pool::{Axis, WINDOWS, fold_windows, max_fin, max_step, separable};
 
     /// A row axis of `inp` inputs: window `k`, stride `s`, dilation `d`, pads `pb`/`pe`
     /// (floor-mode output size).

@@ -1,7 +1,7 @@
 //! Convolution with output channels in the vector lanes (AVX2): the host path of k × k convs
 //! on AVX2 CPUs. A register tile holds 16 output channels (two registers) of 4 output
 //! pixels; each tap is two weight loads and four input broadcasts, every pixel read from
-//! its own place in the direct path's padded band ([`super::direct`]). The pixels of a tile
+//! its own place in the direct path's padded band ([`crate::kernels::conv::direct`]). The pixels of a tile
 //! are any 4 consecutive outputs of the plane, across row ends, so no lane is wasted on
 //! narrow rows: YOLO's 40-, 20- and 10-wide stages ran their 16-wide row tiles 12–60% empty
 //! (10-wide and strided narrow rows on im2col). The tile is transposed back into the output
@@ -20,15 +20,16 @@
 
 use core::arch::x86_64::*;
 
-use super::direct::{self, Fill, Group, Layout};
-use super::{Geo, KernelError, bad};
+use crate::kernels::KernelError;
+use crate::kernels::conv::direct::{self, Fill, Group, Layout};
+use crate::kernels::conv::{Geo, bad};
 use crate::kernels::gemm::avx2::acts as apply_acts;
 use crate::kernels::gemm::micro::{MR, TileEp, finish};
 use crate::kernels::gemm::{SendPtr, k_block};
 use crate::threads::Parallel;
 
 /// Output channels per tile: two AVX2 registers of f32.
-pub(super) const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 /// Output pixels per tile (8 accumulators: enough independent chains for the FMA pipes,
 /// ~99% of the FMA peak on Zen 1 with the operands in L1).
 const PIX: usize = 4;
@@ -47,7 +48,7 @@ fn panel_blocks(geo: &Geo, kb: usize) -> usize {
 
 /// f32 of workspace the lanes path needs on band layout `lay`: the band and its tap
 /// offsets, and the weight panels of one block of output channels.
-pub(super) fn ws_len(geo: &Geo, lay: &Layout) -> usize {
+pub(crate) fn ws_len(geo: &Geo, lay: &Layout) -> usize {
     let taps = geo.cg * geo.kprod;
     let kb = k_block(taps);
     lay.buf + taps + panel_blocks(geo, kb) * kb * LANES
@@ -55,7 +56,7 @@ pub(super) fn ws_len(geo: &Geo, lay: &Layout) -> usize {
 
 /// Whether the lanes path takes this conv: a k × k kernel, at least 4 of every 5 lanes
 /// filled with output channels, and enough pixels per band to repay the weight repacking.
-pub(super) fn suits(geo: &Geo, lay: &Layout) -> bool {
+pub(crate) fn suits(geo: &Geo, lay: &Layout) -> bool {
     let pixels = lay.band.min(geo.small[1]) * geo.small[2];
     geo.kprod > 1 && geo.mg.next_multiple_of(LANES) * 4 <= geo.mg * 5 && pixels >= MIN_PIXELS
 }
@@ -63,7 +64,7 @@ pub(super) fn suits(geo: &Geo, lay: &Layout) -> bool {
 /// `y = act(W ⋆ x + bias + residual)` for one group, split between the slots of `par` by
 /// tile of 4 pixels (each running every block of 16 output channels whose panels are held).
 /// The caller has checked that the CPU has AVX2 and FMA.
-pub(super) fn run(
+pub(crate) fn run(
     geo: &Geo,
     lay: &Layout,
     g: Group<'_>,

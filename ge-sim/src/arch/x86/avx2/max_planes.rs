@@ -1,15 +1,15 @@
 //! Max over whole planes (GlobalMaxPool, a window covering each unpadded plane) in AVX2
 //! registers: eight planes at a time, each step loading eight values of each plane and
 //! transposing them (8 × 8, 24 shuffles) so that lane `l` of the accumulator folds plane
-//! `l`'s values in memory order. The scalar interleaved fold ([`super::fold_planes`]) is a
+//! `l`'s values in memory order. The scalar interleaved fold ([`crate::kernels::pool::fold_planes`]) is a
 //! compare-and-select chain per value (Magika's 512 × 508 global max: 250 us; onnxruntime
-//! 38). Same [`super::max_step`] per lane in the same order, so the same values, bitwise
+//! 38). Same [`crate::kernels::pool::max_step`] per lane in the same order, so the same values, bitwise
 //! (NaN payloads and signed zeros included). O(input).
 
 use core::arch::x86_64::*;
 
-use super::max_step;
-use super::window2d::{Lanes, Ymm};
+use crate::arch::x86::window2d::{Lanes, Ymm};
+use crate::kernels::pool::max_step;
 
 /// Planes folded at once: one per lane.
 const PLANES: usize = 8;
@@ -19,7 +19,7 @@ const PLANES: usize = 8;
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn max_planes(x: &[f32], y: &mut [f32], plane: usize) {
+pub(crate) unsafe fn max_planes(x: &[f32], y: &mut [f32], plane: usize) {
     debug_assert!(plane > 0 && x.len() >= y.len() * plane);
     let groups = y.len() / PLANES;
     for g in 0..groups {
@@ -95,8 +95,8 @@ unsafe fn transpose(v: &mut [__m256; PLANES]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fold_planes, max_fin, max_step};
     use crate::arch::isa::Isa;
+    use crate::kernels::pool::{fold_planes, max_fin, max_step};
 
     /// Bitwise the scalar fold, on planes with NaNs (several payloads), signed zeros and
     /// infinities, group remainders and plane lengths off the 8-value steps.
