@@ -18,13 +18,13 @@ use ge_runtime::format::{
     Activation, ConvParams, CoordTransform, DType, MAX_RANK, NearestMode, OpKind, ResizeMode,
     ResizeParams, Shape, TensorMut, TensorRef, TransposeParams,
 };
-use ge_sim::kernels::conv::{conv_workspace_bytes, run_conv, run_conv_on, run_conv_transpose};
-use ge_sim::kernels::gemm::{sgemm, sgemm_ws_len};
-use ge_sim::kernels::gemm_i8::{
+use ge_sim::ops::conv::{conv_workspace_bytes, run_conv, run_conv_on, run_conv_transpose};
+use ge_sim::ops::gemm::{sgemm, sgemm_ws_len};
+use ge_sim::ops::gemm_i8::{
     QGemm, QOut, QOutParams, Requant, fold_zero_points, pack_b, packed_len, qgemm as qgemm_run,
 };
-use ge_sim::kernels::resize::run_resize;
-use ge_sim::kernels::transpose::run_transpose;
+use ge_sim::ops::resize::run_resize;
+use ge_sim::ops::transpose::run_transpose;
 use ge_sim::threads::Parallel;
 #[cfg(not(feature = "std"))]
 use ge_sim::threads::Serial;
@@ -474,7 +474,7 @@ fn gemm() {
         (128, false),
         (256, false),
     ] {
-        use ge_sim::kernels::gemm::micro::{self, Block, BlockA, BlockB, TileAct, TileEp};
+        use ge_sim::ops::gemm::micro::{self, Block, BlockA, BlockB, TileAct, TileEp};
         let isa = micro::isa();
         let (bm, bn) = micro::block_dims(isa);
         let a = rand_vec(bm * kc, &mut seed);

@@ -1,7 +1,8 @@
 //! ge-sim: a simulated Da Vinci-like NPU.
 //!
 //! The device runs a validated `.om` model's task list in order. Each task's kernel computes
-//! real results on the host ([`kernels`]; one [`kernels::registry`] entry per task kind
+//! real results on the host ([`ops`]: what each kernel computes, one folder per family, one
+//! [`ops::registry`] entry per task kind
 //! holds its kernel, workspace size, work estimate and capabilities). Kernels report no work:
 //! the analytic [`cost`] model estimates a task's work from its kind, parameters and shapes
 //! alone — the same figure the compiler predicts with — and turns it and the bytes the task
@@ -24,10 +25,11 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+/// How each ISA computes it: detection and one folder per instruction set.
 pub mod arch;
 pub mod cost;
 pub mod device;
-pub mod kernels;
+pub mod ops;
 #[cfg(feature = "std")]
 pub mod race;
 pub mod threads;

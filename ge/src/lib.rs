@@ -55,7 +55,7 @@ pub use ge_runtime as runtime;
 pub use ge_runtime::format::KernelId;
 pub use ge_runtime::{Error, Model, Session};
 pub use ge_sim as sim;
-pub use ge_sim::kernels::set::{KernelEntry, KernelSet};
+pub use ge_sim::ops::set::{KernelEntry, KernelSet};
 pub use ge_sim::{LaunchMode, Profile, RunReport, SimDevice};
 pub use include_bytes_aligned::include_bytes_aligned;
 

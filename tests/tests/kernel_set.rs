@@ -6,7 +6,7 @@ use ge_build::{CompileOptions, compile_bytes};
 use ge_runtime::format::{DType, KernelId, KernelVariant, OpKind};
 use ge_runtime::{AlignedBlob, Device, Error, Memory, Model, Session};
 
-use ge_sim::kernels::set::{KernelEntry, KernelSet};
+use ge_sim::ops::set::{KernelEntry, KernelSet};
 use ge_sim::{Profile, SimDevice};
 use ge_tests::onnx_builder::ModelBuilder;
 

@@ -13,7 +13,7 @@ const TEXT_LIMIT: u64 = 64 * 1024;
 /// Most stack `Digits::run` may use.
 const STACK_LIMIT: usize = 16 * 1024;
 
-/// Kernel modules of ge-sim (`ge_sim::kernels::<module>`) whose code a model running only
+/// Kernel modules of ge-sim (`ge_sim::ops::<module>`) whose code a model running only
 /// Conv, Pool, Gemm, Softmax and GlobalPool (f32) must not link.
 const FOREIGN_KERNELS: &[&str] = &[
     "attention",
@@ -99,27 +99,41 @@ fn section_size(elf: &[u8], name: &str) -> u64 {
         .map_or(0, |s| s.1)
 }
 
-/// The `ge_sim::kernels::<module>` modules the symbol table names (legacy mangling:
-/// `..6ge_sim7kernels4conv..`).
+/// The `ge_sim::ops::<module>` modules the symbol table names (legacy mangling:
+/// `..6ge_sim3ops4conv..`), with each ISA build under `ge_sim::arch` counted as the family it
+/// computes for (`arch::x86::avx2::qgemm` is `gemm_i8`'s int8 tile).
 fn kernel_modules(elf: &[u8]) -> std::collections::BTreeSet<String> {
+    /// The arch modules that are one family's alone.
+    const ARCH_FAMILIES: &[(&str, &str)] = &[("qgemm", "gemm_i8")];
     let secs = sections(elf);
     let strtab = secs
         .iter()
         .find(|s| s.0 == ".strtab")
         .expect("a symbol table (the binary is not stripped)");
     let strings = &elf[strtab.2 as usize..(strtab.2 + strtab.1) as usize];
+    // The next length-prefixed identifier of a legacy-mangled path, and the bytes it took.
+    let ident = |rest: &str| -> Option<(String, usize)> {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let n = digits.parse::<usize>().ok()?;
+        let name = rest.get(digits.len()..digits.len() + n)?;
+        Some((name.to_string(), digits.len() + n))
+    };
     let mut found = std::collections::BTreeSet::new();
     for sym in strings.split(|&b| b == 0) {
         let s = String::from_utf8_lossy(sym);
-        let Some(at) = s.find("6ge_sim7kernels") else {
-            continue;
-        };
-        let rest = &s[at + "6ge_sim7kernels".len()..];
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse::<usize>() {
-            let name = &rest[digits.len()..];
-            if name.len() >= n {
-                found.insert(name[..n].to_string());
+        if let Some(at) = s.find("6ge_sim3ops")
+            && let Some((name, _)) = ident(&s[at + "6ge_sim3ops".len()..])
+        {
+            found.insert(name);
+        }
+        // `arch::x86::<isa>::<module>`.
+        if let Some(at) = s.find("6ge_sim4arch3x86") {
+            let rest = &s[at + "6ge_sim4arch3x86".len()..];
+            if let Some((_isa, used)) = ident(rest)
+                && let Some((module, _)) = ident(&rest[used..])
+                && let Some((_, family)) = ARCH_FAMILIES.iter().find(|(m, _)| *m == module)
+            {
+                found.insert((*family).to_string());
             }
         }
     }
@@ -153,7 +167,7 @@ fn firmware_builds_without_std_and_classifies() {
     );
     let modules = kernel_modules(&elf);
     for m in FOREIGN_KERNELS {
-        assert!(!modules.contains(*m), "digits links ge_sim::kernels::{m}");
+        assert!(!modules.contains(*m), "digits links ge_sim::ops::{m}");
     }
     let out = Command::new(&exe).arg("stack").output().unwrap();
     assert_eq!(out.status.code(), Some(i32::from(expected[0])), "stack run");
@@ -187,10 +201,7 @@ fn squeezenet_firmware_links_only_its_kernels() {
     let elf = std::fs::read(&exe).unwrap();
     let modules = kernel_modules(&elf);
     for m in FOREIGN_KERNELS {
-        assert!(
-            !modules.contains(*m),
-            "squeezenet links ge_sim::kernels::{m}"
-        );
+        assert!(!modules.contains(*m), "squeezenet links ge_sim::ops::{m}");
     }
     println!(
         "squeezenet firmware: .text {} bytes",

@@ -1,6 +1,6 @@
 //! Epilogue fusion: an activation whose input comes only from a task whose kernel applies
 //! that activation to that element type in its epilogue (the device's kernel registry says
-//! which: `ge_sim::kernels::registry`, e.g. f32 Conv, Gemm and Binary) is applied by that
+//! which: `ge_sim::ops::registry`, e.g. f32 Conv, Gemm and Binary) is applied by that
 //! task while its output is hot: one task and one global-memory round trip fewer. O(V + E).
 
 use ge_runtime::format::{Activation, UnaryOp};
@@ -79,7 +79,7 @@ impl Pass for FuseEpilogue {
                 continue;
             }
             let kind = g.g[p].op.lower().0;
-            if !ge_sim::kernels::registry::kernel(kind).fuses_activation(op, g.value(x).dtype) {
+            if !ge_sim::ops::registry::kernel(kind).fuses_activation(op, g.value(x).dtype) {
                 continue;
             }
             let Some(act) = act_field(&mut g.g[p].op) else {

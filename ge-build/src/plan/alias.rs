@@ -10,7 +10,7 @@
 //!   that value.
 //!
 //! - In-place: a task whose kernel can overwrite that input, for its params and dtypes (the
-//!   device's kernel registry says which: `ge_sim::kernels::registry`, e.g. f32 Unary and
+//!   device's kernel registry says which: `ge_sim::ops::registry`, e.g. f32 Unary and
 //!   arithmetic Binary), and whose input dies there — its only reader, not a graph input,
 //!   output or constant, and holding nothing else's bytes — writes its output over that
 //!   input (`TaskDesc::in_place`), so the two never coexist.
@@ -125,7 +125,7 @@ fn in_place(g: &Graph, order: &[NodeIndex], a: &mut Aliases) {
         let node = &g.g[n];
         let [y] = node.outputs[..] else { continue };
         let (kind, params) = node.op.lower();
-        let kernel = ge_sim::kernels::registry::kernel(kind);
+        let kernel = ge_sim::ops::registry::kernel(kind);
         if kernel.in_place.is_none() || a.parent.contains_key(&y) {
             continue;
         }

@@ -191,7 +191,7 @@ pub(super) fn bench(
     let mean = times.iter().sum::<f64>() / iters as f64;
     let sim_us = rep.time_ns as f64 / 1000.0;
     let isa = super::host_isa()?;
-    let peak = peak.then(|| ge_sim::kernels::gemm::peak::fma_peak_gflops(isa, 5));
+    let peak = peak.then(|| ge_sim::ops::gemm::peak::fma_peak_gflops(isa, 5));
     // A closed stdout (a pipe's reader gone) ends the output quietly.
     let mut out = std::io::stdout().lock();
     if json {

@@ -23,7 +23,7 @@ use ge_runtime::format::{
 };
 
 use crate::device::Profile;
-use crate::kernels::read_params;
+use crate::ops::read_params;
 
 /// Work a task does, for the cost model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,10 +123,10 @@ pub fn cycles_to_ns(p: &Profile, cycles: u64) -> u64 {
 /// The work a task does, from its kind, parameters and shapes alone, so the compiler can
 /// predict a run and the device charges exactly the same. O(rank). Kernels report no work
 /// of their own: this is the only figure, taken from the kind's registry entry
-/// ([`crate::kernels::registry::Kernel::work`], through [`crate::kernels::registry::WORK`]),
+/// ([`crate::ops::registry::Kernel::work`], through [`crate::ops::registry::WORK`]),
 /// which names one of the estimators below.
 pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
-    match crate::kernels::registry::WORK.get(kind as usize) {
+    match crate::ops::registry::WORK.get(kind as usize) {
         Some(Some(work)) => work(params, ins, outs),
         _ => Work::default(),
     }
@@ -350,7 +350,7 @@ pub fn attention(_: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
 /// A recurrent layer (RNN / GRU / LSTM), per direction: the input projection
 /// `T·B × in × gates·H` and the recurrent products `T·B × H × gates·H` on the cube; on the
 /// vector unit, the bias add and the gate math the unrolled graph does per hidden unit and
-/// step (adds, products, clips and activations at [`crate::kernels::unary::op_cost`]'s
+/// step (adds, products, clips and activations at [`crate::ops::unary::op_cost`]'s
 /// rates: RNN 6, GRU 21, LSTM 30 operations). Traffic beyond the task's inputs and outputs:
 /// the projected gates written and read back, and R read again every step after the first
 /// (a layer's R rarely fits on chip; the unrolled graph's per-step tasks read it too).

@@ -12,7 +12,7 @@ use ge_runtime::format::{DType, MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
 use crate::cost::{TaskCost, Work, estimate_work};
-use crate::kernels::{self, set::KernelSet};
+use crate::ops::{self, set::KernelSet};
 
 /// One task as the device ran it, for profiles and traces.
 #[derive(Clone, Copy, Debug)]
@@ -256,7 +256,7 @@ impl<O: Observer> Device for SimDevice<O> {
             let in_place = (task.in_place as usize).checked_sub(1);
             self.observer.before_task(i);
             mem.with_task(model, task, |ins, outs, ws| {
-                kernels::run_entry(&entry, params, in_place, ins, outs, ws, par)
+                ops::run_entry(&entry, params, in_place, ins, outs, ws, par)
             })
             .map_err(|reason| Error::Task {
                 task: i as u32,

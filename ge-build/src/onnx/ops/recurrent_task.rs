@@ -1,5 +1,5 @@
 //! RNN, GRU and LSTM as one `Recurrent` task per node (every direction): the node's inputs
-//! are the kernel's (`ge_sim::kernels::recurrent`), constant W and R transposed here to
+//! are the kernel's (`ge_sim::ops::recurrent`), constant W and R transposed here to
 //! `[dirs, in, gates·H]` / `[dirs, H, gates·H]`, the layout the kernel's step streams, so
 //! `run` never rearranges weights. Attributes become a `RecurrentParams` record; `layout`,
 //! `sequence_lens`, initial states, peepholes, clip, `linear_before_reset`, `input_forget`

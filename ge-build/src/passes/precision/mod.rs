@@ -144,7 +144,7 @@ enum Run {
 /// True when the op's kernel reads and writes `dtype` itself (the registry says which).
 fn takes(op: &Op, dtype: DType) -> bool {
     !op.computes_in_f32()
-        && ge_sim::kernels::registry::kernel(op.lower().0)
+        && ge_sim::ops::registry::kernel(op.lower().0)
             .dtypes
             .contains(dtype)
 }

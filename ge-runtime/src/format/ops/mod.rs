@@ -33,7 +33,7 @@ macro_rules! op_kinds {
             /// True for the kinds whose tasks may carry `TaskDesc::in_place` (elementwise:
             /// each output element depends only on the input elements at its own index).
             /// The loader checks this; which params and dtypes the simulator actually runs
-            /// in place is its kernel registry's (`ge_sim::kernels::registry`), which fails
+            /// in place is its kernel registry's (`ge_sim::ops::registry`), which fails
             /// to compile if its in-place kinds are not exactly these.
             pub const fn runs_in_place(self) -> bool {
                 matches!(self, OpKind::Unary | OpKind::Binary)

@@ -553,7 +553,7 @@ pub const QGEMM_OUT_Q8_F32: u32 = 3;
 /// − zb[j]·Σ_k A[.., i, k] − za·adj[j])`, the zero points folded at compile time.
 ///
 /// Inputs: 0 A `[.., M, k]` u8/i8 (run time); 1 B int8, packed by
-/// `ge_sim::kernels::gemm_i8::pack_b` (`[packed_len(k, n)]`); 2 corr i32 `[n]`
+/// `ge_sim::ops::gemm_i8::pack_b` (`[packed_len(k, n)]`); 2 corr i32 `[n]`
 /// (`bias − za·Σ_k B + k·za·zb`); 3 zb i32 `[1 | n]`, absent when every weight zero point
 /// is 0; 4 requantization i32 `[1 | n, 2]` (multiplier, shift) for [`QGEMM_OUT_Q8`] /
 /// [`QGEMM_OUT_Q8_F32`];

@@ -12,14 +12,14 @@
 //! summed in row-major order, then one division ([`avg_pool_2d`]).
 //!
 //! One algorithm, two register widths ([`Lanes`]: [`Zmm`], [`Ymm`]). Values equal
-//! [`crate::kernels::pool::fold_windows`]'s bitwise: interior outputs fold rows then taps in its separable
+//! [`crate::ops::pool::fold_windows`]'s bitwise: interior outputs fold rows then taps in its separable
 //! order, border outputs take its per-tap order, with the same NaN-keeping [`max_step`].
 //! O(output rows · (window rows · columns + outputs · k)).
 
 use core::arch::x86_64::*;
 
 use crate::arch::isa::{self, Isa};
-use crate::kernels::pool::{Axis, max_step};
+use crate::ops::pool::{Axis, max_step};
 
 /// Stack row of folded columns (f32), slack for the last register's reads included.
 const ROW: usize = 1024;
@@ -509,7 +509,7 @@ unsafe fn avg_pool_2d_avx2(x: &[f32], y: &mut [f32], ax: &[Axis; 3], include_pad
 }
 
 /// Average pooling of 2-D planes (`ax[0]` a unit axis) with horizontal stride 1 or 2, as
-/// [`crate::kernels::pool::fold_windows`] computes it, bitwise: per output the in-input taps summed in
+/// [`crate::ops::pool::fold_windows`] computes it, bitwise: per output the in-input taps summed in
 /// row-major order from 0, then one division by the tap count (`include_pad`: the taps
 /// inside the padded extent); interior outputs a register at a time (their taps all in the
 /// input, one count per output row), border outputs by the generic per-tap loop. `false`
@@ -617,7 +617,7 @@ unsafe fn tap_lanes<L: Lanes>(row: &[f32], at: usize, s: usize) -> L::V {
 #[cfg(test)]
 mod tests {
     use crate::arch::isa::Isa;
-    use crate::kernels::pool::{Axis, WINDOWS, fold_windows, max_fin, max_step, separable};
+    use crate::ops::pool::{Axis, WINDOWS, fold_windows, max_fin, max_step, separable};
 
     /// A row axis of `inp` inputs: window `k`, stride `s`, dilation `d`, pads `pb`/`pe`
     /// (floor-mode output size).

@@ -1,4 +1,4 @@
-//! The AVX2 tile of [`crate::kernels::nchwc::conv`]: one output block (16 channels, two ymm halves) × up to
+//! The AVX2 tile of [`crate::ops::nchwc::conv`]: one output block (16 channels, two ymm halves) × up to
 //! [`PIXELS`] pixels in 12 of the 16 ymm registers, the block's two weight halves and one
 //! broadcast beside them; a tile of a group's `fb` blocks runs as `fb` such passes over the
 //! same input taps (a 2-block × 3-pixel tile, onnxruntime's AVX2 shape, needs 4 weight
@@ -11,8 +11,8 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use crate::kernels::gemm::avx2::{act, acts};
-use crate::kernels::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
+use crate::ops::gemm::avx2::{act, acts};
+use crate::ops::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
 
 /// Lanes of one ymm register: a block is two.
 const HALF: usize = BLOCK / 2;

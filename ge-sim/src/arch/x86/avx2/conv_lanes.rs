@@ -1,7 +1,7 @@
 //! Convolution with output channels in the vector lanes (AVX2): the host path of k × k convs
 //! on AVX2 CPUs. A register tile holds 16 output channels (two registers) of 4 output
 //! pixels; each tap is two weight loads and four input broadcasts, every pixel read from
-//! its own place in the direct path's padded band ([`crate::kernels::conv::direct`]). The pixels of a tile
+//! its own place in the direct path's padded band ([`crate::ops::conv::direct`]). The pixels of a tile
 //! are any 4 consecutive outputs of the plane, across row ends, so no lane is wasted on
 //! narrow rows: YOLO's 40-, 20- and 10-wide stages ran their 16-wide row tiles 12–60% empty
 //! (10-wide and strided narrow rows on im2col). The tile is transposed back into the output
@@ -20,12 +20,12 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::KernelError;
-use crate::kernels::conv::direct::{self, Fill, Group, Layout};
-use crate::kernels::conv::{Geo, bad};
-use crate::kernels::gemm::avx2::acts as apply_acts;
-use crate::kernels::gemm::micro::{MR, TileEp, finish};
-use crate::kernels::gemm::{SendPtr, k_block};
+use crate::ops::KernelError;
+use crate::ops::conv::direct::{self, Fill, Group, Layout};
+use crate::ops::conv::{Geo, bad};
+use crate::ops::gemm::avx2::acts as apply_acts;
+use crate::ops::gemm::micro::{MR, TileEp, finish};
+use crate::ops::gemm::{SendPtr, k_block};
 use crate::threads::Parallel;
 
 /// Output channels per tile: two AVX2 registers of f32.

@@ -3,7 +3,7 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::gemm::micro::{MR, NR, TileAct, TileEp, row_offsets};
+use crate::ops::gemm::micro::{MR, NR, TileAct, TileEp, row_offsets};
 
 /// Starts fetching the tile's rows of C into L1 while its K loop runs: the store reads them
 /// (K blocks accumulate; a write allocates the line anyway), and rows `ldc` apart are streams
@@ -21,10 +21,10 @@ pub(crate) fn prefetch_rows(c: *const f32, ldc: usize, rows: usize) {
     }
 }
 
-/// AVX2+FMA build of [`crate::kernels::gemm::micro::tile`].
+/// AVX2+FMA build of [`crate::ops::gemm::micro::tile`].
 ///
 /// # Safety
-/// As [`crate::kernels::gemm::micro::tile`]; the CPU must support AVX2 and FMA.
+/// As [`crate::ops::gemm::micro::tile`]; the CPU must support AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn tile(
@@ -138,10 +138,10 @@ unsafe fn tile8(
     unsafe { store(&acc, c, ldc, mr, nr, ep) };
 }
 
-/// AVX2+FMA build of [`crate::kernels::gemm::micro::conv_tile`].
+/// AVX2+FMA build of [`crate::ops::gemm::micro::conv_tile`].
 ///
 /// # Safety
-/// As [`crate::kernels::gemm::micro::conv_tile`]; the CPU must support AVX2 and FMA.
+/// As [`crate::ops::gemm::micro::conv_tile`]; the CPU must support AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn conv_tile(
@@ -205,13 +205,13 @@ pub unsafe fn conv_tile(
     unsafe { store(&acc, c, ldc, mr, nr, ep) };
 }
 
-/// AVX2+FMA build of [`crate::kernels::gemm::micro::conv_tile_pair`]: two `MR`-row panels over the same
+/// AVX2+FMA build of [`crate::ops::gemm::micro::conv_tile_pair`]: two `MR`-row panels over the same
 /// ≤ 8 columns in 12 accumulators, so narrow rows (a 7×7 stage) keep both FMA pipes busy
 /// where one 6 × 8 tile would wait on FMA latency. Per element the same operations as
 /// [`conv_tile`].
 ///
 /// # Safety
-/// As [`crate::kernels::gemm::micro::conv_tile_pair`]; the CPU must support AVX2 and FMA.
+/// As [`crate::ops::gemm::micro::conv_tile_pair`]; the CPU must support AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn conv_tile_pair(
@@ -271,7 +271,7 @@ unsafe fn conv_narrow<const P: usize>(
         let m = mr.saturating_sub(q * MR).min(MR);
         // SAFETY: forwarded contract: rows `q·MR..q·MR + m` of C, bias and residual.
         unsafe { store(&rows, c.add(q * MR * ldc), ldc, m, nr, &ep) };
-        ep = crate::kernels::gemm::micro::lower_half(&ep);
+        ep = crate::ops::gemm::micro::lower_half(&ep);
     }
 }
 
@@ -538,7 +538,7 @@ unsafe fn row_sums(
     [v0, v1]
 }
 
-/// `act` applied to every lane, as [`crate::kernels::gemm::micro::act_scalar`] applies it, bitwise.
+/// `act` applied to every lane, as [`crate::ops::gemm::micro::act_scalar`] applies it, bitwise.
 ///
 /// # Safety
 /// AVX2 on the caller.
@@ -591,14 +591,14 @@ pub(crate) unsafe fn acts(v: [__m256; 4], a: TileAct) -> [__m256; 4] {
     }
 }
 
-/// [`TileAct::HardSwish`] on 8 lanes, as [`crate::kernels::gemm::micro::act_scalar`] computes it, bitwise.
+/// [`TileAct::HardSwish`] on 8 lanes, as [`crate::ops::gemm::micro::act_scalar`] computes it, bitwise.
 ///
 /// # Safety
 /// AVX2.
 #[cfg(feature = "std")]
 #[inline(always)]
 unsafe fn hard_swish(v: __m256) -> __m256 {
-    let (a, b) = crate::kernels::gemm::micro::HARD_SWISH;
+    let (a, b) = crate::ops::gemm::micro::HARD_SWISH;
     // SAFETY: register-only AVX operations.
     unsafe {
         let t = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(a)), _mm256_set1_ps(b));

@@ -7,18 +7,18 @@
 //! rows (`w ≤ MR` lanes of 8 used, the rest read from the next column of the panel and
 //! dropped): each step is one load, one broadcast of `x[p]` and one FMA, four panels in
 //! flight. Every output gets the tile's operations in the tile's order — per K block
-//! ([`crate::kernels::gemm::k_block`]) an FMA chain from zero over the block's `p`, then `alpha`, the
+//! ([`crate::ops::gemm::k_block`]) an FMA chain from zero over the block's `p`, then `alpha`, the
 //! previous block's sum, the bias, the residual and the activation — so the values are the
 //! tile's, bitwise (tested). Memory-bound: O(m·k) reads of the weights, once.
 
 use core::arch::x86_64::*;
 
-use crate::kernels::gemm::micro::{MR, NR, TileAct, act_scalar};
+use crate::ops::gemm::micro::{MR, NR, TileAct, act_scalar};
 
 /// Panels whose FMA chains run at once (Zen 1: FMA latency 5, two pipes).
 const WAYS: usize = 4;
 
-/// What [`column`] adds after the products: as the tile's [`crate::kernels::gemm::micro::TileEp`].
+/// What [`column`] adds after the products: as the tile's [`crate::ops::gemm::micro::TileEp`].
 pub(crate) struct ColumnEp<'a> {
     pub(crate) alpha: f32,
     /// `y` holds a sum to add to (GEMM `accumulate`).
@@ -31,7 +31,7 @@ pub(crate) struct ColumnEp<'a> {
 
 /// One K block (`pc..pc + kc`) of `y[i·ldy] = act(alpha·Σ_p A[i][p]·x[p] (+ y) + bias[i] +
 /// res[i])` for rows `i0..i1` (`i0` a multiple of [`MR`]) of the `m × k` panel-packed `a`
-/// ([`crate::kernels::gemm::ALayout::Panels`]): `xb[q·NR]` holds `x[pc + q]` (the tile's packed B panel of
+/// ([`crate::ops::gemm::ALayout::Panels`]): `xb[q·NR]` holds `x[pc + q]` (the tile's packed B panel of
 /// one column). Blocks after the first add to `y`; the bias, residual and activation come
 /// with the `last`.
 ///

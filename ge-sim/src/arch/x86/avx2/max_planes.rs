@@ -1,15 +1,15 @@
 //! Max over whole planes (GlobalMaxPool, a window covering each unpadded plane) in AVX2
 //! registers: eight planes at a time, each step loading eight values of each plane and
 //! transposing them (8 × 8, 24 shuffles) so that lane `l` of the accumulator folds plane
-//! `l`'s values in memory order. The scalar interleaved fold ([`crate::kernels::pool::fold_planes`]) is a
+//! `l`'s values in memory order. The scalar interleaved fold ([`crate::ops::pool::fold_planes`]) is a
 //! compare-and-select chain per value (Magika's 512 × 508 global max: 250 us; onnxruntime
-//! 38). Same [`crate::kernels::pool::max_step`] per lane in the same order, so the same values, bitwise
+//! 38). Same [`crate::ops::pool::max_step`] per lane in the same order, so the same values, bitwise
 //! (NaN payloads and signed zeros included). O(input).
 
 use core::arch::x86_64::*;
 
 use crate::arch::x86::window2d::{Lanes, Ymm};
-use crate::kernels::pool::max_step;
+use crate::ops::pool::max_step;
 
 /// Planes folded at once: one per lane.
 const PLANES: usize = 8;
@@ -96,7 +96,7 @@ unsafe fn transpose(v: &mut [__m256; PLANES]) {
 #[cfg(test)]
 mod tests {
     use crate::arch::isa::Isa;
-    use crate::kernels::pool::{fold_planes, max_fin, max_step};
+    use crate::ops::pool::{fold_planes, max_fin, max_step};
 
     /// Bitwise the scalar fold, on planes with NaNs (several payloads), signed zeros and
     /// infinities, group remainders and plane lengths off the 8-value steps.

@@ -10,12 +10,12 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::gemm_i8::{Act, MR, NR};
+use crate::ops::gemm_i8::{Act, MR, NR};
 
-/// AVX2 build of [`crate::kernels::gemm_i8::tile::tile`].
+/// AVX2 build of [`crate::ops::gemm_i8::tile::tile`].
 ///
 /// # Safety
-/// As [`crate::kernels::gemm_i8::tile::tile`]; the CPU must support AVX2.
+/// As [`crate::ops::gemm_i8::tile::tile`]; the CPU must support AVX2.
 #[target_feature(enable = "avx2")]
 pub unsafe fn tile<A: Act>(
     k: usize,

@@ -1,5 +1,5 @@
 //! Sigmoid and SiLU on AVX2 registers, with the scalar kernel's values bitwise:
-//! [`crate::kernels::logistic`]'s clamp, two Horner chains in FMAs, one division (onnxruntime's
+//! [`crate::ops::logistic`]'s clamp, two Horner chains in FMAs, one division (onnxruntime's
 //! FMA3 logistic kernel, instruction for instruction). The chains run on four registers at
 //! once, step by step (held in lockstep by [`lockstep`]: LLVM's scheduler otherwise puts
 //! them one after the other, and Zen 1's FP scheduler does not overlap a dependent chain
@@ -8,7 +8,7 @@
 use core::arch::x86_64::*;
 
 use crate::arch::isa::{Isa, isa};
-use crate::kernels::logistic::{P, Q, RANGE};
+use crate::ops::logistic::{P, Q, RANGE};
 
 /// Registers in flight per step of [`sigmoid`] in the slice loops.
 const WAYS: usize = 4;
@@ -141,7 +141,7 @@ unsafe fn block(x: *const f32, y: *mut f32, times_x: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::unary::unary_f32;
+    use crate::ops::unary::unary_f32;
     use ge_runtime::format::UnaryOp;
     use std::{eprintln, vec};
 
@@ -153,7 +153,7 @@ mod tests {
             eprintln!("sigmoid_avx2: skipped, the CPU has no AVX2");
             return;
         }
-        let xs = crate::kernels::test_util::sigmoid_sweep();
+        let xs = crate::ops::test_util::sigmoid_sweep();
         for (op, times_x) in [(UnaryOp::Sigmoid, false), (UnaryOp::Silu, true)] {
             let mut ys = vec![0.0f32; xs.len()];
             assert!(map(&xs, &mut ys, times_x));

@@ -1,4 +1,4 @@
-//! The AVX-512 tile of [`crate::kernels::nchwc::conv`]: `FB` output blocks × `PX` pixels in `FB·PX` zmm
+//! The AVX-512 tile of [`crate::ops::nchwc::conv`]: `FB` output blocks × `PX` pixels in `FB·PX` zmm
 //! accumulators, one FMA per (input channel, tap), and the band epilogue. The tile stores
 //! raw sums, or after its last chunk adds bias and residual and clamps (two instructions a
 //! register) before the store; other activations run in the band epilogue: an epilogue
@@ -9,8 +9,8 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use crate::kernels::gemm::avx512::{act, act4};
-use crate::kernels::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
+use crate::ops::gemm::avx512::{act, act4};
+use crate::ops::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileTaps};
 
 /// The tile for `fb ≤ 4` blocks × `px ≤` [`PIXELS`] pixels: one build per count.
 ///

@@ -4,7 +4,7 @@
 //! reads), kept in a ring of zero-padded rows in the slot's workspace; every tap is then one
 //! vector multiply and add for 16 channels, eight output pixels in flight, and each output
 //! row is transposed back into the 16 planes with the residual added. The per-channel band
-//! ([`crate::kernels::conv::depthwise`]) spent most of a small plane's time on its copies (a 14 × 14 plane:
+//! ([`crate::ops::conv::depthwise`]) spent most of a small plane's time on its copies (a 14 × 14 plane:
 //! 18-wide band rows, fourteen 14-float copies in and out) and computed the columns past
 //! each row; here a row's transposes cost 64 shuffles per 16 pixels of 16 channels.
 //!
@@ -15,10 +15,10 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::conv::Geo;
-use crate::kernels::gemm::WS_SLOTS;
-use crate::kernels::gemm::avx512::act as apply_act;
-use crate::kernels::gemm::micro::TileAct;
+use crate::ops::conv::Geo;
+use crate::ops::gemm::WS_SLOTS;
+use crate::ops::gemm::avx512::act as apply_act;
+use crate::ops::gemm::micro::TileAct;
 
 /// Channels per block: one AVX-512 register of f32.
 pub(crate) const LANES: usize = 16;

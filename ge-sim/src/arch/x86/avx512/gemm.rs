@@ -7,15 +7,15 @@
 use core::arch::x86_64::*;
 
 use crate::arch::x86::avx2::gemm::prefetch_rows;
-use crate::kernels::gemm::micro::{Block, BlockA, BlockB, MR, NR, STRIP, TileAct};
+use crate::ops::gemm::micro::{Block, BlockA, BlockB, MR, NR, STRIP, TileAct};
 
 /// K steps ahead at which the A panels are prefetched.
 const A_AHEAD: usize = 32;
 
-/// AVX-512 build of [`crate::kernels::gemm::micro::block`].
+/// AVX-512 build of [`crate::ops::gemm::micro::block`].
 ///
 /// # Safety
-/// As [`crate::kernels::gemm::micro::block`]; the CPU must support AVX-512 F/BW/VL, AVX2 and FMA.
+/// As [`crate::ops::gemm::micro::block`]; the CPU must support AVX-512 F/BW/VL, AVX2 and FMA.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
 pub unsafe fn block(blk: &Block<'_>) {
     // SAFETY: forwarded contract.
@@ -354,7 +354,7 @@ unsafe fn act_each(v: &mut [__m512], a: TileAct) {
     }
 }
 
-/// `act` applied to every lane, as [`crate::kernels::gemm::micro::act_scalar`] applies it: bitwise, the
+/// `act` applied to every lane, as [`crate::ops::gemm::micro::act_scalar`] applies it: bitwise, the
 /// sigmoids within 4 ulp ([`crate::arch::x86::avx512::sigmoid`]).
 ///
 /// # Safety
@@ -375,7 +375,7 @@ pub(crate) unsafe fn act(v: __m512, act: TileAct) -> __m512 {
             }
             #[cfg(feature = "std")]
             TileAct::HardSwish => {
-                let (a, b) = crate::kernels::gemm::micro::HARD_SWISH;
+                let (a, b) = crate::ops::gemm::micro::HARD_SWISH;
                 let t = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(a)), _mm512_set1_ps(b));
                 // clamp01 as a Clamp to [0, 1] (a NaN stays), then times x.
                 let c = _mm512_min_ps(_mm512_set1_ps(1.0), _mm512_max_ps(_mm512_setzero_ps(), t));

@@ -18,13 +18,13 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::gemm_i8::{Act, MR, NR};
+use crate::ops::gemm_i8::{Act, MR, NR};
 
 /// `acc[i][j] = Σ_{kk<k} a[off[i] + kk] · B[kk][j]` over one packed panel `bp` (row `i`'s
 /// sixteen sums in `acc[i]`).
 ///
 /// # Safety
-/// As [`crate::kernels::gemm_i8::tile::tile`]; the CPU must support AVX-512 F/BW/VL and VNNI.
+/// As [`crate::ops::gemm_i8::tile::tile`]; the CPU must support AVX-512 F/BW/VL and VNNI.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
 pub unsafe fn tile_vnni<A: Act>(
     k: usize,
@@ -193,7 +193,7 @@ pub enum TileOut {
 #[derive(Clone, Copy)]
 pub enum Scale {
     PerTensor(f32),
-    /// The first column's [`crate::kernels::gemm_i8::Requant`] (`mult` = the scale's bits, `shift` = 0): the
+    /// The first column's [`crate::ops::gemm_i8::Requant`] (`mult` = the scale's bits, `shift` = 0): the
     /// scales lie every other i32.
     PerColumn(*const i32),
 }

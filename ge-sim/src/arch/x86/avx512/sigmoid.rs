@@ -1,11 +1,11 @@
 //! Sigmoid and SiLU on AVX-512 registers: what every f32 sigmoid computes on the AVX-512
 //! class (conv and GEMM epilogues, Sigmoid and SiLU tasks, vector programs), bitwise the
-//! scalar kernel's ([`crate::kernels::logistic`]: clamp, two Horner chains in FMAs, one division),
+//! scalar kernel's ([`crate::ops::logistic`]: clamp, two Horner chains in FMAs, one division),
 //! 16 lanes a register, the chains of `N` registers side by side. O(1) per value.
 
 use core::arch::x86_64::*;
 
-use crate::kernels::logistic::{P, Q, RANGE};
+use crate::ops::logistic::{P, Q, RANGE};
 
 /// `sigmoid(x)` (`x·sigmoid(x)` when `times_x`) on `N` registers, step by step across them
 /// (independent chains side by side).
@@ -88,7 +88,7 @@ pub(crate) unsafe fn map(x: *const f32, y: *mut f32, n: usize, times_x: bool) {
 mod tests {
     use super::*;
     use crate::arch::isa::Isa;
-    use crate::kernels::unary::sigmoid as scalar;
+    use crate::ops::unary::sigmoid as scalar;
 
     use std::{eprintln, vec};
 
@@ -99,7 +99,7 @@ mod tests {
             eprintln!("sigmoid_avx512: skipped, the CPU has no AVX-512");
             return;
         }
-        let xs = crate::kernels::test_util::sigmoid_sweep();
+        let xs = crate::ops::test_util::sigmoid_sweep();
         for times_x in [false, true] {
             let mut got = vec![0.0f32; xs.len()];
             // SAFETY: AVX-512 checked above; `xs` and `got` hold the same length.

@@ -16,7 +16,7 @@
 //! exact one.
 
 use super::KernelError;
-use crate::kernels::real::Real;
+use crate::ops::real::Real;
 
 /// A multiplier `mult·2^−shift` (`mult = 0` for a multiplier below `2^−32`: its product with
 /// any i32 is below one half, so it rounds to 0).

@@ -50,7 +50,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                 for c in 0..g.c {
                     let panel = &s.b[c * s.plen..(c + 1) * s.plen];
                     for (kk, wv) in w.iter_mut().enumerate().take(g.k) {
-                        *wv = f32::from(panel[kk / 2 * 2 * crate::kernels::gemm_i8::NR + kk % 2]);
+                        *wv = f32::from(panel[kk / 2 * 2 * crate::ops::gemm_i8::NR + kk % 2]);
                     }
                     // The plane with its padding written out (rows and columns past the
                     // input read as the zero point, as im2col's do).
@@ -122,7 +122,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                                 let range = (lo as i32, hi as i32);
                                 // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
                                 unsafe {
-                                    crate::kernels::gemm_i8::avx512::requant_run(
+                                    crate::ops::gemm_i8::avx512::requant_run(
                                         acc, sum, corr, zb, scale, s.zp, range, bytes,
                                     )
                                 };

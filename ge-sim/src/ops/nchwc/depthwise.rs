@@ -2,7 +2,7 @@
 //! channels of one pixel are one vector in both the input and the output, so every tap is
 //! one vector multiply and add for 16 channels, read in place — no transposes, no ring of
 //! padded rows (the plain layout's AVX-512 path transposes each input row in and each output
-//! row out, [`crate::kernels::conv`]'s `depthwise_avx512`). A blocked depthwise conv also
+//! row out, [`crate::ops::conv`]'s `depthwise_avx512`). A blocked depthwise conv also
 //! keeps a MobileNet-style body blocked end to end: before it, every depthwise conv cost a
 //! reorder on each side.
 //!
@@ -23,7 +23,7 @@ use ge_runtime::format::{BLOCK, ChannelLayout, blocked_weight_index};
 
 use super::conv::{BandEnd, Geometry, Operands, finish, split_bands, tap_row};
 use crate::arch::isa::{self, Isa};
-use crate::kernels::KernelError;
+use crate::ops::KernelError;
 use crate::threads::Parallel;
 
 /// 16 channels of one pixel.
@@ -66,7 +66,7 @@ pub(super) fn run_on(
         return Ok(());
     }
     let units = geo.n * (geo.cout / BLOCK) * bands(geo);
-    let yp = crate::kernels::gemm::SendPtr(y.as_mut_ptr());
+    let yp = crate::ops::gemm::SendPtr(y.as_mut_ptr());
     split_bands(units, y_len * kh * kw, par, |u| {
         // SAFETY: bands are disjoint; band `u` reads and writes inside the validated extents.
         unsafe { band(geo, ops, yp.get(), u, isa) };

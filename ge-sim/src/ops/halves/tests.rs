@@ -13,9 +13,9 @@ use ge_runtime::format::{
 };
 
 use super::convert::{fast, narrow, widen};
-use crate::kernels::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-use crate::kernels::test_util::values;
-use crate::kernels::{
+use crate::ops::cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::ops::test_util::values;
+use crate::ops::{
     WORKSPACE_LEVELS, execute, workspace_bytes, workspace_bytes_for, workspace_levels_for,
 };
 
@@ -351,7 +351,7 @@ fn gemm_w8_matches_the_f32_gemm_w8() {
             alpha: 0.0,
             beta: 0.0,
         },
-        ..crate::kernels::gemm::PLAIN_GEMM
+        ..crate::ops::gemm::PLAIN_GEMM
     };
     let (m, k, n) = (2 * 9, 64, 40);
     let w: Vec<i8> = (0..k * n).map(|i| ((i * 37) % 255) as i8).collect();
@@ -702,7 +702,7 @@ fn a_half_conv_runs_at_every_workspace_level() {
     );
     assert!(levels.windows(2).all(|l| l[0] >= l[1]), "{levels:?}");
     assert!(levels[0] > levels[WORKSPACE_LEVELS - 1], "{levels:?}");
-    let run = |bytes: usize| -> Result<Vec<u16>, crate::kernels::KernelError> {
+    let run = |bytes: usize| -> Result<Vec<u16>, crate::ops::KernelError> {
         let mut ws = std::vec![0u64; bytes.div_ceil(8)];
         let mut out = std::vec![0u16; y.numel()];
         let mut o = [TensorMut {
@@ -822,7 +822,7 @@ fn f16c_and_portable_conversions_agree() {
 /// [1, C, H, W]).
 #[test]
 fn vector_programs_match_the_f32_interpreter_in_slices() {
-    let p = crate::kernels::fused::tests::scaled_sum_relu();
+    let p = crate::ops::fused::tests::scaled_sum_relu();
     for d in [DType::F16, DType::Bf16] {
         for (x, s, b) in [
             // 64 channels of 80 × 80 (6,400 per index): 40 indices a slice, 2 slices.

@@ -1,6 +1,6 @@
 //! Whole-run conversions between the 16-bit floats (fp16, bf16) and f32, with F16C on x86-64
 //! (`vcvtph2ps` / `vcvtps2ph`, 8 lanes) and a portable build on the bit math of
-//! [`crate::kernels::cast`]. Both round f32 → fp16 to nearest even and widen exactly, so they
+//! [`crate::ops::cast`]. Both round f32 → fp16 to nearest even and widen exactly, so they
 //! agree bit for bit on every value but NaN payloads (tested). bf16 has no AVX2 instruction;
 //! its bit math is already a shift and an add.
 

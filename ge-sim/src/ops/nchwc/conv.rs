@@ -29,8 +29,8 @@
 use ge_runtime::format::{BLOCK, ChannelLayout, GROUP_BLOCKS};
 
 use crate::arch::isa::{self, Isa};
-use crate::kernels::KernelError;
-use crate::kernels::gemm::micro::{TileAct, act_scalar};
+use crate::ops::KernelError;
+use crate::ops::gemm::micro::{TileAct, act_scalar};
 use crate::threads::Parallel;
 
 /// Most pixels per tile (4 blocks × 6 pixels = 24 accumulators of 32 zmm registers). A
@@ -474,7 +474,7 @@ pub(crate) fn run_on(
     }
     let groups = (geo.cout / BLOCK).div_ceil(GROUP_BLOCKS);
     let units = geo.n * groups * bands(geo);
-    let yp = crate::kernels::gemm::SendPtr(y.as_mut_ptr());
+    let yp = crate::ops::gemm::SendPtr(y.as_mut_ptr());
     split_bands(units, y_len * geo.cin * kh * kw, par, |u| {
         // SAFETY: bands are disjoint; every tile of band `u` stays inside the validated
         // extents.

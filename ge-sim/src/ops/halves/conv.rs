@@ -12,7 +12,7 @@ use super::super::conv::{conv_workspace_bytes, run_conv_on};
 use super::super::gemm::micro::MR;
 use super::super::{KernelError, KernelResult, input, output};
 use super::{carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at, with_dim};
-use crate::kernels::WORKSPACE_LEVELS;
+use crate::ops::WORKSPACE_LEVELS;
 use crate::threads::Parallel;
 
 /// Output elements per channel a band aims at: one packed GEMM panel (the f32 kernels pack

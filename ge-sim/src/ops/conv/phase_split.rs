@@ -6,7 +6,7 @@
 use super::Geo;
 #[cfg(target_arch = "x86_64")]
 use crate::arch::isa::{Isa, isa};
-use crate::kernels::copy::copy_short;
+use crate::ops::copy::copy_short;
 
 /// The valid columns `lo..hi` of horizontal phase `h` in a phase row of `pw`: padded column
 /// `c·s + h` is input column `c·s + h − pl`, valid when `pl ≤ c·s + h < pl + iw`.

@@ -1,6 +1,6 @@
 //! A Conv task whose activations are blocked ([`ChannelLayout`]): its shapes and operands
-//! checked and handed to [`crate::kernels::nchwc::conv`] (one group) or
-//! [`crate::kernels::nchwc::depthwise`] (one channel per group). A fused prologue (a
+//! checked and handed to [`crate::ops::nchwc::conv`] (one group) or
+//! [`crate::ops::nchwc::depthwise`] (one channel per group). A fused prologue (a
 //! BatchNorm and activation on the input: DenseNet's pre-activation 1×1 convs) is applied
 //! to a copy of the input in the workspace first: in the tile it would cost three scalar
 //! operations per broadcast.
@@ -8,11 +8,11 @@
 use ge_runtime::format::{BLOCK, ChannelLayout, ConvParams, TensorMut, TensorRef, WeightLayout};
 
 use super::{bad, finish, operands, shapes};
-use crate::kernels::copy::f32_out;
-use crate::kernels::gemm::{micro::TileAct, tile_act};
-use crate::kernels::nchwc::conv::{Geometry, Operands, run};
-use crate::kernels::nchwc::depthwise;
-use crate::kernels::{KernelResult, output};
+use crate::ops::copy::f32_out;
+use crate::ops::gemm::{micro::TileAct, tile_act};
+use crate::ops::nchwc::conv::{Geometry, Operands, run};
+use crate::ops::nchwc::depthwise;
+use crate::ops::{KernelResult, output};
 use crate::threads::Parallel;
 
 /// Conv on blocked channels: 2-D, one group or depthwise, blocked weights; a prologue only
@@ -108,7 +108,7 @@ pub(super) fn run_blocked(
 /// per block), as the plain conv's packing applies a prologue (a multiply, then an add),
 /// 16 lanes at a time. O(input).
 fn prologue(x: &[f32], scale: &[f32], shift: &[f32], act: TileAct, xt: &mut [f32], plane: usize) {
-    use crate::kernels::gemm::micro::act_scalar;
+    use crate::ops::gemm::micro::act_scalar;
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if crate::arch::isa::isa() == crate::arch::isa::Isa::Avx512
         && matches!(
@@ -182,12 +182,12 @@ fn channel_blocks<'a>(
 /// [`each`] on AVX-512, a pixel's 16 channels in one register: LLVM vectorized `each`'s
 /// pixel loop instead, one gather per lane (microcoded on Zen 4: DenseNet's pre-activation
 /// 1×1 convs spent 18% of its run here). The same multiply, add and activation per value
-/// ([`crate::kernels::gemm::avx512::act`] is bitwise [`act_scalar`] for these activations).
+/// ([`crate::ops::gemm::avx512::act`] is bitwise [`act_scalar`] for these activations).
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL; `act` is none, a clamp, leaky or HardSwish.
 ///
-/// [`act_scalar`]: crate::kernels::gemm::micro::act_scalar
+/// [`act_scalar`]: crate::ops::gemm::micro::act_scalar
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
 unsafe fn each_avx512(
@@ -205,7 +205,7 @@ unsafe fn each_avx512(
             let (s, t) = (_mm512_loadu_ps(s.as_ptr()), _mm512_loadu_ps(t.as_ptr()));
             for (px, out) in xb.chunks_exact(BLOCK).zip(tb.chunks_exact_mut(BLOCK)) {
                 let v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(px.as_ptr()), s), t);
-                let v = crate::kernels::gemm::avx512::act(v, act);
+                let v = crate::ops::gemm::avx512::act(v, act);
                 _mm512_storeu_ps(out.as_mut_ptr(), v);
             }
         }

@@ -7,8 +7,8 @@
 use ge_runtime::format::{QCONV_INPUTS, QConvFusedParams, Shape, TensorMut, TensorRef};
 
 use super::conv::{run_qconv, workspace_bytes};
-use crate::kernels::fused::run_fused_in_place;
-use crate::kernels::{KernelError, KernelResult};
+use crate::ops::fused::run_fused_in_place;
+use crate::ops::{KernelError, KernelResult};
 
 /// Runs one `QConvFused` task.
 pub fn run_qconv_fused(

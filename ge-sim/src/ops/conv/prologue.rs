@@ -13,7 +13,7 @@ pub(super) struct Prologue<'a> {
     pub(super) shift: &'a [f32],
     /// Packed rows per input channel (the kernel taps).
     pub(super) rows_per_channel: usize,
-    pub(super) act: crate::kernels::gemm::TileAct,
+    pub(super) act: crate::ops::gemm::TileAct,
 }
 
 impl PackB for Prologue<'_> {
@@ -28,7 +28,7 @@ impl PackB for Prologue<'_> {
                 let ch = (pc + p) / per;
                 let (s, t) = (self.scale[ch], self.shift[ch]);
                 for v in row {
-                    *v = crate::kernels::gemm::micro::act_scalar(self.act, *v * s + t);
+                    *v = crate::ops::gemm::micro::act_scalar(self.act, *v * s + t);
                 }
             }
         }

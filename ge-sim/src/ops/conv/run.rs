@@ -257,7 +257,7 @@ pub(super) fn run_conv_planned(
                                             wc,
                                             bv,
                                             rc,
-                                            act.unwrap_or(crate::kernels::gemm::TileAct::None),
+                                            act.unwrap_or(crate::ops::gemm::TileAct::None),
                                             yc,
                                             band,
                                             ch == s * geo.c / slots,
@@ -294,7 +294,7 @@ pub(super) fn run_conv_planned(
                             let at = b * geo.m * yp + g * geo.mg * yp;
                             (&r[at..at + geo.mg * yp], yp)
                         }),
-                        act: act.unwrap_or(crate::kernels::gemm::TileAct::None),
+                        act: act.unwrap_or(crate::ops::gemm::TileAct::None),
                     };
                     let pointwise = MatB {
                         b: xg,
@@ -344,7 +344,7 @@ pub(super) fn run_conv_planned(
                 let rb = ops
                     .residual
                     .map(|r| &r[b * geo.m * yp..(b + 1) * geo.m * yp]);
-                let act = act.unwrap_or(crate::kernels::gemm::TileAct::None);
+                let act = act.unwrap_or(crate::ops::gemm::TileAct::None);
                 depthwise_blocks(&geo, &lay, xb, &ops, rb, act, yb, gws, par);
             }
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
@@ -367,8 +367,8 @@ pub(super) fn direct_group<'a>(
     yb: &'a mut [f32],
     b: usize,
     g: usize,
-    act: Option<crate::kernels::gemm::TileAct>,
-    prologue: Option<(&'a [f32], &'a [f32], crate::kernels::gemm::TileAct)>,
+    act: Option<crate::ops::gemm::TileAct>,
+    prologue: Option<(&'a [f32], &'a [f32], crate::ops::gemm::TileAct)>,
 ) -> direct::Group<'a> {
     let (xp, yp, k) = (geo.big_plane, geo.small_plane, geo.cg * geo.kprod);
     let at = b * geo.m * yp + g * geo.mg * yp;
@@ -378,7 +378,7 @@ pub(super) fn direct_group<'a>(
         y: &mut yb[g * geo.mg * yp..(g + 1) * geo.mg * yp],
         bias: ops.bias.map(|bv| &bv[g * geo.mg..(g + 1) * geo.mg]),
         residual: ops.residual.map(|r| &r[at..at + geo.mg * yp]),
-        act: act.unwrap_or(crate::kernels::gemm::TileAct::None),
+        act: act.unwrap_or(crate::ops::gemm::TileAct::None),
         prologue,
     }
 }
@@ -393,7 +393,7 @@ pub(super) fn depthwise_blocks(
     xb: &[f32],
     ops: &Operands<'_>,
     rb: Option<&[f32]>,
-    act: crate::kernels::gemm::TileAct,
+    act: crate::ops::gemm::TileAct,
     yb: &mut [f32],
     gws: &mut [f32],
     par: &dyn Parallel,
@@ -446,7 +446,7 @@ pub(super) fn depthwise_blocks(
 
 pub(super) fn finish(p: &ConvParams, y: &mut [f32]) -> KernelResult {
     if p.act.op != 0 {
-        crate::kernels::unary::apply_activation(&p.act, y)?;
+        crate::ops::unary::apply_activation(&p.act, y)?;
     }
     Ok(())
 }

@@ -15,10 +15,10 @@ use ge_runtime::format::{
 use super::conv::{Geometry, Operands, run_on};
 use super::{depthwise, run_reorder};
 use crate::arch::isa::Isa;
-use crate::kernels::conv::run_conv_on;
-use crate::kernels::gemm::{micro::TileAct, tile_act};
-use crate::kernels::pool::{run_global_pool, run_pool};
-use crate::kernels::test_util::{Slots, close, t, tm, values};
+use crate::ops::conv::run_conv_on;
+use crate::ops::gemm::{micro::TileAct, tile_act};
+use crate::ops::pool::{run_global_pool, run_pool};
+use crate::ops::test_util::{Slots, close, t, tm, values};
 
 fn reorder(dims: &[usize], x: &[f32], to: ChannelLayout) -> Vec<f32> {
     let mut y = std::vec![0.0; x.len()];
@@ -398,7 +398,7 @@ fn blocked_conv_applies_a_prologue() {
 }
 
 fn prologue_case(prologue: Activation, act: impl Fn(f32) -> f32) {
-    use crate::kernels::conv::conv_workspace_bytes;
+    use crate::ops::conv::conv_workspace_bytes;
     let (n, cin, h, w, cout) = (2, 48, 5, 7, 32);
     let (xd, wd, yd) = ([n, cin, h, w], [cout, cin, 1, 1], [n, cout, h, w]);
     let x = values(xd.iter().product(), 7);

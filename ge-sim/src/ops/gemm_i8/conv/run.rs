@@ -165,7 +165,7 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
     if is_pointwise(p, g)
         && esize == 1
         && s.rq.iter().all(|r| r.shift == 0)
-        && crate::kernels::gemm_i8::avx512::has_vnni()
+        && crate::ops::gemm_i8::avx512::has_vnni()
         && isa::isa() == isa::Isa::Avx512
         && let Ok(table) = bytemuck::try_cast_slice_mut::<u8, i32>(table_ws)
         && let Some(table) = table.get_mut(..pointwise::table_len(g.m, cg).unwrap_or(usize::MAX))

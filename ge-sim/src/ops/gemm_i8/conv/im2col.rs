@@ -8,7 +8,7 @@ use super::*;
 /// `corr'_j = corr_j − 128·Σ_k B[k][j] + 128·k·zb_j` (wrapping, as every i32 here) gives the
 /// same result. `Σ_k B` comes from the packed panels (their padding is zero). O(m·k).
 pub(super) fn flipped_corrections(s: &Slices<'_>, out: &mut [i32]) {
-    use crate::kernels::gemm_i8::NR;
+    use crate::ops::gemm_i8::NR;
     let g = &s.g;
     let mg = g.m / g.group;
     let kp = g.k.div_ceil(2) * 2;
@@ -96,7 +96,7 @@ pub(super) fn im2col_by_taps(
 /// SSE2 byte unpacks (four rounds), the edges element by element. The 1×1 conv's im2col and
 /// the block-to-planes copy are such transposes; element by element they cost as much as a
 /// small conv's GEMM. O(rows·cols).
-pub(in crate::kernels::gemm_i8) fn transpose_bytes(
+pub(in crate::ops::gemm_i8) fn transpose_bytes(
     src: &[u8],
     lds: usize,
     rows: usize,
@@ -243,7 +243,7 @@ pub(super) fn im2col<A: Act + bytemuck::Pod>(
                     dst.fill(pad);
                 } else if whole {
                     let src = &plane[iy as usize * g.w + ix0 as usize..][..g.kw];
-                    crate::kernels::copy::copy_short(dst, src);
+                    crate::ops::copy::copy_short(dst, src);
                 } else {
                     let line = &plane[iy as usize * g.w..][..g.w];
                     for (j, d) in dst.iter_mut().enumerate() {

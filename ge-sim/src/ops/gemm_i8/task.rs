@@ -10,7 +10,7 @@ use ge_runtime::format::{
 };
 
 use super::{Act, QGemm, QOut, QOutParams, Requant, qgemm};
-use crate::kernels::{KernelError, KernelResult, input, output};
+use crate::ops::{KernelError, KernelResult, input, output};
 
 /// Workspace bytes: the run-time correction (`n` i32) when the zero point is an input.
 pub fn workspace_bytes(p: &QGemmParams, ins: &[Option<Shape>]) -> usize {

@@ -22,9 +22,9 @@ use super::Geo;
 use super::phase_split::{deinterleave, phase_row, valid};
 #[cfg(target_arch = "x86_64")]
 use crate::arch::isa::{Isa, isa};
-use crate::kernels::copy::copy_short;
-use crate::kernels::gemm::WS_SLOTS;
-use crate::kernels::gemm::micro::{TileAct, act_scalar};
+use crate::ops::copy::copy_short;
+use crate::ops::gemm::WS_SLOTS;
+use crate::ops::gemm::micro::{TileAct, act_scalar};
 
 /// Target f32 size of one band (input rows × phases × phase width): the band and the block
 /// of flat outputs it gives stay in L1 (16 KB each) while the taps sweep them.

@@ -132,9 +132,9 @@ pub(crate) fn act_scalar(act: TileAct, v: f32) -> f32 {
             v * t.clamp(0.0, 1.0)
         }
         #[cfg(feature = "std")]
-        TileAct::Sigmoid => crate::kernels::unary::sigmoid(v),
+        TileAct::Sigmoid => crate::ops::unary::sigmoid(v),
         #[cfg(feature = "std")]
-        TileAct::Silu => v * crate::kernels::unary::sigmoid(v),
+        TileAct::Silu => v * crate::ops::unary::sigmoid(v),
     }
 }
 
@@ -824,7 +824,7 @@ mod tests {
                                 let sigmoid = matches!(act, TileAct::Sigmoid | TileAct::Silu);
                                 assert!(
                                     got.iter().zip(&avx2).all(|(&g, &w)| {
-                                        crate::kernels::test_util::same_value(g, w, sigmoid)
+                                        crate::ops::test_util::same_value(g, w, sigmoid)
                                     }),
                                     "{} taps={taps} {mr}x{nr} {act:?}: {got:?} vs {avx2:?}",
                                     isa.name()

@@ -7,7 +7,7 @@
 use ge_runtime::format::{BLOCK, PoolKind};
 
 use super::{Axis, max_fin, max_step};
-use crate::kernels::KernelError;
+use crate::ops::KernelError;
 
 /// Windowed max or average pooling of blocked `x` into blocked `y` (`n·C/16` groups of
 /// planes, each `Π inp` or `Π out` pixels of [`BLOCK`] channels). Inlined into the caller's

@@ -27,8 +27,8 @@ use super::{
     Act, MAX_POINTWISE_CG, QGemm, QOut, QOutParams, Requant, packed_len, pointwise, qgemm,
 };
 use crate::arch::isa;
-use crate::kernels::real::Real;
-use crate::kernels::{KernelError, KernelResult, input, output};
+use crate::ops::real::Real;
+use crate::ops::{KernelError, KernelResult, input, output};
 
 /// Output positions per block (a multiple of the tile's rows).
 pub const ROWS: usize = 96;

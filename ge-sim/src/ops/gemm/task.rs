@@ -222,7 +222,7 @@ pub(super) fn gemm_task<const B: u8>(
         )?;
     }
     if p.act.op != 0 && fused.is_none() {
-        crate::kernels::unary::apply_activation(&p.act, y)?;
+        crate::ops::unary::apply_activation(&p.act, y)?;
     }
     Ok(())
 }

@@ -234,7 +234,7 @@ fn one_column_is_the_tiles_values() {
                 let sigmoid = matches!(act, TileAct::Sigmoid | TileAct::Silu);
                 for i in 0..m {
                     assert!(
-                        crate::kernels::test_util::same_value(c1[i], c2[2 * i], sigmoid),
+                        crate::ops::test_util::same_value(c1[i], c2[2 * i], sigmoid),
                         "m{m} k{k} row {i} alpha {alpha} {act:?}: {} vs {}",
                         c1[i],
                         c2[2 * i]
