@@ -107,12 +107,28 @@ impl Pass for PackWeights {
     }
 }
 
-/// Packs GemmW8 node `n`'s (with `p`) constant int8 B; returns whether it did.
+/// Whether A (`a`, with `p`'s transpose) has at most one row, or a shape that says none:
+/// the GEMM kernels then take the matrix-vector path, which reads B unpacked.
+fn one_row(a: &crate::ir::Value, p: GemmParams) -> bool {
+    let rows = match (p.trans_a != 0, &a.shape[..]) {
+        (true, [_, m]) => *m,
+        (false, [lead @ .., k]) if *k > 0 && !lead.is_empty() => a.numel() / k,
+        _ => return true,
+    };
+    rows <= 1
+}
+
+/// Packs GemmW8 node `n`'s (with `p`) constant int8 B when A has more than one row (one
+/// row — a dense layer at batch 1 — runs the GEMV, which reads B row-major, as ONNX stores
+/// it, a contiguous row at a time); returns whether it did.
 fn pack_gemm_w8(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> bool {
-    let Some(Some(b)) = g.g[n].inputs.get(1).copied() else {
+    let (Some(Some(a)), Some(Some(b))) = (
+        g.g[n].inputs.first().copied(),
+        g.g[n].inputs.get(1).copied(),
+    ) else {
         return false;
     };
-    if p.b_panels() || p.b_transposed() || !sole_reader(g, n, b, users) {
+    if p.b_panels() || p.b_transposed() || one_row(g.value(a), p) || !sole_reader(g, n, b, users) {
         return false;
     }
     let Some(data) = g.constant(b) else {
@@ -147,13 +163,8 @@ fn pack_gemm_f32(g: &mut Graph, n: NodeIndex, p: GemmParams, users: &Users) -> b
         return false;
     };
     let (av, yv) = (g.value(a), g.value(y));
-    let rows = match (p.trans_a != 0, &av.shape[..]) {
-        (true, [_, m]) => *m,
-        (false, [lead @ .., k]) if *k > 0 && !lead.is_empty() => av.numel() / k,
-        _ => return false,
-    };
     if p.b_panels()
-        || rows <= 1
+        || one_row(av, p)
         || av.dtype != DType::F32
         || yv.dtype != DType::F32
         || yv.shape.len() != av.shape.len()

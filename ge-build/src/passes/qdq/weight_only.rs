@@ -8,6 +8,11 @@
 //!   `MatMul(A, W, s)` in ge's internal domain ([`crate::onnx::weight_only`]): a GemmW8
 //!   task, a GEMM that dequantizes W while packing it.
 //!
+//! The same holds for a QDQ model's weights that no selector fuses —
+//! `DequantizeLinear(W, s)` with no zero point, per tensor or per column, e.g. every dense
+//! layer tf2onnx writes as `MatMul` + bias `Add` (onnxruntime runs those in float, and so
+//! does ge, on the same `float(w)·s`).
+//!
 //! Either way the blob stores W as int8, and every weight the kernels use is still
 //! `float(w) · s` of the same `w` and `s` (the Gather's outputs are bitwise the same).
 //! Runs at import with [`super::recognize`], at every opt level (constant folding would
@@ -20,6 +25,7 @@ use super::replace::int_attr;
 use super::{attr_i, code, is_op};
 use crate::onnx::proto::{AttributeProto, GraphProto, NodeProto, TensorProto};
 use crate::onnx::weight_only::{DOMAIN, GEMM_W8};
+use crate::tensor::decode_tensor;
 
 /// ONNX's FLOAT element type code.
 const FLOAT: i32 = 1;
@@ -60,7 +66,8 @@ struct Index<'g> {
     inits: HashMap<&'g str, &'g TensorProto>,
 }
 
-/// `Cast(w) · s` and the two nodes computing it.
+/// `Cast(w) · s` and the two nodes computing it (the one DequantizeLinear twice for a QDQ
+/// model's weights).
 struct Scaled<'g> {
     w: &'g TensorProto,
     s: &'g TensorProto,
@@ -103,8 +110,12 @@ impl<'g> Index<'g> {
     }
 
     /// `v` as `Cast(W) · s` (either operand order), W a 2-D int8/uint8 initializer cast to
-    /// float, s a float initializer; both intermediate values private.
+    /// float, s a float initializer; both intermediate values private. Or the same weights as
+    /// a QDQ model writes them ([`Index::dequantized`]).
     fn scaled(&self, v: &str) -> Option<Scaled<'g>> {
+        if let Some(sc) = self.dequantized(v) {
+            return Some(sc);
+        }
         let &m = self.producer.get(v)?;
         let mul = &self.nodes[m];
         if !is_op(mul, "Mul") || mul.input.len() != 2 || !self.private(v) {
@@ -132,6 +143,49 @@ impl<'g> Index<'g> {
             w,
             s,
             nodes: [m, c],
+        })
+    }
+}
+
+impl<'g> Index<'g> {
+    /// `v` as `DequantizeLinear(W, s[, z])` — a QDQ model's weights outside any group its
+    /// selectors fuse (tf2onnx's dense layer: `MatMul` then a bias `Add`, which onnxruntime
+    /// runs in float) — where the result is `float(w) · s` exactly as `Cast(W) · s` gives
+    /// it: W a 2-D int8/uint8 initializer, s float32 per tensor or per column (`axis` 1, not
+    /// blocked), the zero point absent or all zeros (`(w − 0)·s` is `float(w)·s`), and the
+    /// dequantized value private. Per-row scales and non-zero zero points are left to the
+    /// float path.
+    fn dequantized(&self, v: &str) -> Option<Scaled<'g>> {
+        let &d = self.producer.get(v)?;
+        let dq = &self.nodes[d];
+        if !is_op(dq, "DequantizeLinear") || !self.private(v) {
+            return None;
+        }
+        let w = *self.inits.get(dq.input.first()?.as_str())?;
+        let s = *self.inits.get(dq.input.get(1)?.as_str())?;
+        let int8 = matches!(w.data_type, Some(code::INT8 | code::UINT8));
+        if !int8 || w.dims.len() != 2 || s.data_type != Some(FLOAT) {
+            return None;
+        }
+        if attr_i(dq, "block_size").is_some_and(|b| b != 0) {
+            return None;
+        }
+        let scales: i64 = s.dims.iter().product();
+        let axis = attr_i(dq, "axis").unwrap_or(1);
+        if scales != 1 && !(matches!(axis, 1 | -1) && s.dims == [w.dims[1]]) {
+            return None;
+        }
+        if let Some(z) = dq.input.get(2).filter(|z| !z.is_empty()) {
+            let z = *self.inits.get(z.as_str())?;
+            let zeros = decode_tensor(z, None).ok()?.to_f64_vec().ok()?;
+            if z.data_type != w.data_type || zeros.iter().any(|&x| x != 0.0) {
+                return None;
+            }
+        }
+        Some(Scaled {
+            w,
+            s,
+            nodes: [d, d],
         })
     }
 }

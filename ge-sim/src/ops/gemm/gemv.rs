@@ -82,3 +82,139 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     }
     s
 }
+
+/// `c (+)= alpha · a · B` for one row `a` (element stride `inc_a`) and an int8 `B`
+/// (GemmW8's: `k × n`, row-major or in the pre-packed panel order): [`gemv_row`]'s
+/// arithmetic on the dequantized weights `float(w)·s` — per output, the same products
+/// `(alpha·a[p])·(float(w)·s)` added in the same order (`p` ascending), so bitwise what a
+/// float B holding those values gives (a QDQ dense layer's `DequantizeLinear` folded) —
+/// with no workspace: the weights are read as int8 where they lie, a row (or a panel's
+/// row) at a time. O(k·n).
+///
+/// `b.b` must hold `k·n` bytes (row-major: `(k − 1)·ld + n`); checked by the caller.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemv_row_w8(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    inc_a: usize,
+    b: &super::Int8B<'_>,
+    accumulate: bool,
+    c: &mut [f32],
+) {
+    crate::arch::isa::with_simd(
+        #[inline(always)]
+        || {
+            if !accumulate {
+                c.fill(0.0);
+            }
+            if b.unsigned {
+                w8_rows::<true>(n, k, alpha, a, inc_a, b, c);
+            } else {
+                w8_rows::<false>(n, k, alpha, a, inc_a, b, c);
+            }
+        },
+    )
+}
+
+/// `float(w)` of an int8 (`U` false) or uint8 weight byte: exact, as Int8B's packing
+/// computes it.
+#[inline(always)]
+fn wide<const U: bool>(x: u8) -> f32 {
+    if U { f32::from(x) } else { f32::from(x as i8) }
+}
+
+/// The rows of [`gemv_row_w8`], for uint8 (`U`) or int8 weights; inlined into its
+/// `with_simd` closure, so compiled with the ISA's features.
+#[inline(always)]
+fn w8_rows<const U: bool>(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    inc_a: usize,
+    b: &super::Int8B<'_>,
+    c: &mut [f32],
+) {
+    use ge_runtime::format::{GEMM_B_PANEL as W, gemm_k_block};
+    match (b.panels, b.scale) {
+        // Row-major: row `p` is `ld` bytes after row `p − 1`. Four rows per pass
+        // over c, as gemv_row (each output still adds its products in row order).
+        (None, scale) => {
+            let row = |p: usize| &b.b[p * b.ld..][..n];
+            let quads = if cfg!(feature = "std") { k / 4 } else { 0 };
+            for q in 0..quads {
+                let p = 4 * q;
+                let s = [0, 1, 2, 3].map(|i| alpha * a[(p + i) * inc_a]);
+                let (r0, r1, r2, r3) = (row(p), row(p + 1), row(p + 2), row(p + 3));
+                let w = |x: u8, sc: f32| wide::<U>(x) * sc;
+                match scale {
+                    [sc] => {
+                        let sc = *sc;
+                        for ((((cv, &x0), &x1), &x2), &x3) in
+                            c.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
+                        {
+                            *cv = *cv
+                                + s[0] * w(x0, sc)
+                                + s[1] * w(x1, sc)
+                                + s[2] * w(x2, sc)
+                                + s[3] * w(x3, sc);
+                        }
+                    }
+                    cols => {
+                        for (((((cv, &x0), &x1), &x2), &x3), &sc) in
+                            c.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3).zip(cols)
+                        {
+                            *cv = *cv
+                                + s[0] * w(x0, sc)
+                                + s[1] * w(x1, sc)
+                                + s[2] * w(x2, sc)
+                                + s[3] * w(x3, sc);
+                        }
+                    }
+                }
+            }
+            for p in 4 * quads..k {
+                let s = alpha * a[p * inc_a];
+                match scale {
+                    [sc] => {
+                        for (cv, &x) in c.iter_mut().zip(row(p)) {
+                            *cv += s * (wide::<U>(x) * sc);
+                        }
+                    }
+                    cols => {
+                        for ((cv, &x), &sc) in c.iter_mut().zip(row(p)).zip(cols) {
+                            *cv += s * (wide::<U>(x) * sc);
+                        }
+                    }
+                }
+            }
+        }
+        // Panels: per K block `pc..pc + kc`, panel `j0`'s rows are `w` bytes apart
+        // from `pc·n + j0·kc` ([`ge_runtime::format::gemm_b_index`]).
+        (Some(kk), scale) => {
+            let kb = gemm_k_block(kk).max(1);
+            for pc in (0..k).step_by(kb) {
+                let kc = kb.min(k - pc);
+                for j0 in (0..n).step_by(W) {
+                    let w = W.min(n - j0);
+                    let mut sc = [0f32; W];
+                    match scale {
+                        [one] => sc.fill(*one),
+                        cols => sc[..w].copy_from_slice(&cols[j0..j0 + w]),
+                    }
+                    let cj = &mut c[j0..j0 + w];
+                    let base = pc * n + j0 * kc;
+                    for r in 0..kc {
+                        let s = alpha * a[(pc + r) * inc_a];
+                        let row = &b.b[base + r * w..][..w];
+                        for ((cv, &x), &sc) in cj.iter_mut().zip(row).zip(&sc) {
+                            *cv += s * (wide::<U>(x) * sc);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

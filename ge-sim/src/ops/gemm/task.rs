@@ -157,6 +157,34 @@ pub(super) fn gemm_task<const B: u8>(
     } else {
         None
     };
+    // One row (a dense layer at batch 1): GemmW8 as the float Gemm's GEMV, on the int8
+    // weights in place — no workspace ([`gemm_w8_workspace_bytes`]), the activation after.
+    if let Some(q) = &int8
+        && m == 1
+    {
+        if q.b.len() < k * n {
+            return Err(KernelError::Shape("gemm B smaller than its dimensions"));
+        }
+        if ta {
+            check_operand(a.len(), k, 1, lda)?;
+        } else {
+            check_operand(a.len(), 1, k, lda)?;
+        }
+        gemv_row_w8(
+            n,
+            k,
+            p.alpha,
+            a,
+            if ta { lda } else { 1 },
+            q,
+            accumulate,
+            &mut y[..n],
+        );
+        if p.act.op != 0 {
+            crate::ops::unary::apply_activation(&p.act, y)?;
+        }
+        return Ok(());
+    }
     // GemmPacked's B: its panels, read in place.
     let panel = PanelB { b, k, n };
     if B == B_PANELS && b.len() != k * n {

@@ -838,3 +838,88 @@ fn malformed_never_panics() {
     }
     assert!(oks > 1000, "only {oks} well-formed cases ran");
 }
+
+/// One row of GemmW8 (a QDQ dense layer at batch 1) runs the float Gemm's GEMV on the int8
+/// weights in place: bitwise the f32 Gemm on B dequantized (`float(w)·s`) — with C, alpha,
+/// a Relu, int8 per column and uint8 per tensor, row-major and pre-packed B, K of every
+/// remainder mod 4 — and plans no workspace (where it planned four packing slots).
+#[test]
+fn one_row_int8_b_is_the_float_gemv_without_workspace() {
+    use ge_runtime::format::{GEMM_B_PANELS, pack_gemm_b};
+    let mut seed = 11;
+    let relu = Activation {
+        op: UnaryOp::Relu as u32,
+        ..Activation::default()
+    };
+    for (n, k) in [(128, 640), (37, 7), (16, 1), (5, 258), (640, 129)] {
+        let a = rand_vec(k, &mut seed);
+        let c = rand_vec(n, &mut seed);
+        let q: Vec<u8> = rand_vec(k * n, &mut seed)
+            .iter()
+            .map(|v| (v * 255.0) as i8 as u8)
+            .collect();
+        let mut qp = std::vec![0u8; k * n];
+        pack_gemm_b(&q, k, n, false, &mut qp);
+        let cols: Vec<f32> = rand_vec(n, &mut seed)
+            .iter()
+            .map(|s| s.abs() + 0.01)
+            .collect();
+        for (dtype, scales, act, alpha) in [
+            (DType::I8, &cols[..], relu, 1.0),
+            (DType::U8, &cols[..1], Activation::default(), 0.75),
+        ] {
+            let deq: Vec<f32> = q
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    let w = if dtype == DType::U8 {
+                        f32::from(x)
+                    } else {
+                        f32::from(x as i8)
+                    };
+                    w * scales[if scales.len() == 1 { 0 } else { i % n }]
+                })
+                .collect();
+            let p = GemmParams {
+                act,
+                alpha,
+                beta: 1.0,
+                ..PLAIN_GEMM
+            };
+            let want = gemm_f32_run(false, &p, (1, n, k), &a, (&[k, n], &deq), &c, 1);
+            for (bp, bytes) in [
+                (p, &q),
+                (
+                    GemmParams {
+                        trans_b: GEMM_B_PANELS,
+                        ..p
+                    },
+                    &qp,
+                ),
+            ] {
+                let ins = [
+                    tref(&[1, k], &a),
+                    Some(TensorRef {
+                        dtype,
+                        shape: Shape::new(&[k, n]).unwrap(),
+                        data: bytes,
+                    }),
+                    tref(&[scales.len()], scales),
+                    tref(&[n], &c),
+                ];
+                let shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
+                let ys = Shape::new(&[1, n]).unwrap();
+                assert_eq!(gemm_w8_workspace_bytes(&shapes, &[ys]), 0);
+                assert!(gemm_kn_workspace_bytes(&shapes, &[ys]) > 0);
+                let mut y = std::vec![0.0f32; n];
+                let mut outs = [TensorMut {
+                    dtype: DType::F32,
+                    shape: ys,
+                    data: bytemuck::cast_slice_mut(&mut y),
+                }];
+                run_gemm_w8(&bp, &ins, &mut outs, &mut [], &Serial).unwrap();
+                assert_eq!(y, want, "1x{n}x{k} {dtype:?} panels {}", bp.trans_b != 0);
+            }
+        }
+    }
+}

@@ -60,6 +60,17 @@ pub fn gemm_kn_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]
     }
 }
 
+/// Scratch bytes of a GemmW8: none for one row (its GEMV reads the int8 weights in place),
+/// else as [`gemm_kn_workspace_bytes`].
+pub fn gemm_w8_workspace_bytes(in_shapes: &[Option<Shape>], out_shapes: &[Shape]) -> usize {
+    match out_shapes.first() {
+        Some(y) if y.rank() >= 1 && y.dim(y.rank() - 1) > 0 && y.numel() == y.dim(y.rank() - 1) => {
+            0
+        }
+        _ => gemm_kn_workspace_bytes(in_shapes, out_shapes),
+    }
+}
+
 /// Scratch bytes Gemm/MatMul need (packing), from the input shapes. The kind is not known
 /// here, so this bounds both readings (Gemm with either transpose, MatMul with or without
 /// folding the batch into M); [`sgemm_ws_len`] caps the result at one packed block pair.

@@ -4,7 +4,7 @@
 
 use ge_runtime::format::{GemmParams, Shape, TensorMut, TensorRef};
 
-use super::super::gemm::{gemm_kn_workspace_bytes, run_gemm_w8};
+use super::super::gemm::{gemm_w8_workspace_bytes, run_gemm_w8};
 use super::super::{KernelResult, input, output};
 use super::{carve, convert, f32_mut, f32_ref, narrow_at, total_bytes, widen_at};
 use crate::threads::Parallel;
@@ -23,7 +23,7 @@ pub(super) fn workspace(ins: &[Option<Shape>], outs: &[Shape]) -> usize {
     let Some(y) = outs.first() else {
         return 0;
     };
-    total_bytes(gemm_kn_workspace_bytes(ins, outs), &runs(ins, y))
+    total_bytes(gemm_w8_workspace_bytes(ins, outs), &runs(ins, y))
 }
 
 /// `act(alpha · A·(B·scales) + beta · C + R)` with 16-bit activations into a 16-bit output.
@@ -37,7 +37,7 @@ pub(crate) fn run(
     let yt = output(outs, 0, "gemm output")?;
     let shapes: [Option<Shape>; 5] =
         core::array::from_fn(|i| ins.get(i).copied().flatten().map(|t| t.shape));
-    let inner = gemm_kn_workspace_bytes(&shapes, &[yt.shape]);
+    let inner = gemm_w8_workspace_bytes(&shapes, &[yt.shape]);
     let (inner, [aw, sw, cw, rw, yw]) = carve(ws, inner, runs(&shapes, &yt.shape))?;
     let fast = convert::fast();
     let mut views: [Option<TensorRef<'_>>; 5] = [None; 5];

@@ -169,7 +169,7 @@ pub(super) const GEMM: Kernel = Kernel {
 pub(super) const GEMM_W8: Kernel = Kernel {
     kind: OpKind::GemmW8,
     run: |p, ins, outs, ws, par| gemm::run_gemm_w8(&read_params(p)?, ins, outs, ws, par),
-    workspace: |_, ins, outs| gemm::gemm_kn_workspace_bytes(ins, outs),
+    workspace: |_, ins, outs| gemm::gemm_w8_workspace_bytes(ins, outs),
     work: cost::gemm_w8,
     dtypes: DTypes::F32_HALVES,
     in_place: None,

@@ -1,0 +1,119 @@
+//! MLPerf Tiny (`../shared/corpus/mlperf-tiny`: the four reference models, float and int8,
+//! converted by tf2onnx; five real inputs each with onnxruntime's and TFLite Micro's outputs)
+//! at O0–O3 against onnxruntime:
+//! - int8 models: exactly onnxruntime's int8 outputs, except ic_int8 (ResNet-8), whose
+//!   known deviation (one conv2d_6 value 1 LSB off, grown to 15 LSB at the output on two
+//!   of the five samples; issue 50) is held to the figure measured, so it can only shrink;
+//! - float models: within |ge − ort| ≤ 1e-4 + 1e-4·|ort| (the same float math, another
+//!   summation order).
+//!
+//! And the arena and the blob, at most the figures measured over O0–O3 (a regression guard,
+//! [`MODELS`]): set when QDQ dense layers began keeping their weights int8, one-row layers
+//! reading them in place (session 33: ad_int8 at O2 1,081,664 → 290,432 B, 3.91× → 1.05× its
+//! .tflite, arena still 3,200 B, still onnxruntime's outputs exactly), so a weight that falls
+//! back to f32 or a packing workspace that comes back fails here.
+
+use ge_build::OptLevel;
+use ge_build::tensor::{TensorData, read_tensor_file};
+use ge_runtime::format::DType;
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    ge_tests::workspace_root().join("../shared/corpus/mlperf-tiny")
+}
+
+/// (models.json key, largest |ge − onnxruntime| in LSB allowed on an int8 model,
+/// largest blob / .tflite ratio, largest arena in bytes; over O0–O3). The arenas are the
+/// figures measured (ad_int8's 3,200 B is under TFLM's 3,984; the others are not yet).
+const MODELS: &[(&str, i32, f64, u64)] = &[
+    ("ad_f32", 0, 1.004, 3_072),
+    ("ad_int8", 0, 1.139, 3_200),
+    ("ic_f32", 0, 1.014, 458_752),
+    ("ic_int8", 15, 1.327, 269_056),
+    ("kws_f32", 0, 2.396, 195_072),
+    ("kws_int8", 0, 2.174, 115_904),
+    ("vww_f32", 0, 1.014, 299_968),
+    ("vww_int8", 0, 1.544, 299_968),
+];
+
+fn values(t: &TensorData) -> Vec<f64> {
+    match t.dtype {
+        DType::F32 => bytemuck::cast_slice::<u8, f32>(&t.bytes)
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect(),
+        DType::I8 => t.bytes.iter().map(|&b| f64::from(b as i8)).collect(),
+        DType::U8 => t.bytes.iter().map(|&b| f64::from(b)).collect(),
+        d => panic!("unexpected output dtype {}", d.name()),
+    }
+}
+
+#[test]
+fn mlperf_tiny_matches_onnxruntime_at_every_level() {
+    let dir = root();
+    assert!(
+        dir.join("models.json").is_file(),
+        "{} is missing (the shared corpus beside the checkout)",
+        dir.display()
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    let mut failures = Vec::new();
+    for &(key, lsb, ratio, max_arena) in MODELS {
+        let m = &manifest[key];
+        let int8 = m["int8"].as_bool().unwrap();
+        let bytes = std::fs::read(dir.join("onnx").join(m["onnx"].as_str().unwrap())).unwrap();
+        let tflite = m["tflite_bytes"].as_f64().unwrap();
+        for level in [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3] {
+            let c = ge_tests::compile_at(&bytes, level);
+            let arena = c.report.memory.arena_bytes;
+            if arena > max_arena {
+                failures.push(format!(
+                    "{key} {level:?}: arena {arena} B (limit {max_arena})"
+                ));
+            }
+            let blob_ratio = c.blob.len() as f64 / tflite;
+            if blob_ratio > ratio {
+                failures.push(format!(
+                    "{key} {level:?}: blob {} B is {blob_ratio:.3}× the .tflite (limit {ratio})",
+                    c.blob.len()
+                ));
+            }
+            let mut worst = 0.0f64;
+            for s in 0..5 {
+                let data = dir.join("data").join(key);
+                let input = read_tensor_file(&data.join(format!("input_s{s:02}.npy"))).unwrap();
+                let want = read_tensor_file(&data.join(format!("ort_s{s:02}.npy"))).unwrap();
+                let got = ge_tests::run(&c, &[input]);
+                assert_eq!(got[0].dtype, want.dtype, "{key}: output dtype");
+                let (g, w) = (values(&got[0]), values(&want));
+                assert_eq!(g.len(), w.len(), "{key}: output size");
+                for (a, b) in g.iter().zip(&w) {
+                    let d = (a - b).abs();
+                    if int8 {
+                        worst = worst.max(d);
+                    } else if d > 1e-4 + 1e-4 * b.abs() {
+                        failures.push(format!("{key} {level:?} s{s:02}: {a} vs onnxruntime {b}"));
+                        break;
+                    }
+                }
+            }
+            if int8 && worst > f64::from(lsb) {
+                failures.push(format!(
+                    "{key} {level:?}: {worst} LSB from onnxruntime (allowed {lsb})"
+                ));
+            }
+            println!(
+                "{key} {level:?}: blob {} B ({blob_ratio:.3}× .tflite), arena {arena} B (TFLM {}){}",
+                c.blob.len(),
+                m["tflm_arena_bytes"]["total"],
+                if int8 {
+                    format!(", {worst} LSB from onnxruntime")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
