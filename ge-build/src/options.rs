@@ -244,15 +244,7 @@ impl BlockedChannels {
         match self {
             Self::Off => false,
             Self::On => true,
-            Self::Auto => {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    use ge_sim::arch::isa::{Isa, isa};
-                    matches!(isa(), Isa::Avx512 | Isa::Avx2Fma)
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                false
-            }
+            Self::Auto => ge_sim::target::host_has_blocked_kernels(),
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod device;
 pub mod ops;
 #[cfg(feature = "std")]
 pub mod race;
+pub mod target;
 pub mod threads;
 
 pub use device::{LaunchMode, NoObserver, Observer, Profile, RunReport, SimDevice, TaskRecord};

@@ -67,7 +67,7 @@ pub fn eval(
         .collect::<Result<_, KernelError>>()?;
     let in_shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
     let out_shapes: Vec<Shape> = out_bufs.iter().map(|o| o.2).collect();
-    let mut ws = Aligned::zeroed(ge_sim::ops::workspace_bytes_for(
+    let mut ws = Aligned::zeroed(ge_sim::target::workspace_bytes_for(
         kind,
         &params,
         &in_shapes,
@@ -83,7 +83,7 @@ pub fn eval(
                 data: a.bytes_mut(),
             })
             .collect();
-        ge_sim::ops::execute(kind, &params, &ins, &mut outs, ws.bytes_mut())?;
+        ge_sim::target::execute(kind, &params, &ins, &mut outs, ws.bytes_mut())?;
     }
     Ok(out_bufs
         .into_iter()

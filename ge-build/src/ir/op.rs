@@ -8,7 +8,7 @@ use ge_runtime::format::{
     PoolParams, ReduceParams, ResizeParams, SliceParams, SoftmaxParams, TransposeParams, UnaryOp,
     UnaryParams,
 };
-use ge_sim::ops::fused::fusable_binary_task;
+use ge_sim::target::fusable_binary_task;
 
 /// An IR operation with its typed attributes. Node inputs are exactly the kernel's inputs:
 /// attribute-like constant inputs (shapes, axes, pads…) were folded into these fields.

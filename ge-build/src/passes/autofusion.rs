@@ -18,7 +18,7 @@ use ge_runtime::format::{
     DType, FUSED_8BIT_IO, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, UnaryOp, VInstr,
     VOP_BINARY,
 };
-use ge_sim::ops::fused::{TILE, fusable_binary_task, fusable_unary};
+use ge_sim::target::{FUSED_TILE as TILE, fusable_binary_task, fusable_unary};
 use petgraph::stable_graph::NodeIndex;
 
 use super::{Pass, PassContext};

@@ -362,7 +362,7 @@ fn blocked_resize(
     let (&[nb, c, h, w], &[yn, yc, oh, ow]) = (&xv.shape[..], &yv.shape[..]) else {
         return false;
     };
-    let kept = |a: usize, e: usize| ge_sim::ops::resize::leaves_axis(&p, a, e, e);
+    let kept = |a: usize, e: usize| ge_sim::target::resize_leaves_axis(&p, a, e, e);
     // Nearest only: the linear kernel computes its outer axes' taps per row, which on rows
     // of 16 values cost more than the reorders (u2netp: 30 -> 81 ms).
     let nearest = p.mode == ResizeMode::Nearest as u32;
@@ -574,7 +574,7 @@ fn conv(
 /// kernel applies as a clamp or leak (`ge_sim`'s blocked conv transforms a copy of the input
 /// first). A plain input keeps the plain conv, which applies it while packing.
 fn blocked_prologue(st: &State, p: &ConvParams, x: ValueId) -> bool {
-    st.blocked.contains(&x) && p.group == 1 && ge_sim::ops::gemm::tile_act(&p.prologue).is_some()
+    st.blocked.contains(&x) && p.group == 1 && ge_sim::target::tile_applies(&p.prologue)
 }
 
 /// A dense conv on a blocked input whose output channels are not whole blocks (a

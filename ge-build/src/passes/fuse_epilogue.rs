@@ -79,7 +79,7 @@ impl Pass for FuseEpilogue {
                 continue;
             }
             let kind = g.g[p].op.lower().0;
-            if !ge_sim::ops::registry::kernel(kind).fuses_activation(op, g.value(x).dtype) {
+            if !ge_sim::target::fuses_activation(kind, op, g.value(x).dtype) {
                 continue;
             }
             let Some(act) = act_field(&mut g.g[p].op) else {

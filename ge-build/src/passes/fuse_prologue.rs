@@ -39,7 +39,7 @@ impl Pass for FusePrologue {
             let Op::BatchNorm(np) = g.g[bn].op else {
                 continue;
             };
-            let in_register = ge_sim::ops::gemm::tile_act(&np.act).is_some();
+            let in_register = ge_sim::target::tile_applies(&np.act);
             let shape = &g.value(x).shape;
             // A single input channel would make the conv depthwise-shaped (group = C = M).
             if !in_register

@@ -4,7 +4,7 @@
 //! MatMul on weight-only int8 B) without C takes the bias as its C the same way. O(V + E).
 
 use ge_runtime::format::{BinaryOp, GemmParams};
-use ge_sim::ops::gemm::PLAIN_GEMM;
+use ge_sim::target::PLAIN_GEMM;
 
 use super::{Pass, PassContext};
 use crate::error::Result;

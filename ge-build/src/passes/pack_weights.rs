@@ -22,7 +22,7 @@ use std::sync::Arc;
 use ge_runtime::format::{
     DType, GEMM_B_PANELS, GemmParams, WeightLayout, pack_gemm_b, pack_panels,
 };
-use ge_sim::ops::gemm::PLAIN_GEMM;
+use ge_sim::target::PLAIN_GEMM;
 use petgraph::stable_graph::NodeIndex;
 
 use super::{Pass, PassContext};

@@ -125,8 +125,7 @@ fn in_place(g: &Graph, order: &[NodeIndex], a: &mut Aliases) {
         let node = &g.g[n];
         let [y] = node.outputs[..] else { continue };
         let (kind, params) = node.op.lower();
-        let kernel = ge_sim::ops::registry::kernel(kind);
-        if kernel.in_place.is_none() || a.parent.contains_key(&y) {
+        if !ge_sim::target::runs_in_place(kind) || a.parent.contains_key(&y) {
             continue;
         }
         let Some(in_dtypes) = node
@@ -137,7 +136,8 @@ fn in_place(g: &Graph, order: &[NodeIndex], a: &mut Aliases) {
         else {
             continue;
         };
-        let candidates = kernel.in_place_inputs(&params, &in_dtypes, g.value(y).dtype);
+        let candidates =
+            ge_sim::target::in_place_inputs(kind, &params, &in_dtypes, g.value(y).dtype);
         let dies_here = |x: ValueId| {
             g.value(x).data.is_none()
                 && g.value(x).producer.is_some()

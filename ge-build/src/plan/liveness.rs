@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use ge_runtime::format::{DType, Shape};
-use ge_sim::ops::WORKSPACE_LEVELS;
+use ge_sim::target::WORKSPACE_LEVELS;
 use petgraph::stable_graph::NodeIndex;
 
 use super::alias::Aliases;
@@ -100,7 +100,7 @@ pub fn lifetimes(
             .outputs
             .first()
             .map_or(DType::F32, |&v| g.value(v).dtype);
-        let levels = ge_sim::ops::workspace_levels_for(kind, &params, &ins, &outs, dtype);
+        let levels = ge_sim::target::workspace_levels_for(kind, &params, &ins, &outs, dtype);
         let ws = levels[0];
         if ws > 0 {
             if levels[WORKSPACE_LEVELS - 1] < ws {

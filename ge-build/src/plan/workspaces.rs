@@ -8,7 +8,7 @@
 //! a blob planned either way runs. O(B + Σ lifetime) in the buffers, as the placement's lower
 //! bound.
 
-use ge_sim::ops::WORKSPACE_LEVELS;
+use ge_sim::target::WORKSPACE_LEVELS;
 
 use super::liveness::Lifetimes;
 use super::memory::{aligned, live_bytes};

@@ -8,7 +8,7 @@
 use ge_runtime::format::{
     DType, QCONV_FLIPPED, QCONV_INPUTS, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32,
 };
-use ge_sim::ops::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
+use ge_sim::target::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::qgemm::{

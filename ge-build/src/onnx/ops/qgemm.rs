@@ -11,7 +11,7 @@
 //! return `None` and keep their decomposition ([`super::qlinear`]). O(k·n) per node.
 
 use ge_runtime::format::{DType, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32, QGemmParams};
-use ge_sim::ops::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
+use ge_sim::target::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::qparams::{Per, is_q8, same_axis, scale, zero_point};

@@ -4,7 +4,7 @@
 //! are dequantized while the GEMM packs them.
 
 use ge_runtime::format::{DType, GemmParams};
-use ge_sim::ops::gemm::PLAIN_GEMM;
+use ge_sim::target::PLAIN_GEMM;
 
 use super::super::ctx::{Imported, NodeCtx};
 use crate::error::Result;

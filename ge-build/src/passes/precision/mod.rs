@@ -143,10 +143,7 @@ enum Run {
 
 /// True when the op's kernel reads and writes `dtype` itself (the registry says which).
 fn takes(op: &Op, dtype: DType) -> bool {
-    !op.computes_in_f32()
-        && ge_sim::ops::registry::kernel(op.lower().0)
-            .dtypes
-            .contains(dtype)
+    !op.computes_in_f32() && ge_sim::target::takes_dtype(op.lower().0, dtype)
 }
 
 /// The op types a node stands for: its own, or an autofused chain's members.
