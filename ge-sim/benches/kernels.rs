@@ -324,7 +324,7 @@ fn conv() {
         } else {
             OpKind::Conv
         };
-        let work = ge_sim::cost::estimate_work(
+        let work = ge_sim::ops::registry::estimate_work(
             kind,
             bytemuck::bytes_of(&p),
             &[Some(xs), Some(wsh), Some(bs)],
@@ -409,7 +409,7 @@ fn resnet50_conv() {
         let mut run =
             || run_conv_on(&p, &ins, &mut outs, bytemuck::cast_slice_mut(&mut ws), par).unwrap();
         run();
-        let work = ge_sim::cost::estimate_work(
+        let work = ge_sim::ops::registry::estimate_work(
             OpKind::Conv,
             bytemuck::bytes_of(&p),
             &[Some(xs), Some(wsh), Some(bs)],

@@ -9,7 +9,7 @@
 //! moves into device cycles; the [`device`] keeps the timeline (launch overheads in
 //! host-dispatched mode, one launch in sink mode).
 //!
-//! Profiles ([`device::Profile`]) are sized from public figures for this class of part:
+//! Profiles ([`profile::Profile`]) are sized from public figures for this class of part:
 //! a cube does 16×16×16 fp16 MACs per cycle, fp32 is charged at a quarter of that; edge parts
 //! have 1–2 cores and ~25 GB/s LPDDR, data-centre parts 20–32 cores and ~1.2 TB/s HBM.
 #![no_std]
@@ -30,6 +30,7 @@ pub mod arch;
 pub mod cost;
 pub mod device;
 pub mod ops;
+pub mod profile;
 #[cfg(feature = "std")]
 pub mod race;
 pub mod target;

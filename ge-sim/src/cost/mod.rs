@@ -18,12 +18,12 @@
 //! L1 ([`restream_bytes`]).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, OpKind, PoolParams, QConvFusedParams, QConvParams,
-    QGemmParams, RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, PoolParams, QConvFusedParams, QConvParams, QGemmParams,
+    RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
-use crate::device::Profile;
-use crate::ops::read_params;
+use crate::profile::Profile;
+use ge_runtime::format::read_params;
 
 /// Work a task does, for the cost model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,18 +118,6 @@ pub fn restream_bytes(p: &Profile, cores: u32, a: u64, b: u64) -> u64 {
 /// Converts cycles at the profile's clock to nanoseconds.
 pub fn cycles_to_ns(p: &Profile, cycles: u64) -> u64 {
     cycles.saturating_mul(1000) / u64::from(p.clock_mhz.max(1))
-}
-
-/// The work a task does, from its kind, parameters and shapes alone, so the compiler can
-/// predict a run and the device charges exactly the same. O(rank). Kernels report no work
-/// of their own: this is the only figure, taken from the kind's registry entry
-/// ([`crate::ops::registry::Kernel::work`], through [`crate::ops::registry::WORK`]),
-/// which names one of the estimators below.
-pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
-    match crate::ops::registry::WORK.get(kind as usize) {
-        Some(Some(work)) => work(params, ins, outs),
-        _ => Work::default(),
-    }
 }
 
 // The per-kind estimators. Saturating throughout: shapes of a crafted (validated) blob may

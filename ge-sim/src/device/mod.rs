@@ -1,17 +1,17 @@
 //! The simulated device: executes a model's task list (computing real results with the
 //! kernels) and keeps the timeline the cost model gives.
 
-mod profile;
 mod timeline;
 
-pub use profile::{LaunchMode, Profile};
+pub use crate::profile::{LaunchMode, Profile};
 use timeline::Timeline;
 pub use timeline::{END_RING, MAX_CORES, MAX_STREAMS};
 
 use ge_runtime::format::{DType, MAX_TASK_IO, Shape, TaskDesc};
 use ge_runtime::{Device, Error, Memory, Model};
 
-use crate::cost::{TaskCost, Work, estimate_work};
+use crate::cost::{TaskCost, Work};
+use crate::ops::registry::estimate_work;
 use crate::ops::{self, set::KernelSet};
 
 /// One task as the device ran it, for profiles and traces.

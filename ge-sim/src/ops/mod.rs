@@ -45,19 +45,11 @@ use ge_runtime::format::{DType, KernelId, KernelVariant, OpKind, Shape, TensorMu
 pub use ge_runtime::KernelError;
 
 /// Result of a kernel. Kernels report no work: what a task costs comes from its shapes alone
-/// ([`crate::cost::estimate_work`]), so the compiler's prediction and the device's charge
+/// ([`registry::estimate_work`]), so the compiler's prediction and the device's charge
 /// are the same figure.
 pub type KernelResult = Result<(), KernelError>;
 
-/// Reads the `Pod` parameter record of a task.
-pub fn read_params<P: bytemuck::Pod>(bytes: &[u8]) -> Result<P, KernelError> {
-    if bytes.len() != core::mem::size_of::<P>() {
-        return Err(KernelError::BadParams(
-            "parameter record has the wrong length",
-        ));
-    }
-    Ok(bytemuck::pod_read_unaligned(bytes))
-}
+pub use ge_runtime::format::read_params;
 
 /// Input `i`, which must be present.
 pub fn input<'a, 'b>(

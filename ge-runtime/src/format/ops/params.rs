@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// Reads a task's `Pod` parameter record from its bytes in the params section (the device's
+/// kernels and its cost model decode them with it).
+pub fn read_params<P: Pod>(bytes: &[u8]) -> Result<P, crate::KernelError> {
+    if bytes.len() != core::mem::size_of::<P>() {
+        return Err(crate::KernelError::BadParams(
+            "parameter record has the wrong length",
+        ));
+    }
+    Ok(bytemuck::pod_read_unaligned(bytes))
+}
+
 /// Parameters of `Reorder`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]

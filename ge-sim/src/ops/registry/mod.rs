@@ -6,7 +6,7 @@
 //! [`kernel`] matches every kind without a wildcard, so a kind added to
 //! `ge_runtime::format::ops` does not compile until it has an entry here; nothing falls back
 //! to a default cost, workspace or capability. The device dispatches through the entries
-//! ([`super::execute_on`], [`super::workspace_bytes`], [`crate::cost::estimate_work`],
+//! ([`super::execute_on`], [`super::workspace_bytes`], [`estimate_work`],
 //! [`super::in_place::run_in_place`]) and the compiler asks them which tasks may run in place
 //! and which activations a task may apply in its epilogue.
 
@@ -260,6 +260,18 @@ const _: () = {
         i += 1;
     }
 };
+
+/// The work a task does, from its kind, parameters and shapes alone, so the compiler can
+/// predict a run and the device charges exactly the same. O(rank). Kernels report no work
+/// of their own: this is the only figure, taken from the kind's registry entry
+/// ([`Kernel::work`], through [`WORK`]), which names one of [`crate::cost`]'s
+/// estimators.
+pub fn estimate_work(kind: OpKind, params: &[u8], ins: &[Option<Shape>], outs: &[Shape]) -> Work {
+    match WORK.get(kind as usize) {
+        Some(Some(work)) => work(params, ins, outs),
+        _ => Work::default(),
+    }
+}
 
 /// One more than the largest kind number.
 const KIND_SLOTS: usize = {

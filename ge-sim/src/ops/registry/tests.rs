@@ -321,7 +321,7 @@ fn malformed_tasks_fail_without_panicking() {
                 (k.work)(params, ins, outs);
                 assert_eq!(
                     (k.work)(params, ins, outs),
-                    cost::estimate_work(kind, params, ins, outs)
+                    super::estimate_work(kind, params, ins, outs)
                 );
             }
             let r = super::super::execute_on(kind, params, &[], &mut [], &mut [], &Serial);
