@@ -1169,7 +1169,7 @@ mod tests {
             }
             let out = std::process::Command::new(&exe)
                 .args([
-                    "kernels::recurrent::tests::one_isa",
+                    "ops::recurrent::tests::one_isa",
                     "--exact",
                     "--ignored",
                     "--test-threads=1",
