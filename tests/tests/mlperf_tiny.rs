@@ -14,8 +14,7 @@
 //! back to f32 or a packing workspace that comes back fails here.
 
 use ge_build::OptLevel;
-use ge_build::tensor::{TensorData, read_tensor_file};
-use ge_runtime::format::DType;
+use ge_build::tensor::read_tensor_file;
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
@@ -35,18 +34,6 @@ const MODELS: &[(&str, i32, f64, u64)] = &[
     ("vww_f32", 0, 1.014, 299_968),
     ("vww_int8", 0, 1.544, 299_968),
 ];
-
-fn values(t: &TensorData) -> Vec<f64> {
-    match t.dtype {
-        DType::F32 => bytemuck::cast_slice::<u8, f32>(&t.bytes)
-            .iter()
-            .map(|&v| f64::from(v))
-            .collect(),
-        DType::I8 => t.bytes.iter().map(|&b| f64::from(b as i8)).collect(),
-        DType::U8 => t.bytes.iter().map(|&b| f64::from(b)).collect(),
-        d => panic!("unexpected output dtype {}", d.name()),
-    }
-}
 
 #[test]
 fn mlperf_tiny_matches_onnxruntime_at_every_level() {
@@ -86,7 +73,7 @@ fn mlperf_tiny_matches_onnxruntime_at_every_level() {
                 let want = read_tensor_file(&data.join(format!("ort_s{s:02}.npy"))).unwrap();
                 let got = ge_tests::run(&c, &[input]);
                 assert_eq!(got[0].dtype, want.dtype, "{key}: output dtype");
-                let (g, w) = (values(&got[0]), values(&want));
+                let (g, w) = (got[0].to_f64_vec().unwrap(), want.to_f64_vec().unwrap());
                 assert_eq!(g.len(), w.len(), "{key}: output size");
                 for (a, b) in g.iter().zip(&w) {
                     let d = (a - b).abs();

@@ -137,60 +137,11 @@ fn w8_rows<const U: bool>(
     b: &super::Int8B<'_>,
     c: &mut [f32],
 ) {
+    use core::iter::repeat_n;
     use ge_runtime::format::{GEMM_B_PANEL as W, gemm_k_block};
     match (b.panels, b.scale) {
-        // Row-major: row `p` is `ld` bytes after row `p − 1`. Four rows per pass
-        // over c, as gemv_row (each output still adds its products in row order).
-        (None, scale) => {
-            let row = |p: usize| &b.b[p * b.ld..][..n];
-            let quads = if cfg!(feature = "std") { k / 4 } else { 0 };
-            for q in 0..quads {
-                let p = 4 * q;
-                let s = [0, 1, 2, 3].map(|i| alpha * a[(p + i) * inc_a]);
-                let (r0, r1, r2, r3) = (row(p), row(p + 1), row(p + 2), row(p + 3));
-                let w = |x: u8, sc: f32| wide::<U>(x) * sc;
-                match scale {
-                    [sc] => {
-                        let sc = *sc;
-                        for ((((cv, &x0), &x1), &x2), &x3) in
-                            c.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
-                        {
-                            *cv = *cv
-                                + s[0] * w(x0, sc)
-                                + s[1] * w(x1, sc)
-                                + s[2] * w(x2, sc)
-                                + s[3] * w(x3, sc);
-                        }
-                    }
-                    cols => {
-                        for (((((cv, &x0), &x1), &x2), &x3), &sc) in
-                            c.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3).zip(cols)
-                        {
-                            *cv = *cv
-                                + s[0] * w(x0, sc)
-                                + s[1] * w(x1, sc)
-                                + s[2] * w(x2, sc)
-                                + s[3] * w(x3, sc);
-                        }
-                    }
-                }
-            }
-            for p in 4 * quads..k {
-                let s = alpha * a[p * inc_a];
-                match scale {
-                    [sc] => {
-                        for (cv, &x) in c.iter_mut().zip(row(p)) {
-                            *cv += s * (wide::<U>(x) * sc);
-                        }
-                    }
-                    cols => {
-                        for ((cv, &x), &sc) in c.iter_mut().zip(row(p)).zip(cols) {
-                            *cv += s * (wide::<U>(x) * sc);
-                        }
-                    }
-                }
-            }
-        }
+        (None, [one]) => rows_major::<U, _>(n, k, alpha, a, inc_a, b, c, repeat_n(*one, n)),
+        (None, cols) => rows_major::<U, _>(n, k, alpha, a, inc_a, b, c, cols.iter().copied()),
         // Panels: per K block `pc..pc + kc`, panel `j0`'s rows are `w` bytes apart
         // from `pc·n + j0·kc` ([`ge_runtime::format::gemm_b_index`]).
         (Some(kk), scale) => {
@@ -215,6 +166,47 @@ fn w8_rows<const U: bool>(
                     }
                 }
             }
+        }
+    }
+}
+
+/// Row-major B (row `p` is `ld` bytes after row `p − 1`) with `scales` the column scales
+/// (one repeated, or one per column): four rows per pass over c, as gemv_row (each output
+/// still adds its products in row order).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn rows_major<const U: bool, S: Iterator<Item = f32> + Clone>(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    inc_a: usize,
+    b: &super::Int8B<'_>,
+    c: &mut [f32],
+    scales: S,
+) {
+    let row = |p: usize| &b.b[p * b.ld..][..n];
+    let w = |x: u8, sc: f32| wide::<U>(x) * sc;
+    let quads = if cfg!(feature = "std") { k / 4 } else { 0 };
+    for q in 0..quads {
+        let p = 4 * q;
+        let s = [0, 1, 2, 3].map(|i| alpha * a[(p + i) * inc_a]);
+        let (r0, r1, r2, r3) = (row(p), row(p + 1), row(p + 2), row(p + 3));
+        for (((((cv, &x0), &x1), &x2), &x3), sc) in c
+            .iter_mut()
+            .zip(r0)
+            .zip(r1)
+            .zip(r2)
+            .zip(r3)
+            .zip(scales.clone())
+        {
+            *cv = *cv + s[0] * w(x0, sc) + s[1] * w(x1, sc) + s[2] * w(x2, sc) + s[3] * w(x3, sc);
+        }
+    }
+    for p in 4 * quads..k {
+        let s = alpha * a[p * inc_a];
+        for ((cv, &x), sc) in c.iter_mut().zip(row(p)).zip(scales.clone()) {
+            *cv += s * w(x, sc);
         }
     }
 }
