@@ -2,6 +2,7 @@
 //! heap (through [`Arena::boxed`], never built on the stack), a stack frame or a field; and
 //! [`StaticCell`], which hands out a `static`'s value once as `&'static mut`.
 
+#[cfg(target_has_atomic = "8")]
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 

@@ -48,7 +48,11 @@ mod arena;
 pub mod bytes;
 mod device;
 
-pub use arena::{ALIGN, Arena, StaticArena, StaticCell};
+pub use arena::{ALIGN, Arena};
+/// Without compare-and-swap atomics (Cortex-M0+, `thumbv6m`) there is no `take`-once cell:
+/// put an [`Arena`] in a `static` with the board crate's `singleton!` instead.
+#[cfg(target_has_atomic = "8")]
+pub use arena::{StaticArena, StaticCell};
 pub use device::DeviceRef;
 pub use ge_macros::ge_model;
 pub use ge_runtime as runtime;

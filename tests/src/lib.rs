@@ -10,6 +10,7 @@ use ge_build::tensor::TensorData;
 use ge_build::{CompileOptions, Compiled, OptLevel, compile_bytes};
 use ge_runtime::format::DType;
 
+pub mod elf;
 pub mod fuzz;
 pub mod onnx_builder;
 

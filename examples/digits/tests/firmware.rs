@@ -5,6 +5,7 @@
 //! 16 KiB of stack for `Digits::run`. With the corpus generated, the light SqueezeNet
 //! firmware too links only its own kernels.
 
+use ge_tests::elf::section_size;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -70,47 +71,13 @@ fn build(features: &[&str]) -> PathBuf {
     target.join("release")
 }
 
-/// A little-endian ELF64 file's section headers: (name, size, file offset, link).
-fn sections(elf: &[u8]) -> Vec<(String, u64, u64, u32)> {
-    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap());
-    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap());
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
-    assert_eq!(&elf[..5], b"\x7fELF\x02", "not an ELF64 file");
-    let (shoff, shentsize) = (u64_at(0x28) as usize, u16_at(0x3A) as usize);
-    let (shnum, shstrndx) = (u16_at(0x3C) as usize, u16_at(0x3E) as usize);
-    let header = |i: usize| shoff + i * shentsize;
-    let names = u64_at(header(shstrndx) + 0x18) as usize;
-    (0..shnum)
-        .map(|i| {
-            let h = header(i);
-            let name = &elf[names + u32_at(h) as usize..];
-            let end = name.iter().position(|&b| b == 0).unwrap();
-            let name = String::from_utf8_lossy(&name[..end]).into_owned();
-            (name, u64_at(h + 0x20), u64_at(h + 0x18), u32_at(h + 0x28))
-        })
-        .collect()
-}
-
-/// Size of the section `name`.
-fn section_size(elf: &[u8], name: &str) -> u64 {
-    sections(elf)
-        .into_iter()
-        .find(|s| s.0 == name)
-        .map_or(0, |s| s.1)
-}
-
 /// The `ge_sim::ops::<module>` modules the symbol table names (legacy mangling:
 /// `..6ge_sim3ops4conv..`), with each ISA build under `ge_sim::arch` counted as the family it
 /// computes for (`arch::x86::avx2::qgemm` is `gemm_i8`'s int8 tile).
 fn kernel_modules(elf: &[u8]) -> std::collections::BTreeSet<String> {
     /// The arch modules that are one family's alone.
     const ARCH_FAMILIES: &[(&str, &str)] = &[("qgemm", "gemm_i8")];
-    let secs = sections(elf);
-    let strtab = secs
-        .iter()
-        .find(|s| s.0 == ".strtab")
-        .expect("a symbol table (the binary is not stripped)");
-    let strings = &elf[strtab.2 as usize..(strtab.2 + strtab.1) as usize];
+    let strings = ge_tests::elf::strtab(elf);
     // The next length-prefixed identifier of a legacy-mangled path, and the bytes it took.
     let ident = |rest: &str| -> Option<(String, usize)> {
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

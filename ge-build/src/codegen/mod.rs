@@ -589,6 +589,8 @@ pub fn generate(iface: &Interface, b: &Bindings) -> Result<TokenStream> {
 
             /// An [`Arena`] for a `static` (in `.bss`): `static A: StaticArena =
             /// StaticArena::new();` then `A.take()` once. Nothing is built on the stack.
+            /// (Not on targets without compare-and-swap atomics, such as Cortex-M0+.)
+            #[cfg(target_has_atomic = "8")]
             pub type StaticArena = #krate::StaticArena<ARENA_BYTES>;
 
             #structs

@@ -249,6 +249,58 @@ pub fn run_reduce(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
+    let Checked {
+        op,
+        x,
+        y,
+        keep,
+        count,
+    } = checked(p, ins, outs)?;
+    reduce_dispatch!(x.dtype, x, y, |xs, ys| reduce_t(
+        op, xs, &x.shape, &keep, ys, count
+    )?);
+    if x.dtype == DType::Bool {
+        for v in y.as_bool_mut()?.iter_mut() {
+            *v = (*v != 0) as u8;
+        }
+    }
+    Ok(())
+}
+
+/// [`run_reduce`] for f32 (the registry's `Reduce/float32` entry): the same checks and
+/// the same f32 code, without the other element types' (firmware links only this).
+pub fn run_reduce_f32(
+    p: &ReduceParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let Checked {
+        op,
+        x,
+        y,
+        keep,
+        count,
+    } = checked(p, ins, outs)?;
+    let (xs, ys) = (x.as_slice::<f32>()?, y.as_slice_mut::<f32>()?);
+    reduce_t(op, xs, &x.shape, &keep, ys, count)
+}
+
+/// A reduction's operands, checked against its params.
+struct Checked<'s, 'a, 'o> {
+    op: ReduceOp,
+    x: &'s TensorRef<'a>,
+    y: &'s mut TensorMut<'o>,
+    /// The input's shape with the reduced axes at 1.
+    keep: Shape,
+    /// Elements reduced into each output.
+    count: usize,
+}
+
+fn checked<'s, 'a, 'o>(
+    p: &ReduceParams,
+    ins: &'s [Option<TensorRef<'a>>],
+    outs: &'s mut [TensorMut<'o>],
+) -> Result<Checked<'s, 'a, 'o>, KernelError> {
     let op = ReduceOp::from_u32(p.op).ok_or(KernelError::BadParams("unknown reduce op"))?;
     let x = input(ins, 0, "reduce input")?;
     let y = output(outs, 0, "reduce output")?;
@@ -291,21 +343,14 @@ pub fn run_reduce(
             "only ReduceMax/ReduceMin apply to bool",
         ));
     }
-    let keep_shape = Shape::new(&keep[..rank]).ok_or(LAYOUT_ERR)?;
-    reduce_dispatch!(x.dtype, x, y, |xs, ys| reduce_t(
+    let keep = Shape::new(&keep[..rank]).ok_or(LAYOUT_ERR)?;
+    Ok(Checked {
         op,
-        xs,
-        &x.shape,
-        &keep_shape,
-        ys,
-        count
-    )?);
-    if x.dtype == DType::Bool {
-        for v in y.as_bool_mut()?.iter_mut() {
-            *v = (*v != 0) as u8;
-        }
-    }
-    Ok(())
+        x,
+        y,
+        keep,
+        count,
+    })
 }
 
 const ARG_COLS: usize = 64;

@@ -11,7 +11,7 @@ use ge_runtime::format::{DType, KernelId, KernelVariant, OpKind};
 #[cfg(feature = "std")]
 use super::halves;
 use super::registry::{DTypes, InPlaceFn, RunFn, ShapeFn, kernel};
-use super::{pool, read_params, softmax};
+use super::{binary, pool, read_params, reduce, softmax};
 use crate::cost::Work;
 
 /// A kernel's function: out of place, or updating one input in place.
@@ -66,13 +66,20 @@ pub const fn registry_entry(id: KernelId) -> Option<KernelEntry> {
 
 /// Functions of one element type for the kinds whose registry function covers several and
 /// carries sizeable code for the others: the entry of such a kind on that type links only
-/// its own code (f32 pooling no integer code, f32 softmax no f64 code). Each does exactly
+/// its own code (f32 pooling no integer code, f32 softmax no f64 code, f32 binaries and
+/// reductions no integer, bool or comparison code). Each does exactly
 /// what the kind's function does on that type. With `std`, the fp16/bf16 Conv, Gemm, GemmW8, MatMul, Attention, LayerNorm, Binary, Resize,
 /// pooling, Softmax and vector programs run the [`super::halves`] kernels.
 const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
     match (kind, dtype) {
         (OpKind::Pool, Some(DType::F32)) => {
             Some(|p, ins, outs, _, _| pool::run_pool_f32(&read_params(p)?, ins, outs))
+        }
+        (OpKind::Binary, Some(DType::F32)) => {
+            Some(|p, ins, outs, _, _| binary::run_binary_f32(&read_params(p)?, ins, outs))
+        }
+        (OpKind::Reduce, Some(DType::F32)) => {
+            Some(|p, ins, outs, _, _| reduce::run_reduce_f32(&read_params(p)?, ins, outs))
         }
         (OpKind::Softmax, Some(DType::F32)) => {
             Some(|p, ins, outs, _, _| softmax::run_softmax_of::<f32>(&read_params(p)?, ins, outs))

@@ -21,7 +21,7 @@
 //! Cost: O(input · rows re-read at band borders) to copy, O(M·K·output) multiply-adds.
 
 use super::super::gemm::micro::{
-    Block, BlockA, BlockB, Flat, Isa, MR, NR, TileAct, TileEp, block, block_dims, isa, strip_cols,
+    Block, BlockA, BlockB, Flat, MR, NR, TileAct, TileEp, block, block_dims, isa, strip_cols,
 };
 use super::super::gemm::{SendPtr, k_block};
 use super::{Geo, KernelError, bad};
@@ -89,7 +89,10 @@ pub(crate) fn layout(geo: &Geo) -> Option<Layout> {
 /// Whether this build stores flat blocks in registers (AVX-512 with `std`): elsewhere a
 /// flat block goes through a stack tile, and narrow rows are faster on im2col.
 pub(crate) fn flat_here() -> bool {
-    cfg!(feature = "std") && isa() == Isa::Avx512
+    #[cfg(target_arch = "x86_64")]
+    return cfg!(feature = "std") && isa() == super::super::gemm::micro::Isa::Avx512;
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// [`layout`] with at most `ws` f32 of workspace, narrow rows allowed: bands of fewer rows

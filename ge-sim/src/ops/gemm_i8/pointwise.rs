@@ -9,6 +9,7 @@
 //! Same integers and the same f32 requantization as the GEMM path (tested against it).
 //! O(N·M·H·W·⌈C/4⌉) `vpdpbusd`s.
 
+#[cfg(target_arch = "x86_64")]
 use super::MAX_POINTWISE_CG;
 
 /// i32 weight quads `[M][⌈cg/4⌉]` the kernel broadcasts, for `m` channels of `cg` inputs.

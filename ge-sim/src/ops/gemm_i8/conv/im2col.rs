@@ -110,6 +110,8 @@ pub(in crate::ops::gemm_i8) fn transpose_bytes(
     // Every read and write below stays inside these.
     let (need_src, need_dst) = ((rows - 1) * lds + cols, (cols - 1) * ldd + rows);
     let (src, dst) = (&src[..need_src], &mut dst[..need_dst]);
+    // The 16×16 SSE2 blocks cover `full_r × full_c`; the scalar loop below the rest.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     let (full_r, full_c) = (rows / 16 * 16, cols / 16 * 16);
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     for i0 in (0..full_r).step_by(16) {
