@@ -206,3 +206,40 @@ pub fn run_samples(
     }
     exit(true)
 }
+
+/// The `#[entry]` of a binary that classifies every sample of `inputs` with one model
+/// `ge_model!` generated as `module::Net`: a `.bss` arena, the input copied from the raw
+/// little-endian sample bytes into `input`, the class the argmax of `output[0]`.
+#[macro_export]
+macro_rules! classify_main {
+    (
+        $name:literal, $module:ident::$net:ident,
+        input: $input:ident, output: $output:ident,
+        sample_bytes: $sample:expr, inputs: $bytes:expr $(,)?
+    ) => {
+        /// The corpus inputs, raw (a symbol of its own, so the tests can leave it out of
+        /// the flash figure).
+        static INPUTS: [u8; $bytes.len()] = *$bytes;
+
+        static ARENA: $module::StaticArena = $module::StaticArena::new();
+
+        #[cortex_m_rt::entry]
+        fn main() -> ! {
+            use firmware_cortex_m as board;
+            let Some(cp) = cortex_m::Peripherals::take() else {
+                board::exit(false)
+            };
+            let Some(arena) = ARENA.take() else {
+                board::exit(false)
+            };
+            let mut net = $module::$net::new(arena).unwrap_or_else(|e| board::fail($name, e));
+            board::run_samples(cp.SYST, $name, &INPUTS, $sample, |sample| {
+                let mut inputs = $module::Inputs::zeroed();
+                ge::bytes::of_mut(&mut inputs.$input).copy_from_slice(sample);
+                let mut outputs = $module::Outputs::zeroed();
+                net.run(&inputs, &mut outputs)?;
+                Ok(board::argmax(&outputs.$output[0]))
+            })
+        }
+    };
+}
