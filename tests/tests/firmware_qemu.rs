@@ -1,33 +1,60 @@
-//! The Cortex-M firmware (`examples/firmware-cortex-m`: cortex-m-rt, semihosting, arena in
-//! `.bss`, blob read in place from flash) built for `thumbv7em-none-eabihf` and run under
-//! QEMU on the MPS2-AN386 (Cortex-M4F) and MPS2-AN500 (Cortex-M7) boards: every digits
-//! held-out image and every MLPerf Tiny keyword-spotting input (int8 and float) must get
-//! onnxruntime's class. Prints flash, RAM, stack and instructions per inference (QEMU
-//! `-icount shift=0`, counted with SysTick) per model, and holds them to the figures
-//! measured (regression guards; issue 50 wants kws_int8 far lower).
+//! The microcontroller firmware examples built for their targets and run under QEMU:
+//! - `examples/firmware-cortex-m` (`thumbv7em-none-eabihf`: cortex-m-rt, semihosting, arena
+//!   in `.bss`, blob read in place from flash) on the MPS2-AN386 (Cortex-M4F) and MPS2-AN500
+//!   (Cortex-M7) boards: every digits held-out image and every MLPerf Tiny keyword-spotting
+//!   input (int8 and float);
+//! - `examples/firmware-riscv` (`riscv32imac-unknown-none-elf`: riscv-rt, soft float) on the
+//!   `virt` board: every digits image.
 //!
-//! Skips (in one line) when the target or `qemu-system-arm` is not installed:
-//! `tools/mcu_setup.sh` installs both.
+//! Every class must be onnxruntime's. Prints flash, RAM, stack and instructions per inference
+//! (QEMU `-icount shift=0`; SysTick calibrated on Cortex-M, `minstret` on RISC-V) per model,
+//! and holds them to the figures measured (regression guards; issue 50 wants kws_int8's far
+//! lower). Each part skips (in one line) when its Rust target or QEMU is not installed:
+//! `tools/mcu_setup.sh` installs them.
 
 use ge_tests::elf::{section_size, symbols};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TARGET: &str = "thumbv7em-none-eabihf";
+/// One firmware example: its folder, target, QEMU, the boards it runs on and its binaries.
+struct Firmware {
+    example: &'static str,
+    target: &'static str,
+    qemu: &'static str,
+    /// Arguments choosing each board (machine, CPU, BIOS).
+    boards: &'static [&'static [&'static str]],
+    /// (binary, most flash, most RAM incl. stack, most instructions per inference).
+    limits: &'static [(&'static str, u64, u64, u64)],
+}
 
-/// (binary, most flash, most RAM incl. stack, most instructions per inference): the
-/// figures measured when the example landed (session 34: digits 86,968 / 17,896 / 417,160;
-/// kws_int8 302,358 / 137,692 / 34.6 M; kws_f32 177,064 / 199,656 / 40.4 M) plus about 3%
-/// for toolchain drift; flash excludes the embedded test inputs.
-const LIMITS: &[(&str, u64, u64, u64)] = &[
-    ("digits", 90_000, 19_000, 440_000),
-    ("kws_int8", 312_000, 142_000, 36_000_000),
-    ("kws_f32", 183_000, 206_000, 42_000_000),
-];
+/// Limits: the figures measured when the examples landed (session 34) plus about 3% for
+/// toolchain drift; flash excludes the embedded test inputs. Cortex-M: digits 86,968 B /
+/// 17,896 B / 417,160; kws_int8 302,358 / 137,692 / 34.6 M; kws_f32 177,064 / 199,656 /
+/// 40.4 M. RISC-V digits (soft float): 104,332 / 17,712 / 1.81 M (the most over the
+/// images: soft-float time depends on the values).
+const CORTEX_M: Firmware = Firmware {
+    example: "firmware-cortex-m",
+    target: "thumbv7em-none-eabihf",
+    qemu: "qemu-system-arm",
+    boards: &[
+        &["-M", "mps2-an386", "-cpu", "cortex-m4"],
+        &["-M", "mps2-an500", "-cpu", "cortex-m7"],
+    ],
+    limits: &[
+        ("digits", 90_000, 19_000, 440_000),
+        ("kws_int8", 312_000, 142_000, 36_000_000),
+        ("kws_f32", 183_000, 206_000, 42_000_000),
+    ],
+};
 
-/// The two boards: QEMU machine and CPU.
-const BOARDS: &[(&str, &str)] = &[("mps2-an386", "cortex-m4"), ("mps2-an500", "cortex-m7")];
+const RISCV: Firmware = Firmware {
+    example: "firmware-riscv",
+    target: "riscv32imac-unknown-none-elf",
+    qemu: "qemu-system-riscv32",
+    boards: &[&["-M", "virt", "-bios", "none"]],
+    limits: &[("digits", 108_000, 18_300, 1_860_000)],
+};
 
 fn workspace() -> PathBuf {
     ge_tests::workspace_root()
@@ -42,35 +69,29 @@ fn installed(cmd: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn target_installed() -> bool {
+fn target_installed(target: &str) -> bool {
     let out = Command::new("rustc").args(["--print", "sysroot"]).output();
     out.is_ok_and(|o| {
         let sysroot = String::from_utf8_lossy(&o.stdout).trim().to_string();
         Path::new(&sysroot)
             .join("lib/rustlib")
-            .join(TARGET)
+            .join(target)
             .is_dir()
     })
 }
 
 /// Runs `exe` on a board with a deadline; returns its semihosting output.
-fn qemu(exe: &Path, machine: &str, cpu: &str) -> String {
-    let mut child = Command::new("qemu-system-arm")
-        .args([
-            "-M",
-            machine,
-            "-cpu",
-            cpu,
-            "-nographic",
-            "-icount",
-            "shift=0",
-        ])
+fn qemu(qemu: &str, board: &[&str], exe: &Path) -> String {
+    let machine = board.join(" ");
+    let mut child = Command::new(qemu)
+        .args(board)
+        .args(["-nographic", "-icount", "shift=0"])
         .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
         .arg(exe)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start qemu-system-arm");
+        .unwrap_or_else(|e| panic!("start {qemu}: {e}"));
     let deadline = Instant::now() + Duration::from_secs(300);
     while child.try_wait().expect("poll qemu").is_none() {
         if Instant::now() > deadline {
@@ -128,17 +149,31 @@ fn results(out: &str, bin: &str) -> Vec<(usize, u64, u64)> {
 
 #[test]
 fn cortex_m_firmware_classifies_like_onnxruntime_under_qemu() {
-    if !target_installed() || !installed("qemu-system-arm") {
+    check(&CORTEX_M);
+}
+
+#[test]
+fn riscv_firmware_classifies_like_onnxruntime_under_qemu() {
+    check(&RISCV);
+}
+
+/// Builds `fw`, runs each binary on each board, checks the classes and the footprint.
+fn check(fw: &Firmware) {
+    if !target_installed(fw.target) || !installed(fw.qemu) {
         eprintln!(
-            "skipped: needs `rustup target add {TARGET}` and qemu-system-arm (tools/mcu_setup.sh)"
+            "skipped: needs `rustup target add {}` and {} (tools/mcu_setup.sh)",
+            fw.target, fw.qemu
         );
         return;
     }
-    let dir = workspace().join("examples/firmware-cortex-m");
+    let dir = workspace().join("examples").join(fw.example);
+    // One build tree for both examples: the compiler `ge_model!` runs (ge-build, built
+    // for the host at the examples' opt-level) is built once; cargo's lock on the tree
+    // serializes the two tests' builds.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
-        .join("firmware-cortex-m");
+        .join("firmware-mcu");
     // Run from the example's folder: cargo reads `.cargo/config.toml` (target, linker
     // script) from the working directory, not the manifest's.
     let out = Command::new(env!("CARGO"))
@@ -150,18 +185,20 @@ fn cortex_m_firmware_classifies_like_onnxruntime_under_qemu() {
         .expect("run cargo");
     assert!(
         out.status.success(),
-        "building the Cortex-M firmware failed:\n{}",
+        "building {} failed:\n{}",
+        fw.example,
         String::from_utf8_lossy(&out.stderr)
     );
     let mut failures = Vec::new();
-    for &(bin, max_flash, max_ram, max_insns) in LIMITS {
-        let exe = target.join(TARGET).join("release").join(bin);
+    for &(bin, max_flash, max_ram, max_insns) in fw.limits {
+        let exe = target.join(fw.target).join("release").join(bin);
         let want = expected(bin);
         assert!(!want.is_empty(), "no onnxruntime outputs for {bin}");
         let mut insns = 0;
         let mut stack = 0;
-        for &(machine, cpu) in BOARDS {
-            let got = results(&qemu(&exe, machine, cpu), bin);
+        for board in fw.boards {
+            let machine = board.join(" ");
+            let got = results(&qemu(fw.qemu, board, &exe), bin);
             assert_eq!(
                 got.len(),
                 want.len(),
@@ -190,9 +227,10 @@ fn cortex_m_firmware_classifies_like_onnxruntime_under_qemu() {
         let flash = text + rodata + data - inputs.min(rodata);
         let ram = bss + data + stack;
         println!(
-            "{bin}: flash {flash} B (.text {text}, .rodata {rodata} incl. {inputs} B of test \
+            "{} {bin}: flash {flash} B (.text {text}, .rodata {rodata} incl. {inputs} B of test \
              inputs, .data {data}), RAM {ram} B (.bss {bss}, .data {data}, stack {stack}), \
-             {insns} instructions per inference"
+             {insns} instructions per inference",
+            fw.target
         );
         for (what, v, limit) in [
             ("flash", flash, max_flash),

@@ -9,6 +9,8 @@ ge::ge_model!(
 );
 
 firmware_cortex_m::classify_main!(
+    entry: cortex_m_rt::entry,
+    board: firmware_cortex_m::Mps2::take(),
     "digits", digits::Digits,
     input: x, output: logits,
     sample_bytes: 64 * 4,

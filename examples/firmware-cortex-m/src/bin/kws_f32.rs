@@ -6,6 +6,8 @@
 ge::ge_model!(KwsF32 = "../../../shared/corpus/mlperf-tiny/onnx/kws_ref_model_float32.onnx");
 
 firmware_cortex_m::classify_main!(
+    entry: cortex_m_rt::entry,
+    board: firmware_cortex_m::Mps2::take(),
     "kws_f32", kws_f32::KwsF32,
     input: input_1, output: identity,
     sample_bytes: 49 * 10 * 4,

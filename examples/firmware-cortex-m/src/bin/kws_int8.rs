@@ -6,6 +6,8 @@
 ge::ge_model!(KwsInt8 = "../../../shared/corpus/mlperf-tiny/onnx/kws_ref_model.onnx");
 
 firmware_cortex_m::classify_main!(
+    entry: cortex_m_rt::entry,
+    board: firmware_cortex_m::Mps2::take(),
     "kws_int8", kws_int8::KwsInt8,
     input: input_1, output: identity,
     sample_bytes: 49 * 10,
