@@ -125,11 +125,8 @@ fn expected(bin: &str) -> Vec<usize> {
         .map(|i| dir.join(format!("ort_s{i:02}.npy")))
         .take_while(|p| p.is_file())
         .map(|p| {
-            let v = ge_build::tensor::read_tensor_file(&p)
-                .unwrap()
-                .to_f64_vec()
-                .unwrap();
-            (0..v.len()).fold(0, |b, k| if v[k] > v[b] { k } else { b })
+            let v = ge_build::tensor::read_tensor_file(&p).unwrap().to_f64_vec();
+            ge_build::accuracy::argmax(&v.unwrap())
         })
         .collect()
 }

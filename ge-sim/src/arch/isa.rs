@@ -54,6 +54,15 @@ impl Isa {
         }
     }
 
+    /// Whether this is the AVX-512 class. Names no x86-only variant, so code built for
+    /// every target can ask it (always false off x86-64).
+    pub const fn is_avx512(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return matches!(self, Isa::Avx512);
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// Parses a `GE_ISA` value.
     pub fn parse(s: &str) -> Result<Isa, IsaError> {
         Isa::ALL

@@ -89,10 +89,7 @@ pub(crate) fn layout(geo: &Geo) -> Option<Layout> {
 /// Whether this build stores flat blocks in registers (AVX-512 with `std`): elsewhere a
 /// flat block goes through a stack tile, and narrow rows are faster on im2col.
 pub(crate) fn flat_here() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return cfg!(feature = "std") && isa() == super::super::gemm::micro::Isa::Avx512;
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    cfg!(feature = "std") && isa().is_avx512()
 }
 
 /// [`layout`] with at most `ws` f32 of workspace, narrow rows allowed: bands of fewer rows
