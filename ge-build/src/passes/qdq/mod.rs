@@ -26,7 +26,7 @@ pub mod weight_only;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::onnx::proto::{GraphProto, NodeProto, TensorProto};
+use crate::onnx::proto::{GraphProto, NodeProto, TensorProto, ValueInfoProto, type_proto};
 
 /// ONNX element type codes the rules look at.
 pub(crate) mod code {
@@ -43,6 +43,8 @@ pub(crate) struct Index<'g> {
     consumers: HashMap<&'g str, Vec<usize>>,
     outputs: HashSet<&'g str>,
     inits: HashMap<&'g str, &'g TensorProto>,
+    /// Element types the graph declares (its inputs, outputs and `value_info`).
+    declared: HashMap<&'g str, i32>,
 }
 
 impl<'g> Index<'g> {
@@ -63,6 +65,13 @@ impl<'g> Index<'g> {
             consumers,
             outputs: gp.output.iter().map(|o| o.name()).collect(),
             inits: gp.initializer.iter().map(|t| (t.name(), t)).collect(),
+            declared: gp
+                .input
+                .iter()
+                .chain(&gp.output)
+                .chain(&gp.value_info)
+                .filter_map(|vi| Some((vi.name(), declared_elem_type(vi)?)))
+                .collect(),
         }
     }
 
@@ -88,21 +97,48 @@ impl<'g> Index<'g> {
         self.inits.get(v).copied()
     }
 
-    /// The element type of `v` when known: an initializer's, or a QuantizeLinear's output
-    /// (its zero point's type, else `output_dtype`, else uint8).
+    /// The element type of `v` when known: an initializer's, a declared one (a graph
+    /// input's, a `value_info`'s), a QuantizeLinear's output (its zero point's type, else
+    /// `output_dtype`, else uint8), or, through ops that only move values (Reshape,
+    /// Transpose, …), their data input's — so `input → Transpose → DequantizeLinear`, as
+    /// tf2onnx writes a TFLite model's first layer, is known to be 8-bit.
     fn elem_type(&self, v: &str) -> Option<i32> {
-        if let Some(t) = self.init(v) {
-            return t.data_type;
+        let mut v = v;
+        // Each step walks one producer up a chain of value-moving ops: at most one step
+        // per node, so a (malformed) cycle cannot loop forever.
+        for _ in 0..=self.nodes.len() {
+            if let Some(t) = self.init(v) {
+                return t.data_type;
+            }
+            if let Some(&t) = self.declared.get(v) {
+                return Some(t);
+            }
+            let &p = self.producer.get(v)?;
+            let n = self.node(p);
+            if is_op(n, "QuantizeLinear") {
+                return match n.input.get(2).filter(|z| !z.is_empty()) {
+                    Some(z) => self.init(z)?.data_type,
+                    None => Some(
+                        attr_i(n, "output_dtype")
+                            .filter(|&d| d != 0)
+                            .map_or(code::UINT8, |d| d as i32),
+                    ),
+                };
+            }
+            if !select::moves_values(n) {
+                return None;
+            }
+            v = n.input.first()?;
         }
-        let q = self.node(self.producer_of(v, "QuantizeLinear")?);
-        match q.input.get(2).filter(|z| !z.is_empty()) {
-            Some(z) => self.init(z)?.data_type,
-            None => Some(
-                attr_i(q, "output_dtype")
-                    .filter(|&d| d != 0)
-                    .map_or(code::UINT8, |d| d as i32),
-            ),
-        }
+        None
+    }
+}
+
+/// The tensor element type a `ValueInfoProto` declares (0, undefined, is `None`).
+fn declared_elem_type(vi: &ValueInfoProto) -> Option<i32> {
+    match vi.r#type.as_ref()?.value.as_ref()? {
+        type_proto::Value::TensorType(t) => t.elem_type.filter(|&e| e != 0),
+        _ => None,
     }
 }
 

@@ -224,7 +224,7 @@ fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
 /// Ops that only move or select values: a DequantizeLinear → op → QuantizeLinear group
 /// around one of them with the same scale and zero point on both sides is the op on the
 /// 8-bit values (onnxruntime's `DropQDQNodesRules`; exact, the order of values being kept).
-fn moves_values(n: &NodeProto) -> bool {
+pub(super) fn moves_values(n: &NodeProto) -> bool {
     matches!(n.domain(), "" | "ai.onnx")
         && matches!(
             n.op_type(),
