@@ -11,7 +11,8 @@
 //! [`MODELS`]): set when QDQ dense layers began keeping their weights int8, one-row layers
 //! reading them in place (session 33: ad_int8 at O2 1,081,664 → 290,432 B, 3.91× → 1.05× its
 //! .tflite, arena still 3,200 B, still onnxruntime's outputs exactly), so a weight that falls
-//! back to f32 or a packing workspace that comes back fails here.
+//! back to f32 or a packing workspace that comes back fails here. And at O2, the issue's
+//! bounds themselves: every int8 blob ≤ 1.05× its .tflite ([`O2_INT8_BLOB_RATIO`]).
 
 use ge_build::OptLevel;
 use ge_build::tensor::read_tensor_file;
@@ -22,18 +23,25 @@ fn root() -> PathBuf {
 }
 
 /// (models.json key, largest |ge − onnxruntime| in LSB allowed on an int8 model,
-/// largest blob / .tflite ratio, largest arena in bytes; over O0–O3). The arenas are the
-/// figures measured (ad_int8's 3,200 B is under TFLM's 3,984; the others are not yet).
+/// largest blob / .tflite ratio, largest arena in bytes; over O0–O3). The figures measured
+/// in session 35, when tf2onnx's first layer (input → Transpose/Reshape → DequantizeLinear)
+/// began lowering to int8, depthwise weights were stored as their taps, names were shared
+/// and int8 conv blocks shrank where the arena peaks: at O2 every int8 blob is ≤ 1.05× its
+/// .tflite and the int8 arenas of ad, ic and vww are under TFLM's (kws's is not yet: its
+/// QLinearAveragePool runs in f32 on a dequantized copy).
 const MODELS: &[(&str, i32, f64, u64)] = &[
     ("ad_f32", 0, 1.004, 3_072),
-    ("ad_int8", 0, 1.139, 3_200),
-    ("ic_f32", 0, 1.014, 458_752),
-    ("ic_int8", 15, 1.327, 269_056),
-    ("kws_f32", 0, 2.396, 195_072),
-    ("kws_int8", 0, 2.174, 115_904),
-    ("vww_f32", 0, 1.014, 299_968),
-    ("vww_int8", 0, 1.544, 299_968),
+    ("ad_int8", 0, 1.134, 3_200),
+    ("ic_f32", 0, 1.008, 458_752),
+    ("ic_int8", 15, 1.142, 184_064),
+    ("kws_f32", 0, 2.334, 195_072),
+    ("kws_int8", 0, 0.880, 40_000),
+    ("vww_f32", 0, 1.007, 299_968),
+    ("vww_int8", 0, 0.832, 55_552),
 ];
+
+/// The largest blob / .tflite ratio an int8 model may have at O2 (issue 50's flash bound).
+const O2_INT8_BLOB_RATIO: f64 = 1.05;
 
 #[test]
 fn mlperf_tiny_matches_onnxruntime_at_every_level() {
@@ -64,6 +72,11 @@ fn mlperf_tiny_matches_onnxruntime_at_every_level() {
                 failures.push(format!(
                     "{key} {level:?}: blob {} B is {blob_ratio:.3}× the .tflite (limit {ratio})",
                     c.blob.len()
+                ));
+            }
+            if int8 && level == OptLevel::O2 && blob_ratio > O2_INT8_BLOB_RATIO {
+                failures.push(format!(
+                    "{key} O2: blob {blob_ratio:.3}× the .tflite (issue 50: ≤ {O2_INT8_BLOB_RATIO})"
                 ));
             }
             let mut worst = 0.0f64;

@@ -171,7 +171,10 @@ fn emit_plan(
         t.om.task_io.extend_from_slice(&ids);
         let workspace = match lt.workspace_of[step] {
             Some(b) => {
-                let name = t.om.string(&format!("{}:workspace", node.name));
+                // The task's own name (stored once): a workspace is known as such by the
+                // task that points at it, and a copy of each name with a suffix was 10% of
+                // a tf2onnx model's blob.
+                let name = t.om.string(&node.name);
                 let mut dims = [0u32; MAX_RANK];
                 dims[0] = u32::try_from(lt.buffers[b].bytes).map_err(|_| {
                     CompileError::Model(format!("node '{}': workspace above 4 GiB", node.name))
@@ -282,7 +285,14 @@ impl Tables<'_> {
                 CompileError::Model(format!("value '{}' has a dimension above 2^32", val.name))
             })?;
         }
-        let name = self.om.string(&val.name);
+        // A constant the compiler derived for a node (its packed weight, corrections) is
+        // known by that node's name, which the blob stores anyway: the tensor table says
+        // which task reads it, and `X:const4` beside `X` cost a small model 5% of its blob.
+        let stored = match location {
+            Location::Weight => crate::onnx::constant_owner(&val.name),
+            _ => None,
+        };
+        let name = self.om.string(stored.unwrap_or(&val.name));
         self.om.tensors.push(TensorDesc {
             dtype: val.dtype as u8,
             rank: val.shape.len() as u8,

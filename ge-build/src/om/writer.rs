@@ -2,7 +2,7 @@
 //! checksums over the header+table and over the body. The format itself is defined in
 //! `ge_runtime::format`, which this writer only fills in. O(blob size).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use ge_runtime::format::{
@@ -15,8 +15,9 @@ use ge_runtime::format::{
 #[derive(Default, Debug)]
 pub struct OmBuilder {
     strings: Vec<u8>,
-    /// Each string written so far (gears repeat every name).
-    string_of: HashMap<String, StrRef>,
+    /// Each string written so far (gears repeat every name), ordered so that one that
+    /// begins with a new string is found by a range query.
+    string_of: BTreeMap<String, StrRef>,
     /// Weight offsets by a hash of their bytes, to store identical constants once.
     weight_of: HashMap<u64, Vec<(u64, usize)>>,
     /// One record per gear; empty for a single-shape blob.
@@ -31,10 +32,20 @@ pub struct OmBuilder {
 }
 
 impl OmBuilder {
-    /// Interns a string (each distinct string once).
+    /// Interns a string: each distinct string once, and one that begins a string already
+    /// written points into it (tf2onnx names a node `X`, its output `X:0`, its constants
+    /// `X:const1`…: a third of a small model's blob was such names). O(log n + |s|).
     pub fn string(&mut self, s: &str) -> StrRef {
-        if let Some(&r) = self.string_of.get(s) {
-            return r;
+        if let Some((longer, &r)) = self
+            .string_of
+            .range::<str, _>((core::ops::Bound::Included(s), core::ops::Bound::Unbounded))
+            .next()
+            && longer.starts_with(s)
+        {
+            return StrRef {
+                offset: r.offset,
+                len: s.len() as u32,
+            };
         }
         let r = StrRef {
             offset: self.strings.len() as u32,
@@ -196,5 +207,27 @@ impl OmBuilder {
         header.header_crc = ge_runtime::header_checksum(&header, table);
         out[..hl].copy_from_slice(bytemuck::bytes_of(&header));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OmBuilder;
+
+    /// A string that begins one already written points into it; others are appended.
+    #[test]
+    fn strings_share_prefixes_of_strings_written() {
+        let mut om = OmBuilder::default();
+        let long = om.string("conv1/Relu:0");
+        let prefix = om.string("conv1/Relu");
+        let again = om.string("conv1/Relu:0");
+        let other = om.string("conv2");
+        assert_eq!((prefix.offset, prefix.len), (long.offset, 10));
+        assert_eq!((again.offset, again.len), (long.offset, long.len));
+        assert_eq!(other.offset, 12, "a new string is appended");
+        assert_eq!(om.strings, b"conv1/Relu:0conv2");
+        // A longer string after its prefix cannot share it: stored whole.
+        let longer = om.string("conv2/Add");
+        assert_eq!((longer.offset, longer.len), (17, 9));
     }
 }

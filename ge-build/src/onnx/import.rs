@@ -426,7 +426,7 @@ fn import_node(
         .map(|&i| input_ids.get(i).copied().flatten())
         .collect();
     for (pos, data) in overrides {
-        let name = format!("{node_name}:const{pos}");
+        let name = constant_name(&node_name, pos);
         let id = g.add_value(Value {
             name,
             dtype: data.dtype,
@@ -559,4 +559,32 @@ fn import_node(
         by_name.insert(name, id);
     }
     Ok(())
+}
+
+/// The name of the constant a lowering computed for input slot `pos` of node `node`
+/// (packed weights, folded corrections): `node:constPOS`.
+pub(crate) fn constant_name(node: &str, pos: usize) -> String {
+    format!("{node}:const{pos}")
+}
+
+/// The node a [`constant_name`] belongs to, `None` for any other name.
+pub(crate) fn constant_owner(name: &str) -> Option<&str> {
+    let (node, pos) = name.rsplit_once(":const")?;
+    (!pos.is_empty() && pos.bytes().all(|b| b.is_ascii_digit())).then_some(node)
+}
+
+#[cfg(test)]
+mod constant_name_tests {
+    use super::{constant_name, constant_owner};
+
+    #[test]
+    fn constant_names_round_trip_and_nothing_else_matches() {
+        assert_eq!(
+            constant_owner(&constant_name("a/b;c:0", 4)),
+            Some("a/b;c:0")
+        );
+        assert_eq!(constant_owner("x:const"), None);
+        assert_eq!(constant_owner("x:constant7"), None);
+        assert_eq!(constant_owner("weights"), None);
+    }
 }

@@ -147,7 +147,8 @@ pub const WORKSPACE_LEVELS: usize = 6;
 /// The workspace sizes a task's kernel can run with, largest (its preferred,
 /// [`workspace_bytes_for`]) first. A kernel with one size repeats it; an elastic one (the
 /// half conv: slices of output channels) takes the largest of its sizes that fits the
-/// workspace it is given, so the planner may give it less where the arena peaks.
+/// workspace it is given, so the planner may give it less where the arena peaks (the half
+/// conv: slices of output channels; the int8 conv: blocks of positions, depthwise bands).
 pub fn workspace_levels_for(
     kind: OpKind,
     params: &[u8],
@@ -158,6 +159,11 @@ pub fn workspace_levels_for(
     #[cfg(feature = "std")]
     if matches!(dtype, DType::F16 | DType::Bf16)
         && let Some(levels) = halves::workspace_levels(kind, params, in_shapes, out_shapes)
+    {
+        return levels;
+    }
+    if let Some(levels) =
+        gemm_i8::conv_epilogue::workspace_levels_of(kind, params, in_shapes, out_shapes)
     {
         return levels;
     }

@@ -8,7 +8,7 @@
 use ge_runtime::format::{
     DType, QCONV_FLIPPED, QCONV_INPUTS, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32,
 };
-use ge_sim::target::{Requant, fold_zero_points, pack_b, packed_len};
+use ge_sim::target::{Requant, depthwise_on_plane, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::qgemm::{
@@ -51,7 +51,21 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
     let (mg, k) = (m / group, wi.shape[1..].iter().product::<usize>());
     let zb: Vec<i32> = zb.iter().map(|z| z - shift).collect();
     let kerr = |e: ge_runtime::KernelError| ctx.err(e.to_string());
-    let plen = packed_len(k, mg).ok_or_else(|| ctx.err("the weight is too large"))?;
+    // A depthwise conv the kernel runs on its f32 plane reads its taps as they are: the
+    // weight stays `[C][kh·kw]` (9 B a 3×3 channel, not a 16-column GEMM panel of 160 B:
+    // MobileNet's blob was half depthwise padding).
+    let compact = depthwise_on_plane(
+        group,
+        m,
+        x.shape[1],
+        k,
+        s.rq.is_some() || s.out.1 == QGEMM_OUT_I32,
+    );
+    let plen = if compact {
+        k
+    } else {
+        packed_len(k, mg).ok_or_else(|| ctx.err("the weight is too large"))?
+    };
     let mut packed = vec![0i8; plen * group];
     let za_const = match za {
         Za::Const(z) => z,
@@ -60,7 +74,8 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
     let (mut corr, mut adj) = (vec![0i32; m], vec![0i32; m]);
     // i8 activations are read flipped to `a + 128` (u8) by the kernel: their corrections
     // are those of zero point `za + 128`, computed here once instead of on every run.
-    let flip = x.dtype == DType::I8 && matches!(za, Za::Const(_));
+    // (A depthwise conv on its plane reads them as they are.)
+    let flip = x.dtype == DType::I8 && matches!(za, Za::Const(_)) && !compact;
     let mut flipped = vec![0i32; if flip { m } else { 0 }];
     for g in 0..group {
         // Group g's B[kk][j] = w[g·mg + j][kk]: k rows, mg columns, column stride k.
@@ -71,7 +86,12 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
             &zb[g * mg..(g + 1) * mg]
         };
         let cols = g * mg..(g + 1) * mg;
-        pack_b(bg, k, mg, 1, k, &mut packed[g * plen..(g + 1) * plen]).map_err(kerr)?;
+        let dst = &mut packed[g * plen..(g + 1) * plen];
+        if compact {
+            dst.copy_from_slice(bg);
+        } else {
+            pack_b(bg, k, mg, 1, k, dst).map_err(kerr)?;
+        }
         let bias = s.bias.as_ref().map(|v| &v[cols.clone()]);
         fold_zero_points(bg, k, mg, 1, k, za_const, zg, bias, &mut corr[cols.clone()])
             .map_err(kerr)?;

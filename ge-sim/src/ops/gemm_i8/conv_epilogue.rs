@@ -4,11 +4,15 @@
 //! over that buffer in place, tile by tile: on the device the tile never leaves the unified
 //! buffer, and on the host it is still in cache. The bytes equal the two tasks' it replaces.
 
-use ge_runtime::format::{QCONV_INPUTS, QConvFusedParams, Shape, TensorMut, TensorRef};
+use ge_runtime::format::{
+    OpKind, QCONV_INPUTS, QConvFusedParams, QConvParams, Shape, TensorMut, TensorRef,
+};
 
-use super::conv::{run_qconv, workspace_bytes};
+use super::conv::{run_qconv, workspace_bytes, workspace_levels};
+use crate::ops::WORKSPACE_LEVELS;
 use crate::ops::fused::run_fused_in_place;
 use crate::ops::{KernelError, KernelResult};
+use ge_runtime::format::read_params;
 
 /// Runs one `QConvFused` task.
 pub fn run_qconv_fused(
@@ -30,4 +34,24 @@ pub fn run_qconv_fused(
 /// The QConv's scratch: the program needs none.
 pub fn workspace(p: &QConvFusedParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
     workspace_bytes(&p.conv, ins.get(..QCONV_INPUTS).unwrap_or(ins), outs)
+}
+
+/// The workspace levels of a `QConv` or `QConvFused` task ([`workspace_levels`]); `None`
+/// for other kinds. A malformed record has all levels 0 (execution then fails).
+pub fn workspace_levels_of(
+    kind: OpKind,
+    params: &[u8],
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+) -> Option<[usize; WORKSPACE_LEVELS]> {
+    let none = [0; WORKSPACE_LEVELS];
+    Some(match kind {
+        OpKind::QConv => {
+            read_params::<QConvParams>(params).map_or(none, |p| workspace_levels(&p, ins, outs))
+        }
+        OpKind::QConvFused => read_params::<QConvFusedParams>(params).map_or(none, |p| {
+            workspace_levels(&p.conv, ins.get(..QCONV_INPUTS).unwrap_or(ins), outs)
+        }),
+        _ => return None,
+    })
 }

@@ -397,10 +397,11 @@ fn f32_scale_requantizes_as_onnxruntime() {
 
 /// A 3×3 QConv (`group` groups of `cg` input and `mg` output channels, padding, stride
 /// 2 × 1, per-channel weight zero points and scales, activation zero point `za`) with
-/// activations of type `A`, run once with the workspace this ge plans and once with only the
-/// GEMM path's part of it (as a blob from an older ge plans it), and once with the planned
-/// workspace and the compiler's flipped corrections (input 7: those of zero point
-/// `za + 128`): the three outputs.
+/// activations of type `A`, run once with the workspace this ge plans (and checked equal at
+/// every smaller level the planner may give it), once on the GEMM path with the i8 tile
+/// (the path a depthwise conv falls back to, and a blob from an older ge took), and once
+/// with the planned workspace and the compiler's flipped corrections (input 7: those of
+/// zero point `za + 128`): the three outputs.
 fn qconv_both_paths<A: Act + bytemuck::Pod>(
     (cg, mg, group): (usize, usize, usize),
     za: i32,
@@ -436,8 +437,10 @@ fn qconv_paths<A: Act + bytemuck::Pod>(
     let plen = packed_len(k, mg).unwrap();
     let mut packed = vec![0i8; plen * group];
     let (mut corr, mut flipped) = (vec![0i32; m], vec![0i32; m]);
+    let mut raw = Vec::with_capacity(m * k);
     for gi in 0..group {
         let b: Vec<i8> = (0..mg * k).map(|_| g.int(-128, 127) as i8).collect();
+        raw.extend_from_slice(&b);
         let (zg, cr) = (&zb[gi * mg..][..mg], &mut corr[gi * mg..][..mg]);
         pack_b(&b, k, mg, 1, k, &mut packed[gi * plen..][..plen]).unwrap();
         let bias = Some(&bias[gi * mg..][..mg]);
@@ -481,19 +484,43 @@ fn qconv_paths<A: Act + bytemuck::Pod>(
     ];
     let shapes: Vec<Option<Shape>> = ins.iter().map(|i| i.as_ref().map(|t| t.shape)).collect();
     let out_shape = Shape::new(&[1, m, oh, ow]).unwrap();
-    let planned = conv::workspace_bytes(&p, &shapes, &[out_shape]);
-    // The GEMM path's parts: its i32 block and its columns (rounded to 64 bytes).
-    let gemm_only = conv::ROWS * mg * 4 + ((conv::ROWS * k + 63) & !63);
-    assert!(gemm_only < planned);
-    [(planned, 5), (gemm_only, 5), (planned, 8)].map(|(ws_len, inputs)| {
+    let levels = conv::workspace_levels(&p, &shapes, &[out_shape]);
+    let run = |ws_len: usize, inputs: usize, path: Option<conv::Path>| {
         let mut y = vec![0u8; m * oh * ow];
         let mut ws = vec![0u32; ws_len.div_ceil(4)];
         let ws: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut ws)[..ws_len];
         let mut outs = [tmb(&[1, m, oh, ow], &mut y)];
         outs[0].dtype = DType::I8;
-        conv::run_qconv(&p, &ins[..inputs], &mut outs, ws).unwrap();
+        conv::run_qconv_on(&p, &ins[..inputs], &mut outs, ws, path).unwrap();
         y
-    })
+    };
+    let planned = run(levels[0], 5, None);
+    if cg == 1 && mg == 1 {
+        // Depthwise: the compiler stores the taps as they are, `[C][k]`.
+        let mut compact = ins;
+        compact[1] = Some(t(&[raw.len()], &raw));
+        let mut y = vec![0u8; m * oh * ow];
+        let mut ws = vec![0u32; levels[0].div_ceil(4)];
+        let ws: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut ws)[..levels[0]];
+        let mut outs = [tmb(&[1, m, oh, ow], &mut y)];
+        outs[0].dtype = DType::I8;
+        conv::run_qconv(&p, &compact[..5], &mut outs, ws).unwrap();
+        assert_eq!(y, planned, "compact depthwise taps");
+    }
+    // Every level the planner may give the task: smaller blocks or bands, the same bytes.
+    for (level, &bytes) in levels.iter().enumerate().skip(1) {
+        assert!(bytes <= levels[level - 1], "levels shrink: {levels:?}");
+        assert_eq!(run(bytes, 5, None), planned, "level {level} ({bytes} B)");
+    }
+    // The GEMM path with the i8 tile (no flipped corrections), as a blob from an older ge
+    // planned it.
+    let gemm = conv::Path::Gemm {
+        rows: conv::ROWS,
+        flip: false,
+        table: false,
+    };
+    let roomy = levels[0].max(1 << 16);
+    [planned, run(roomy, 5, Some(gemm)), run(levels[0], 8, None)]
 }
 
 /// A QConv with i8 activations gives the same bytes whether its workspace holds the flipped

@@ -3,24 +3,27 @@
 
 use super::*;
 
-/// A depthwise conv on a padded f32 copy of each channel: every product and partial sum
+/// A depthwise conv on a padded f32 copy of each channel, `band` output rows at a time
+/// (the rows their windows reach; the planner's level, the same bytes): every product and partial sum
 /// is an integer below 2^24 in magnitude (at most [`MAX_DW_TAPS`] taps of 255·128), so f32
 /// arithmetic is exact whatever the order and the result is the integer the GEMM path
 /// computes (padding reads as the activation zero point there too); the tap loop is then a
 /// plain multiply-add over consecutive values, built for the host's vector ISA. That path
-/// ran a 16-column tile for one column per group. `None` (the GEMM path then runs) when the
-/// workspace was planned by an older ge or the window is too large. O(N·C·(H·W + H_out·W_out·k)).
+/// ran a 16-column tile for one column per group. `None` when the workspace is too small
+/// for the band or the window too large ([`dw_direct`]). O(N·C·(H·W + H_out·W_out·k)).
 pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     s: &Slices<'_>,
     x: &[A],
     pad: u8,
+    band_rows: usize,
     ws: &mut [u8],
     y: &mut [u8],
 ) -> Option<KernelResult> {
     let (p, g) = (s.p, &s.g);
-    let (hp, wp) = dw_plane(p, g)?;
-    let run = dw_run(p, g, wp)?;
-    let need = dw_band(p, g)?;
+    let b = band_rows.clamp(1, g.oh.max(1));
+    let (hp, wp) = dw_plane(p, g, b)?;
+    let run = dw_run(p, g, wp, b)?;
+    let need = dw_band(p, g, b)?;
     let ws: &mut [f32] = bytemuck::try_cast_slice_mut(ws.get_mut(..need.checked_mul(4)?)?).ok()?;
     if g.k > MAX_DW_TAPS || (s.y != DType::I32 && s.rq.is_empty()) {
         return None;
@@ -50,121 +53,130 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                 for c in 0..g.c {
                     let panel = &s.b[c * s.plen..(c + 1) * s.plen];
                     for (kk, wv) in w.iter_mut().enumerate().take(g.k) {
-                        *wv = f32::from(panel[kk / 2 * 2 * crate::ops::gemm_i8::NR + kk % 2]);
+                        *wv = f32::from(if s.compact {
+                            panel[kk]
+                        } else {
+                            panel[kk / 2 * 2 * crate::ops::gemm_i8::NR + kk % 2]
+                        });
                     }
-                    // The plane with its padding written out (rows and columns past the
-                    // input read as the zero point, as im2col's do).
                     let plane = &x[(n * g.c + c) * hw..][..hw];
-                    band.fill(pad);
-                    for (r, row) in band.chunks_exact_mut(wp).enumerate() {
-                        let Some(iy) = r.checked_sub(pt).filter(|&iy| iy < g.h) else {
-                            continue;
-                        };
-                        let src = &plane[iy * g.w..][..g.w];
-                        let lo = pl.min(wp);
-                        for (d, v) in row[lo..].iter_mut().zip(src) {
-                            *d = f32::from(v.wide());
-                        }
-                    }
                     let (corr, zb) = (s.corr[c], pick(s.zb, c).unwrap_or(0));
                     let rq = pick(s.rq, c).unwrap_or(Requant { mult: 0, shift: 1 });
-                    // Runs: the whole plane at once (stride ≤ 2), else each output row.
-                    let runs = if flat { 1 } else { g.oh };
-                    for oy in 0..runs {
-                        acc.fill(0.0);
-                        sum.fill(0.0);
-                        for i in 0..g.kh {
-                            for j in 0..g.kw {
-                                let wt = w[i * g.kw + j];
-                                let from = &band[(oy * sh + i * dh) * wp + j * dw..];
-                                if flat || sw == 1 {
-                                    for (a, &v) in acc.iter_mut().zip(from) {
-                                        *a += v * wt;
-                                    }
-                                    if zb != 0 {
-                                        for (a, &v) in sum.iter_mut().zip(from) {
-                                            *a += v;
+                    for o0 in (0..g.oh).step_by(b) {
+                        let here = b.min(g.oh - o0);
+                        // The band's rows with their padding written out (rows and columns past
+                        // the input read as the zero point, as im2col's do).
+                        band.fill(pad);
+                        for (r, row) in band.chunks_exact_mut(wp).enumerate() {
+                            let Some(iy) = (o0 * sh + r).checked_sub(pt).filter(|&iy| iy < g.h)
+                            else {
+                                continue;
+                            };
+                            let src = &plane[iy * g.w..][..g.w];
+                            let lo = pl.min(wp);
+                            for (d, v) in row[lo..].iter_mut().zip(src) {
+                                *d = f32::from(v.wide());
+                            }
+                        }
+                        // Runs: the whole band at once (stride ≤ 2), else each output row.
+                        let runs = if flat { 1 } else { here };
+                        for oy in 0..runs {
+                            acc.fill(0.0);
+                            sum.fill(0.0);
+                            for i in 0..g.kh {
+                                for j in 0..g.kw {
+                                    let wt = w[i * g.kw + j];
+                                    let from = &band[(oy * sh + i * dh) * wp + j * dw..];
+                                    if flat || sw == 1 {
+                                        for (a, &v) in acc.iter_mut().zip(from) {
+                                            *a += v * wt;
                                         }
-                                    }
-                                } else {
-                                    for (t, a) in acc.iter_mut().enumerate() {
-                                        *a += from[t * sw] * wt;
-                                    }
-                                    if zb != 0 {
-                                        for (t, a) in sum.iter_mut().enumerate() {
-                                            *a += from[t * sw];
+                                        if zb != 0 {
+                                            for (a, &v) in sum.iter_mut().zip(from) {
+                                                *a += v;
+                                            }
+                                        }
+                                    } else {
+                                        for (t, a) in acc.iter_mut().enumerate() {
+                                            *a += from[t * sw] * wt;
+                                        }
+                                        if zb != 0 {
+                                            for (t, a) in sum.iter_mut().enumerate() {
+                                                *a += from[t * sw];
+                                            }
                                         }
                                     }
                                 }
                             }
-                        }
-                        // The run's rows: `sh·wp` apart in a flat run, every `sw`-th of
-                        // their first `(ow − 1)·sw + 1` positions kept.
-                        let (rows, stride, step) = if flat {
-                            (g.oh, sh * wp, sw)
-                        } else {
-                            (1, g.ow, 1)
-                        };
-                        let at = (n * g.c + c) * ohw + oy * g.ow;
-                        if let (Some(scale), DType::U8 | DType::I8) = (f32_scale(rq), s.y) {
-                            // onnxruntime's f32 requantization, lane by lane over the whole
-                            // run (the scalar `apply` per output was most of this task's
-                            // time): the rounded product plus the zero point is exact in f32
-                            // below 2^24, and a larger one saturates either way.
-                            let (lo, hi) = if s.y == DType::U8 {
-                                (0.0, 255.0)
+                            // The run's rows: `sh·wp` apart in a flat run, every `sw`-th of
+                            // their first `(ow − 1)·sw + 1` positions kept.
+                            let (rows, stride, step) = if flat {
+                                (here, sh * wp, sw)
                             } else {
-                                (-128.0, 127.0)
+                                (1, g.ow, 1)
                             };
-                            #[cfg(target_arch = "x86_64")]
-                            if wide {
-                                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
-                                let range = (lo as i32, hi as i32);
-                                // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
-                                unsafe {
-                                    crate::ops::gemm_i8::avx512::requant_run(
-                                        acc, sum, corr, zb, scale, s.zp, range, bytes,
-                                    )
+                            let at = (n * g.c + c) * ohw + (o0 + oy) * g.ow;
+                            if let (Some(scale), DType::U8 | DType::I8) = (f32_scale(rq), s.y) {
+                                // onnxruntime's f32 requantization, lane by lane over the whole
+                                // run (the scalar `apply` per output was most of this task's
+                                // time): the rounded product plus the zero point is exact in f32
+                                // below 2^24, and a larger one saturates either way.
+                                let (lo, hi) = if s.y == DType::U8 {
+                                    (0.0, 255.0)
+                                } else {
+                                    (-128.0, 127.0)
                                 };
+                                #[cfg(target_arch = "x86_64")]
+                                if wide {
+                                    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
+                                    let range = (lo as i32, hi as i32);
+                                    // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+                                    unsafe {
+                                        crate::ops::gemm_i8::avx512::requant_run(
+                                            acc, sum, corr, zb, scale, s.zp, range, bytes,
+                                        )
+                                    };
+                                    for r in 0..rows {
+                                        let out = &mut y[at + r * g.ow..][..g.ow];
+                                        let from = bytes[r * stride..].iter().step_by(step);
+                                        for (o, &q) in out.iter_mut().zip(from) {
+                                            *o = q;
+                                        }
+                                    }
+                                    continue;
+                                }
+                                let zp = s.zp as f32;
+                                for ((q, &a), &sm) in qv.iter_mut().zip(acc.iter()).zip(sum.iter())
+                                {
+                                    let v = (a as i32)
+                                        .wrapping_add(corr)
+                                        .wrapping_sub(zb.wrapping_mul(sm as i32));
+                                    *q = ((v as f32 * scale).round_even() + zp).clamp(lo, hi);
+                                }
                                 for r in 0..rows {
                                     let out = &mut y[at + r * g.ow..][..g.ow];
-                                    let from = bytes[r * stride..].iter().step_by(step);
+                                    let from = qv[r * stride..].iter().step_by(step);
                                     for (o, &q) in out.iter_mut().zip(from) {
-                                        *o = q;
+                                        *o = q as i32 as u8;
                                     }
                                 }
                                 continue;
                             }
-                            let zp = s.zp as f32;
-                            for ((q, &a), &sm) in qv.iter_mut().zip(acc.iter()).zip(sum.iter()) {
-                                let v = (a as i32)
-                                    .wrapping_add(corr)
-                                    .wrapping_sub(zb.wrapping_mul(sm as i32));
-                                *q = ((v as f32 * scale).round_even() + zp).clamp(lo, hi);
-                            }
                             for r in 0..rows {
-                                let out = &mut y[at + r * g.ow..][..g.ow];
-                                let from = qv[r * stride..].iter().step_by(step);
-                                for (o, &q) in out.iter_mut().zip(from) {
-                                    *o = q as i32 as u8;
-                                }
-                            }
-                            continue;
-                        }
-                        for r in 0..rows {
-                            for t in 0..g.ow {
-                                let i = r * stride + t * step;
-                                let (a, sm) = (acc[i], sum[i]);
-                                let v = (a as i32)
-                                    .wrapping_add(corr)
-                                    .wrapping_sub(zb.wrapping_mul(sm as i32));
-                                let o = at + r * g.ow + t;
-                                match s.y {
-                                    DType::I32 => {
-                                        y[o * 4..o * 4 + 4].copy_from_slice(&v.to_le_bytes())
+                                for t in 0..g.ow {
+                                    let i = r * stride + t * step;
+                                    let (a, sm) = (acc[i], sum[i]);
+                                    let v = (a as i32)
+                                        .wrapping_add(corr)
+                                        .wrapping_sub(zb.wrapping_mul(sm as i32));
+                                    let o = at + r * g.ow + t;
+                                    match s.y {
+                                        DType::I32 => {
+                                            y[o * 4..o * 4 + 4].copy_from_slice(&v.to_le_bytes())
+                                        }
+                                        DType::U8 => y[o] = rq.apply(v, s.zp, 0, 255) as u8,
+                                        _ => y[o] = rq.apply(v, s.zp, -128, 127) as i8 as u8,
                                     }
-                                    DType::U8 => y[o] = rq.apply(v, s.zp, 0, 255) as u8,
-                                    _ => y[o] = rq.apply(v, s.zp, -128, 127) as i8 as u8,
                                 }
                             }
                         }

@@ -45,31 +45,143 @@ pub(super) fn geom(p: &QConvParams, x: Shape, y: Shape) -> Option<Geom> {
     })
 }
 
-/// Bytes of the per-block result (i32), of the columns, and of the run-time correction.
-pub(super) fn parts(g: &Geom, runtime_zp: bool) -> Option<(usize, usize, usize)> {
-    let acc = ROWS.checked_mul(g.m / g.group)?.checked_mul(4)?;
-    let cols = ROWS.checked_mul(g.k)?.checked_add(63)? & !63;
-    Some((acc, cols, if runtime_zp { g.m.checked_mul(4)? } else { 0 }))
+/// Output positions per GEMM block at each workspace level, the preferred first. The
+/// planner gives a conv where the arena peaks a lower level (less scratch; the same bytes,
+/// each output being its own exact integer sum): MLPerf Tiny's ResNet-8 took 135 KB of
+/// scratch for a 3×3 conv over 4 KB of activations at the preferred level.
+const BLOCK_ROWS: [usize; WORKSPACE_LEVELS] = [ROWS, 48, 24, 12, 6, 6];
+
+/// How a task runs in the workspace it was given, decided from its length ([`path_for`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(in crate::ops::gemm_i8) enum Path {
+    /// The depthwise plane, `band` output rows at a time ([`depthwise_f32`]).
+    Depthwise { band: usize },
+    /// im2col and the int8 GEMM, `rows` output positions a block; `flip`: the corrections
+    /// for i8 activations read as `a + 128` have room; `table`: so has the pointwise
+    /// kernel's weight table.
+    Gemm {
+        rows: usize,
+        flip: bool,
+        table: bool,
+    },
 }
 
-/// Bytes planned after [`parts`] for the faster paths: a depthwise conv's padded f32 plane
-/// and output runs ([`dw_band`]), else the `m` i32 corrections of i8 activations read flipped
-/// ([`flipped_corrections`]). A blob planned by an older ge lacks them and runs the GEMM
-/// path with the i8 tile, which needs only [`parts`].
-pub(super) fn extra_len(p: &QConvParams, g: &Geom) -> Option<usize> {
-    if is_depthwise(g) {
-        dw_band(p, g)?.checked_mul(4)
-    } else if is_pointwise(p, g) {
-        // ... and the weight quads [`pointwise`] broadcasts.
-        pointwise::table_len(g.m, g.c / g.group)?
-            .checked_add(g.m)?
-            .checked_mul(4)
-    } else if by_taps(p, g) {
-        // ... and the tap-major block [`im2col_by_taps`] transposes.
-        g.m.checked_mul(4)?.checked_add(ROWS.checked_mul(g.k)?)
-    } else {
+/// Bytes of the run-time zero point's corrections (input 5 present), first in the workspace.
+pub(super) fn corr_len(g: &Geom, runtime_zp: bool) -> Option<usize> {
+    if runtime_zp {
         g.m.checked_mul(4)
+    } else {
+        Some(0)
     }
+}
+
+/// Bytes of one GEMM block of `rows` positions: its results (`esize` bytes each), its
+/// columns (rounded to 64 bytes) and, through [`im2col_by_taps`], the tap-major copy.
+pub(super) fn block_len(p: &QConvParams, g: &Geom, rows: usize, esize: usize) -> Option<usize> {
+    let acc = rows.checked_mul(g.m / g.group)?.checked_mul(esize)?;
+    let cols = rows.checked_mul(g.k)?.checked_add(63)? & !63;
+    let taps = if by_taps(p, g) {
+        rows.checked_mul(g.k)?
+    } else {
+        0
+    };
+    acc.checked_add(cols)?.checked_add(taps)
+}
+
+/// Bytes of the pointwise kernel's weight table ([`pointwise::table_len`] i32), which
+/// takes the block's place (that path needs no columns); 0 when the conv is not pointwise.
+pub(super) fn table_bytes(p: &QConvParams, g: &Geom) -> Option<usize> {
+    if is_pointwise(p, g) {
+        pointwise::table_len(g.m, g.c / g.group)?.checked_mul(4)
+    } else {
+        Some(0)
+    }
+}
+
+/// Output rows per depthwise band at workspace level `level`: all of them, then halves.
+fn band_rows(g: &Geom, level: usize) -> usize {
+    if level + 1 == WORKSPACE_LEVELS {
+        1
+    } else {
+        g.oh.div_ceil(1 << level).max(1)
+    }
+}
+
+/// Whether a depthwise conv runs on its f32 plane: a window of at most [`MAX_DW_TAPS`]
+/// taps, and an i32 output or requantization constants (`has_rq`).
+pub(super) fn dw_direct(p: &QConvParams, g: &Geom, has_rq: bool) -> bool {
+    depthwise_on_plane(g.group, g.m, g.c, g.k, p.out == QGEMM_OUT_I32 || has_rq)
+}
+
+/// Whether a conv of `group` groups, `m` outputs, `c` inputs and `k` taps a group runs on
+/// its f32 plane ([`depthwise_f32`]; `i32_or_rq`: its output is i32 or it has
+/// requantization constants). The compiler then stores its weight as it is, `[C][k]`
+/// (compact: `k` bytes a channel instead of a GEMM panel), and the kernel tells the two
+/// layouts apart by length.
+pub fn depthwise_on_plane(group: usize, m: usize, c: usize, k: usize, i32_or_rq: bool) -> bool {
+    c == group && m == group && k <= MAX_DW_TAPS && i32_or_rq
+}
+
+/// The workspace bytes of each level, the preferred first (all `None` on overflow).
+fn levels(
+    p: &QConvParams,
+    g: &Geom,
+    runtime_zp: bool,
+    has_rq: bool,
+) -> Option<[usize; WORKSPACE_LEVELS]> {
+    let corr = corr_len(g, runtime_zp)?;
+    let esize = if p.out == QGEMM_OUT_I32 { 4 } else { 1 };
+    let mut out = [0; WORKSPACE_LEVELS];
+    for (level, slot) in out.iter_mut().enumerate() {
+        let body = if dw_direct(p, g, has_rq) {
+            dw_band(p, g, band_rows(g, level))?.checked_mul(4)?
+        } else {
+            let block = block_len(p, g, BLOCK_ROWS[level], esize)?;
+            // The preferred level leaves the pointwise kernel room for its table.
+            let block = if level == 0 {
+                block.max(table_bytes(p, g)?)
+            } else {
+                block
+            };
+            block.checked_add(g.m.checked_mul(4)?)?
+        };
+        *slot = corr.checked_add(body)?;
+    }
+    Some(out)
+}
+
+/// The path a task takes in `ws_len` bytes of workspace: the depthwise plane in the largest
+/// band that fits, else GEMM blocks of the most positions that fit (then the flipped
+/// corrections and the pointwise table where room is left). `None`: not even the least
+/// (or no band, for `compact` depthwise weights, which only the plane reads).
+/// A blob planned by an older ge (the i32 block, no corrections) runs too.
+pub(super) fn path_for(
+    p: &QConvParams,
+    g: &Geom,
+    runtime_zp: bool,
+    has_rq: bool,
+    esize: usize,
+    compact: bool,
+    ws_len: usize,
+) -> Option<Path> {
+    let room = ws_len.checked_sub(corr_len(g, runtime_zp)?)?;
+    if dw_direct(p, g, has_rq) {
+        for level in 0..WORKSPACE_LEVELS {
+            let band = band_rows(g, level);
+            if dw_band(p, g, band)?.checked_mul(4)? <= room {
+                return Some(Path::Depthwise { band });
+            }
+        }
+    }
+    if compact {
+        return None;
+    }
+    let rows = BLOCK_ROWS
+        .into_iter()
+        .find(|&r| block_len(p, g, r, esize).is_some_and(|b| b <= room))?;
+    let flip = !is_depthwise(g) && block_len(p, g, rows, esize)? + g.m * 4 <= room;
+    let table = flip && is_pointwise(p, g) && table_bytes(p, g)? + g.m * 4 <= room;
+    Some(Path::Gemm { rows, flip, table })
 }
 
 /// Whether im2col goes through the tap-major block ([`im2col_by_taps`]): a window wider than
@@ -98,12 +210,13 @@ pub(super) fn is_depthwise(g: &Geom) -> bool {
     g.c == g.group && g.m == g.group
 }
 
-/// The padded input plane a depthwise conv reads (`hp × wp` f32: the rows and columns its
-/// outputs reach, plus the slack a flat run's last taps read past it) and three runs of
-/// outputs (sums, activation sums, requantized values), in f32 elements.
-pub(super) fn dw_band(p: &QConvParams, g: &Geom) -> Option<usize> {
-    let (hp, wp) = dw_plane(p, g)?;
-    let run = dw_run(p, g, wp)?;
+/// The padded input rows a band of `band` output rows of a depthwise conv reads (`hp × wp`
+/// f32: the rows and columns its outputs reach, plus the slack a flat run's last taps read
+/// past it) and three runs of outputs (sums, activation sums, requantized values), in f32
+/// elements.
+pub(super) fn dw_band(p: &QConvParams, g: &Geom, band: usize) -> Option<usize> {
+    let (hp, wp) = dw_plane(p, g, band)?;
+    let run = dw_run(p, g, wp, band)?;
     hp.checked_mul(wp)?
         .checked_add(dw_slack(p, g))?
         .checked_add(run.checked_mul(3)?)
@@ -115,12 +228,12 @@ pub(super) fn dw_slack(p: &QConvParams, g: &Geom) -> usize {
         .saturating_mul(p.dilation[1] as usize)
 }
 
-/// Outputs per run: a stride-1 conv runs over the flat padded plane (`oh` rows of `wp`,
+/// Outputs per run: a stride-1 conv runs over the flat padded band (`band` rows of `wp`,
 /// the columns past `ow` computed and dropped), so each tap is one long multiply-add; a
 /// strided one row by row.
-pub(super) fn dw_run(p: &QConvParams, g: &Geom, wp: usize) -> Option<usize> {
+pub(super) fn dw_run(p: &QConvParams, g: &Geom, wp: usize, band: usize) -> Option<usize> {
     if dw_flat(p) {
-        g.oh.checked_sub(1)?
+        band.checked_sub(1)?
             .checked_mul(p.stride[0] as usize)?
             .checked_add(1)?
             .checked_mul(wp)
@@ -136,8 +249,8 @@ pub(super) fn dw_flat(p: &QConvParams) -> bool {
     p.stride[0] <= 2 && p.stride[1] <= 2
 }
 
-/// Rows and columns of a depthwise conv's padded plane.
-pub(super) fn dw_plane(p: &QConvParams, g: &Geom) -> Option<(usize, usize)> {
+/// Rows and columns of the padded plane `band` output rows of a depthwise conv read.
+pub(super) fn dw_plane(p: &QConvParams, g: &Geom, band: usize) -> Option<(usize, usize)> {
     let reach = |o: usize, s: u32, k: usize, d: u32| -> Option<usize> {
         o.checked_sub(1)?
             .checked_mul(s as usize)?
@@ -145,20 +258,28 @@ pub(super) fn dw_plane(p: &QConvParams, g: &Geom) -> Option<(usize, usize)> {
             .checked_add(1)
     };
     Some((
-        reach(g.oh, p.stride[0], g.kh, p.dilation[0])?,
+        reach(band, p.stride[0], g.kh, p.dilation[0])?,
         reach(g.ow, p.stride[1], g.kw, p.dilation[1])?,
     ))
 }
 
-/// Workspace bytes of a task (0 for shapes it cannot run: it then fails with an error).
-pub fn workspace_bytes(p: &QConvParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
+/// Workspace bytes a task can run with at each level, the preferred first (all 0 for
+/// shapes it cannot run: it then fails with an error).
+pub fn workspace_levels(
+    p: &QConvParams,
+    ins: &[Option<Shape>],
+    outs: &[Shape],
+) -> [usize; WORKSPACE_LEVELS] {
     let (Some(Some(x)), Some(y)) = (ins.first(), outs.first()) else {
-        return 0;
+        return [0; WORKSPACE_LEVELS];
     };
-    let runtime_zp = ins.get(5).copied().flatten().is_some();
+    let present = |i: usize| ins.get(i).copied().flatten().is_some();
     geom(p, *x, *y)
-        .and_then(|g| Some((parts(&g, runtime_zp)?, extra_len(p, &g)?)))
-        .map_or(0, |((a, c, z), e)| {
-            a.saturating_add(c).saturating_add(z).saturating_add(e)
-        })
+        .and_then(|g| levels(p, &g, present(5), present(4)))
+        .unwrap_or([0; WORKSPACE_LEVELS])
+}
+
+/// Workspace bytes of a task at its preferred level ([`workspace_levels`]).
+pub fn workspace_bytes(p: &QConvParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
+    workspace_levels(p, ins, outs)[0]
 }

@@ -1,9 +1,11 @@
 //! The `QConv` task: a 2-D integer convolution (ConvInteger, QLinearConv) as im2col on the
-//! int8 GEMM ([`qgemm`]), one block of [`ROWS`] output positions of one group at a time, so
-//! the workspace stays small whatever the image: the block's columns (u8/i8, padding filled
-//! with the activation zero point so that it adds nothing) and its `ROWS × M/group` results,
-//! which are then written channel-major into the output. Weights are packed per group at
-//! compile time. O(N·M·H_out·W_out·K).
+//! int8 GEMM ([`qgemm`]), one block of at most [`ROWS`] output positions of one group at a
+//! time, so the workspace stays small whatever the image: the block's columns (u8/i8,
+//! padding filled with the activation zero point so that it adds nothing) and its
+//! `rows × M/group` results, which are then written channel-major into the output; a
+//! depthwise conv runs on a padded f32 copy of a band of rows of each channel. How many
+//! positions or rows follows from the workspace the planner gave the task ([`Path`]).
+//! Weights are packed per group at compile time. O(N·M·H_out·W_out·K).
 
 mod depthwise;
 mod geometry;
@@ -28,7 +30,7 @@ use super::{
 };
 use crate::arch::isa;
 use crate::ops::real::Real;
-use crate::ops::{KernelError, KernelResult, input, output};
+use crate::ops::{KernelError, KernelResult, WORKSPACE_LEVELS, input, output};
 
 /// Output positions per block (a multiple of the tile's rows).
 pub const ROWS: usize = 96;

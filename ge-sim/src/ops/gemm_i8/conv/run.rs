@@ -3,13 +3,26 @@
 
 use super::*;
 
-/// Runs one `QConv` task.
+/// Runs one `QConv` task, on the path its workspace's length selects ([`path_for`]).
 pub fn run_qconv(
     p: &QConvParams,
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
     ws: &mut [u8],
 ) -> KernelResult {
+    run_qconv_on(p, ins, outs, ws, None)
+}
+
+/// [`run_qconv`] on a given path (`forced`, tests: every path must give the same bytes)
+/// or the one the workspace selects.
+pub(in crate::ops::gemm_i8) fn run_qconv_on(
+    p: &QConvParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+    ws: &mut [u8],
+    forced: Option<Path>,
+) -> KernelResult {
+    let ws_len = ws.len();
     let xt = input(ins, 0, "int8 conv x")?;
     let yt = output(outs, 0, "int8 conv output")?;
     let g = geom(p, xt.shape, yt.shape).ok_or(KernelError::Shape(
@@ -17,19 +30,22 @@ pub fn run_qconv(
     ))?;
     let b = input(ins, 1, "int8 conv packed weight")?.as_slice::<i8>()?;
     let mg = g.m / g.group;
-    let plen = packed_len(g.k, mg).ok_or(KernelError::Shape("int8 conv: weight too large"))?;
+    // Compact depthwise taps (`[C][k]`, [`depthwise_on_plane`]) or GEMM panels.
+    let compact = is_depthwise(&g) && Some(b.len()) == g.group.checked_mul(g.k);
+    let plen = if compact {
+        g.k
+    } else {
+        packed_len(g.k, mg).ok_or(KernelError::Shape("int8 conv: weight too large"))?
+    };
     if b.len() < plen.saturating_mul(g.group) {
         return Err(KernelError::Shape("int8 conv: packed weight too small"));
     }
     let runtime = ins.get(5).copied().flatten();
-    let (acc_len, cols_len, corr_len) =
-        parts(&g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
-    if ws.len() < acc_len + cols_len + corr_len {
-        return Err(KernelError::Shape("int8 conv: workspace too small"));
-    }
-    let (corr_ws, rest) = ws.split_at_mut(corr_len);
-    let (acc, rest) = rest.split_at_mut(acc_len);
-    let (cols, extra) = rest.split_at_mut(cols_len);
+    let corr_len =
+        corr_len(&g, runtime.is_some()).ok_or(KernelError::Shape("int8 conv: too large"))?;
+    let (corr_ws, rest) = ws
+        .split_at_mut_checked(corr_len)
+        .ok_or(KernelError::Shape("int8 conv: workspace too small"))?;
     let mut corr = input(ins, 2, "int8 conv correction")?.as_slice::<i32>()?;
     let za = match runtime {
         Some(za) => {
@@ -83,6 +99,7 @@ pub fn run_qconv(
     let s = Slices {
         p,
         g,
+        compact,
         flipped,
         za,
         esize,
@@ -94,9 +111,20 @@ pub fn run_qconv(
         zp: p.out_zp,
         y: yt.dtype,
     };
+    let has_rq = ins.get(4).copied().flatten().is_some();
+    let path = match forced {
+        Some(path) => path,
+        None => path_for(p, &g, runtime.is_some(), has_rq, esize, compact, ws_len)
+            .ok_or(KernelError::Shape("int8 conv: workspace too small"))?,
+    };
+    if compact && !matches!(path, Path::Depthwise { .. }) {
+        return Err(KernelError::Shape(
+            "int8 depthwise conv: compact taps read only on the plane",
+        ));
+    }
     match xt.dtype {
-        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, cols, acc, extra, yt.data),
-        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, cols, acc, extra, yt.data),
+        DType::U8 => conv_on(&s, xt.as_slice::<u8>()?, path, rest, yt.data),
+        DType::I8 => conv_on(&s, xt.as_slice::<i8>()?, path, rest, yt.data),
         _ => Err(KernelError::UnsupportedDType(
             "int8 conv: x must be u8 or i8",
         )),
@@ -112,6 +140,8 @@ pub(super) struct Slices<'a> {
     pub(super) za: i32,
     pub(super) esize: usize,
     pub(super) b: &'a [i8],
+    /// `b` holds each channel's taps as they are (depthwise), not GEMM panels.
+    pub(super) compact: bool,
     pub(super) plen: usize,
     pub(super) corr: &'a [i32],
     pub(super) zb: &'a [i32],
@@ -129,16 +159,15 @@ pub(super) fn group_slice<T>(v: &[T], g: usize, mg: usize) -> &[T] {
     }
 }
 
-/// `extra`: the workspace past [`parts`] ([`extra_len`]): a depthwise conv's plane, or the
-/// corrections with which i8 activations are read as `a + 128` (u8, the bytes xor 0x80
-/// after im2col) — the VNNI tile then multiplies without flipping each broadcast. Empty in a
-/// blob from an older ge: the GEMM path with the i8 tile.
+/// Runs the conv on `path` in `ws` (the workspace past the run-time corrections): a
+/// depthwise band of the f32 plane, or GEMM blocks (`[results][columns][taps]`, then the
+/// flipped corrections with which i8 activations are read as `a + 128` — the u8 tile then
+/// multiplies without flipping each broadcast —, the pointwise table in the block's place).
 pub(super) fn conv_on<A: Act + bytemuck::Pod>(
     s: &Slices<'_>,
     x: &[A],
-    cols: &mut [u8],
-    acc: &mut [u8],
-    extra: &mut [u8],
+    path: Path,
+    ws: &mut [u8],
     y: &mut [u8],
 ) -> KernelResult {
     let (p, g, za, esize) = (s.p, &s.g, s.za, s.esize);
@@ -146,14 +175,24 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
     let cg = g.c / g.group;
     let hw = g.oh * g.ow;
     let pad = if A::SIGNED { za as i8 as u8 } else { za as u8 };
-    if is_depthwise(g)
-        && let Some(done) = depthwise_f32(s, x, pad, extra, y)
-    {
-        return done;
-    }
-    let (extra, table_ws) = extra.split_at_mut((g.m * 4).min(extra.len()));
+    let (rows, flip, table) = match path {
+        Path::Depthwise { band } => {
+            return depthwise_f32(s, x, pad, band, ws, y).unwrap_or(Err(KernelError::Shape(
+                "int8 depthwise conv: workspace or window",
+            )));
+        }
+        Path::Gemm { rows, flip, table } => (rows.max(1), flip, table),
+    };
+    let block = block_len(p, g, rows, esize).ok_or(KernelError::Shape("int8 conv: too large"))?;
+    let (block_ws, extra) = ws
+        .split_at_mut_checked(block.max(if table {
+            table_bytes(p, g).unwrap_or(0)
+        } else {
+            0
+        }))
+        .ok_or(KernelError::Shape("int8 conv: workspace too small"))?;
     let flip: Option<&[i32]> = match extra.get_mut(..g.m * 4) {
-        _ if !A::SIGNED || is_depthwise(g) => None,
+        _ if !A::SIGNED || is_depthwise(g) || !flip => None,
         _ if s.flipped.is_some() => s.flipped,
         Some(b) => bytemuck::try_cast_slice_mut::<u8, i32>(b).ok().map(|f| {
             flipped_corrections(s, f);
@@ -165,9 +204,10 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
     if is_pointwise(p, g)
         && esize == 1
         && s.rq.iter().all(|r| r.shift == 0)
+        && table
         && crate::ops::gemm_i8::avx512::has_vnni()
         && isa::isa() == isa::Isa::Avx512
-        && let Ok(table) = bytemuck::try_cast_slice_mut::<u8, i32>(table_ws)
+        && let Ok(table) = bytemuck::try_cast_slice_mut::<u8, i32>(&mut *block_ws)
         && let Some(table) = table.get_mut(..pointwise::table_len(g.m, cg).unwrap_or(usize::MAX))
     {
         pointwise::fill_table(s.b, s.plen, g.group, mg, g.k, table);
@@ -204,17 +244,20 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
         }
         return Ok(());
     }
-    // The tap-major block, when this ge planned it (an older blob's workspace lacks it).
+    let acc_len = rows * mg * esize;
+    let cols_len = (rows * g.k + 63) & !63;
+    let (acc, rest) = block_ws.split_at_mut(acc_len);
+    let (cols, taps) = rest.split_at_mut(cols_len.min(rest.len()));
     let mut taps: Option<&mut [u8]> = if by_taps(p, g) {
-        table_ws.get_mut(..ROWS * g.k)
+        taps.get_mut(..rows * g.k)
     } else {
         None
     };
     for n in 0..g.batch {
         for gi in 0..g.group {
             let xg = &x[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
-            for p0 in (0..hw).step_by(ROWS) {
-                let rows = ROWS.min(hw - p0);
+            for p0 in (0..hw).step_by(rows) {
+                let rows = rows.min(hw - p0);
                 match taps.as_deref_mut() {
                     Some(t) => {
                         im2col_by_taps(p, g, bytemuck::cast_slice(xg), pad, p0, rows, t, cols)
