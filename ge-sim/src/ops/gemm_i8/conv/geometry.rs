@@ -48,8 +48,10 @@ pub(super) fn geom(p: &QConvParams, x: Shape, y: Shape) -> Option<Geom> {
 /// Output positions per GEMM block at each workspace level, the preferred first. The
 /// planner gives a conv where the arena peaks a lower level (less scratch; the same bytes,
 /// each output being its own exact integer sum): MLPerf Tiny's ResNet-8 took 135 KB of
-/// scratch for a 3×3 conv over 4 KB of activations at the preferred level.
-const BLOCK_ROWS: [usize; WORKSPACE_LEVELS] = [ROWS, 48, 24, 12, 6, 6];
+/// scratch for a 3×3 conv over 4 KB of activations at the preferred level. No fewer than
+/// 16: the byte transposes around the GEMM then run on whole 16 × 16 SSE2 blocks (at 8
+/// positions ResNet-8 ran 43% slower on the host, at 16 10%).
+const BLOCK_ROWS: [usize; WORKSPACE_LEVELS] = [ROWS, 64, 48, 32, 24, 16];
 
 /// How a task runs in the workspace it was given, decided from its length ([`path_for`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

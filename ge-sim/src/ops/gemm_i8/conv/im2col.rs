@@ -84,7 +84,7 @@ pub(super) fn im2col_by_taps(
                 dst[..lo].fill(pad);
                 dst[hi..].fill(pad);
                 let from = (start + lo as isize) as usize;
-                dst[lo..hi].copy_from_slice(&line[from..from + (hi - lo)]);
+                crate::ops::copy::copy_short(&mut dst[lo..hi], &line[from..from + (hi - lo)]);
             }
             r += n;
         }
