@@ -33,8 +33,12 @@ fn scale_ok(ix: &Index<'_>, t: &[String; 3]) -> bool {
 /// known; a QuantizeLinear's value is float and its zero point sets the type); a mismatch
 /// is left to the DequantizeLinear importer, whose error names that node.
 fn zp_type_ok(ix: &Index<'_>, t: &[String; 3]) -> bool {
+    /// FLOAT, FLOAT16, DOUBLE, BFLOAT16: a QuantizeLinear's input, whatever its zero point.
+    const FLOATS: [i32; 4] = [1, 10, 11, 16];
     match (t[2].is_empty(), ix.elem_type(&t[0])) {
-        (false, Some(x)) => ix.init(&t[2]).and_then(|z| z.data_type) == Some(x),
+        (false, Some(x)) if !FLOATS.contains(&x) => {
+            ix.init(&t[2]).and_then(|z| z.data_type) == Some(x)
+        }
         _ => true,
     }
 }
