@@ -12,6 +12,7 @@ mod contrib;
 mod conv;
 mod crop_pad;
 mod decomp;
+pub(crate) mod dequantized_pool;
 mod det;
 mod dft;
 mod einsum;
@@ -62,7 +63,10 @@ pub use registry::supported;
 pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
     let node = ctx.node;
     if node.domain() == weight_only::DOMAIN {
-        return weight_only::import(ctx);
+        return match node.op_type() {
+            dequantized_pool::OP => dequantized_pool::import(ctx),
+            _ => weight_only::import(ctx),
+        };
     }
     let entry = registry::lookup(node.domain(), node.op_type()).ok_or_else(|| {
         ctx.unsupported(if matches!(node.domain(), "" | "ai.onnx") {

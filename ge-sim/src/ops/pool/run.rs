@@ -36,8 +36,64 @@ pub fn run_pool(
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
     match ins.first().and_then(Option::as_ref).map(|x| x.dtype) {
+        Some(DType::U8 | DType::I8) if ins.len() > 1 => run_pool_dequantized(p, ins, outs),
         Some(DType::U8 | DType::I8) => run_pool_int(p, ins, outs),
         _ => run_pool_f32(p, ins, outs),
+    }
+}
+
+/// Average pooling of whole planes of int8 / uint8 values read as `(f32(x) − zero_point) ·
+/// scale` (inputs 1 and 2, f32 scalars) into f32: the values a dequantizing task would write,
+/// folded in memory order as [`fold_planes`] folds them, so the same floats — without the
+/// f32 copy of the input (onnxruntime's QLinearAveragePool over a classifier's feature map).
+/// O(input).
+pub fn run_pool_dequantized(
+    p: &PoolParams,
+    ins: &[Option<TensorRef<'_>>],
+    outs: &mut [TensorMut<'_>],
+) -> KernelResult {
+    let kind = pool_kind(p)?;
+    let xt = input(ins, 0, "pool input")?;
+    let yt = output(outs, 0, "pool output")?;
+    let ax = geometry(p, &xt.shape, &yt.shape)?;
+    let (Some(plane), PoolKind::Average, DType::F32) = (whole_plane(&ax), kind, yt.dtype) else {
+        return Err(KernelError::BadParams(
+            "a dequantizing pool averages whole planes into float32",
+        ));
+    };
+    if blocked(p, ChannelLayout::Blocked)? {
+        return Err(POOL_DTYPES);
+    }
+    let scalar = |i: usize, what: &'static str| -> Result<f32, KernelError> {
+        match input(ins, i, what)?.as_slice::<f32>()? {
+            [v] => Ok(*v),
+            _ => Err(KernelError::Shape("pool: scale and zero point are scalars")),
+        }
+    };
+    let (scale, zp) = (scalar(1, "pool x_scale")?, scalar(2, "pool x_zero_point")?);
+    let y = f32_out(yt)?;
+    match xt.dtype {
+        DType::I8 => average_dequantized(xt.as_slice::<i8>()?, y, plane, scale, zp),
+        DType::U8 => average_dequantized(xt.as_slice::<u8>()?, y, plane, scale, zp),
+        _ => return Err(POOL_DTYPES),
+    }
+    Ok(())
+}
+
+/// `y[p]` = the mean of plane `p` of `(f32(x) − zp) · scale`, summed in memory order.
+fn average_dequantized<T: Copy + Into<f32>>(
+    x: &[T],
+    y: &mut [f32],
+    plane: usize,
+    scale: f32,
+    zp: f32,
+) {
+    for (xs, o) in x.chunks_exact(plane).zip(y) {
+        let mut a = 0.0f32;
+        for &v in xs {
+            a += (v.into() - zp) * scale;
+        }
+        *o = a / plane as f32;
     }
 }
 
@@ -64,6 +120,14 @@ pub fn run_pool_f32(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
+    if ins.len() > 1
+        && ins
+            .first()
+            .and_then(Option::as_ref)
+            .is_some_and(|x| x.dtype != DType::F32)
+    {
+        return run_pool_dequantized(p, ins, outs);
+    }
     let (kind, xt, yt, ax) = prepare(p, ins, outs)?;
     if xt.dtype != DType::F32 {
         return Err(POOL_DTYPES);

@@ -636,3 +636,70 @@ fn malformed_never_panics() {
     }
     assert!(oks > 300, "only {oks} well-formed cases ran");
 }
+
+/// The dequantizing average of whole planes (int8 / uint8 in, f32 out) gives the bits of
+/// dequantizing first (`(f32(x) − zp) · scale`, as a separate task writes it) and then the
+/// f32 pool — on planes of odd sizes, more planes than one fold group, both 8-bit types —
+/// and refuses windows that are not whole planes.
+#[test]
+fn dequantizing_average_matches_dequantize_then_pool() {
+    use crate::ops::test_util::{t, tm};
+    let (n, c, h, w) = (2usize, 11usize, 5usize, 7usize);
+    let (scale, zp) = (0.0371f32, 3.0f32);
+    let p = PoolParams {
+        kind: PoolKind::Average as u32,
+        spatial: 2,
+        kernel: [h as u32, w as u32, 1],
+        stride: [1; 3],
+        dilation: [1; 3],
+        pad_begin: [0; 3],
+        pad_end: [0; 3],
+        count_include_pad: 0,
+        p: 0.0,
+    };
+    let mut seed = 0x9e37_79b9u32;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    };
+    let xi: Vec<i8> = (0..n * c * h * w).map(|_| next() as i8).collect();
+    let xu: Vec<u8> = xi.iter().map(|&v| v as u8).collect();
+    let (sc, zs) = ([scale], [zp]);
+    let run = |x: TensorRef<'_>| {
+        let mut y = std::vec![0f32; n * c];
+        let ins = [Some(x), Some(t(&[1], &sc)), Some(t(&[1], &zs))];
+        let mut outs = [tm(&[n, c, 1, 1], &mut y)];
+        run_pool(&p, &ins, &mut outs).map(|()| y)
+    };
+    let reference = |xf: Vec<f32>| {
+        let mut y = std::vec![0f32; n * c];
+        let ins = [Some(t(&[n, c, h, w], &xf))];
+        run_pool_f32(&p, &ins, &mut [tm(&[n, c, 1, 1], &mut y)]).unwrap();
+        y
+    };
+    let got = run(t(&[n, c, h, w], &xi)).unwrap();
+    let want = reference(xi.iter().map(|&v| (f32::from(v) - zp) * scale).collect());
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want), "int8");
+    assert!(
+        got.iter().any(|&v| v != got[0]),
+        "a constant output tests nothing"
+    );
+    let got = run(t(&[n, c, h, w], &xu)).unwrap();
+    let want = reference(xu.iter().map(|&v| (f32::from(v) - zp) * scale).collect());
+    assert_eq!(bits(&got), bits(&want), "uint8");
+    // A 3 × 3 window on a 5 × 7 plane is not a whole plane: refused, not miscomputed.
+    let small = PoolParams {
+        kernel: [3, 3, 1],
+        ..p
+    };
+    let mut y = std::vec![0f32; n * c * 3 * 5];
+    let ins = [
+        Some(t(&[n, c, h, w], &xi)),
+        Some(t(&[1], &sc)),
+        Some(t(&[1], &zs)),
+    ];
+    assert!(run_pool(&small, &ins, &mut [tm(&[n, c, 3, 5], &mut y)]).is_err());
+}

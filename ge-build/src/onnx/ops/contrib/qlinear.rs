@@ -212,20 +212,83 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         let v = s.op("Mul", &[&sum, &m], vec![]);
         requantized(ctx, s, &v, 4, dt)
     } else {
-        let xf = dequantized(ctx, &mut s, 0, 1, 2)?;
-        let keep = [
-            "auto_pad",
-            "ceil_mode",
-            "count_include_pad",
-            "kernel_shape",
-            "pads",
-            "strides",
-        ];
-        let attrs = copied_attrs(ctx, &keep);
-        let p = s.op("AveragePool", &[&xf], attrs);
+        let p = match whole_plane_pool(ctx, &mut s, x.shape)? {
+            Some(p) => p,
+            None => {
+                let xf = dequantized(ctx, &mut s, 0, 1, 2)?;
+                windowed_average(ctx, &mut s, &xf)
+            }
+        };
         let v = over_scale(ctx, &mut s, &p, 3)?;
         zero_point_first(ctx, s, &v, 4, dt)
     }
+}
+
+/// The AveragePool of the dequantized input, as the model asks for it.
+fn windowed_average(ctx: &NodeCtx<'_>, s: &mut Sub, xf: &str) -> String {
+    let keep = [
+        "auto_pad",
+        "ceil_mode",
+        "count_include_pad",
+        "kernel_shape",
+        "pads",
+        "strides",
+    ];
+    let attrs = copied_attrs(ctx, &keep);
+    s.op("AveragePool", &[xf], attrs)
+}
+
+/// When the window covers each whole, unpadded plane (a classifier's feature map) and the
+/// input's scale and zero point are constants: ge's dequantizing AveragePool
+/// ([`crate::onnx::ops::dequantized_pool`]), which reads the 8-bit input as the separate
+/// dequantization would have written it, without that float copy. `None` otherwise.
+fn whole_plane_pool(ctx: &NodeCtx<'_>, s: &mut Sub, x: &[usize]) -> Result<Option<String>> {
+    use crate::onnx::weight_only::DOMAIN;
+    let dims: Vec<i64> = x.iter().skip(2).map(|&d| d as i64).collect();
+    let all = |name: &str, v: i64| {
+        ctx.attr_ints(name)
+            .is_none_or(|a| a.iter().all(|&x| x == v))
+    };
+    let whole = ctx.attr_ints("kernel_shape").as_deref() == Some(&dims[..])
+        && all("pads", 0)
+        && all("dilations", 1)
+        && matches!(
+            ctx.attr_s("auto_pad").as_deref(),
+            None | Some("NOTSET" | "VALID")
+        )
+        && !dims.is_empty();
+    let constant = |i: usize| {
+        ctx.input_opt(i)
+            .and_then(|t| t.data)
+            .and_then(|d| d.to_f64_vec().ok())
+    };
+    let (Some(sx), zx) = (constant(1), ctx.input_opt(2).map(|_| constant(2))) else {
+        return Ok(None);
+    };
+    let zx = match zx {
+        None => 0.0,
+        Some(Some(z)) if z.len() == 1 => z[0],
+        Some(_) => return Ok(None),
+    };
+    if !whole || sx.len() != 1 {
+        return Ok(None);
+    }
+    let f32_scalar = |v: f64| {
+        crate::tensor::TensorData::new(DType::F32, vec![], (v as f32).to_le_bytes().to_vec())
+            .map_err(|e| ctx.err(e.to_string()))
+    };
+    let scale = s.constant(f32_scalar(sx[0])?);
+    let zero = s.constant(f32_scalar(zx)?);
+    let (out, name) = (s.fresh(), s.fresh());
+    s.push(crate::onnx::proto::NodeProto {
+        input: vec![in_name(ctx, 0), scale, zero],
+        output: vec![out.clone()],
+        name: Some(name),
+        op_type: Some(crate::onnx::ops::dequantized_pool::OP.into()),
+        domain: Some(DOMAIN.into()),
+        ..Default::default()
+    });
+    Ok(Some(out))
 }
 
 /// Output 0 from f32 `v` already divided by the output scale: `round(v + zy)` saturated to
