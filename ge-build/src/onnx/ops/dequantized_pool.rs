@@ -1,8 +1,9 @@
 //! The internal node the QLinearAveragePool importer writes when its window covers
 //! each whole plane (tf2onnx's Keras `AveragePooling2D` before a classifier):
 //! `AveragePool(x int8/uint8, x_scale, x_zero_point)` in ge's reserved domain
-//! ([`super::weight_only::DOMAIN`]) → `[N, C, 1, …]` float32, one Pool task that
-//! dequantizes each value as it sums it — the values a DequantizeLinear task would write,
+//! ([`super::weight_only::DOMAIN`]) → `[N, C, 1, …]` float32, one GlobalPool task that
+//! dequantizes each value as it sums it (a GlobalPool: firmware's windowed f32 pools link
+//! none of it) — the values a DequantizeLinear task would write,
 //! folded in the same order, so the same floats — with no float32 copy of the feature map
 //! in the arena (MLPerf Tiny's keyword spotter held 32 KB of its 40 KB arena for it).
 
@@ -51,5 +52,10 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     };
     let mut out = x.shape[..2].to_vec();
     out.resize(x.shape.len(), 1);
-    Ok(Imported::one(Op::Pool(p), vec![0, 1, 2], DType::F32, out))
+    Ok(Imported::one(
+        Op::GlobalPool(p),
+        vec![0, 1, 2],
+        DType::F32,
+        out,
+    ))
 }

@@ -36,17 +36,17 @@ pub fn run_pool(
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
     match ins.first().and_then(Option::as_ref).map(|x| x.dtype) {
-        Some(DType::U8 | DType::I8) if ins.len() > 1 => run_pool_dequantized(p, ins, outs),
         Some(DType::U8 | DType::I8) => run_pool_int(p, ins, outs),
         _ => run_pool_f32(p, ins, outs),
     }
 }
 
-/// Average pooling of whole planes of int8 / uint8 values read as `(f32(x) − zero_point) ·
+/// The GlobalPool of int8 / uint8 input (its params' window the whole plane): the average of
+/// each plane of values read as `(f32(x) − zero_point) ·
 /// scale` (inputs 1 and 2, f32 scalars) into f32: the values a dequantizing task would write,
 /// folded in memory order as [`fold_planes`] folds them, so the same floats — without the
 /// f32 copy of the input (onnxruntime's QLinearAveragePool over a classifier's feature map).
-/// O(input).
+/// A GlobalPool task, so that a firmware's windowed f32 pools link none of it. O(input).
 pub fn run_pool_dequantized(
     p: &PoolParams,
     ins: &[Option<TensorRef<'_>>],
@@ -120,14 +120,6 @@ pub fn run_pool_f32(
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
 ) -> KernelResult {
-    if ins.len() > 1
-        && ins
-            .first()
-            .and_then(Option::as_ref)
-            .is_some_and(|x| x.dtype != DType::F32)
-    {
-        return run_pool_dequantized(p, ins, outs);
-    }
     let (kind, xt, yt, ax) = prepare(p, ins, outs)?;
     if xt.dtype != DType::F32 {
         return Err(POOL_DTYPES);
@@ -278,6 +270,9 @@ pub fn run_global_pool(
 ) -> KernelResult {
     let kind = pool_kind(p)?;
     let xt = input(ins, 0, "global pool input")?;
+    if matches!(xt.dtype, DType::I8 | DType::U8) {
+        return run_pool_dequantized(p, ins, outs);
+    }
     let x = f32_in(xt)?;
     let xs = xt.shape;
     let yt = output(outs, 0, "global pool output")?;

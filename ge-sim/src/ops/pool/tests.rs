@@ -671,7 +671,7 @@ fn dequantizing_average_matches_dequantize_then_pool() {
         let mut y = std::vec![0f32; n * c];
         let ins = [Some(x), Some(t(&[1], &sc)), Some(t(&[1], &zs))];
         let mut outs = [tm(&[n, c, 1, 1], &mut y)];
-        run_pool(&p, &ins, &mut outs).map(|()| y)
+        run_global_pool(&p, &ins, &mut outs).map(|()| y)
     };
     let reference = |xf: Vec<f32>| {
         let mut y = std::vec![0f32; n * c];
@@ -701,5 +701,5 @@ fn dequantizing_average_matches_dequantize_then_pool() {
         Some(t(&[1], &sc)),
         Some(t(&[1], &zs)),
     ];
-    assert!(run_pool(&small, &ins, &mut [tm(&[n, c, 3, 5], &mut y)]).is_err());
+    assert!(run_global_pool(&small, &ins, &mut [tm(&[n, c, 3, 5], &mut y)]).is_err());
 }
