@@ -1,11 +1,11 @@
 //! The vector unit's interpreter for autofused elementwise chains.
 //!
 //! The output is walked in inner rows (numpy broadcasting, see [`super::broadcast`]; axes
-//! merged so rows are as long as possible) and each row in tiles of [`TILE`] elements:
+//! merged so rows are as long as possible) and each row in tiles of [`RUN_TILE`] elements:
 //! inputs are loaded into registers (contiguous or broadcast), then every instruction runs
 //! over the whole tile — a tight loop per instruction with the op matched outside it, built
-//! for AVX2 when the CPU has it. Registers live on the stack (16 × 256 × 4 B = 16 KiB);
-//! nothing is allocated.
+//! for AVX2 when the CPU has it. Registers live on the stack (16 × 256 × 4 B = 16 KiB on the
+//! host, 4 KiB in firmware: [`RUN_TILE`]); nothing is allocated.
 
 use ge_runtime::format::{
     BinaryOp, BinaryParams, DType, FusedParams, MAX_FUSED_INSTRS, MAX_FUSED_REGS, MAX_RANK, Shape,
@@ -18,8 +18,15 @@ use super::unary::apply_unary_in_place;
 use super::{KernelError, KernelResult, output};
 use crate::arch::isa;
 
-/// Elements per register tile.
+/// Elements per register tile of the device's vector unit (the compiler sizes programs by
+/// it: registers × tile within the unified buffer).
 pub const TILE: usize = 256;
+
+/// Elements per tile this build's interpreter walks: the device's on the host, 64 in
+/// firmware, whose stack holds the register file — 16 registers × 256 f32 = 16 KiB was most
+/// of kws_int8's 21.7 KB stack on a Cortex-M4. Programs are elementwise: the same values
+/// whatever the tile.
+const RUN_TILE: usize = if cfg!(feature = "std") { TILE } else { 64 };
 
 /// True for the unary ops a vector program may use (float in, float out).
 pub fn fusable_unary(op: UnaryOp) -> bool {
@@ -71,7 +78,7 @@ fn decode(i: &VInstr, regs: usize) -> Result<Decoded, KernelError> {
     }
 }
 
-type Reg = [f32; TILE];
+type Reg = [f32; RUN_TILE];
 
 /// `d = f(a, b)` over the first `len` lanes of registers `dst`, `a`, `b`, whichever of them
 /// alias (each case its own loop: no copies, and each vectorizes).
@@ -280,15 +287,15 @@ fn run_program(
     // over and over (rows of 16 ran 4× slower than the plain layout's per-plane rows).
     let mut period = 0;
     let mut repeats = [false; MAX_FUSED_REGS];
-    if od.inner_len() < TILE
-        && TILE.is_multiple_of(od.inner_len())
+    if od.inner_len() < RUN_TILE
+        && RUN_TILE.is_multiple_of(od.inner_len())
         && data[first..n_in].iter().all(|d| matches!(d, Lanes::F32(_)))
         && let Some((p, r)) = od.merge_repeated_rows()
     {
         (period, repeats) = (p, r);
     }
     let inner = od.inner_len();
-    let mut reg = [[0f32; TILE]; MAX_FUSED_REGS];
+    let mut reg = [[0f32; RUN_TILE]; MAX_FUSED_REGS];
     let out = p.out as usize;
     isa::with_simd(
         #[inline(always)]
@@ -298,7 +305,7 @@ fn run_program(
                 let base = od.offsets();
                 let mut col = 0;
                 while col < inner {
-                    let len = TILE.min(inner - col);
+                    let len = RUN_TILE.min(inner - col);
                     if in_place {
                         let at = row_start + col;
                         let bad = || KernelError::Shape("fused output index");
