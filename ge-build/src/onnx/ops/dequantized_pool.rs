@@ -7,7 +7,7 @@
 //! folded in the same order, so the same floats — with no float32 copy of the feature map
 //! in the arena (MLPerf Tiny's keyword spotter held 32 KB of its 40 KB arena for it).
 
-use ge_runtime::format::{DType, PoolKind, PoolParams};
+use ge_runtime::format::{DType, PoolParams};
 
 use super::super::ctx::{Imported, NodeCtx};
 use crate::error::Result;
@@ -39,17 +39,7 @@ pub fn import(ctx: &NodeCtx<'_>) -> Result<Imported> {
     for (k, &d) in kernel.iter_mut().zip(&x.shape[2..]) {
         *k = u32::try_from(d).map_err(|_| ctx.err("a spatial dimension above 2^32"))?;
     }
-    let p = PoolParams {
-        kind: PoolKind::Average as u32,
-        spatial: spatial as u32,
-        kernel,
-        stride: [1; 3],
-        dilation: [1; 3],
-        pad_begin: [0; 3],
-        pad_end: [0; 3],
-        count_include_pad: 0,
-        p: 0.0,
-    };
+    let p = PoolParams::whole_plane_average(spatial as u32, kernel);
     let mut out = x.shape[..2].to_vec();
     out.resize(x.shape.len(), 1);
     Ok(Imported::one(

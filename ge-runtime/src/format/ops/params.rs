@@ -214,6 +214,22 @@ pub struct PoolParams {
 }
 
 impl PoolParams {
+    /// An average over whole planes of `spatial` (1 to 3) axes of sizes `kernel` (unused
+    /// axes 1): stride and dilation 1, no padding, plain layout.
+    pub const fn whole_plane_average(spatial: u32, kernel: [u32; 3]) -> PoolParams {
+        PoolParams {
+            kind: PoolKind::Average as u32,
+            spatial,
+            kernel,
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0; 3],
+            pad_end: [0; 3],
+            count_include_pad: 0,
+            p: 0.0,
+        }
+    }
+
     /// Spatial rank (bits 0..8 of `spatial`).
     pub const fn rank(&self) -> usize {
         (self.spatial & 0xff) as usize

@@ -646,17 +646,7 @@ fn dequantizing_average_matches_dequantize_then_pool() {
     use crate::ops::test_util::{t, tm};
     let (n, c, h, w) = (2usize, 11usize, 5usize, 7usize);
     let (scale, zp) = (0.0371f32, 3.0f32);
-    let p = PoolParams {
-        kind: PoolKind::Average as u32,
-        spatial: 2,
-        kernel: [h as u32, w as u32, 1],
-        stride: [1; 3],
-        dilation: [1; 3],
-        pad_begin: [0; 3],
-        pad_end: [0; 3],
-        count_include_pad: 0,
-        p: 0.0,
-    };
+    let p = PoolParams::whole_plane_average(2, [h as u32, w as u32, 1]);
     let mut seed = 0x9e37_79b9u32;
     let mut next = || {
         seed ^= seed << 13;
