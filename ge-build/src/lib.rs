@@ -32,7 +32,7 @@ pub use compile::{Compiled, PRODUCER, compile_bytes, compile_file};
 pub use error::{CompileError, Result};
 pub use gears::{GearPad, GearSpec};
 pub use options::{
-    BlockedChannels, CompileOptions, Limits, LowerPolicy, OptLevel, Precision, QuantizeSpec,
-    parse_input_shape, parse_input_shape_gears,
+    BlockedChannels, CompileOptions, Int8Rounding, Limits, LowerPolicy, OptLevel, Precision,
+    QuantizeSpec, parse_input_shape, parse_input_shape_gears,
 };
 pub use report::Report;

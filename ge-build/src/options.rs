@@ -212,6 +212,41 @@ pub struct CompileOptions {
     pub quantize: Option<QuantizeSpec>,
     /// Blocked channels for the host's convolutions (`--blocked-channels`).
     pub blocked_channels: BlockedChannels,
+    /// Whose arithmetic the int8 ops follow (`--int8-rounding onnx|tflite`).
+    pub int8_rounding: Int8Rounding,
+}
+
+/// Whose arithmetic the int8 (QDQ and QOperator) ops follow: the results a user compares
+/// against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum Int8Rounding {
+    /// onnxruntime's (the ONNX rule): scales multiplied in f32, `f32(acc)·scale` rounded
+    /// half to even; the outputs are onnxruntime's CPU provider's.
+    #[default]
+    Onnx,
+    /// TFLite Micro's and CMSIS-NN's: Q31 multipliers and shifts with gemmlowp's double
+    /// rounding, and their integer Add, Mul, Softmax and average pool; the outputs are
+    /// TFLite Micro's for a model converted from TFLite (docs/research/tflite-int8-rounding.md).
+    Tflite,
+}
+
+impl Int8Rounding {
+    /// Parses `onnx|tflite`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "onnx" => Some(Self::Onnx),
+            "tflite" => Some(Self::Tflite),
+            _ => None,
+        }
+    }
+
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Onnx => "onnx",
+            Self::Tflite => "tflite",
+        }
+    }
 }
 
 /// Whether the compiler plans blocked channels (NCHWc, `passes::BlockedLayout`): a host
@@ -278,6 +313,7 @@ impl Default for CompileOptions {
             gear_inputs: BTreeMap::new(),
             quantize: None,
             blocked_channels: BlockedChannels::Off,
+            int8_rounding: Int8Rounding::Onnx,
         }
     }
 }

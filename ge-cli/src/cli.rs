@@ -232,6 +232,15 @@ pub struct CompileFlags {
     /// `ge_model!` blobs are).
     #[arg(long = "blocked-channels", default_value = "auto")]
     pub blocked_channels: String,
+    /// Whose arithmetic int8 models follow: onnx (default: onnxruntime's outputs) or tflite
+    /// (TFLite Micro's and CMSIS-NN's fixed-point multipliers, double rounding and integer
+    /// Add/Mul/Softmax/average pool: the outputs of the TFLite model it was converted from).
+    #[arg(
+        long = "int8-rounding",
+        default_value = "onnx",
+        value_name = "onnx|tflite"
+    )]
+    pub int8_rounding: String,
     /// Refuse a model with more nodes than this, subgraphs included (default 10000000).
     #[arg(long = "max-nodes", value_name = "N")]
     pub max_nodes: Option<String>,

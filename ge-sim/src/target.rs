@@ -25,6 +25,7 @@ pub use crate::ops::fused::{TILE as FUSED_TILE, fusable_binary_task, fusable_una
 // Weight packing: the int8 GEMM's panel order and its compile-time folds.
 pub use crate::ops::gemm_i8::conv::depthwise_on_plane;
 pub use crate::ops::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
+pub use crate::ops::tflite::params as tflite;
 
 /// The inputs a task of `kind` (with `params`) may overwrite in place, when its output and
 /// all `input_dtypes` are element types its in-place kernel takes (empty otherwise).

@@ -14,8 +14,8 @@
 //! back to f32 or a packing workspace that comes back fails here. And at O2, the issue's
 //! bounds themselves: every int8 blob ≤ 1.05× its .tflite ([`O2_INT8_BLOB_RATIO`]).
 
-use ge_build::OptLevel;
 use ge_build::tensor::read_tensor_file;
+use ge_build::{CompileOptions, Int8Rounding, OptLevel};
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
@@ -112,6 +112,56 @@ fn mlperf_tiny_matches_onnxruntime_at_every_level() {
                 } else {
                     String::new()
                 }
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--int8-rounding tflite` (issue 50): every int8 model's outputs equal TFLite Micro's on
+/// the corpus inputs, bit for bit, at O0–O3, and its arena stays within TFLM's (total).
+#[test]
+fn mlperf_tiny_int8_equals_tflite_micro_in_tflite_mode() {
+    let dir = root();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    let mut failures = Vec::new();
+    for key in ["ad_int8", "ic_int8", "kws_int8", "vww_int8"] {
+        let m = &manifest[key];
+        let bytes = std::fs::read(dir.join("onnx").join(m["onnx"].as_str().unwrap())).unwrap();
+        let tflm_arena = m["tflm_arena_bytes"]["total"].as_u64().unwrap();
+        for level in [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3] {
+            let opts = CompileOptions {
+                opt_level: level,
+                int8_rounding: Int8Rounding::Tflite,
+                ..CompileOptions::default()
+            };
+            let c = ge_build::compile_bytes(&bytes, None, &opts).expect("compiles");
+            let arena = c.report.memory.arena_bytes;
+            if arena > tflm_arena {
+                failures.push(format!(
+                    "{key} {level:?}: arena {arena} B over TFLM's {tflm_arena}"
+                ));
+            }
+            let mut differing = 0;
+            for s in 0..5 {
+                let data = dir.join("data").join(key);
+                let input = read_tensor_file(&data.join(format!("input_s{s:02}.npy"))).unwrap();
+                let want = read_tensor_file(&data.join(format!("tflm_s{s:02}.npy"))).unwrap();
+                let got = ge_tests::run(&c, &[input]);
+                let (g, w) = (got[0].to_f64_vec().unwrap(), want.to_f64_vec().unwrap());
+                assert_eq!(g.len(), w.len(), "{key}: output size");
+                differing += g.iter().zip(&w).filter(|(a, b)| a != b).count();
+            }
+            if differing > 0 {
+                failures.push(format!(
+                    "{key} {level:?}: {differing} output values differ from TFLite Micro's"
+                ));
+            }
+            println!(
+                "{key} {level:?} tflite: blob {} B ({:.3}× .tflite), arena {arena} B (TFLM {tflm_arena}), {differing} values off TFLM",
+                c.blob.len(),
+                c.blob.len() as f64 / m["tflite_bytes"].as_f64().unwrap()
             );
         }
     }

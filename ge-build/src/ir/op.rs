@@ -68,6 +68,10 @@ pub enum Op {
     QConv(ge_runtime::format::QConvParams),
     /// A QConv with a vector-program epilogue (`passes::fuse_qconv_epilogue`).
     QConvFused(ge_runtime::format::QConvFusedParams),
+    /// TFLite's int8 Add / Mul (inputs A, B).
+    QBinary(ge_runtime::format::QBinaryParams),
+    /// TFLite's int8 Softmax over innermost rows (input X).
+    QSoftmax(ge_runtime::format::QSoftmaxParams),
     /// A Gemm on a weight-only int8 constant B (inputs A, B, B's scales, optional C).
     GemmW8(GemmParams),
     /// The same tensor in the other channel layout (`passes::blocked_layout`).
@@ -144,6 +148,8 @@ impl Op {
             Op::QGemm(p) => (OpKind::QGemm, b(p)),
             Op::QConv(p) => (OpKind::QConv, b(p)),
             Op::QConvFused(p) => (OpKind::QConvFused, b(p)),
+            Op::QBinary(p) => (OpKind::QBinary, b(p)),
+            Op::QSoftmax(p) => (OpKind::QSoftmax, b(p)),
             Op::GemmW8(p) => (OpKind::GemmW8, b(p)),
             Op::Reorder(p) => (OpKind::Reorder, b(p)),
         }
@@ -199,6 +205,8 @@ impl Op {
             | Op::QGemm(_)
             | Op::QConv(_)
             | Op::QConvFused(_)
+            | Op::QBinary(_)
+            | Op::QSoftmax(_)
             | Op::Reorder(_) => false,
         }
     }

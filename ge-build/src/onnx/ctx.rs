@@ -58,6 +58,8 @@ impl Imported {
 pub struct NodeCtx<'a> {
     pub node: &'a NodeProto,
     pub opset: i64,
+    /// Whose arithmetic the int8 ops follow (`--int8-rounding`).
+    pub int8_rounding: crate::Int8Rounding,
     pub inputs: Vec<Option<InputInfo<'a>>>,
 }
 

@@ -35,6 +35,8 @@ pub struct ImportOptions {
     /// (input, dim) pairs whose fixed declared value `input_shapes` may change (gear dims
     /// marked `-1`).
     pub overrides: std::collections::BTreeSet<(String, usize)>,
+    /// Whose arithmetic the int8 ops follow.
+    pub int8_rounding: crate::Int8Rounding,
 }
 
 /// An input's declared dims (`None`: symbolic), or `None` for a non-tensor input.
@@ -234,7 +236,7 @@ pub fn import_model(
 
     let mut seqs = Sequences::default();
     // QDQ groups become QOperator nodes first, at every opt level (see passes::qdq).
-    let fused = crate::passes::qdq::recognize(gp, opset);
+    let fused = crate::passes::qdq::recognize(gp, opset, opts.int8_rounding);
     let nodes = fused.as_deref().unwrap_or(&gp.node);
     // Weight-only int8 tables and matrices stay int8 (see passes::qdq::weight_only).
     let tables = crate::passes::qdq::weight_only::rewrite(gp, nodes);
@@ -244,14 +246,7 @@ pub fn import_model(
         if entry.is_some_and(|e| matches!(e.import, Importer::Sequence)) {
             seqs.import(&mut g, &mut by_name, node, opset)?;
         } else {
-            import_node(
-                &mut g,
-                &mut by_name,
-                node,
-                opset,
-                opts.max_tensor_bytes,
-                false,
-            )?;
+            import_node(&mut g, &mut by_name, node, opset, opts, false)?;
         }
     }
 
@@ -326,9 +321,10 @@ fn import_node(
     by_name: &mut HashMap<String, ValueId>,
     node: &NodeProto,
     opset: i64,
-    limit: Option<u64>,
+    opts: &ImportOptions,
     generated: bool,
 ) -> Result<()> {
+    let limit = opts.max_tensor_bytes;
     let domain = node.domain();
     let opset = ops::opset_for(domain, opset);
     let mut input_ids = Vec::with_capacity(node.input.len());
@@ -353,6 +349,7 @@ fn import_node(
     let ctx = NodeCtx {
         node,
         opset,
+        int8_rounding: opts.int8_rounding,
         inputs: input_ids
             .iter()
             .map(|id| {
@@ -402,7 +399,7 @@ fn import_node(
                 by_name.insert(name, id);
             }
             for n in &nodes {
-                import_node(g, by_name, n, opset, limit, true)?;
+                import_node(g, by_name, n, opset, opts, true)?;
             }
             return Ok(());
         }

@@ -26,6 +26,8 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::MatMul
         | Op::Pool(_)
         | Op::GlobalPool(_)
+        | Op::QBinary(_)
+        | Op::QSoftmax(_)
         | Op::Lrn(_)
         | Op::Softmax(_)
         | Op::Reduce(_)

@@ -50,6 +50,7 @@ pub fn ctx(node: &NodeProto, opset: i64) -> NodeCtx<'_> {
     NodeCtx {
         node,
         opset,
+        int8_rounding: crate::Int8Rounding::Onnx,
         inputs: Vec::new(),
     }
 }

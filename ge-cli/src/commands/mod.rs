@@ -213,6 +213,12 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
                 flags.blocked_channels
             )
         })?;
+    o.int8_rounding = ge_build::Int8Rounding::parse(&flags.int8_rounding).ok_or_else(|| {
+        format!(
+            "--int8-rounding '{}' must be onnx or tflite",
+            flags.int8_rounding
+        )
+    })?;
     if let Some(f) = &flags.fusion_switch {
         if !f.is_file() {
             return Err(format!("--fusion-switch {}: no such file", f.display()));

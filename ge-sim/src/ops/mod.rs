@@ -36,6 +36,7 @@ pub mod slice;
 pub mod softmax;
 #[cfg(test)]
 pub(crate) mod test_util;
+pub mod tflite;
 pub mod transpose;
 pub mod unary;
 pub mod vmath;

@@ -75,6 +75,9 @@ const fn typed_run(kind: OpKind, dtype: Option<DType>) -> Option<RunFn> {
         (OpKind::Pool, Some(DType::F32)) => {
             Some(|p, ins, outs, _, _| pool::run_pool_f32(&read_params(p)?, ins, outs))
         }
+        (OpKind::Pool, Some(DType::I8 | DType::U8)) => {
+            Some(|p, ins, outs, _, _| pool::run_pool_int(&read_params(p)?, ins, outs))
+        }
         (OpKind::Binary, Some(DType::F32)) => {
             Some(|p, ins, outs, _, _| binary::run_binary_f32(&read_params(p)?, ins, outs))
         }

@@ -328,13 +328,19 @@ pub fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Imported> {
 
 /// `MaxPool`, `AveragePool`, `LpPool`.
 pub fn pool(ctx: &NodeCtx<'_>) -> Result<Imported> {
-    let x = ctx.input(0)?;
-    let n = check_spatial(ctx, x.shape)?;
     let kind = match ctx.node.op_type() {
         "MaxPool" => PoolKind::Max,
         "AveragePool" => PoolKind::Average,
         _ => PoolKind::Lp,
     };
+    pool_of(ctx, kind)
+}
+
+/// A Pool task of `kind` from the node's input 0 and window attributes (also the 8-bit
+/// average of QLinearAveragePool in TFLite's arithmetic).
+pub fn pool_of(ctx: &NodeCtx<'_>, kind: PoolKind) -> Result<Imported> {
+    let x = ctx.input(0)?;
+    let n = check_spatial(ctx, x.shape)?;
     if ctx.node.output.iter().skip(1).any(|o| !o.is_empty()) {
         return Err(ctx.unsupported("the Indices output of MaxPool is not supported"));
     }

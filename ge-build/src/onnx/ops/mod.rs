@@ -65,6 +65,7 @@ pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
     if node.domain() == weight_only::DOMAIN {
         return match node.op_type() {
             dequantized_pool::OP => dequantized_pool::import(ctx),
+            crate::passes::qdq::dense::OP => qgemm::fully_connected(ctx),
             _ => weight_only::import(ctx),
         };
     }

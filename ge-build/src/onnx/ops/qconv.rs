@@ -5,14 +5,12 @@
 //! channel on the same GEMM); other ranks and run-time weights keep their decomposition.
 //! O(weight size) per node.
 
-use ge_runtime::format::{
-    DType, QCONV_FLIPPED, QCONV_INPUTS, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32,
-};
+use ge_runtime::format::{DType, QCONV_FLIPPED, QCONV_INPUTS, QConvParams, QGEMM_OUT_I32};
 use ge_sim::target::{Requant, depthwise_on_plane, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::qgemm::{
-    NONE, Za, activation_zp, constants, int8_constant, multipliers, zero_point_out,
+    Layer, NONE, Za, activation_zp, constants, int8_constant, multipliers, zero_point_out,
 };
 use super::qparams::{Per, is_q8, same_axis, scale, zero_point};
 use crate::error::Result;
@@ -185,13 +183,14 @@ pub fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
             )));
         }
     };
+    let (kind, rq) = multipliers(ctx, sx[0], &sw, sy[0], Layer::Conv)?;
     let spec = Spec {
         x: 0,
         xz: 2,
         w: 3,
         wz: 5,
-        out: (y_dt, QGEMM_OUT_Q8_F32, zy),
-        rq: Some(multipliers(ctx, sx[0], &sw, sy[0])?),
+        out: (y_dt, kind, zy),
+        rq: Some(rq),
         bias,
     };
     lower(ctx, spec)

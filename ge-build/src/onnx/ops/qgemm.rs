@@ -10,7 +10,9 @@
 //! Nodes these do not cover (a run-time or batched weight, per-row activation zero points)
 //! return `None` and keep their decomposition ([`super::qlinear`]). O(k·n) per node.
 
-use ge_runtime::format::{DType, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32, QGemmParams};
+use ge_runtime::format::{
+    DType, QGEMM_OUT_I32, QGEMM_OUT_Q8_F32, QGEMM_OUT_Q8_TFLITE, QGemmParams,
+};
 use ge_sim::target::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
@@ -86,10 +88,19 @@ struct Plan {
     zb: Vec<i32>,
     out: (DType, u32, i32),
     rq: Option<Vec<Requant>>,
+    /// An int32 bias per column, added to the accumulator before requantization.
+    bias: Option<Vec<i32>>,
 }
 
 fn lower(ctx: &NodeCtx<'_>, b_input: usize, p: Plan) -> Result<Imported> {
-    let Plan { w, za, zb, out, rq } = p;
+    let Plan {
+        w,
+        za,
+        zb,
+        out,
+        rq,
+        bias,
+    } = p;
     let (k, n) = (w.k, w.n);
     let a = ctx.input(0)?;
     if a.shape.last() != Some(&k) {
@@ -108,7 +119,7 @@ fn lower(ctx: &NodeCtx<'_>, b_input: usize, p: Plan) -> Result<Imported> {
         Za::Input(_) => 0,
     };
     let mut corr = vec![0i32; n];
-    fold_zero_points(&w.b, k, n, n, 1, za_const, &zb, None, &mut corr).map_err(kerr)?;
+    fold_zero_points(&w.b, k, n, n, 1, za_const, &zb, bias.as_deref(), &mut corr).map_err(kerr)?;
     let mut inputs = vec![0, b_input, NONE, NONE, NONE];
     let adj = match za {
         Za::Input(i) => {
@@ -157,6 +168,7 @@ pub fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
         zb,
         out: (DType::I32, QGEMM_OUT_I32, 0),
         rq: None,
+        bias: None,
     };
     lower(ctx, 1, plan).map(Some)
 }
@@ -182,24 +194,176 @@ pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
         return Ok(None);
     };
-    let rq = multipliers(ctx, sa[0], &sb, sy[0])?;
+    let (kind, rq) = multipliers(ctx, sa[0], &sb, sy[0], Layer::Dense)?;
     let plan = Plan {
         w,
         za: Za::Const(za),
         zb,
-        out: (y_dt, QGEMM_OUT_Q8_F32, zy),
+        out: (y_dt, kind, zy),
         rq: Some(rq),
+        bias: None,
     };
     lower(ctx, 3, plan).map(Some)
 }
 
-/// onnxruntime's requantization scales, in f32 and in its order (`sa · sb / sy`), applied
-/// as it applies them (`f32(acc)·scale`, [`Requant::from_f32_scale`]).
-pub(super) fn multipliers(ctx: &NodeCtx<'_>, sa: f32, sb: &[f32], sy: f32) -> Result<Vec<Requant>> {
-    sb.iter()
-        .map(|&s| Requant::from_f32_scale(sa * s / sy))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| ctx.err(format!("{e}: check the input, weight and output scales")))
+/// `ge.internal:FullyConnected` (QLinearMatMul's inputs, then an int32 bias; see
+/// [`crate::passes::qdq::dense`]) → a requantizing `QGemm` with the bias folded into the
+/// correction. Errors where the layer cannot be lowered: ge wrote the node for this.
+pub fn fully_connected(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let n = ctx.input(3)?.shape.last().copied().unwrap_or(1);
+    let sa = scale(ctx, 1, "a_scale", Per::Tensor)?;
+    let sb = scale(ctx, 4, "b_scale", Per::TensorOr(n))?;
+    let sy = scale(ctx, 6, "y_scale", Per::Tensor)?;
+    let zb = zero_point(ctx, 5, 3, "b_zero_point", Per::TensorOr(n))?;
+    let zy = zero_point_out(ctx)?;
+    let unsupported = || {
+        ctx.unsupported("a dense layer with run-time weights, scales or zero points: compile with --int8-rounding onnx")
+    };
+    let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
+        return Err(unsupported());
+    };
+    let Some(w) = weight(ctx, 3)? else {
+        return Err(unsupported());
+    };
+    let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
+        return Err(unsupported());
+    };
+    let bias = ctx
+        .input(8)?
+        .data
+        .ok_or_else(unsupported)?
+        .to_i64_vec()
+        .map_err(|e| ctx.err(format!("the bias: {e}")))?
+        .iter()
+        .map(|&v| v as i32)
+        .collect();
+    let (kind, rq) = multipliers(ctx, sa[0], &sb, sy[0], Layer::Dense)?;
+    let plan = Plan {
+        w,
+        za: Za::Const(za),
+        zb,
+        out: (y_dt, kind, zy),
+        rq: Some(rq),
+        bias: Some(bias),
+    };
+    lower(ctx, 3, plan)
+}
+
+/// `com.microsoft:QGemm` (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp) with a
+/// constant B, int32 bias C, alpha 1 and an 8-bit output → a requantizing `QGemm` (the bias
+/// folded into the correction), or `None`: a FullyConnected layer as TFLite computes it.
+pub fn qgemm_contrib(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
+    if ctx.attr_i_or("transA", 0) != 0
+        || ctx.attr_f_or("alpha", 1.0) != 1.0
+        || ctx.input_opt(7).is_none()
+        || ctx.input(0)?.shape.len() != 2
+    {
+        return Ok(None);
+    }
+    let Some(mut w) = weight(ctx, 3)? else {
+        return Ok(None);
+    };
+    if ctx.attr_i_or("transB", 0) != 0 {
+        // B is [n, k]: the kernel takes [k, n].
+        let (k, n) = (w.n, w.k);
+        let mut t = vec![0i8; k * n];
+        for (j, row) in w.b.chunks_exact(k).enumerate() {
+            for (kk, &v) in row.iter().enumerate() {
+                t[kk * n + j] = v;
+            }
+        }
+        w = Weight { k, n, b: t, ..w };
+    }
+    let n = w.n;
+    let sa = scale(ctx, 1, "a_scale", Per::Tensor)?;
+    let sb = scale(ctx, 4, "b_scale", Per::TensorOr(n))?;
+    let sy = scale(ctx, 7, "y_scale", Per::Tensor)?;
+    let zb = zero_point(ctx, 5, 3, "b_zero_point", Per::TensorOr(n))?;
+    let zy = match ctx.input_opt(8) {
+        None => Some((ctx.input(0)?.dtype, 0)),
+        Some(z) if is_q8(z.dtype) => {
+            zero_point(ctx, 8, 8, "y_zero_point", Per::Tensor)?.map(|v| (z.dtype, v[0]))
+        }
+        Some(_) => None,
+    };
+    let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
+        return Ok(None);
+    };
+    let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
+        return Ok(None);
+    };
+    let bias = match ctx.input_opt(6) {
+        None => None,
+        Some(c) if c.dtype == DType::I32 && c.shape.iter().product::<usize>() == n => {
+            match c.data {
+                Some(d) => Some(
+                    d.to_i64_vec()
+                        .map_err(|e| ctx.err(format!("C (input 6): {e}")))?
+                        .iter()
+                        .map(|&v| v as i32)
+                        .collect(),
+                ),
+                None => return Ok(None),
+            }
+        }
+        Some(_) => return Ok(None),
+    };
+    let (kind, rq) = multipliers(ctx, sa[0], &sb, sy[0], Layer::Dense)?;
+    let plan = Plan {
+        w,
+        za: Za::Const(za),
+        zb,
+        out: (y_dt, kind, zy),
+        rq: Some(rq),
+        bias,
+    };
+    lower(ctx, 3, plan).map(Some)
+}
+
+/// Which TFLite layer a requantization belongs to: its real multiplier is computed
+/// differently ([`ge_sim::target::tflite`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Layer {
+    Conv,
+    Dense,
+}
+
+/// The output kind and requantization records of a product on scales `sa`, `sb` (one per
+/// column or one) into `sy`. onnxruntime's (`--int8-rounding onnx`): its f32 scales in its
+/// order (`sa · sb / sy`), applied as it applies them (`f32(acc)·scale`,
+/// [`Requant::from_f32_scale`]). TFLite's: `QuantizeMultiplier` of the real multiplier
+/// TFLite Micro computes for the layer ([`Requant::from_tflite`]).
+pub(super) fn multipliers(
+    ctx: &NodeCtx<'_>,
+    sa: f32,
+    sb: &[f32],
+    sy: f32,
+    layer: Layer,
+) -> Result<(u32, Vec<Requant>)> {
+    use ge_sim::target::tflite::{conv_multiplier, fc_multiplier};
+    let per_tensor_dense = layer == Layer::Dense && sb.len() == 1;
+    let (out, rq) = match ctx.int8_rounding {
+        crate::Int8Rounding::Onnx => (
+            QGEMM_OUT_Q8_F32,
+            sb.iter()
+                .map(|&s| Requant::from_f32_scale(sa * s / sy))
+                .collect::<std::result::Result<Vec<_>, _>>(),
+        ),
+        crate::Int8Rounding::Tflite => (
+            QGEMM_OUT_Q8_TFLITE,
+            sb.iter()
+                .map(|&s| {
+                    Requant::from_tflite(if per_tensor_dense {
+                        fc_multiplier(sa, s, sy)
+                    } else {
+                        conv_multiplier(sa, s, sy)
+                    })
+                })
+                .collect::<std::result::Result<Vec<_>, _>>(),
+        ),
+    };
+    let rq = rq.map_err(|e| ctx.err(format!("{e}: check the input, weight and output scales")))?;
+    Ok((out, rq))
 }
 
 /// The constant inputs of a `QGemm`/`QConv` task as overrides at their kernel-input slots

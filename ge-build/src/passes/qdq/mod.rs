@@ -20,6 +20,7 @@
 //! Cost: one pass over the nodes to index producers and consumers, then O(degree) per
 //! node: O(nodes + edges).
 
+pub mod dense;
 mod replace;
 mod select;
 pub mod weight_only;
@@ -157,8 +158,13 @@ fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
 
 /// The nodes with every selected group replaced by its QOperator node (in the target's
 /// place), or `None` when no group was selected. `opset` is the model's default-domain
-/// opset (QLinearSoftmax records it).
-pub fn recognize(gp: &GraphProto, opset: i64) -> Option<Vec<NodeProto>> {
+/// opset (QLinearSoftmax records it). With `--int8-rounding tflite`, TFLite's
+/// FullyConnected groups ([`dense`]) are recognized too.
+pub fn recognize(
+    gp: &GraphProto,
+    opset: i64,
+    rounding: crate::Int8Rounding,
+) -> Option<Vec<NodeProto>> {
     let ix = Index::new(gp);
     let mut replaced: HashMap<usize, NodeProto> = HashMap::new();
     let mut removed: HashSet<usize> = HashSet::new();
@@ -171,6 +177,24 @@ pub fn recognize(gp: &GraphProto, opset: i64) -> Option<Vec<NodeProto>> {
             node.output = gp.node[q].output.clone();
             *absorbed.entry(d).or_default() += 1;
             removed.insert(q);
+            replaced.insert(i, node);
+            continue;
+        }
+        if rounding == crate::Int8Rounding::Tflite
+            && let Some((group, add, relu)) = dense::group(&ix, i)
+            && let Some(mut node) = replace::qoperator(&ix, n, &group, opset)
+        {
+            // QLinearMatMul's inputs, then the bias's int32 values.
+            let bias = group.dq[2].and_then(|b| ix.node(b).input.first().cloned());
+            node.input.push(bias.unwrap_or_default());
+            node.op_type = Some(dense::OP.into());
+            node.domain = Some(crate::onnx::weight_only::DOMAIN.into());
+            for &d in group.dq.iter().flatten() {
+                *absorbed.entry(d).or_default() += 1;
+            }
+            removed.insert(add);
+            removed.extend(relu);
+            removed.extend(group.q);
             replaced.insert(i, node);
             continue;
         }

@@ -95,7 +95,7 @@ pub(super) fn group(ix: &Index<'_>, t: usize) -> Option<Group> {
 /// The QuantizeLinear consuming the target's output (through a redundant Relu/Clip), `None`
 /// inside when the output is used unquantized (a graph output included: a Gemm's float
 /// output); `None` when the group cannot be formed.
-fn output_q(ix: &Index<'_>, t: usize) -> Option<(Option<usize>, Option<usize>)> {
+pub(super) fn output_q(ix: &Index<'_>, t: usize) -> Option<(Option<usize>, Option<usize>)> {
     let out = ix.node(t).output.first()?.as_str();
     let users = ix.consumers(out);
     let q_of = |v: &str, users: &[usize]| -> Option<Option<usize>> {

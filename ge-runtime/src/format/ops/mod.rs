@@ -49,6 +49,7 @@ macro_rules! op_kinds {
                     OpKind::QConvFused => 7,
                     OpKind::Reorder => 9,
                     OpKind::GemmPacked => 11,
+                    OpKind::QBinary | OpKind::QSoftmax => 12,
                     _ => 1,
                 }
             }
@@ -166,6 +167,15 @@ op_kinds! {
     /// Samples X [N, C, d…] at the normalized coordinates of grid [N, o…, rank − 2]
     /// (innermost axis first): nearest, linear or cubic with a padding mode.
     GridSample = 46 => GridSampleParams,
+    /// `A + B` or `A · B` of two int8 (uint8) tensors with numpy broadcasting, in TFLite
+    /// Micro's fixed-point arithmetic (`--int8-rounding tflite`: its multipliers, shifts and
+    /// double rounding) into the output's 8-bit type ([`QBinaryParams`]). New in format
+    /// version 12.
+    QBinary = 109 => QBinaryParams,
+    /// Softmax of int8 (uint8) rows into int8 (uint8) on the scale 1/256, in TFLite Micro's
+    /// fixed-point arithmetic (gemmlowp's exponential and reciprocal) ([`QSoftmaxParams`]).
+    /// New in format version 12.
+    QSoftmax = 110 => QSoftmaxParams,
 }
 
 macro_rules! numbered {

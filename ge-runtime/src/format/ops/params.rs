@@ -575,6 +575,58 @@ pub const QGEMM_OUT_Q8: u32 = 2;
 /// (each requantization record holds the f32 scale's bits and a shift of 0). New in format
 /// version 5 ([`task_since_version`]).
 pub const QGEMM_OUT_Q8_F32: u32 = 3;
+/// [`QGemmParams::out`]: requantized to u8/i8 as TFLite Micro and CMSIS-NN do (each record a
+/// Q31 multiplier and TFLite's shift, in `ge_sim`'s `Requant` TFLite form: gemmlowp's
+/// saturating rounding doubling high multiply, then a rounding right shift). New in format
+/// version 12 ([`task_since_version`]).
+pub const QGEMM_OUT_Q8_TFLITE: u32 = 4;
+
+/// [`QBinaryParams::op`]: `A + B`.
+pub const QBINARY_ADD: u32 = 0;
+/// [`QBinaryParams::op`]: `A · B`.
+pub const QBINARY_MUL: u32 = 1;
+
+/// Parameters of `QBinary`: TFLite Micro's int8 Add and Mul (`reference_integer_ops::Add`,
+/// `MulElementwise`). Multipliers are Q31 with TFLite's shifts (positive: left).
+/// Add: `a' = mbqm((a − a_zp)·2^left_shift, a_mult, a_shift)`, `b'` likewise,
+/// `y = mbqm(a' + b', out_mult, out_shift) + out_zp`; Mul:
+/// `y = mbqm((a − a_zp)·(b − b_zp), out_mult, out_shift) + out_zp`; then clamped to
+/// `[act_min, act_max]`. Inputs A, B (one 8-bit type); output 0 that type, the broadcast
+/// shape.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct QBinaryParams {
+    /// [`QBINARY_ADD`] or [`QBINARY_MUL`].
+    pub op: u32,
+    pub a_zp: i32,
+    pub b_zp: i32,
+    pub out_zp: i32,
+    /// Add's headroom shift (20 for 8-bit operands).
+    pub left_shift: i32,
+    pub a_mult: i32,
+    pub a_shift: i32,
+    pub b_mult: i32,
+    pub b_shift: i32,
+    pub out_mult: i32,
+    pub out_shift: i32,
+    pub act_min: i32,
+    pub act_max: i32,
+}
+
+/// Parameters of `QSoftmax`: TFLite Micro's int8 Softmax (`reference_ops::Softmax` on int8,
+/// `beta · x_scale` folded into `in_mult·2^in_lshift` in Q5.26) over rows of `n` contiguous
+/// elements. Input 0 int8/uint8; output 0 of its shape and type, on the scale 1/256 with
+/// zero point −128 (int8) or 0 (uint8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct QSoftmaxParams {
+    /// Elements per row (the softmax axes, innermost).
+    pub n: u32,
+    pub in_mult: i32,
+    pub in_lshift: i32,
+    /// Differences from the row's maximum below this give 0.
+    pub diff_min: i32,
+}
 
 /// Parameters of `QGemm`: `Y[.., i, j] = out(Σ_k A[.., i, k]·B[k, j] + corr[j]
 /// − zb[j]·Σ_k A[.., i, k] − za·adj[j])`, the zero points folded at compile time.

@@ -6,9 +6,17 @@ use super::*;
 /// The first format version that may hold a task of `op` with parameter record `params`:
 /// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
 /// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O, 8 for a
-/// record that applies [`UnaryOp::Silu`], 9 for blocked channels ([`ChannelLayout`]).
+/// record that applies [`UnaryOp::Silu`], 9 for blocked channels ([`ChannelLayout`]), 12
+/// for TFLite requantization ([`QGEMM_OUT_Q8_TFLITE`]).
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     let first = u32_at(params, 0);
+    // TFLite requantization: `out`, the first field of QGemm's, QConv's and (through its
+    // conv) QConvFused's records.
+    if matches!(op, OpKind::QGemm | OpKind::QConv | OpKind::QConvFused)
+        && first == QGEMM_OUT_Q8_TFLITE
+    {
+        return 12;
+    }
     // Blocked channels: bits 16.. of a Conv's `spatial` (its first field, with blocked
     // weights from bit 8) or a pool's (its second).
     let blocked = match op {

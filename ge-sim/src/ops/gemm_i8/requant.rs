@@ -14,9 +14,17 @@
 //! and the QDQ groups use it: a 1-LSB difference in one layer moves the next layers'
 //! inputs, so matching onnxruntime through a deep network needs its rounding, not a more
 //! exact one.
+//!
+//! The third form, [`Requant::from_tflite`] (`shift < 0`), is TFLite Micro's and
+//! CMSIS-NN's (`--int8-rounding tflite`): a Q31 multiplier and TFLite's shift, applied with
+//! two roundings ([`crate::ops::tflite::fixed::mbqm`]).
 
 use super::KernelError;
 use crate::ops::real::Real;
+
+/// Added to TFLite's shift (`[−31, 30]`) in a [`Requant::from_tflite`] record, so that its
+/// `shift` field is negative, which the other two forms never are.
+pub const TFLITE_BIAS: i32 = -100;
 
 /// A multiplier `mult·2^−shift` (`mult = 0` for a multiplier below `2^−32`: its product with
 /// any i32 is below one half, so it rounds to 0).
@@ -70,11 +78,43 @@ impl Requant {
         })
     }
 
+    /// TFLite's form: `QuantizeMultiplier(m)` (a Q31 multiplier and a shift in `[−31, 30]`),
+    /// stored with the shift moved by [`TFLITE_BIAS`] (compile time). `m` is the real
+    /// multiplier computed as TFLite Micro computes it for the op (f64 products of the f32
+    /// scales, in its order). Errors for a negative, non-finite or too large (`≥ 2^30`) one.
+    pub fn from_tflite(m: f64) -> Result<Requant, KernelError> {
+        if !m.is_finite() || m < 0.0 || m >= (1u64 << 30) as f64 {
+            return Err(KernelError::BadParams(
+                "requantization multiplier must be finite, ≥ 0 and < 2^30",
+            ));
+        }
+        let (mult, shift) = crate::ops::tflite::fixed::quantize_multiplier(m);
+        Ok(Requant {
+            mult,
+            shift: shift + TFLITE_BIAS,
+        })
+    }
+
+    /// The TFLite shift of a [`Requant::from_tflite`] record, `None` for the other forms.
+    #[inline(always)]
+    pub const fn tflite_shift(self) -> Option<i32> {
+        if self.shift < 0 {
+            Some(self.shift - TFLITE_BIAS)
+        } else {
+            None
+        }
+    }
+
     /// `round_half_even(acc·mult / 2^shift) + zp`, or for `shift = 0`
-    /// `round_half_even(f32(acc)·scale) + zp`, clamped to `[lo, hi]`. A `shift` outside
-    /// `0..=62` (a malformed blob) is clamped into it rather than trusted.
+    /// `round_half_even(f32(acc)·scale) + zp`, or for the TFLite form (`shift < 0`)
+    /// `mbqm(acc, mult, shift) + zp`, clamped to `[lo, hi]`. A `shift` above 62 (a
+    /// malformed blob) is clamped rather than trusted.
     #[inline(always)]
     pub fn apply(self, acc: i32, zp: i32, lo: i32, hi: i32) -> i32 {
+        if let Some(t) = self.tflite_shift() {
+            let q = crate::ops::tflite::fixed::mbqm(acc, self.mult, t);
+            return (i64::from(q) + i64::from(zp)).clamp(i64::from(lo), i64::from(hi)) as i32;
+        }
         if self.shift == 0 {
             let f = acc as f32 * f32::from_bits(self.mult as u32);
             // `as i64` saturates (NaN gives 0): no overflow for any blob.

@@ -6,7 +6,8 @@
 //! workspace once per task, so the GEMM itself never sees it.
 
 use ge_runtime::format::{
-    DType, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, QGemmParams, Shape, TensorMut, TensorRef,
+    DType, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, QGEMM_OUT_Q8_TFLITE, QGemmParams, Shape,
+    TensorMut, TensorRef,
 };
 
 use super::{Act, QGemm, QOut, QOutParams, Requant, qgemm};
@@ -59,12 +60,12 @@ pub fn run_qgemm(
             c: yt.as_slice_mut::<i32>()?,
             ldc: n,
         },
-        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32, DType::U8) => QOut::U8 {
+        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE, DType::U8) => QOut::U8 {
             c: yt.as_slice_mut::<u8>()?,
             ldc: n,
             q,
         },
-        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32, DType::I8) => QOut::I8 {
+        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE, DType::I8) => QOut::I8 {
             c: yt.as_slice_mut::<i8>()?,
             ldc: n,
             q,

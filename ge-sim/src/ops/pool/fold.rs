@@ -365,3 +365,39 @@ pub(super) fn max_int<T: Element + Ord + Default>(
     );
     Ok(())
 }
+
+/// TFLite's 8-bit average pool (`reference_integer_ops::AveragePool`; CMSIS-NN's
+/// `arm_avgpool_s8` computes the same): the raw sum of the window's in-image values over
+/// their count, rounded half away from zero — around raw 0, not the zero point, and with no
+/// requantization (TFLite requires the input's scale and zero point on the output). A
+/// window of padding only gives 0. `count_include_pad` must be 0 (the caller checks).
+/// O(output · taps).
+pub(super) fn average_int<T: Element + Into<i32>>(
+    xt: &TensorRef<'_>,
+    yt: &mut TensorMut<'_>,
+    ax: &[Axis; 3],
+    narrow: fn(i32) -> T,
+) -> Result<(), KernelError> {
+    checked_len(&xt.shape, xt.dtype, xt.data.len())?;
+    checked_len(&yt.shape, yt.dtype, yt.data.len())?;
+    let x = xt.as_slice::<T>()?;
+    let y = yt.as_slice_mut::<T>()?;
+    let step = |a: i32, v: T| a.wrapping_add(v.into());
+    fold_windows(
+        x,
+        y,
+        ax,
+        0i32,
+        step,
+        None::<fn(i32, i32) -> i32>,
+        |a, n, _| {
+            let n = n as i32;
+            narrow(match n {
+                0 => 0,
+                _ if a > 0 => (a + n / 2) / n,
+                _ => (a - n / 2) / n,
+            })
+        },
+    );
+    Ok(())
+}

@@ -27,9 +27,9 @@ pub(super) fn prepare<'x, 'y, 'i, 'o>(
 }
 
 pub(super) const POOL_DTYPES: KernelError =
-    KernelError::UnsupportedDType("pooling is float32 (max pooling also int8/uint8)");
+    KernelError::UnsupportedDType("pooling is float32 (max and average pooling also int8/uint8)");
 
-/// Windowed pooling over 1 to 3 spatial axes: f32, and Max also on int8 / uint8.
+/// Windowed pooling over 1 to 3 spatial axes: f32, and Max and Average also on int8 / uint8.
 pub fn run_pool(
     p: &PoolParams,
     ins: &[Option<TensorRef<'_>>],
@@ -97,8 +97,9 @@ fn average_dequantized<T: Copy + Into<f32>>(
     }
 }
 
-/// [`run_pool`] on int8 / uint8 (Max only).
-pub(super) fn run_pool_int(
+/// [`run_pool`] on int8 / uint8: Max, and Average (without padding counted) in TFLite's
+/// integer rule ([`average_int`], `--int8-rounding tflite`).
+pub fn run_pool_int(
     p: &PoolParams,
     ins: &[Option<TensorRef<'_>>],
     outs: &mut [TensorMut<'_>],
@@ -107,9 +108,12 @@ pub(super) fn run_pool_int(
     if blocked(p, ChannelLayout::Blocked)? {
         return Err(POOL_DTYPES);
     }
+    let average = kind == PoolKind::Average && p.count_include_pad == 0;
     match (xt.dtype, kind) {
         (DType::U8, PoolKind::Max) => max_int::<u8>(xt, yt, &ax, u8::MIN),
         (DType::I8, PoolKind::Max) => max_int::<i8>(xt, yt, &ax, i8::MIN),
+        (DType::U8, _) if average => average_int::<u8>(xt, yt, &ax, |v| v.clamp(0, 255) as u8),
+        (DType::I8, _) if average => average_int::<i8>(xt, yt, &ax, |v| v.clamp(-128, 127) as i8),
         _ => Err(POOL_DTYPES),
     }
 }
@@ -271,7 +275,10 @@ pub fn run_global_pool(
     let kind = pool_kind(p)?;
     let xt = input(ins, 0, "global pool input")?;
     if matches!(xt.dtype, DType::I8 | DType::U8) {
-        return run_pool_dequantized(p, ins, outs);
+        return match outs.first().map(|y| y.dtype) {
+            Some(DType::F32) => run_pool_dequantized(p, ins, outs),
+            _ => run_pool_int(p, ins, outs),
+        };
     }
     let x = f32_in(xt)?;
     let xs = xt.shape;

@@ -227,6 +227,27 @@ pub(super) const QCONV_FUSED: Kernel = Kernel {
     epilogue: None,
 };
 
+pub(super) const QBINARY: Kernel = Kernel {
+    kind: OpKind::QBinary,
+    run: |p, ins, outs, _, _| tflite::binary::run_qbinary(&read_params(p)?, ins, outs),
+    workspace: no_workspace,
+    work: cost::per_output,
+    dtypes: DTypes::of(&[DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
+};
+
+pub(super) const QSOFTMAX: Kernel = Kernel {
+    kind: OpKind::QSoftmax,
+    run: |p, ins, outs, _, _| tflite::softmax::run_qsoftmax(&read_params(p)?, ins, outs),
+    workspace: no_workspace,
+    // Max, two exponentials and a product per element, and a reciprocal per row.
+    work: cost::four_per_input,
+    dtypes: DTypes::of(&[DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
+};
+
 pub(super) const MATMUL: Kernel = Kernel {
     kind: OpKind::MatMul,
     run: |_, ins, outs, ws, par| gemm::run_matmul(ins, outs, ws, par),

@@ -24,7 +24,7 @@ use ge_runtime::format::{
 use super::{
     KernelResult, attention, binary, cast, concat, conv, copy, fused, gather, gemm, gemm_i8,
     grid_sample, in_place, indexing, layer_norm, nchwc, norm, ordered, pad, pool, read_params,
-    recurrent, reduce, resize, slice, softmax, transpose, unary,
+    recurrent, reduce, resize, slice, softmax, tflite, transpose, unary,
 };
 use crate::cost::{self, Work};
 use crate::threads::Parallel;
@@ -239,6 +239,8 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::Cumulative => &CUMULATIVE,
         OpKind::GridSample => &GRID_SAMPLE,
         OpKind::Reorder => &REORDER,
+        OpKind::QBinary => &QBINARY,
+        OpKind::QSoftmax => &QSOFTMAX,
     }
 }
 

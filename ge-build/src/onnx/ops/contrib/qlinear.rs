@@ -96,6 +96,11 @@ fn over_scale(ctx: &NodeCtx<'_>, s: &mut Sub, v: &str, sy: usize) -> Result<Stri
 /// QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp):
 /// Add: `(A-za)·(sa/sc) + (B-zb)·(sb/sc)`; Mul: `(A-za)·(B-zb)·(sa·sb/sc)`.
 pub fn binary(ctx: &NodeCtx<'_>, op: &str) -> Result<Imported> {
+    if ctx.int8_rounding == crate::Int8Rounding::Tflite
+        && let Some(i) = super::tflite::binary(ctx, op)?
+    {
+        return Ok(i);
+    }
     let dt = int8(ctx, 0)?;
     if int8(ctx, 3)? != dt {
         return Err(ctx.err("A and B must have one element type"));
@@ -198,6 +203,12 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
     let dt = int8(ctx, 0)?;
     if x.shape.len() < 3 {
         return Err(ctx.err(format!("X {:?} needs N, C and spatial axes", x.shape)));
+    }
+    if !global
+        && ctx.int8_rounding == crate::Int8Rounding::Tflite
+        && let Some(i) = super::tflite::average_pool(ctx)?
+    {
+        return Ok(i);
     }
     let mut s = Sub::new(ctx);
     if global {
@@ -315,6 +326,11 @@ fn zero_point_first(
 /// requantized with `alpha·sa·sb/sy` and `y_zp`, or scaled to f32 by `alpha·sa·sb` when
 /// `y_scale` is absent.
 pub fn qgemm(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    if ctx.int8_rounding == crate::Int8Rounding::Tflite
+        && let Some(i) = crate::onnx::ops::qgemm::qgemm_contrib(ctx)?
+    {
+        return Ok(i);
+    }
     let adt = int8(ctx, 0)?;
     int8(ctx, 3)?;
     let (a, b) = (ctx.input(0)?, ctx.input(3)?);

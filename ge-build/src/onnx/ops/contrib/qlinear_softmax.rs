@@ -49,6 +49,11 @@ fn table(x_scale: f32, n: usize) -> Vec<f32> {
 /// The decomposition (axis as Softmax at the `opset` attribute: one axis from 13, the
 /// flattened trailing axes before).
 pub fn qlinear_softmax(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    if ctx.int8_rounding == crate::Int8Rounding::Tflite
+        && let Some(i) = super::tflite::softmax(ctx)?
+    {
+        return Ok(i);
+    }
     let dt = int8(ctx, 0)?;
     let x = ctx.input(0)?;
     let rank = x.shape.len();

@@ -20,8 +20,8 @@ use im2col::*;
 pub use run::*;
 
 use ge_runtime::format::{
-    DType, QCONV_FLIPPED, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32, Shape,
-    TensorMut, TensorRef,
+    DType, QCONV_FLIPPED, QConvParams, QGEMM_OUT_I32, QGEMM_OUT_Q8, QGEMM_OUT_Q8_F32,
+    QGEMM_OUT_Q8_TFLITE, Shape, TensorMut, TensorRef,
 };
 
 use super::task::{activation_zero_point, corrected};

@@ -74,7 +74,7 @@ pub(in crate::ops::gemm_i8) fn run_qconv_on(
     }
     let esize = match (p.out, yt.dtype) {
         (QGEMM_OUT_I32, DType::I32) => 4,
-        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32, DType::U8 | DType::I8) => 1,
+        (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE, DType::U8 | DType::I8) => 1,
         _ => {
             return Err(KernelError::UnsupportedDType(
                 "int8 conv: output kind and element type disagree",
