@@ -204,6 +204,13 @@ impl Builder {
         self
     }
 
+    /// `--int8-rounding onnx|tflite`: whose arithmetic int8 models follow (onnxruntime's by
+    /// default; TFLite Micro's gives a model converted from TFLite its TFLM outputs).
+    pub fn int8_rounding(mut self, rounding: crate::Int8Rounding) -> Self {
+        self.options.int8_rounding = rounding;
+        self
+    }
+
     /// `--keep-dtype FILE`: nodes or op types kept in their original dtype (relative to
     /// `CARGO_MANIFEST_DIR`).
     pub fn keep_dtype(mut self, path: impl AsRef<Path>) -> Self {

@@ -8,6 +8,7 @@
 //!         | cores = N
 //!         | host_dispatch = true | false
 //!         | memory_reuse = true | false | "on" | "off"
+//!         | int8_rounding = onnx | tflite               (whose int8 arithmetic: onnxruntime's, TFLite Micro's)
 //!         | fusion_switch = "switch.json"
 //!         | max_nodes = N | max_tensor_bytes = N | "64M" | max_weight_bytes = … | max_arena_bytes = …
 //!         | input_shape(NAME = [D1, D2, …], "name:0" = […], …)   (-1: a dim the gears set)
@@ -32,6 +33,7 @@ pub const OPTIONS: &[&str] = &[
     "cores",
     "host_dispatch",
     "memory_reuse",
+    "int8_rounding",
     "fusion_switch",
     "max_nodes",
     "max_tensor_bytes",

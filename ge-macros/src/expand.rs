@@ -150,6 +150,19 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
             }
             "host_dispatch" => s.host_dispatch = boolean(o)?,
             "memory_reuse" => s.options.memory_reuse = boolean(o)?,
+            "int8_rounding" => {
+                let v = value(o);
+                let t = text(o, "onnx or tflite")?;
+                s.options.int8_rounding = ge_build::Int8Rounding::parse(&t).ok_or_else(|| {
+                    err(
+                        v.span(),
+                        format!(
+                            "bad `int8_rounding`: `{t}` is neither onnx (onnxruntime's \
+                             arithmetic) nor tflite (TFLite Micro's)"
+                        ),
+                    )
+                })?;
+            }
             "quantize" => {
                 let v = value(o);
                 let t = text(o, "a calibration directory path")?;

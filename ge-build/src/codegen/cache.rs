@@ -191,7 +191,7 @@ fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
     let mixlist = file_digest(opts.modify_mixlist.as_deref())?;
     let quantize = quantize_fingerprint(opts)?;
     Ok(format!(
-        "inputs={:?};values={:?};opt={:?};precision={:?};keep={keep};mixlist={mixlist};io={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?};quantize={quantize}",
+        "inputs={:?};values={:?};opt={:?};precision={:?};keep={keep};mixlist={mixlist};io={:?};device={:?};reuse={};fusion={fusion};limits={:?};gears={:?}/{:?}/{:?};quantize={quantize};int8={:?}",
         opts.input_shapes,
         opts.input_values,
         opts.opt_level,
@@ -203,7 +203,8 @@ fn options_fingerprint(opts: &CompileOptions) -> Result<String> {
         opts.limits,
         opts.gears,
         opts.gear_pad,
-        opts.gear_inputs
+        opts.gear_inputs,
+        opts.int8_rounding
     ))
 }
 

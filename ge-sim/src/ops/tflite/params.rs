@@ -103,7 +103,7 @@ pub fn mul_params(
 pub fn softmax_params(s_in: f32, beta: f64, n: u32) -> Result<QSoftmaxParams, KernelError> {
     scales_ok(&[s_in])?;
     let real = (beta * f64::from(s_in) * f64::from(1u32 << 26)).min(f64::from(i32::MAX));
-    if !(real > 1.0) {
+    if real.is_nan() || real <= 1.0 {
         return Err(KernelError::BadParams(
             "softmax input scale below 2^-26: TFLite's int8 softmax cannot take it",
         ));

@@ -76,7 +76,7 @@ pub fn run_qsoftmax(
         out_min: i32,
     ) -> KernelResult {
         let n = p.n as usize;
-        if xs.len() != ys.len() || xs.len() % n != 0 {
+        if xs.len() != ys.len() || !xs.len().is_multiple_of(n) {
             return Err(KernelError::Shape("QSoftmax: data is not whole rows"));
         }
         for (xr, yr) in xs.chunks_exact(n).zip(ys.chunks_exact_mut(n)) {

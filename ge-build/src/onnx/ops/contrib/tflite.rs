@@ -5,8 +5,7 @@
 //!
 //! Each returns `None` where TFLite has no such kernel (run-time scales, a softmax output
 //! not on 1/256, an average pool that rescales or counts padding): the node then keeps
-//! onnxruntime's arithmetic, which is the closest defined result (the report's int8
-//! rounding note names such nodes). O(1) per node (the pool: O(rank)).
+//! onnxruntime's arithmetic, the closest defined result. O(1) per node (the pool: O(rank)).
 
 use ge_runtime::format::{DType, PoolKind, QSoftmaxParams};
 use ge_sim::target::tflite;
