@@ -151,7 +151,9 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                                     let v = (a as i32)
                                         .wrapping_add(corr)
                                         .wrapping_sub(zb.wrapping_mul(sm as i32));
-                                    *q = ((v as f32 * scale).round_even() + zp).clamp(lo, hi);
+                                    // max/min, not `f32::clamp`: its bounds check links float formatting
+                                    // into firmware (7.6 KB) for a case that cannot arise.
+                                    *q = ((v as f32 * scale).round_even() + zp).max(lo).min(hi);
                                 }
                                 for r in 0..rows {
                                     let out = &mut y[at + r * g.ow..][..g.ow];
