@@ -156,7 +156,7 @@ pub fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     let sw = scale(ctx, 4, "w_scale", Per::TensorOr(m))?;
     let sy = scale(ctx, 6, "y_scale", Per::Tensor)?;
     let zw = zero_point(ctx, 5, 3, "w_zero_point", Per::TensorOr(m))?;
-    let zy = zero_point_out(ctx)?;
+    let zy = zero_point_out(ctx, 7)?;
     if let (Some(sw), Some(zw)) = (&sw, &zw) {
         same_axis(ctx, (4, sw.len()), (5, zw.len()))?;
     }

@@ -35,17 +35,29 @@ struct Weight {
     shift: i32,
 }
 
-fn weight(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<Weight>> {
+/// Constant input `i` as a 2-D int8 weight, as stored (`[n, k]` when `transposed`: call
+/// [`Weight::transposed`]).
+fn weight(ctx: &NodeCtx<'_>, i: usize, transposed: bool) -> Result<Option<Weight>> {
     let w = ctx.input(i)?;
-    let ([k, n], Some((b, shift))) = (w.shape, int8_constant(ctx, i)) else {
+    let ([r, c], Some((b, shift))) = (w.shape, int8_constant(ctx, i)) else {
         return Ok(None);
     };
-    Ok(Some(Weight {
-        k: *k,
-        n: *n,
-        b,
-        shift,
-    }))
+    let (k, n) = if transposed { (*c, *r) } else { (*r, *c) };
+    Ok(Some(Weight { k, n, b, shift }))
+}
+
+impl Weight {
+    /// The weight read as `[n, k]` rewritten `[k, n]`, the order the kernel packs.
+    fn transposed(self) -> Weight {
+        let (k, n) = (self.k, self.n);
+        let mut t = vec![0i8; k * n];
+        for (j, row) in self.b.chunks_exact(k.max(1)).enumerate() {
+            for (kk, &v) in row.iter().enumerate() {
+                t[kk * n + j] = v;
+            }
+        }
+        Weight { b: t, ..self }
+    }
 }
 
 /// Constant input `i` as int8 values and the shift applied (128 for uint8), or `None`.
@@ -153,7 +165,7 @@ pub fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     if !is_q8(ctx.input(0)?.dtype) {
         return Ok(None);
     }
-    let Some(w) = weight(ctx, 1)? else {
+    let Some(w) = weight(ctx, 1, false)? else {
         return Ok(None);
     };
     let Some(za) = activation_zp(ctx, 2)? else {
@@ -173,26 +185,62 @@ pub fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     lower(ctx, 1, plan).map(Some)
 }
 
-/// QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp) → a requantizing
-/// `QGemm`, or `None`. The scales are checked whether or not the node is lowered.
-pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
-    let n = ctx.input(3)?.shape.last().copied().unwrap_or(1);
-    let sa = scale(ctx, 1, "a_scale", Per::Tensor)?;
-    let sb = scale(ctx, 4, "b_scale", Per::TensorOr(n))?;
-    let sy = scale(ctx, 6, "y_scale", Per::Tensor)?;
-    let zb = zero_point(ctx, 5, 3, "b_zero_point", Per::TensorOr(n))?;
-    let zy = zero_point_out(ctx)?;
+/// Where a requantizing product's parameters are among the node's inputs (A is input 0 and
+/// the constant B input 3 in every form).
+struct Slots {
+    a_scale: usize,
+    a_zp: usize,
+    b_scale: usize,
+    b_zp: usize,
+    y_scale: usize,
+    y_zp: usize,
+    /// An int32 bias of one value per column.
+    bias: Option<usize>,
+}
+
+/// QLinearMatMul's (and FullyConnected's first eight).
+const QLINEAR_MATMUL: Slots = Slots {
+    a_scale: 1,
+    a_zp: 2,
+    b_scale: 4,
+    b_zp: 5,
+    y_scale: 6,
+    y_zp: 7,
+    bias: None,
+};
+
+/// A requantizing `QGemm` of the constant B (input 3; `[n, k]` when `b_transposed`) with
+/// the parameters at `at`, or `None` when one is computed at run time (or the activation
+/// zero point is per row). The scales are checked whether or not the node is lowered.
+fn requantizing(ctx: &NodeCtx<'_>, at: Slots, b_transposed: bool) -> Result<Option<Imported>> {
+    let bs = ctx.input(3)?.shape;
+    let n = if b_transposed { bs.first() } else { bs.last() };
+    let n = n.copied().unwrap_or(1);
+    let sa = scale(ctx, at.a_scale, "a_scale", Per::Tensor)?;
+    let sb = scale(ctx, at.b_scale, "b_scale", Per::TensorOr(n))?;
+    let sy = scale(ctx, at.y_scale, "y_scale", Per::Tensor)?;
+    let zb = zero_point(ctx, at.b_zp, 3, "b_zero_point", Per::TensorOr(n))?;
+    let zy = zero_point_out(ctx, at.y_zp)?;
     if let (Some(sb), Some(zb)) = (&sb, &zb) {
-        same_axis(ctx, (4, sb.len()), (5, zb.len()))?;
+        same_axis(ctx, (at.b_scale, sb.len()), (at.b_zp, zb.len()))?;
     }
     let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
         return Ok(None);
     };
-    let Some(w) = weight(ctx, 3)? else {
+    let Some(mut w) = weight(ctx, 3, b_transposed)? else {
         return Ok(None);
     };
-    let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
+    if b_transposed {
+        w = w.transposed();
+    }
+    let Some(Za::Const(za)) = activation_zp(ctx, at.a_zp)? else {
         return Ok(None);
+    };
+    let bias = match at.bias.map(|i| int32_bias(ctx, i, n)) {
+        None => None,
+        Some(Ok(Some(b))) => Some(b),
+        Some(Ok(None)) => return Ok(None),
+        Some(Err(e)) => return Err(e),
     };
     let (kind, rq) = multipliers(ctx, sa[0], &sb, sy[0], Layer::Dense)?;
     let plan = Plan {
@@ -201,52 +249,49 @@ pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
         zb,
         out: (y_dt, kind, zy),
         rq: Some(rq),
-        bias: None,
+        bias,
     };
     lower(ctx, 3, plan).map(Some)
+}
+
+/// Constant input `i` as an int32 bias of `n` values, or `None` (absent, run time or
+/// another shape or type).
+fn int32_bias(ctx: &NodeCtx<'_>, i: usize, n: usize) -> Result<Option<Vec<i32>>> {
+    let Some(c) = ctx.input_opt(i) else {
+        return Ok(None);
+    };
+    match c.data {
+        Some(d) if c.dtype == DType::I32 && c.shape.iter().product::<usize>() == n => Ok(Some(
+            d.to_i64_vec()
+                .map_err(|e| ctx.err(format!("the bias (input {i}): {e}")))?
+                .iter()
+                .map(|&v| v as i32)
+                .collect(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp) → a requantizing
+/// `QGemm`, or `None`.
+pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
+    requantizing(ctx, QLINEAR_MATMUL, false)
 }
 
 /// `ge.internal:FullyConnected` (QLinearMatMul's inputs, then an int32 bias; see
 /// [`crate::passes::qdq::dense`]) → a requantizing `QGemm` with the bias folded into the
 /// correction. Errors where the layer cannot be lowered: ge wrote the node for this.
 pub fn fully_connected(ctx: &NodeCtx<'_>) -> Result<Imported> {
-    let n = ctx.input(3)?.shape.last().copied().unwrap_or(1);
-    let sa = scale(ctx, 1, "a_scale", Per::Tensor)?;
-    let sb = scale(ctx, 4, "b_scale", Per::TensorOr(n))?;
-    let sy = scale(ctx, 6, "y_scale", Per::Tensor)?;
-    let zb = zero_point(ctx, 5, 3, "b_zero_point", Per::TensorOr(n))?;
-    let zy = zero_point_out(ctx)?;
-    let unsupported = || {
-        ctx.unsupported("a dense layer with run-time weights, scales or zero points: compile with --int8-rounding onnx")
+    let at = Slots {
+        bias: Some(8),
+        ..QLINEAR_MATMUL
     };
-    let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
-        return Err(unsupported());
-    };
-    let Some(w) = weight(ctx, 3)? else {
-        return Err(unsupported());
-    };
-    let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
-        return Err(unsupported());
-    };
-    let bias = ctx
-        .input(8)?
-        .data
-        .ok_or_else(unsupported)?
-        .to_i64_vec()
-        .map_err(|e| ctx.err(format!("the bias: {e}")))?
-        .iter()
-        .map(|&v| v as i32)
-        .collect();
-    let (kind, rq) = multipliers(ctx, sa[0], &sb, sy[0], Layer::Dense)?;
-    let plan = Plan {
-        w,
-        za: Za::Const(za),
-        zb,
-        out: (y_dt, kind, zy),
-        rq: Some(rq),
-        bias: Some(bias),
-    };
-    lower(ctx, 3, plan)
+    requantizing(ctx, at, false)?.ok_or_else(|| {
+        ctx.unsupported(
+            "a dense layer with run-time weights, scales, zero points or bias: compile with \
+             --int8-rounding onnx",
+        )
+    })
 }
 
 /// `com.microsoft:QGemm` (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp) with a
@@ -260,64 +305,16 @@ pub fn qgemm_contrib(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     {
         return Ok(None);
     }
-    let Some(mut w) = weight(ctx, 3)? else {
-        return Ok(None);
+    let at = Slots {
+        a_scale: 1,
+        a_zp: 2,
+        b_scale: 4,
+        b_zp: 5,
+        y_scale: 7,
+        y_zp: 8,
+        bias: ctx.input_opt(6).map(|_| 6),
     };
-    if ctx.attr_i_or("transB", 0) != 0 {
-        // B is [n, k]: the kernel takes [k, n].
-        let (k, n) = (w.n, w.k);
-        let mut t = vec![0i8; k * n];
-        for (j, row) in w.b.chunks_exact(k).enumerate() {
-            for (kk, &v) in row.iter().enumerate() {
-                t[kk * n + j] = v;
-            }
-        }
-        w = Weight { k, n, b: t, ..w };
-    }
-    let n = w.n;
-    let sa = scale(ctx, 1, "a_scale", Per::Tensor)?;
-    let sb = scale(ctx, 4, "b_scale", Per::TensorOr(n))?;
-    let sy = scale(ctx, 7, "y_scale", Per::Tensor)?;
-    let zb = zero_point(ctx, 5, 3, "b_zero_point", Per::TensorOr(n))?;
-    let zy = match ctx.input_opt(8) {
-        None => Some((ctx.input(0)?.dtype, 0)),
-        Some(z) if is_q8(z.dtype) => {
-            zero_point(ctx, 8, 8, "y_zero_point", Per::Tensor)?.map(|v| (z.dtype, v[0]))
-        }
-        Some(_) => None,
-    };
-    let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
-        return Ok(None);
-    };
-    let Some(Za::Const(za)) = activation_zp(ctx, 2)? else {
-        return Ok(None);
-    };
-    let bias = match ctx.input_opt(6) {
-        None => None,
-        Some(c) if c.dtype == DType::I32 && c.shape.iter().product::<usize>() == n => {
-            match c.data {
-                Some(d) => Some(
-                    d.to_i64_vec()
-                        .map_err(|e| ctx.err(format!("C (input 6): {e}")))?
-                        .iter()
-                        .map(|&v| v as i32)
-                        .collect(),
-                ),
-                None => return Ok(None),
-            }
-        }
-        Some(_) => return Ok(None),
-    };
-    let (kind, rq) = multipliers(ctx, sa[0], &sb, sy[0], Layer::Dense)?;
-    let plan = Plan {
-        w,
-        za: Za::Const(za),
-        zb,
-        out: (y_dt, kind, zy),
-        rq: Some(rq),
-        bias,
-    };
-    lower(ctx, 3, plan).map(Some)
+    requantizing(ctx, at, ctx.attr_i_or("transB", 0) != 0)
 }
 
 /// Which TFLite layer a requantization belongs to: its real multiplier is computed
@@ -408,15 +405,16 @@ pub(super) fn constants(
     Ok(o)
 }
 
-/// The output type and zero point of QLinearMatMul (y_zero_point, input 7; absent: uint8
-/// with zero point 0 as the activation's type), `None` when not a constant.
-pub(super) fn zero_point_out(ctx: &NodeCtx<'_>) -> Result<Option<(DType, i32)>> {
-    match ctx.input_opt(7) {
+/// The output type and zero point (y_zero_point, input `i`: 7 in QLinearMatMul and
+/// QLinearConv; absent: the activation's type with zero point 0), `None` when not a
+/// constant.
+pub(super) fn zero_point_out(ctx: &NodeCtx<'_>, i: usize) -> Result<Option<(DType, i32)>> {
+    match ctx.input_opt(i) {
         None => Ok(Some((ctx.input(0)?.dtype, 0))),
         Some(z) if !is_q8(z.dtype) => Err(ctx.err(format!(
             "y_zero_point is {}: the output must be uint8 or int8",
             z.dtype.name()
         ))),
-        Some(z) => Ok(zero_point(ctx, 7, 7, "y_zero_point", Per::Tensor)?.map(|v| (z.dtype, v[0]))),
+        Some(z) => Ok(zero_point(ctx, i, i, "y_zero_point", Per::Tensor)?.map(|v| (z.dtype, v[0]))),
     }
 }
