@@ -7,5 +7,6 @@ ge::ge_model!(E = "models/digits.onnx", colour = "blue", input_shape(x = [1, 1, 
 ge::ge_model!(F = "models/digits.onnx", memory_reuse = 3, input_shape(x = [1, 1, 8, 8]));
 ge::ge_model!(G = "models/digits.onnx", fusion_switch = "none.json", input_shape(x = [1, 1, 8, 8]));
 ge::ge_model!(H = "models/digits.onnx", input_shape(x = [1, 1, 8, 8]), precision = fp16);
+ge::ge_model!(I = "models/digits.onnx", int8_rounding = tfl, input_shape(x = [1, 1, 8, 8]));
 
 fn main() {}
