@@ -95,6 +95,12 @@ impl ModelBuilder {
         self
     }
 
+    /// An initializer holding `data` (any element type).
+    pub fn tensor(&mut self, name: &str, data: TensorData) -> &mut Self {
+        self.graph.initializer.push(encode_tensor(name, &data));
+        self
+    }
+
     /// An int64 initializer.
     pub fn ints(&mut self, name: &str, v: &[i64]) -> &mut Self {
         let d = TensorData {

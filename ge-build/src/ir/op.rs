@@ -72,6 +72,8 @@ pub enum Op {
     QBinary(ge_runtime::format::QBinaryParams),
     /// TFLite's int8 Softmax over innermost rows (input X).
     QSoftmax(ge_runtime::format::QSoftmaxParams),
+    /// TFLite's int8 Mean over innermost rows (input X).
+    QMean(ge_runtime::format::QMeanParams),
     /// A Gemm on a weight-only int8 constant B (inputs A, B, B's scales, optional C).
     GemmW8(GemmParams),
     /// The same tensor in the other channel layout (`passes::blocked_layout`).
@@ -150,6 +152,7 @@ impl Op {
             Op::QConvFused(p) => (OpKind::QConvFused, b(p)),
             Op::QBinary(p) => (OpKind::QBinary, b(p)),
             Op::QSoftmax(p) => (OpKind::QSoftmax, b(p)),
+            Op::QMean(p) => (OpKind::QMean, b(p)),
             Op::GemmW8(p) => (OpKind::GemmW8, b(p)),
             Op::Reorder(p) => (OpKind::Reorder, b(p)),
         }
@@ -207,6 +210,7 @@ impl Op {
             | Op::QConvFused(_)
             | Op::QBinary(_)
             | Op::QSoftmax(_)
+            | Op::QMean(_)
             | Op::Reorder(_) => false,
         }
     }

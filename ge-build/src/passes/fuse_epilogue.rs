@@ -28,6 +28,7 @@ fn act_field(op: &mut Op) -> Option<&mut Activation> {
         | Op::GlobalPool(_)
         | Op::QBinary(_)
         | Op::QSoftmax(_)
+        | Op::QMean(_)
         | Op::Lrn(_)
         | Op::Softmax(_)
         | Op::Reduce(_)

@@ -29,8 +29,8 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 ///   blocked ([`super::ChannelLayout`]) and [`super::WeightLayout::Blocked`] conv weights.
 /// - 10: GemmW8's int8 B pre-packed at compile time ([`super::GEMM_B_PANELS`]).
 /// - 11: `GemmPacked` tasks (a Gemm's constant f32 B pre-packed at compile time).
-/// - 12: TFLite Micro's int8 arithmetic (`--int8-rounding tflite`): `QBinary` and
-///   `QSoftmax` tasks and the `QGemm`/`QConv` output kind [`super::QGEMM_OUT_Q8_TFLITE`].
+/// - 12: TFLite Micro's int8 arithmetic (`--int8-rounding tflite`): `QBinary`,
+///   `QSoftmax` and `QMean` tasks and the `QGemm`/`QConv` output kind [`super::QGEMM_OUT_Q8_TFLITE`].
 pub const FORMAT_VERSION: u32 = 12;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;

@@ -66,6 +66,7 @@ pub fn import(ctx: &NodeCtx<'_>, generated: bool) -> Result<Imported> {
         return match node.op_type() {
             dequantized_pool::OP => dequantized_pool::import(ctx),
             crate::passes::qdq::dense::OP => qgemm::fully_connected(ctx),
+            crate::passes::qdq::mean::OP => contrib::tflite::mean(ctx),
             _ => weight_only::import(ctx),
         };
     }

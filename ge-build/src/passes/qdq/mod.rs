@@ -21,6 +21,7 @@
 //! node: O(nodes + edges).
 
 pub mod dense;
+pub mod mean;
 mod replace;
 mod select;
 pub mod weight_only;
@@ -159,7 +160,7 @@ fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
 /// The nodes with every selected group replaced by its QOperator node (in the target's
 /// place), or `None` when no group was selected. `opset` is the model's default-domain
 /// opset (QLinearSoftmax records it). With `--int8-rounding tflite`, TFLite's
-/// FullyConnected groups ([`dense`]) are recognized too.
+/// FullyConnected ([`dense`]) and Mean ([`mean`]) groups are recognized too.
 pub fn recognize(
     gp: &GraphProto,
     opset: i64,
@@ -195,6 +196,14 @@ pub fn recognize(
             removed.insert(add);
             removed.extend(relu);
             removed.extend(group.q);
+            replaced.insert(i, node);
+            continue;
+        }
+        if rounding == crate::Int8Rounding::Tflite
+            && let Some((node, d, q)) = mean::rewrite(&ix, i)
+        {
+            *absorbed.entry(d).or_default() += 1;
+            removed.insert(q);
             replaced.insert(i, node);
             continue;
         }

@@ -13,7 +13,7 @@ const MS: &str = "com.microsoft";
 
 /// The (value, scale, zero point) a DequantizeLinear or QuantizeLinear reads; the zero
 /// point is `""` when absent.
-fn triple(n: &NodeProto) -> [String; 3] {
+pub(super) fn triple(n: &NodeProto) -> [String; 3] {
     let at = |i: usize| n.input.get(i).cloned().unwrap_or_default();
     [at(0), at(1), at(2)]
 }
@@ -45,7 +45,7 @@ fn zp_type_ok(ix: &Index<'_>, t: &[String; 3]) -> bool {
 
 /// A per-tensor scale and zero point (constant, one element each; the zero point may be
 /// absent when `zp_optional`).
-fn per_tensor(ix: &Index<'_>, t: &[String; 3], zp_optional: bool) -> bool {
+pub(super) fn per_tensor(ix: &Index<'_>, t: &[String; 3], zp_optional: bool) -> bool {
     let zp_ok = if t[2].is_empty() {
         zp_optional
     } else {

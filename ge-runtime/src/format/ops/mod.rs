@@ -49,7 +49,7 @@ macro_rules! op_kinds {
                     OpKind::QConvFused => 7,
                     OpKind::Reorder => 9,
                     OpKind::GemmPacked => 11,
-                    OpKind::QBinary | OpKind::QSoftmax => 12,
+                    OpKind::QBinary | OpKind::QSoftmax | OpKind::QMean => 12,
                     _ => 1,
                 }
             }
@@ -176,6 +176,10 @@ op_kinds! {
     /// fixed-point arithmetic (gemmlowp's exponential and reciprocal) ([`QSoftmaxParams`]).
     /// New in format version 12.
     QSoftmax = 110 => QSoftmaxParams,
+    /// The mean of int8 (uint8) rows in TFLite Micro's arithmetic (its Mean kernel: the raw
+    /// sum requantized once, `1/n` folded into the multiplier) into the same type
+    /// ([`QMeanParams`]). New in format version 12.
+    QMean = 111 => QMeanParams,
 }
 
 macro_rules! numbered {

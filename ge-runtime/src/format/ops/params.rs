@@ -613,6 +613,22 @@ pub struct QBinaryParams {
     pub act_max: i32,
 }
 
+/// Parameters of `QMean`: TFLite Micro's int8 Mean over rows of `n` contiguous elements:
+/// `y = mbqm(Σx − n·in_zp, mult, shift) + out_zp`, saturated (`mult`, `shift` hold
+/// `s_in / (n · s_out)` as TFLite folds it). Input 0 `[.., n]`-rowed int8/uint8; output 0
+/// one value per row, that type.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+pub struct QMeanParams {
+    /// Elements per row (the reduced axes, innermost).
+    pub n: u32,
+    pub mult: i32,
+    /// TFLite's shift (positive: left).
+    pub shift: i32,
+    pub in_zp: i32,
+    pub out_zp: i32,
+}
+
 /// Parameters of `QSoftmax`: TFLite Micro's int8 Softmax (`reference_ops::Softmax` on int8,
 /// `beta · x_scale` folded into `in_mult·2^in_lshift` in Q5.26) over rows of `n` contiguous
 /// elements. Input 0 int8/uint8; output 0 of its shape and type, on the scale 1/256 with

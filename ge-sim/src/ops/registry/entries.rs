@@ -237,6 +237,16 @@ pub(super) const QBINARY: Kernel = Kernel {
     epilogue: None,
 };
 
+pub(super) const QMEAN: Kernel = Kernel {
+    kind: OpKind::QMean,
+    run: |p, ins, outs, _, _| tflite::mean::run_qmean(&read_params(p)?, ins, outs),
+    workspace: no_workspace,
+    work: cost::per_input,
+    dtypes: DTypes::of(&[DType::U8, DType::I8]),
+    in_place: None,
+    epilogue: None,
+};
+
 pub(super) const QSOFTMAX: Kernel = Kernel {
     kind: OpKind::QSoftmax,
     run: |p, ins, outs, _, _| tflite::softmax::run_qsoftmax(&read_params(p)?, ins, outs),

@@ -241,6 +241,7 @@ pub const fn kernel(kind: OpKind) -> &'static Kernel {
         OpKind::Reorder => &REORDER,
         OpKind::QBinary => &QBINARY,
         OpKind::QSoftmax => &QSOFTMAX,
+        OpKind::QMean => &QMEAN,
     }
 }
 

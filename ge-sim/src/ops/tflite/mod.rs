@@ -6,6 +6,7 @@
 //! - [`fixed`]: gemmlowp's fixed-point primitives and `QuantizeMultiplier` (compile time);
 //! - [`binary`]: the `QBinary` task (int8 Add / Mul);
 //! - [`softmax`]: the `QSoftmax` task;
+//! - [`mean`]: the `QMean` task;
 //! - [`params`]: what TFLite's `Prepare` derives from the scales (compile time).
 //!
 //! The int8 average pool (raw sums rounded half away from zero) is the Pool task on 8-bit
@@ -13,6 +14,7 @@
 
 pub mod binary;
 pub mod fixed;
+pub mod mean;
 pub mod params;
 pub mod softmax;
 

@@ -2,7 +2,7 @@
 //! (compile time): the same f64 arithmetic in the same order, since a different order
 //! changes the multipliers' low bits and, near rounding boundaries, the outputs.
 
-use ge_runtime::format::{QBINARY_ADD, QBINARY_MUL, QBinaryParams, QSoftmaxParams};
+use ge_runtime::format::{QBINARY_ADD, QBINARY_MUL, QBinaryParams, QMeanParams, QSoftmaxParams};
 
 use super::fixed::quantize_multiplier;
 use crate::ops::KernelError;
@@ -94,6 +94,32 @@ pub fn mul_params(
         out_shift,
         act_min: act.0,
         act_max: act.1,
+    })
+}
+
+/// TFLite's int8 Mean of rows of `n` (`PrepareMeanOrSumHelper`, then `QuantizedMeanOrSum`'s
+/// folding of `1/n`: the multiplier shifted up by `⌊log2 n⌋` (at most 32 and `31 + shift`),
+/// divided by `n` with truncation).
+pub fn mean_params(
+    s_in: f32,
+    in_zp: i32,
+    s_out: f32,
+    out_zp: i32,
+    n: u32,
+) -> Result<QMeanParams, KernelError> {
+    scales_ok(&[s_in, s_out])?;
+    if n == 0 {
+        return Err(KernelError::BadParams("a mean over no elements"));
+    }
+    let (m, s) = multiplier(f64::from(s_in) / f64::from(s_out))?;
+    let sh = (31 - n.leading_zeros() as i32).min(32).min(31 + s);
+    let mult = ((i64::from(m) << sh) / i64::from(n)) as i32;
+    Ok(QMeanParams {
+        n,
+        mult,
+        shift: s - sh,
+        in_zp,
+        out_zp,
     })
 }
 

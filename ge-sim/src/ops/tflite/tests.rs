@@ -145,6 +145,22 @@ fn average_pool_rounds_raw_sums_half_away_from_zero() {
 }
 
 #[test]
+fn mean_matches_tflite() {
+    // TFLM's example: s_in 0.05, zp −128 → s_out 0.04, zp −100; the real mean is 47.25.
+    let p = mean_params(0.05, -128, 0.04, -100, 5).unwrap();
+    assert_eq!((p.mult, p.shift), (1_073_741_864, -1));
+    let x: [i8; 5] = [-128, -100, 0, 50, 127];
+    let mut y = [0i8; 1];
+    super::mean::run_qmean(&p, &[Some(t(&[1, 5], &x))], &mut [tm(&[1, 1], &mut y)]).unwrap();
+    assert_eq!(y, [48]);
+    // Rows of another length are refused, not read past.
+    let mut y2 = [0i8; 2];
+    assert!(
+        super::mean::run_qmean(&p, &[Some(t(&[1, 5], &x))], &mut [tm(&[1, 2], &mut y2)]).is_err()
+    );
+}
+
+#[test]
 fn requant_tflite_form_is_tflites_requantization() {
     use crate::ops::gemm_i8::Requant;
     let r = Requant::from_tflite(conv_multiplier(0.02, 0.003, 0.05)).unwrap();

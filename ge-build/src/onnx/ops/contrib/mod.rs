@@ -19,7 +19,7 @@ mod integer;
 mod norm;
 mod qlinear;
 mod qlinear_softmax;
-mod tflite;
+pub(crate) mod tflite;
 
 use ge_runtime::format::DType;
 

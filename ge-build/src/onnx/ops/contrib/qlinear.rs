@@ -204,11 +204,15 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
     if x.shape.len() < 3 {
         return Err(ctx.err(format!("X {:?} needs N, C and spatial axes", x.shape)));
     }
-    if !global
-        && ctx.int8_rounding == crate::Int8Rounding::Tflite
-        && let Some(i) = super::tflite::average_pool(ctx)?
-    {
-        return Ok(i);
+    if ctx.int8_rounding == crate::Int8Rounding::Tflite {
+        let tflite = if global {
+            super::tflite::global_average(ctx)?
+        } else {
+            super::tflite::average_pool(ctx)?
+        };
+        if let Some(i) = tflite {
+            return Ok(i);
+        }
     }
     let mut s = Sub::new(ctx);
     if global {

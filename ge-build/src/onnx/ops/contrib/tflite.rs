@@ -1,6 +1,7 @@
 //! The QOperator ops in TFLite Micro's arithmetic (`--int8-rounding tflite`): QLinearAdd /
-//! QLinearMul as `QBinary` tasks, QLinearSoftmax as a `QSoftmax` task and QLinearAveragePool
-//! as the Pool task on the 8-bit values (TFLite's raw-sum average), with the parameters
+//! QLinearMul as `QBinary` tasks, QLinearSoftmax as a `QSoftmax` task, QLinearAveragePool
+//! as the Pool task on the 8-bit values (TFLite's raw-sum average), QLinearGlobalAveragePool
+//! and `ge.internal:Mean` as `QMean` tasks (TFLite's Mean), with the parameters
 //! TFLite's `Prepare` derives from the same f32 scales (`ge_sim::target::tflite`).
 //!
 //! Each returns `None` where TFLite has no such kernel (run-time scales, a softmax output
@@ -8,6 +9,9 @@
 //! onnxruntime's arithmetic, the closest defined result. O(1) per node (the pool: O(rank)).
 
 use ge_runtime::format::{DType, PoolKind, QSoftmaxParams};
+
+use crate::onnx::ops::decomp::{in_name, out0, reduce};
+use crate::onnx::ops::sub::Sub;
 use ge_sim::target::tflite;
 
 use crate::error::Result;
@@ -164,4 +168,73 @@ pub fn average_pool(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
         return Ok(None);
     }
     crate::onnx::ops::conv::pool_of(ctx, PoolKind::Average).map(Some)
+}
+
+/// QLinearGlobalAveragePool (X, X_scale, X_zp, Y_scale, Y_zp) → `QMean` over each plane:
+/// TFLite has no global pool, a Keras `GlobalAveragePooling2D` is its Mean.
+pub fn global_average(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
+    let x = ctx.input(0)?;
+    if !is_q8(x.dtype) || x.shape.len() < 3 || ctx.attr_i_or("channels_last", 0) != 0 {
+        return Ok(None);
+    }
+    let (Some(qx), Some(qy)) = (qparams(ctx, 0, 1, 2)?, out_qparams(ctx, 3, 4, x.dtype)?) else {
+        return Ok(None);
+    };
+    let mut out = x.shape[..2].to_vec();
+    out.resize(x.shape.len(), 1);
+    mean_over(ctx, x.dtype, &x.shape[2..], qx, qy, out).map(Some)
+}
+
+/// A `QMean` over the innermost `rows` dims into `out`.
+fn mean_over(
+    ctx: &NodeCtx<'_>,
+    dt: DType,
+    rows: &[usize],
+    (sx, zx): (f32, i32),
+    (sy, zy): (f32, i32),
+    out: Vec<usize>,
+) -> Result<Imported> {
+    let n = u32::try_from(rows.iter().product::<usize>())
+        .map_err(|_| ctx.err("a mean over 2^32 elements or more"))?;
+    let p = tflite::mean_params(sx, zx, sy, zy, n).map_err(kerr(ctx))?;
+    Ok(Imported::one(Op::QMean(p), vec![0], dt, out))
+}
+
+/// `ge.internal:Mean` (X, X_scale, X_zp, Y_scale, Y_zp; ReduceMean's `axes` and `keepdims`:
+/// [`crate::passes::qdq::mean`]) → `QMean` when the axes are the innermost ones; otherwise
+/// the float ops the model wrote (DequantizeLinear, ReduceMean, QuantizeLinear).
+pub fn mean(ctx: &NodeCtx<'_>) -> Result<Imported> {
+    let x = ctx.input(0)?;
+    let r = x.shape.len();
+    let axes = ctx.attr_ints("axes").unwrap_or_default();
+    let keep = ctx.attr_i_or("keepdims", 1) != 0;
+    let mut ax = axes
+        .iter()
+        .map(|&a| ctx.axis(a, r))
+        .collect::<std::result::Result<Vec<usize>, _>>()?;
+    ax.sort_unstable();
+    ax.dedup();
+    let k = ax.len();
+    let innermost = k > 0 && ax.iter().enumerate().all(|(i, &a)| a == r - k + i);
+    if innermost
+        && is_q8(x.dtype)
+        && let (Some(qx), Some(qy)) = (qparams(ctx, 0, 1, 2)?, out_qparams(ctx, 3, 4, x.dtype)?)
+    {
+        let mut out = x.shape[..r - k].to_vec();
+        if keep {
+            out.resize(r, 1);
+        }
+        return mean_over(ctx, x.dtype, &x.shape[r - k..], qx, qy, out);
+    }
+    let mut s = Sub::new(ctx);
+    let (xs, zs, ys, yz) = (
+        in_name(ctx, 1),
+        in_name(ctx, 2),
+        in_name(ctx, 3),
+        in_name(ctx, 4),
+    );
+    let d = s.op("DequantizeLinear", &[&in_name(ctx, 0), &xs, &zs], vec![]);
+    let m = reduce(&mut s, ctx.opset, "ReduceMean", &d, &axes, keep);
+    s.to("QuantizeLinear", &[&m, &ys, &yz], &[&out0(ctx)?], vec![]);
+    Ok(s.done())
 }
