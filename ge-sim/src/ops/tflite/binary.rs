@@ -8,7 +8,8 @@ use super::fixed::mbqm;
 use crate::ops::broadcast::broadcast2;
 use crate::ops::{KernelError, KernelResult, input, output};
 
-/// One output value from the two operands' raw values.
+/// One output value from the two operands' raw values. (The range is applied with max/min,
+/// not `clamp`, which panics on a malformed record's `act_min > act_max`.)
 #[inline(always)]
 fn add(p: &QBinaryParams, a: i32, b: i32) -> i32 {
     let sa = mbqm(
@@ -22,7 +23,7 @@ fn add(p: &QBinaryParams, a: i32, b: i32) -> i32 {
         p.b_shift,
     );
     let y = mbqm(sa.wrapping_add(sb), p.out_mult, p.out_shift);
-    y.saturating_add(p.out_zp).clamp(p.act_min, p.act_max)
+    y.saturating_add(p.out_zp).max(p.act_min).min(p.act_max)
 }
 
 #[inline(always)]
@@ -32,7 +33,7 @@ fn mul(p: &QBinaryParams, a: i32, b: i32) -> i32 {
         p.out_mult,
         p.out_shift,
     );
-    y.saturating_add(p.out_zp).clamp(p.act_min, p.act_max)
+    y.saturating_add(p.out_zp).max(p.act_min).min(p.act_max)
 }
 
 /// Runs a `QBinary` task: inputs A and B and the output share one 8-bit type.

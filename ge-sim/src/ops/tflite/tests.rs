@@ -92,6 +92,16 @@ fn add_matches_tflite() {
     // The activation range clamps.
     let relu = add_params((0.05, -10), (0.1, 5), (0.12, -3), (-3, 127)).unwrap();
     assert_eq!(add(&relu, &[100], &[1], &[-100], &[1], &[1]), [-3]);
+    // A malformed record (an empty range, wild shifts) gives values, never a panic.
+    let bad = QBinaryParams {
+        act_min: 50,
+        act_max: -50,
+        a_shift: i32::MIN,
+        out_shift: i32::MAX,
+        left_shift: -7,
+        ..p
+    };
+    add(&bad, &[37, 100, 0], &[3], &[64, -100, -7], &[3], &[3]);
 }
 
 #[test]
