@@ -12,7 +12,11 @@
 //! real layer reaches.
 
 #[cfg(target_arch = "x86_64")]
+use crate::arch::x86::avx512::requant::Rq16;
+#[cfg(target_arch = "x86_64")]
 use crate::arch::x86::{avx2::qgemm as avx2, avx512::qgemm as avx512};
+#[cfg(target_arch = "x86_64")]
+use core::arch::x86_64::_mm512_setzero_ps;
 pub mod conv;
 pub mod conv_epilogue;
 pub mod pack;
@@ -153,13 +157,21 @@ pub(crate) fn qgemm_on<A: Act>(
     Ok(())
 }
 
-/// Whether the AVX-512 epilogue computes this output: i32, or requantized in the f32 form.
+/// Whether the AVX-512 epilogue computes this output: i32, or requantized in one vector
+/// form for every column (onnxruntime's f32 or TFLite's fixed point).
 #[cfg(target_arch = "x86_64")]
 fn wide_epilogue(out: &QOut<'_>) -> bool {
     match out {
         QOut::I32 { .. } => true,
-        QOut::U8 { q, .. } | QOut::I8 { q, .. } => q.rq.iter().all(|r| r.shift == 0),
+        QOut::U8 { q, .. } | QOut::I8 { q, .. } => vector_form(q.rq),
     }
+}
+
+/// True when every requantizer has the f32 form, or every one TFLite's: the forms the
+/// vector epilogues compute (`Rq16`).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn vector_form(rq: &[Requant]) -> bool {
+    rq.iter().all(|r| r.shift == 0) || rq.iter().all(|r| r.tflite_shift().is_some())
 }
 
 /// One tile on AVX-512 (VNNI when `vnni`), stored by the vector
@@ -199,10 +211,15 @@ unsafe fn wide_block<A: Act>(
             |c: *mut u8, ldc: usize, q: &QOutParams<'_>, lo: i32, hi: i32| avx512::TileOut::Q8 {
                 c,
                 ldc,
-                scale: if q.rq.len() == 1 {
-                    avx512::Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32))
-                } else {
-                    avx512::Scale::PerColumn(&q.rq[j0].mult)
+                scale: match (q.rq.len(), q.rq[0].shift) {
+                    (1, 0) => avx512::Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32)),
+                    (_, 0) => avx512::Scale::PerColumn(&q.rq[j0].mult),
+                    // TFLite's form (`wide_epilogue`: every column's); `columns` is `None`
+                    // only for mixed forms, which `wide_epilogue` excludes.
+                    _ => avx512::Scale::Fixed(
+                        Rq16::columns(if q.rq.len() == 1 { q.rq } else { &q.rq[j0..] })
+                            .unwrap_or(Rq16::F32(_mm512_setzero_ps())),
+                    ),
                 },
                 zp: q.zp,
                 lo,

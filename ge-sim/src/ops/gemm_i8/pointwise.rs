@@ -71,7 +71,7 @@ pub struct Group<'a> {
 pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
     use core::arch::x86_64::*;
 
-    use super::avx512::{Q8Range, requantize16};
+    use crate::arch::x86::avx512::requant::{Q8Range, Rq16};
     let kq = g.cg.div_ceil(4);
     fn per<T>(v: &[T], n: usize) -> bool {
         v.len() == 1 || v.len() == n
@@ -84,7 +84,7 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
         || g.corr.len() < g.mg
         || !(g.zb.is_empty() || per(g.zb, g.mg))
         || !per(g.rq, g.mg)
-        || g.rq.iter().any(|r| r.shift != 0)
+        || !super::vector_form(g.rq)
     {
         return false;
     }
@@ -134,8 +134,9 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
                     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(z, rowsum));
                 }
                 let r = if g.rq.len() == 1 { g.rq[0] } else { g.rq[j] };
-                let s = f32::from_bits(r.mult as u32);
-                let q = requantize16(v, _mm512_set1_ps(s), range);
+                // `vector_form` (checked above): `splat` is `Some`.
+                let rq = Rq16::splat(r).unwrap_or(Rq16::F32(_mm512_setzero_ps()));
+                let q = rq.apply(v, range);
                 let at = y.as_mut_ptr().add(j * g.hw + p0);
                 _mm_mask_storeu_epi8(at as *mut i8, mask, q);
             };

@@ -182,3 +182,81 @@ fn requant_tflite_form_is_tflites_requantization() {
     assert_eq!(Requant::from_real(0.5).unwrap().tflite_shift(), None);
     assert!(Requant::from_tflite(f64::NAN).is_err());
 }
+
+/// The AVX-512 requantizer (both forms) gives the scalar `Requant::apply`'s bytes on
+/// random and edge sums, multipliers, shifts and zero points.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn vector_requantization_is_the_scalar_one() {
+    use crate::arch::x86::avx512::requant::{Q8Range, Rq16};
+    use crate::ops::gemm_i8::Requant;
+    use core::arch::x86_64::*;
+    if !(std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vl"))
+    {
+        std::println!("skipped: no AVX-512");
+        return;
+    }
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let edges = [
+        0,
+        1,
+        -1,
+        i32::MAX,
+        i32::MIN,
+        1 << 30,
+        -(1 << 30),
+        12345,
+        -12345,
+    ];
+    for round in 0..4000 {
+        let reals = [0.0003, 0.02, 0.37, 0.9999999998, 1.7, 9.5e-7, 3.0];
+        let real = reals[round % reals.len()] * (1.0 + (next() % 1000) as f64 / 1000.0);
+        let forms = [
+            Requant::from_tflite(real).unwrap(),
+            Requant::from_f32_scale(real as f32).unwrap(),
+            // Malformed TFLite records: a negative multiplier, shifts past ±31.
+            Requant {
+                mult: i32::MIN,
+                shift: crate::ops::gemm_i8::requant::TFLITE_BIAS - 40,
+            },
+            Requant {
+                mult: -77_777,
+                shift: crate::ops::gemm_i8::requant::TFLITE_BIAS + 29,
+            },
+        ];
+        let rq = forms[round % forms.len()];
+        let zp = [0, -128, 127, 7, -3][round % 5];
+        let (lo, hi) = if round % 2 == 0 {
+            (-128, 127)
+        } else {
+            (0, 255)
+        };
+        let acc: [i32; 16] = core::array::from_fn(|i| {
+            if i < edges.len() && round % 3 == 0 {
+                edges[i]
+            } else {
+                (next() as i32) >> (next() % 24)
+            }
+        });
+        let mut got = [0u8; 16];
+        // SAFETY: AVX-512 F/BW/VL were detected above.
+        unsafe {
+            let r16 = Rq16::splat(rq).unwrap();
+            let v = _mm512_loadu_si512(acc.as_ptr().cast());
+            let q = r16.apply(v, Q8Range::new(zp, lo, hi));
+            _mm_storeu_si128(got.as_mut_ptr().cast(), q);
+        }
+        for (a, g) in acc.iter().zip(got) {
+            let want = rq.apply(*a, zp, lo, hi);
+            assert_eq!(g, want as u8, "acc {a} rq {rq:?} zp {zp} [{lo}, {hi}]");
+        }
+    }
+}

@@ -8,5 +8,6 @@ pub(crate) mod blocked_conv;
 pub(crate) mod depthwise;
 pub(crate) mod gemm;
 pub(crate) mod qgemm;
+pub(crate) mod requant;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;

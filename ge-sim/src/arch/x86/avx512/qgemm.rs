@@ -12,12 +12,12 @@
 //! quad, is taken off at the end (exact in wrapping i32).
 //!
 //! The epilogue ([`store_tile`]) adds the folded correction and requantizes sixteen columns
-//! at once in onnxruntime's f32 form, `round_half_even(f32(acc)·scale) + zp` saturated: the
-//! conversion rounds to nearest even as the scalar path's `round_even` does, after the
-//! product is clamped to ±2^30 (a product that large saturates either way).
+//! at once ([`Rq16`]: onnxruntime's f32 form or TFLite's fixed-point one, each as the scalar
+//! path computes it).
 
 use core::arch::x86_64::*;
 
+use super::requant::{Q8Range, Rq16};
 use crate::ops::gemm_i8::{Act, MR, NR};
 
 /// `acc[i][j] = Σ_{kk<k} a[off[i] + kk] · B[kk][j]` over one packed panel `bp` (row `i`'s
@@ -135,43 +135,9 @@ pub unsafe fn rows(t: &[[i32; NR]; MR]) -> [__m512i; MR] {
     core::array::from_fn(|i| unsafe { _mm512_loadu_si512(t[i].as_ptr() as *const __m512i) })
 }
 
-/// The output side of onnxruntime's f32 requantization, in lanes: zero point and range.
-#[derive(Clone, Copy)]
-pub struct Q8Range {
-    zp: __m512i,
-    lo: __m512i,
-    hi: __m512i,
-}
-
-impl Q8Range {
-    #[target_feature(enable = "avx512f")]
-    pub fn new(zp: i32, lo: i32, hi: i32) -> Q8Range {
-        Q8Range {
-            zp: _mm512_set1_epi32(zp),
-            lo: _mm512_set1_epi32(lo),
-            hi: _mm512_set1_epi32(hi),
-        }
-    }
-}
-
-/// onnxruntime's f32 requantization of sixteen i32 sums, `round_half_even(f32(v)·s) + zp`
-/// saturated to the range, as sixteen bytes: the conversion rounds to nearest even (the
-/// default mode) after the product is clamped to ±2^30 (one that large saturates either
-/// way). The one form of it the AVX-512 epilogues share.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-#[inline]
-pub fn requantize16(v: __m512i, s: __m512, r: Q8Range) -> __m128i {
-    let big = _mm512_set1_ps(1073741824.0);
-    let f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
-    let f = _mm512_min_ps(
-        _mm512_max_ps(f, _mm512_sub_ps(_mm512_setzero_ps(), big)),
-        big,
-    );
-    let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), r.zp);
-    _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, r.lo), r.hi))
-}
-
 /// Where a tile's rows (sixteen or fewer results each) go: row `i` at `c + i·ldc`.
+// Register values built per tile and passed by value, never stored: no box.
+#[allow(clippy::large_enum_variant)]
 pub enum TileOut {
     I32 {
         c: *mut i32,
@@ -189,10 +155,13 @@ pub enum TileOut {
     },
 }
 
-/// The f32 requantization scales of a row's columns.
+/// The requantization of a row's columns: onnxruntime's f32 scales, or TFLite's
+/// multipliers and shifts ([`Rq16::Tflite`], built once per tile).
 #[derive(Clone, Copy)]
+#[allow(clippy::large_enum_variant)]
 pub enum Scale {
     PerTensor(f32),
+    Fixed(Rq16),
     /// The first column's [`crate::ops::gemm_i8::Requant`] (`mult` = the scale's bits, `shift` = 0): the
     /// scales lie every other i32.
     PerColumn(*const i32),
@@ -251,8 +220,9 @@ pub unsafe fn store_tile(
                 lo,
                 hi,
             } => {
-                let s = match scale {
-                    Scale::PerTensor(s) => _mm512_set1_ps(s),
+                let rq = match scale {
+                    Scale::Fixed(r) => r,
+                    Scale::PerTensor(s) => Rq16::F32(_mm512_set1_ps(s)),
                     Scale::PerColumn(p) => {
                         // (mult, shift) pairs: 2·nr i32, the even ones picked.
                         let pairs = 2 * nr.min(NR);
@@ -267,12 +237,12 @@ pub unsafe fn store_tile(
                         let even = _mm512_setr_epi32(
                             0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
                         );
-                        _mm512_castsi512_ps(_mm512_permutex2var_epi32(a, even, b))
+                        Rq16::F32(_mm512_castsi512_ps(_mm512_permutex2var_epi32(a, even, b)))
                     }
                 };
                 let range = Q8Range::new(zp, lo, hi);
                 for i in 0..mr.min(MR) {
-                    let q = requantize16(sum(i), s, range);
+                    let q = rq.apply(sum(i), range);
                     _mm_mask_storeu_epi8(c.add(i * ldc) as *mut i8, mask, q);
                 }
             }
@@ -280,9 +250,9 @@ pub unsafe fn store_tile(
     }
 }
 
-/// A depthwise run's requantization, sixteen lanes at a time: `out[t]` = onnxruntime's f32
-/// form of `i32(acc[t]) + corr − zb·i32(sum[t])` (the sums are exact integers in f32), as
-/// [`store_tile`] computes it.
+/// A depthwise run's requantization, sixteen lanes at a time: `out[t]` = `rq` (either
+/// run-time form) of `i32(acc[t]) + corr − zb·i32(sum[t])` (the sums are exact integers in
+/// f32), as [`store_tile`] computes it.
 ///
 /// # Safety
 /// The CPU supports AVX-512 F/BW/VL.
@@ -293,7 +263,7 @@ pub unsafe fn requant_run(
     sum: &[f32],
     corr: i32,
     zb: i32,
-    scale: f32,
+    rq: Rq16,
     zp: i32,
     (lo, hi): (i32, i32),
     out: &mut [u8],
@@ -302,7 +272,6 @@ pub unsafe fn requant_run(
     // SAFETY: each masked load and store touches lanes `t..t + len` with `t + len ≤ n`.
     unsafe {
         let (corr, zbv) = (_mm512_set1_epi32(corr), _mm512_set1_epi32(zb));
-        let s = _mm512_set1_ps(scale);
         let range = Q8Range::new(zp, lo, hi);
         for t in (0..n).step_by(16) {
             let len = 16.min(n - t);
@@ -313,7 +282,7 @@ pub unsafe fn requant_run(
                 let sm = _mm512_cvttps_epi32(_mm512_maskz_loadu_ps(mask, sum.as_ptr().add(t)));
                 v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, sm));
             }
-            let q = requantize16(v, s, range);
+            let q = rq.apply(v, range);
             _mm_mask_storeu_epi8(out.as_mut_ptr().add(t) as *mut i8, mask, q);
         }
     }

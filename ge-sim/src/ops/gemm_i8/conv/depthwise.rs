@@ -116,35 +116,48 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                                 (1, g.ow, 1)
                             };
                             let at = (n * g.c + c) * ohw + (o0 + oy) * g.ow;
-                            if let (Some(scale), DType::U8 | DType::I8) = (f32_scale(rq), s.y) {
-                                // onnxruntime's f32 requantization, lane by lane over the whole
-                                // run (the scalar `apply` per output was most of this task's
-                                // time): the rounded product plus the zero point is exact in f32
-                                // below 2^24, and a larger one saturates either way.
+                            let q8 = matches!(s.y, DType::U8 | DType::I8);
+                            // Either vector form (onnxruntime's f32 or TFLite's fixed point),
+                            // lane by lane over the whole run (the scalar `apply` per output
+                            // was most of this task's time).
+                            #[cfg(target_arch = "x86_64")]
+                            if wide
+                                && q8
+                                && let Some(r16) = {
+                                    // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+                                    unsafe { crate::arch::x86::avx512::requant::Rq16::splat(rq) }
+                                }
+                            {
+                                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
+                                let range = if s.y == DType::U8 {
+                                    (0, 255)
+                                } else {
+                                    (-128, 127)
+                                };
+                                // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+                                unsafe {
+                                    crate::ops::gemm_i8::avx512::requant_run(
+                                        acc, sum, corr, zb, r16, s.zp, range, bytes,
+                                    )
+                                };
+                                for r in 0..rows {
+                                    let out = &mut y[at + r * g.ow..][..g.ow];
+                                    let from = bytes[r * stride..].iter().step_by(step);
+                                    for (o, &q) in out.iter_mut().zip(from) {
+                                        *o = q;
+                                    }
+                                }
+                                continue;
+                            }
+                            if let (Some(scale), true) = (f32_scale(rq), q8) {
+                                // onnxruntime's f32 requantization over the run: the rounded
+                                // product plus the zero point is exact in f32 below 2^24, and
+                                // a larger one saturates either way.
                                 let (lo, hi) = if s.y == DType::U8 {
                                     (0.0, 255.0)
                                 } else {
                                     (-128.0, 127.0)
                                 };
-                                #[cfg(target_arch = "x86_64")]
-                                if wide {
-                                    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
-                                    let range = (lo as i32, hi as i32);
-                                    // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
-                                    unsafe {
-                                        crate::ops::gemm_i8::avx512::requant_run(
-                                            acc, sum, corr, zb, scale, s.zp, range, bytes,
-                                        )
-                                    };
-                                    for r in 0..rows {
-                                        let out = &mut y[at + r * g.ow..][..g.ow];
-                                        let from = bytes[r * stride..].iter().step_by(step);
-                                        for (o, &q) in out.iter_mut().zip(from) {
-                                            *o = q;
-                                        }
-                                    }
-                                    continue;
-                                }
                                 let zp = s.zp as f32;
                                 for ((q, &a), &sm) in qv.iter_mut().zip(acc.iter()).zip(sum.iter())
                                 {

@@ -203,7 +203,7 @@ pub(super) fn is_pointwise(p: &QConvParams, g: &Geom) -> bool {
         && g.oh == g.h
         && g.ow == g.w
         && g.c / g.group <= MAX_POINTWISE_CG
-        && p.out == QGEMM_OUT_Q8_F32
+        && matches!(p.out, QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE)
         && !is_depthwise(g)
 }
 

@@ -203,7 +203,7 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
     #[cfg(target_arch = "x86_64")]
     if is_pointwise(p, g)
         && esize == 1
-        && s.rq.iter().all(|r| r.shift == 0)
+        && crate::ops::gemm_i8::vector_form(s.rq)
         && table
         && crate::ops::gemm_i8::avx512::has_vnni()
         && isa::isa() == isa::Isa::Avx512
