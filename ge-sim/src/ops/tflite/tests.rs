@@ -260,3 +260,51 @@ fn vector_requantization_is_the_scalar_one() {
         }
     }
 }
+
+/// The AVX-512 int8 Add gives the scalar Add's bytes, on real and malformed parameters.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn vector_add_is_the_scalar_one() {
+    if !(std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vl"))
+    {
+        std::println!("skipped: no AVX-512");
+        return;
+    }
+    let a: Vec<i8> = (0..203).map(|i| ((i * 73 + 5) % 256) as u8 as i8).collect();
+    let b: Vec<i8> = (0..203)
+        .map(|i| ((i * 151 + 99) % 256) as u8 as i8)
+        .collect();
+    let good = add_params((0.05, -10), (0.1, 5), (0.12, -3), (-128, 127)).unwrap();
+    let params = [
+        good,
+        add_params((0.9, 127), (0.0004, -128), (0.31, 0), (-5, 100)).unwrap(),
+        QBinaryParams {
+            act_min: 50,
+            act_max: -50,
+            a_zp: i32::MIN,
+            a_shift: i32::MIN,
+            out_shift: i32::MAX,
+            left_shift: 40,
+            b_mult: i32::MIN,
+            ..good
+        },
+    ];
+    for p in params {
+        let mut y = vec![0i8; a.len()];
+        // SAFETY: AVX-512 F/BW/VL were detected above.
+        assert!(unsafe { crate::arch::x86::avx512::requant::qadd_i8(&p, &a, &b, &mut y) });
+        let lo = p.act_min.max(-128);
+        let hi = p.act_max.min(127);
+        let clamped = QBinaryParams {
+            act_min: lo,
+            act_max: hi,
+            ..p
+        };
+        for i in 0..a.len() {
+            let want = super::binary::add(&clamped, i32::from(a[i]), i32::from(b[i]));
+            assert_eq!(i32::from(y[i]), want, "{i}: {p:?}");
+        }
+    }
+}

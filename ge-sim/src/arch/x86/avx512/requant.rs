@@ -126,29 +126,76 @@ impl Rq16 {
                 _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, r.lo), r.hi))
             }
             Rq16::Tflite { mult, left, right } => {
-                let x = _mm512_sllv_epi32(v, left);
-                // srdhm: the 64-bit products of the even lanes, then of the odd ones.
-                let nudge = _mm512_set1_epi64(1 << 30);
-                let even =
-                    _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mult), nudge), 31);
-                let odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mult, 32));
-                let odd =
-                    _mm512_slli_epi64(_mm512_srai_epi64(_mm512_add_epi64(odd, nudge), 31), 32);
-                let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-                let min = _mm512_set1_epi32(i32::MIN);
-                let both_min = _mm512_cmpeq_epi32_mask(x, min) & _mm512_cmpeq_epi32_mask(mult, min);
-                let h = _mm512_mask_mov_epi32(h, both_min, _mm512_set1_epi32(i32::MAX));
-                // rdbpot: the arithmetic shift, plus one where the remainder is above half
-                // (half away from zero).
-                let one = _mm512_set1_epi32(1);
-                let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
-                let rem = _mm512_and_si512(h, mask);
-                let thr = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(h, 31));
-                let q = _mm512_srav_epi32(h, right);
-                let q = _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, thr), q, one);
+                let q = mbqm16(v, mult, left, right);
                 let q = _mm512_min_epi32(_mm512_max_epi32(q, r.lo_zp), r.hi_zp);
                 _mm512_cvtepi32_epi8(_mm512_add_epi32(q, r.zp))
             }
         }
     }
+}
+
+/// TFLite's `MultiplyByQuantizedMultiplier` on sixteen lanes: `v·2^left` (wrapping), the
+/// saturating rounding doubling high multiply by `mult`, then the rounding divide by
+/// `2^right` (half away from zero); shift counts in `0..=31`. Lane for lane
+/// [`crate::ops::tflite::fixed::mbqm`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+pub fn mbqm16(v: __m512i, mult: __m512i, left: __m512i, right: __m512i) -> __m512i {
+    let x = _mm512_sllv_epi32(v, left);
+    // srdhm: the 64-bit products of the even lanes, then of the odd ones.
+    let nudge = _mm512_set1_epi64(1 << 30);
+    let even = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mult), nudge), 31);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mult, 32));
+    let odd = _mm512_slli_epi64(_mm512_srai_epi64(_mm512_add_epi64(odd, nudge), 31), 32);
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let min = _mm512_set1_epi32(i32::MIN);
+    let both_min = _mm512_cmpeq_epi32_mask(x, min) & _mm512_cmpeq_epi32_mask(mult, min);
+    let h = _mm512_mask_mov_epi32(h, both_min, _mm512_set1_epi32(i32::MAX));
+    // rdbpot: the arithmetic shift, plus one where the remainder is above half.
+    let one = _mm512_set1_epi32(1);
+    let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+    let rem = _mm512_and_si512(h, mask);
+    let thr = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(h, 31));
+    let q = _mm512_srav_epi32(h, right);
+    _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, thr), q, one)
+}
+
+/// TFLite's int8 Add of equal-shaped `a` and `b` into `y` (`QBinaryParams`, op Add),
+/// sixteen at a time: lane for lane `ops::tflite::binary`'s scalar arithmetic. Returns
+/// `false` (nothing written) when the slices differ in length.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+pub fn qadd_i8(p: &ge_runtime::format::QBinaryParams, a: &[i8], b: &[i8], y: &mut [i8]) -> bool {
+    if a.len() != y.len() || b.len() != y.len() {
+        return false;
+    }
+    let splat = |m: i32, t: i32| {
+        let (l, r) = shifts(t);
+        (
+            _mm512_set1_epi32(m),
+            _mm512_set1_epi32(l),
+            _mm512_set1_epi32(r),
+        )
+    };
+    let (ma, la, ra) = splat(p.a_mult, p.a_shift);
+    let (mb, lb, rb) = splat(p.b_mult, p.b_shift);
+    let (mo, lo, ro) = splat(p.out_mult, p.out_shift);
+    let ls = _mm512_set1_epi32(p.left_shift.clamp(0, 31));
+    let (za, zb) = (_mm512_set1_epi32(p.a_zp), _mm512_set1_epi32(p.b_zp));
+    let range = Q8Range::new(p.out_zp, p.act_min.max(-128), p.act_max.min(127));
+    for t in (0..y.len()).step_by(16) {
+        let n = 16.min(y.len() - t);
+        let mask: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
+        // SAFETY: each masked load and store touches lanes `t..t + n` of equal-length slices.
+        unsafe {
+            let va = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, a.as_ptr().add(t)));
+            let vb = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, b.as_ptr().add(t)));
+            let sa = mbqm16(_mm512_sllv_epi32(_mm512_sub_epi32(va, za), ls), ma, la, ra);
+            let sb = mbqm16(_mm512_sllv_epi32(_mm512_sub_epi32(vb, zb), ls), mb, lb, rb);
+            let q = mbqm16(_mm512_add_epi32(sa, sb), mo, lo, ro);
+            let q = _mm512_min_epi32(_mm512_max_epi32(q, range.lo_zp), range.hi_zp);
+            let q = _mm512_cvtepi32_epi8(_mm512_add_epi32(q, range.zp));
+            _mm_mask_storeu_epi8(y.as_mut_ptr().add(t), mask, q);
+        }
+    }
+    true
 }
