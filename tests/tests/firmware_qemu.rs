@@ -115,9 +115,24 @@ fn qemu(qemu: &str, board: &[&str], exe: &Path) -> String {
 }
 
 /// The classes the reference gives each input of `bin`: TFLite Micro's for kws_int8 (its
-/// firmware compiles with `int8_rounding = tflite`), onnxruntime's for the others.
+/// firmware compiles with `int8_rounding = tflite`; on the corpus inputs they are
+/// onnxruntime's too, which is checked), onnxruntime's for the others.
 fn expected(bin: &str) -> Vec<usize> {
-    let reference = if bin == "kws_int8" { "tflm" } else { "ort" };
+    if bin == "kws_int8" {
+        let tflm = classes(bin, "tflm");
+        assert_eq!(
+            tflm,
+            classes(bin, "ort"),
+            "TFLM's and onnxruntime's kws classes"
+        );
+        return tflm;
+    }
+    classes(bin, "ort")
+}
+
+/// The argmax of each `<reference>_sNN.npy` output of `bin` (`digits`: onnxruntime's
+/// predictions file).
+fn classes(bin: &str, reference: &str) -> Vec<usize> {
     if bin == "digits" {
         let pred = std::fs::read(workspace().join("examples/digits/data/ort_pred.bin")).unwrap();
         return pred.into_iter().map(usize::from).collect();

@@ -15,8 +15,6 @@
 use crate::arch::x86::avx512::requant::Rq16;
 #[cfg(target_arch = "x86_64")]
 use crate::arch::x86::{avx2::qgemm as avx2, avx512::qgemm as avx512};
-#[cfg(target_arch = "x86_64")]
-use core::arch::x86_64::_mm512_setzero_ps;
 pub mod conv;
 pub mod conv_epilogue;
 pub mod pack;
@@ -216,10 +214,11 @@ unsafe fn wide_block<A: Act>(
                     (_, 0) => avx512::Scale::PerColumn(&q.rq[j0].mult),
                     // TFLite's form (`wide_epilogue`: every column's); `columns` is `None`
                     // only for mixed forms, which `wide_epilogue` excludes.
-                    _ => avx512::Scale::Fixed(
-                        Rq16::columns(if q.rq.len() == 1 { q.rq } else { &q.rq[j0..] })
-                            .unwrap_or(Rq16::F32(_mm512_setzero_ps())),
-                    ),
+                    _ => avx512::Scale::Fixed(Rq16::columns_checked(if q.rq.len() == 1 {
+                        q.rq
+                    } else {
+                        &q.rq[j0..]
+                    })),
                 },
                 zp: q.zp,
                 lo,

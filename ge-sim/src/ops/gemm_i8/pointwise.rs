@@ -134,8 +134,8 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
                     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(z, rowsum));
                 }
                 let r = if g.rq.len() == 1 { g.rq[0] } else { g.rq[j] };
-                // `vector_form` (checked above): `splat` is `Some`.
-                let rq = Rq16::splat(r).unwrap_or(Rq16::F32(_mm512_setzero_ps()));
+                // `vector_form` (checked above): one form in every column.
+                let rq = Rq16::columns_checked(core::slice::from_ref(&r));
                 let q = rq.apply(v, range);
                 let at = y.as_mut_ptr().add(j * g.hw + p0);
                 _mm_mask_storeu_epi8(at as *mut i8, mask, q);

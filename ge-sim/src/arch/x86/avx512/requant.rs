@@ -70,6 +70,14 @@ impl Rq16 {
         }
     }
 
+    /// [`Rq16::columns`] for callers that checked the forms first (`vector_form`): a zero
+    /// scale for what cannot occur there (mixed or exact forms), inside this function so
+    /// that no intrinsic is called from the caller's closures.
+    #[target_feature(enable = "avx512f")]
+    pub fn columns_checked(rq: &[Requant]) -> Rq16 {
+        Rq16::columns(rq).unwrap_or(Rq16::F32(_mm512_setzero_ps()))
+    }
+
     /// The requantizers of `rq`'s first sixteen (or fewer) columns, all of one form
     /// (`None` otherwise, or for the exact form).
     #[target_feature(enable = "avx512f")]
