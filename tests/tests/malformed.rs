@@ -161,3 +161,28 @@ fn malformed_scan_and_loop_bodies_are_errors_naming_the_op() {
         }
     }
 }
+
+/// A ConstantOfShape of a hostile shape is refused from its shape, before anything is
+/// allocated (it aborted the compiler with a 40 GB allocation), and a shape whose element
+/// count overflows is refused too (issue 59).
+#[test]
+fn hostile_constant_of_shape_is_an_error_not_an_abort() {
+    use ge_tests::onnx_builder::ModelBuilder;
+    for (dims, want) in [
+        (&[100_000i64, 100_000][..], "over the limit"),
+        (&[1 << 40, 1 << 40, 1 << 40], "overflows"),
+    ] {
+        let mut b = ModelBuilder::new(17);
+        b.ints("s", dims)
+            .output("y", &[1])
+            .node("ConstantOfShape", &["s"], &["y"], &[]);
+        let err = match ge_build::compile_bytes(&b.build(), None, &Default::default()) {
+            Ok(_) => panic!("{dims:?}: compiled"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.contains("ConstantOfShape") && err.contains(want),
+            "{dims:?}: {err}"
+        );
+    }
+}

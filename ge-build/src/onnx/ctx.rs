@@ -60,6 +60,9 @@ pub struct NodeCtx<'a> {
     pub opset: i64,
     /// Whose arithmetic the int8 ops follow (`--int8-rounding`).
     pub int8_rounding: crate::Int8Rounding,
+    /// The largest tensor the compile may hold (`--max-tensor-bytes`): importers that build
+    /// a constant check it before allocating one.
+    pub max_tensor_bytes: Option<u64>,
     pub inputs: Vec<Option<InputInfo<'a>>>,
 }
 

@@ -350,6 +350,7 @@ fn import_node(
         node,
         opset,
         int8_rounding: opts.int8_rounding,
+        max_tensor_bytes: opts.max_tensor_bytes,
         inputs: input_ids
             .iter()
             .map(|id| {

@@ -51,6 +51,7 @@ pub fn ctx(node: &NodeProto, opset: i64) -> NodeCtx<'_> {
         node,
         opset,
         int8_rounding: crate::Int8Rounding::Onnx,
+        max_tensor_bytes: None,
         inputs: Vec::new(),
     }
 }

@@ -513,11 +513,27 @@ fn constant_of_shape(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if fill.numel() != 1 {
         return Err(ctx.err("value must hold one element"));
     }
+    // The size is checked from the shape before anything that size is allocated (a hostile
+    // shape aborted the compiler, or wrapped its product), and an allocation the host
+    // cannot make is an error too.
+    crate::onnx::import::check_tensor_size(fill.dtype, &dims, ctx.max_tensor_bytes)
+        .map_err(|reason| ctx.err(reason))?;
     let n: usize = dims.iter().product();
+    let len = fill.bytes.len().saturating_mul(n);
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(|_| {
+        ctx.err(format!(
+            "{len} bytes for the constant could not be allocated; lower --max-tensor-bytes or \
+             give the shape as a run-time input"
+        ))
+    })?;
+    for _ in 0..n {
+        bytes.extend_from_slice(&fill.bytes);
+    }
     Ok(Imported::Constants(vec![TensorData {
         dtype: fill.dtype,
         dims,
-        bytes: fill.bytes.repeat(n),
+        bytes,
     }]))
 }
 
