@@ -19,14 +19,7 @@ pub(super) fn rewrite(ix: &Index<'_>, t: usize) -> Option<(NodeProto, usize, usi
     if !is_op(n, "ReduceMean") {
         return None;
     }
-    let d = ix.producer_of(n.input.first()?, "DequantizeLinear")?;
-    let out = n.output.first()?.as_str();
-    let [q] = ix.consumers(out) else {
-        return None;
-    };
-    if ix.is_output(out) || !is_op(ix.node(*q), "QuantizeLinear") {
-        return None;
-    }
+    let (d, q) = ix.dq_q_around(t)?;
     // Opset 18 moved the axes to input 1.
     let axes: Vec<i64> = match n.input.get(1).filter(|v| !v.is_empty()) {
         Some(v) => constant(ix, v)?.iter().map(|&a| a as i64).collect(),
@@ -37,7 +30,7 @@ pub(super) fn rewrite(ix: &Index<'_>, t: usize) -> Option<(NodeProto, usize, usi
             .ints
             .clone(),
     };
-    let (dn, qn) = (ix.node(d), ix.node(*q));
+    let (dn, qn) = (ix.node(d), ix.node(q));
     let (x, y) = (triple(dn), triple(qn));
     let t8 = ix.elem_type(&x[0]);
     if axes.is_empty()
@@ -77,5 +70,5 @@ pub(super) fn rewrite(ix: &Index<'_>, t: usize) -> Option<(NodeProto, usize, usi
         ],
         ..NodeProto::default()
     };
-    Some((node, d, *q))
+    Some((node, d, q))
 }

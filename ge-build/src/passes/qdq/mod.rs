@@ -87,6 +87,19 @@ impl<'g> Index<'g> {
         is_op(self.node(p), op).then_some(p)
     }
 
+    /// The DequantizeLinear feeding node `t`'s first input and the one QuantizeLinear that
+    /// alone consumes its first output (not a graph output): the pair around a single-input
+    /// op.
+    fn dq_q_around(&self, t: usize) -> Option<(usize, usize)> {
+        let n = self.node(t);
+        let d = self.producer_of(n.input.first()?, "DequantizeLinear")?;
+        let out = n.output.first()?.as_str();
+        let [q] = self.consumers(out) else {
+            return None;
+        };
+        (!self.is_output(out) && is_op(self.node(*q), "QuantizeLinear")).then_some((d, *q))
+    }
+
     fn consumers(&self, v: &str) -> &[usize] {
         self.consumers.get(v).map_or(&[], Vec::as_slice)
     }

@@ -242,14 +242,7 @@ pub(super) fn droppable(ix: &Index<'_>, t: usize) -> Option<(usize, usize)> {
     }
     // MaxPool's optional Indices output rules it out (checked above); a Reshape's shape
     // and the like stay as they are.
-    let d = ix.producer_of(n.input.first()?, "DequantizeLinear")?;
-    let out = n.output.first()?.as_str();
-    let [q] = ix.consumers(out) else {
-        return None;
-    };
-    if ix.is_output(out) || !is_op(ix.node(*q), "QuantizeLinear") {
-        return None;
-    }
+    let (d, q) = ix.dq_q_around(t)?;
     let params = |node: &NodeProto| -> Option<(f64, f64, Option<i32>)> {
         let s = constant(ix, node.input.get(1)?)?;
         let (z, zt) = match node.input.get(2).filter(|z| !z.is_empty()) {
@@ -258,8 +251,8 @@ pub(super) fn droppable(ix: &Index<'_>, t: usize) -> Option<(usize, usize)> {
         };
         (s.len() == 1 && z.len() == 1 && s[0].is_finite() && s[0] > 0.0).then(|| (s[0], z[0], zt))
     };
-    let (dn, qn) = (ix.node(d), ix.node(*q));
+    let (dn, qn) = (ix.node(d), ix.node(q));
     let same = params(dn)? == params(qn)?;
     let dq_type = ix.elem_type(dn.input.first()?);
-    (same && is_q8(dq_type) && dq_type == params(qn)?.2).then_some((d, *q))
+    (same && is_q8(dq_type) && dq_type == params(qn)?.2).then_some((d, q))
 }
