@@ -176,6 +176,7 @@ pub fn compile_bytes(
         blob_bytes: emitted.blob.len(),
         gears: gear_stats,
         precision: top.precision,
+        dtypes: crate::report::DtypeStat::of_blob(&emitted.blob, opts.int8_rounding),
     };
     Ok(Compiled {
         blob: emitted.blob,

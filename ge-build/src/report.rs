@@ -68,6 +68,56 @@ pub struct PrecisionStat {
     pub clamped_values: u64,
 }
 
+/// Every task's element type, read back from the blob (issue 50: a quantized model shows
+/// what still computes in float).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DtypeStat {
+    /// `--int8-rounding` (`onnx` or `tflite`): whose arithmetic the int8 tasks follow.
+    pub int8_rounding: String,
+    /// Tasks by the element type of their first output (`int8`, `uint8`, `int32`,
+    /// `float32`, …).
+    pub tasks_by_dtype: std::collections::BTreeMap<String, usize>,
+    /// In a model with 8-bit tasks, the tasks that write float, as `name (Kind)`: the layers a
+    /// fully quantized model should not have (a float tail, a group the QDQ rules left).
+    pub float_tasks: Vec<String>,
+}
+
+impl DtypeStat {
+    /// From a blob the compiler just wrote (an unreadable one gives an empty stat).
+    pub fn of_blob(blob: &[u8], rounding: crate::Int8Rounding) -> DtypeStat {
+        use ge_runtime::format::DType;
+        let mut s = DtypeStat {
+            int8_rounding: rounding.name().to_string(),
+            ..DtypeStat::default()
+        };
+        let aligned = ge_runtime::AlignedBlob::from_bytes(blob);
+        let Ok(m) = ge_runtime::Model::from_bytes(aligned.as_bytes()) else {
+            return s;
+        };
+        let mut float = Vec::new();
+        let mut eight_bit = false;
+        for t in m.tasks() {
+            let Some(dt) = m
+                .task_outputs(t)
+                .first()
+                .and_then(|&o| m.tensors().get(o as usize))
+                .map(ge_runtime::tensor_dtype)
+            else {
+                continue;
+            };
+            *s.tasks_by_dtype.entry(dt.name().to_string()).or_default() += 1;
+            eight_bit |= matches!(dt, DType::I8 | DType::U8);
+            if matches!(dt, DType::F32 | DType::F16 | DType::Bf16 | DType::F64) {
+                float.push(format!("{} ({})", m.str(t.name), m.task_op(t).name()));
+            }
+        }
+        if eight_bit {
+            s.float_tasks = float;
+        }
+        s
+    }
+}
+
 /// The whole report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
@@ -89,6 +139,8 @@ pub struct Report {
     /// the largest gear.
     pub gears: Vec<GearStat>,
     pub precision: PrecisionStat,
+    /// Every task's element type ([`DtypeStat`]).
+    pub dtypes: DtypeStat,
 }
 
 /// One gear of a multi-shape blob.

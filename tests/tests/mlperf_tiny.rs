@@ -119,7 +119,8 @@ fn mlperf_tiny_matches_onnxruntime_at_every_level() {
 }
 
 /// `--int8-rounding tflite` (issue 50): every int8 model's outputs equal TFLite Micro's on
-/// the corpus inputs, bit for bit, at O0–O3, and its arena stays within TFLM's (total).
+/// the corpus inputs, bit for bit, at O0–O3, every task is int8 (no float task in the
+/// report) and its arena stays within TFLM's (total).
 #[test]
 fn mlperf_tiny_int8_equals_tflite_micro_in_tflite_mode() {
     let dir = root();
@@ -138,6 +139,13 @@ fn mlperf_tiny_int8_equals_tflite_micro_in_tflite_mode() {
             };
             let c = ge_build::compile_bytes(&bytes, None, &opts).expect("compiles");
             let arena = c.report.memory.arena_bytes;
+            // Every task int8 (the report's per-task dtypes): no float tail left.
+            if !c.report.dtypes.float_tasks.is_empty() {
+                failures.push(format!(
+                    "{key} {level:?}: float tasks {:?}",
+                    c.report.dtypes.float_tasks
+                ));
+            }
             if arena > tflm_arena {
                 failures.push(format!(
                     "{key} {level:?}: arena {arena} B over TFLM's {tflm_arena}"
