@@ -35,29 +35,29 @@ struct Weight {
     shift: i32,
 }
 
-/// Constant input `i` as a 2-D int8 weight, as stored (`[n, k]` when `transposed`: call
-/// [`Weight::transposed`]).
+/// Constant input `i` as a 2-D int8 weight `[k, n]`, the order the kernel packs (stored
+/// `[n, k]` when `transposed`, and rewritten here).
 fn weight(ctx: &NodeCtx<'_>, i: usize, transposed: bool) -> Result<Option<Weight>> {
     let w = ctx.input(i)?;
     let ([r, c], Some((b, shift))) = (w.shape, int8_constant(ctx, i)) else {
         return Ok(None);
     };
-    let (k, n) = if transposed { (*c, *r) } else { (*r, *c) };
-    Ok(Some(Weight { k, n, b, shift }))
-}
-
-impl Weight {
-    /// The weight read as `[n, k]` rewritten `[k, n]`, the order the kernel packs.
-    fn transposed(self) -> Weight {
-        let (k, n) = (self.k, self.n);
-        let mut t = vec![0i8; k * n];
-        for (j, row) in self.b.chunks_exact(k.max(1)).enumerate() {
-            for (kk, &v) in row.iter().enumerate() {
-                t[kk * n + j] = v;
-            }
-        }
-        Weight { b: t, ..self }
+    if !transposed {
+        return Ok(Some(Weight {
+            k: *r,
+            n: *c,
+            b,
+            shift,
+        }));
     }
+    let (k, n) = (*c, *r);
+    let mut t = vec![0i8; k * n];
+    for (j, row) in b.chunks_exact(k.max(1)).enumerate() {
+        for (kk, &v) in row.iter().enumerate() {
+            t[kk * n + j] = v;
+        }
+    }
+    Ok(Some(Weight { k, n, b: t, shift }))
 }
 
 /// Constant input `i` as int8 values and the shift applied (128 for uint8), or `None`.
@@ -227,12 +227,9 @@ fn requantizing(ctx: &NodeCtx<'_>, at: Slots, b_transposed: bool) -> Result<Opti
     let (Some(sa), Some(sb), Some(sy), Some(zb), Some((y_dt, zy))) = (sa, sb, sy, zb, zy) else {
         return Ok(None);
     };
-    let Some(mut w) = weight(ctx, 3, b_transposed)? else {
+    let Some(w) = weight(ctx, 3, b_transposed)? else {
         return Ok(None);
     };
-    if b_transposed {
-        w = w.transposed();
-    }
     let Some(Za::Const(za)) = activation_zp(ctx, at.a_zp)? else {
         return Ok(None);
     };

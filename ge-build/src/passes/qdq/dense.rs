@@ -12,10 +12,9 @@ use super::{Index, code, is_op};
 /// (QLinearMatMul's, then the int32 bias), output the QuantizeLinear's.
 pub const OP: &str = "FullyConnected";
 
-/// The group around MatMul `t`: DequantizeLinear of x, of w and of the bias (its `dq`), the
-/// Add (its `clip` slot holds the Add, `q` the QuantizeLinear), or `None`. A redundant
-/// Relu between the Add and the QuantizeLinear is returned second.
-pub(super) fn group(ix: &Index<'_>, t: usize) -> Option<(Group, usize, Option<usize>)> {
+/// The group around MatMul `t` — DequantizeLinear of x, of w and of the bias (its `dq`), a
+/// redundant Relu (`clip`) and the QuantizeLinear (`q`) — and the bias Add, or `None`.
+pub(super) fn group(ix: &Index<'_>, t: usize) -> Option<(Group, usize)> {
     let n = ix.node(t);
     if !is_op(n, "MatMul") || n.input.len() != 2 {
         return None;
@@ -49,8 +48,8 @@ pub(super) fn group(ix: &Index<'_>, t: usize) -> Option<(Group, usize, Option<us
     let g = Group {
         kind: Kind::MatMul,
         dq: vec![Some(x), Some(w), Some(b)],
-        clip: Some(*add),
+        clip,
         q: Some(q?),
     };
-    Some((g, *add, clip))
+    Some((g, *add))
 }

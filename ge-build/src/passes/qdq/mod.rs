@@ -195,7 +195,7 @@ pub fn recognize(
             continue;
         }
         if rounding == crate::Int8Rounding::Tflite
-            && let Some((group, add, relu)) = dense::group(&ix, i)
+            && let Some((group, add)) = dense::group(&ix, i)
             && let Some(mut node) = replace::qoperator(&ix, n, &group, opset)
         {
             // QLinearMatMul's inputs, then the bias's int32 values.
@@ -207,7 +207,7 @@ pub fn recognize(
                 *absorbed.entry(d).or_default() += 1;
             }
             removed.insert(add);
-            removed.extend(relu);
+            removed.extend(group.clip);
             removed.extend(group.q);
             replaced.insert(i, node);
             continue;

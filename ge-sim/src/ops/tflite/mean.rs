@@ -26,7 +26,6 @@ pub fn run_qmean(
 ) -> KernelResult {
     let x = input(ins, 0, "QMean input")?;
     let y = output(outs, 0, "QMean output")?;
-    let n = p.n as usize;
     if x.dtype != y.dtype {
         return Err(KernelError::UnsupportedDType(
             "QMean keeps its input's type",
@@ -48,7 +47,6 @@ pub fn run_qmean(
         }
         Ok(())
     }
-    let _ = n;
     match x.dtype {
         DType::I8 => rows(
             p,

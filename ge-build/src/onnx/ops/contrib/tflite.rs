@@ -61,7 +61,7 @@ pub fn binary(ctx: &NodeCtx<'_>, op: &str) -> Result<Option<Imported>> {
         _ => tflite::mul_params(qa, qb, qy, act),
     }
     .map_err(kerr(ctx))?;
-    let shape = broadcast(a.shape, b.shape).ok_or_else(|| {
+    let shape = crate::onnx::ops::broadcast_shapes(&[a.shape, b.shape]).ok_or_else(|| {
         ctx.err(format!(
             "A {:?} and B {:?} do not broadcast",
             a.shape, b.shape
@@ -90,31 +90,6 @@ fn out_qparams(ctx: &NodeCtx<'_>, s: usize, z: usize, dt: DType) -> Result<Optio
         },
     };
     Ok(Some((sy[0], zy)))
-}
-
-/// Numpy broadcasting of two shapes.
-fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let r = a.len().max(b.len());
-    (0..r)
-        .map(|i| {
-            let da = if i + a.len() >= r {
-                a[i + a.len() - r]
-            } else {
-                1
-            };
-            let db = if i + b.len() >= r {
-                b[i + b.len() - r]
-            } else {
-                1
-            };
-            match (da, db) {
-                (x, y) if x == y => Some(x),
-                (1, y) => Some(y),
-                (x, 1) => Some(x),
-                _ => None,
-            }
-        })
-        .collect()
 }
 
 /// QLinearSoftmax (X, X_scale, X_zp, Y_scale, Y_zp) → `QSoftmax`, when its rows are the

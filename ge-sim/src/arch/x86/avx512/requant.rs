@@ -71,15 +71,16 @@ impl Rq16 {
     }
 
     /// [`Rq16::columns`] for callers that checked the forms first (`vector_form`): a zero
-    /// scale for what cannot occur there (mixed or exact forms), inside this function so
-    /// that no intrinsic is called from the caller's closures.
+    /// scale for what cannot occur there, inside this function so that no intrinsic is
+    /// called from the caller's closures.
     #[target_feature(enable = "avx512f")]
     pub fn columns_checked(rq: &[Requant]) -> Rq16 {
         Rq16::columns(rq).unwrap_or(Rq16::F32(_mm512_setzero_ps()))
     }
 
-    /// The requantizers of `rq`'s first sixteen (or fewer) columns, all of one form
-    /// (`None` otherwise, or for the exact form).
+    /// The requantizers of `rq`'s first sixteen (or fewer) columns: one record in either
+    /// vector form ([`Rq16::splat`]), or TFLite's form in every column (`None` otherwise;
+    /// onnxruntime's per-column f32 scales are `qgemm::Scale::PerColumn`'s).
     #[target_feature(enable = "avx512f")]
     pub fn columns(rq: &[Requant]) -> Option<Rq16> {
         let rq = &rq[..rq.len().min(16)];
@@ -89,18 +90,6 @@ impl Rq16 {
         }
         let mut m = [0i32; 16];
         let (mut l, mut r) = ([0i32; 16], [0i32; 16]);
-        if first.shift == 0 {
-            if rq.iter().any(|x| x.shift != 0) {
-                return None;
-            }
-            for (d, x) in m.iter_mut().zip(rq) {
-                *d = x.mult;
-            }
-            // SAFETY: 16 readable i32.
-            return Some(Rq16::F32(unsafe {
-                _mm512_castsi512_ps(_mm512_loadu_si512(m.as_ptr().cast()))
-            }));
-        }
         for (i, x) in rq.iter().enumerate() {
             let t = x.tflite_shift()?;
             m[i] = x.mult;
