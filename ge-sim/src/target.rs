@@ -23,7 +23,9 @@ pub use crate::ops::gemm::PLAIN_GEMM;
 pub use crate::ops::fused::{TILE as FUSED_TILE, fusable_binary_task, fusable_unary};
 
 // Weight packing: the int8 GEMM's panel order and its compile-time folds.
-pub use crate::ops::gemm_i8::conv::depthwise_on_plane;
+pub use crate::ops::gemm_i8::conv::{
+    QuadLayout, depthwise_on_plane, pack_quads, quad_layout, quads_len,
+};
 pub use crate::ops::gemm_i8::{Requant, fold_zero_points, pack_b, packed_len};
 pub use crate::ops::tflite::params as tflite;
 

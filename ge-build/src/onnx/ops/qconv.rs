@@ -5,8 +5,14 @@
 //! channel on the same GEMM); other ranks and run-time weights keep their decomposition.
 //! O(weight size) per node.
 
-use ge_runtime::format::{DType, QCONV_FLIPPED, QCONV_INPUTS, QConvParams, QGEMM_OUT_I32};
-use ge_sim::target::{Requant, depthwise_on_plane, fold_zero_points, pack_b, packed_len};
+use ge_runtime::format::{
+    DType, QCONV_CHANNEL_QUADS, QCONV_FLIPPED, QCONV_INPUTS, QCONV_ROW_QUADS, QConvParams,
+    QGEMM_OUT_I32,
+};
+use ge_sim::target::{
+    QuadLayout, Requant, depthwise_on_plane, fold_zero_points, pack_b, pack_quads, packed_len,
+    quad_layout, quads_len,
+};
 
 use super::super::ctx::{Imported, NodeCtx};
 use super::qgemm::{
@@ -59,8 +65,39 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
         k,
         s.rq.is_some() || s.out.1 == QGEMM_OUT_I32,
     );
+    // Other convs (but pointwise ones) multiply a padded copy of the input rows in quads,
+    // without im2col (`ge_sim`'s `quads`).
+    let (cg, kh, kw) = (
+        x.shape[1] / group,
+        cp.kernel[0] as usize,
+        cp.kernel[1] as usize,
+    );
+    let quads = if compact || wi.shape.len() != 4 {
+        None
+    } else {
+        let u = |i: usize| cp.stride[i] as usize;
+        let pads = [
+            cp.pad_begin[0],
+            cp.pad_begin[1],
+            cp.pad_end[0],
+            cp.pad_end[1],
+        ];
+        quad_layout(
+            group,
+            m,
+            x.shape[1],
+            [kh, kw],
+            [u(0), u(1)],
+            pads.map(|v| v as usize),
+            cp.dilation[1] as usize,
+            zb.iter().all(|&z| z == 0),
+            matches!(za, Za::Const(_)),
+        )
+    };
     let plen = if compact {
         k
+    } else if let Some(layout) = quads {
+        quads_len(layout, mg, cg, kh, kw).ok_or_else(|| ctx.err("the weight is too large"))?
     } else {
         packed_len(k, mg).ok_or_else(|| ctx.err("the weight is too large"))?
     };
@@ -87,6 +124,8 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
         let dst = &mut packed[g * plen..(g + 1) * plen];
         if compact {
             dst.copy_from_slice(bg);
+        } else if let Some(layout) = quads {
+            pack_quads(layout, bg, mg, cg, kh, kw, dst).map_err(kerr)?;
         } else {
             pack_b(bg, k, mg, 1, k, dst).map_err(kerr)?;
         }
@@ -116,7 +155,12 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
     }
     let two = |v: [u32; 3]| [v[0], v[1]];
     let p = QConvParams {
-        out: s.out.1,
+        out: s.out.1
+            | match quads {
+                Some(QuadLayout::Rows) => QCONV_ROW_QUADS,
+                Some(QuadLayout::Channels) => QCONV_CHANNEL_QUADS,
+                None => 0,
+            },
         out_zp: s.out.2,
         a_zp: za_const,
         group: cp.group,

@@ -580,6 +580,18 @@ pub const QGEMM_OUT_Q8_F32: u32 = 3;
 /// saturating rounding doubling high multiply, then a rounding right shift). New in format
 /// version 12 ([`task_since_version`]).
 pub const QGEMM_OUT_Q8_TFLITE: u32 = 4;
+/// [`QConvParams::out`]'s weight layout bits (the low byte keeps the output kind,
+/// [`QConvParams::kind`]); zero: GEMM panels (or compact depthwise taps).
+pub const QCONV_LAYOUT_MASK: u32 = 0xff << 8;
+/// [`QCONV_LAYOUT_MASK`] layout: the weight in kernel-row quads (an output channel's four
+/// consecutive taps of one kernel row, the row padded with zeros to a multiple of four),
+/// which the kernel multiplies straight from a padded copy of the input rows instead of an
+/// im2col block (`ge_sim`'s `quads`). New in format version 13 ([`task_since_version`]).
+pub const QCONV_ROW_QUADS: u32 = 1 << 8;
+/// [`QCONV_LAYOUT_MASK`] layout: the weight in channel quads (an output channel's four
+/// consecutive input channels at one tap), read against a copy that interleaves four
+/// channels a column. New in format version 13.
+pub const QCONV_CHANNEL_QUADS: u32 = 2 << 8;
 
 /// [`QBinaryParams::op`]: `A + B`.
 pub const QBINARY_ADD: u32 = 0;
@@ -691,7 +703,8 @@ pub const QCONV_FLIPPED: usize = 7;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
 pub struct QConvParams {
-    /// [`QGEMM_OUT_I32`] or [`QGEMM_OUT_Q8`].
+    /// The output kind ([`QGEMM_OUT_I32`], [`QGEMM_OUT_Q8`], …) in the low byte, the
+    /// weight layout in [`QCONV_LAYOUT_MASK`].
     pub out: u32,
     /// The output zero point ([`QGEMM_OUT_Q8`]).
     pub out_zp: i32,
@@ -703,4 +716,16 @@ pub struct QConvParams {
     pub dilation: [u32; 2],
     pub pad_begin: [u32; 2],
     pub pad_end: [u32; 2],
+}
+
+impl QConvParams {
+    /// The output kind, without the layout bits.
+    pub fn kind(&self) -> u32 {
+        self.out & 0xff
+    }
+
+    /// The weight layout bits ([`QCONV_LAYOUT_MASK`]).
+    pub fn layout(&self) -> u32 {
+        self.out & QCONV_LAYOUT_MASK
+    }
 }

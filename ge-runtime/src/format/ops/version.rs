@@ -7,13 +7,17 @@ use super::*;
 /// the kind's [`OpKind::since_version`], or 5 for a Conv whose weights are pre-packed and a
 /// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O, 8 for a
 /// record that applies [`UnaryOp::Silu`], 9 for blocked channels ([`ChannelLayout`]), 12
-/// for TFLite requantization ([`QGEMM_OUT_Q8_TFLITE`]).
+/// for TFLite requantization ([`QGEMM_OUT_Q8_TFLITE`]), 13 for quad conv weights
+/// ([`QCONV_LAYOUT_MASK`]).
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     let first = u32_at(params, 0);
-    // TFLite requantization: `out`, the first field of QGemm's, QConv's and (through its
-    // conv) QConvFused's records.
+    // `out`, the first field of QGemm's, QConv's and (through its conv) QConvFused's
+    // records: the output kind in its low byte, QConv's weight layout above.
+    if matches!(op, OpKind::QConv | OpKind::QConvFused) && first & QCONV_LAYOUT_MASK != 0 {
+        return 13;
+    }
     if matches!(op, OpKind::QGemm | OpKind::QConv | OpKind::QConvFused)
-        && first == QGEMM_OUT_Q8_TFLITE
+        && first & 0xff == QGEMM_OUT_Q8_TFLITE
     {
         return 12;
     }
@@ -38,7 +42,7 @@ pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
         // `spatial`, the record's first field, holds the weight layout from bit 8 on.
         OpKind::Conv => first >> 8 != 0,
         // `out`, both records' first field.
-        OpKind::QGemm | OpKind::QConv => first == QGEMM_OUT_Q8_F32,
+        OpKind::QGemm | OpKind::QConv => first & 0xff == QGEMM_OUT_Q8_F32,
         // `reserved`, the fourth field.
         OpKind::Fused => {
             if u32_at(params, 12) & FUSED_8BIT_IO != 0 {

@@ -42,7 +42,7 @@ const B_BLOCK_BYTES: usize = 256 * 1024;
 
 /// Whether the x86 tile can ever run (see `gemm::micro`): otherwise its arm is dead code.
 #[cfg(target_arch = "x86_64")]
-const X86_TILES: bool = cfg!(any(feature = "std", target_feature = "avx2"));
+pub(crate) const X86_TILES: bool = cfg!(any(feature = "std", target_feature = "avx2"));
 
 /// An 8-bit activation element: u8 or i8, widened to i16 for the products.
 pub trait Act: Copy + Send + Sync + 'static {
@@ -148,7 +148,7 @@ pub(crate) fn qgemm_on<A: Act>(
                 // SAFETY: `check` proved rows `i0..i0 + mr` of A hold `k` values at `lda`
                 // apart (rows past `mr` repeat row `i0`) and packed B holds every panel.
                 let acc = unsafe { tile_on(isa, g.k, g.a.as_ptr(), &off, bp.as_ptr()) };
-                store(g, &acc, &rowsum, i0, mr, p * NR, &mut out);
+                g.columns().store(&acc, &rowsum, i0, mr, p * NR, &mut out);
             }
         }
     }
@@ -158,7 +158,7 @@ pub(crate) fn qgemm_on<A: Act>(
 /// Whether the AVX-512 epilogue computes this output: i32, or requantized in one vector
 /// form for every column (onnxruntime's f32 or TFLite's fixed point).
 #[cfg(target_arch = "x86_64")]
-fn wide_epilogue(out: &QOut<'_>) -> bool {
+pub(crate) fn wide_epilogue(out: &QOut<'_>) -> bool {
     match out {
         QOut::I32 { .. } => true,
         QOut::U8 { q, .. } | QOut::I8 { q, .. } => vector_form(q.rq),
@@ -191,49 +191,166 @@ unsafe fn wide_block<A: Act>(
     j0: usize,
     out: &mut QOut<'_>,
 ) {
-    let nr = NR.min(g.n - j0);
-    // SAFETY: the contract covers the tile's reads; `check` proved C, `corr`, `zb` and the
-    // requantizers hold columns `j0..j0 + nr` of rows `i0..i0 + mr`.
+    // SAFETY: the contract covers the tile's reads and the store's writes.
     unsafe {
         let acc = if vnni {
             avx512::tile_vnni(g.k, g.a.as_ptr(), off, bp.as_ptr())
         } else {
             avx512::rows(&avx2::tile(g.k, g.a.as_ptr(), off, bp.as_ptr()))
         };
-        let (zb, zb_all) = match g.zb.len() {
-            0 => (core::ptr::null(), None),
-            1 => (core::ptr::null(), Some(g.zb[0])),
-            _ => (g.zb[j0..].as_ptr(), None),
-        };
-        let q8 =
-            |c: *mut u8, ldc: usize, q: &QOutParams<'_>, lo: i32, hi: i32| avx512::TileOut::Q8 {
-                c,
-                ldc,
-                scale: match (q.rq.len(), q.rq[0].shift) {
-                    (1, 0) => avx512::Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32)),
-                    (_, 0) => avx512::Scale::PerColumn(&q.rq[j0].mult),
-                    // TFLite's form (`wide_epilogue`: every column's); `columns` is `None`
-                    // only for mixed forms, which `wide_epilogue` excludes.
-                    _ => avx512::Scale::Fixed(Rq16::columns_checked(if q.rq.len() == 1 {
-                        q.rq
-                    } else {
-                        &q.rq[j0..]
-                    })),
-                },
-                zp: q.zp,
-                lo,
-                hi,
+        g.columns().store_wide(&acc, rowsum, i0, mr, j0, out);
+    }
+}
+
+/// The columns a tile's results are finished with: `n` of them, their folded corrections
+/// and weight zero points (empty when all are zero, else 1 or `n`).
+#[derive(Clone, Copy)]
+pub(crate) struct Columns<'a> {
+    pub(crate) n: usize,
+    pub(crate) corr: &'a [i32],
+    pub(crate) zb: &'a [i32],
+}
+
+impl Columns<'_> {
+    /// [`store`]'s epilogue on AVX-512: columns `j0..` (sixteen or fewer) of rows
+    /// `i0..i0 + mr` of `out`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512 F/BW/VL; `out` passed [`check_out`] for at least
+    /// `i0 + mr` rows and [`wide_epilogue`]; `j0 < n`.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) unsafe fn store_wide(
+        &self,
+        acc: &[core::arch::x86_64::__m512i; MR],
+        rowsum: &[i32; MR],
+        i0: usize,
+        mr: usize,
+        j0: usize,
+        out: &mut QOut<'_>,
+    ) {
+        let nr = NR.min(self.n - j0);
+        // SAFETY: `check_out` proved C, `corr`, `zb` and the requantizers hold columns
+        // `j0..j0 + nr` of rows `i0..i0 + mr`.
+        unsafe {
+            let (zb, zb_all) = match self.zb.len() {
+                0 => (core::ptr::null(), None),
+                1 => (core::ptr::null(), Some(self.zb[0])),
+                _ => (self.zb[j0..].as_ptr(), None),
             };
-        let at = |ldc: usize| i0 * ldc + j0;
-        let dst = match out {
-            QOut::I32 { c, ldc } => avx512::TileOut::I32 {
-                c: c.as_mut_ptr().add(at(*ldc)),
-                ldc: *ldc,
-            },
-            QOut::U8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)), *ldc, q, 0, 255),
-            QOut::I8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)).cast(), *ldc, q, -128, 127),
+            let q8 = |c: *mut u8, ldc: usize, q: &QOutParams<'_>, lo: i32, hi: i32| {
+                avx512::TileOut::Q8 {
+                    c,
+                    ldc,
+                    scale: match (q.rq.len(), q.rq[0].shift) {
+                        (1, 0) => avx512::Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32)),
+                        (_, 0) => avx512::Scale::PerColumn(&q.rq[j0].mult),
+                        // TFLite's form (`wide_epilogue`: every column's); `columns` is
+                        // `None` only for mixed forms, which `wide_epilogue` excludes.
+                        _ => avx512::Scale::Fixed(Rq16::columns_checked(if q.rq.len() == 1 {
+                            q.rq
+                        } else {
+                            &q.rq[j0..]
+                        })),
+                    },
+                    zp: q.zp,
+                    lo,
+                    hi,
+                }
+            };
+            let at = |ldc: usize| i0 * ldc + j0;
+            let dst = match out {
+                QOut::I32 { c, ldc } => avx512::TileOut::I32 {
+                    c: c.as_mut_ptr().add(at(*ldc)),
+                    ldc: *ldc,
+                },
+                QOut::U8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)), *ldc, q, 0, 255),
+                QOut::I8 { c, ldc, q } => {
+                    q8(c.as_mut_ptr().add(at(*ldc)).cast(), *ldc, q, -128, 127)
+                }
+            };
+            avx512::store_tile(
+                acc,
+                rowsum,
+                mr,
+                nr,
+                self.corr[j0..].as_ptr(),
+                zb,
+                zb_all,
+                dst,
+            );
+        }
+    }
+
+    /// The epilogue: correction, zero-point term, then i32 or requantized store of columns
+    /// `j0..` (sixteen or fewer) of rows `i0..i0 + mr`; `out` passed [`check_out`].
+    pub(crate) fn store(
+        &self,
+        acc: &[[i32; NR]; MR],
+        rowsum: &[i32; MR],
+        i0: usize,
+        mr: usize,
+        j0: usize,
+        out: &mut QOut<'_>,
+    ) {
+        let nr = NR.min(self.n - j0);
+        let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
+        for (i, (row, &rs)) in acc.iter().zip(rowsum).enumerate().take(mr) {
+            for (jj, &v) in row.iter().enumerate().take(nr) {
+                let j = j0 + jj;
+                let mut v = v.wrapping_add(self.corr[j]);
+                if !self.zb.is_empty() {
+                    v = v.wrapping_sub(pick(self.zb, j).wrapping_mul(rs));
+                }
+                let r = i0 + i;
+                match out {
+                    QOut::I32 { c, ldc } => c[r * *ldc + j] = v,
+                    QOut::U8 { c, ldc, q } => {
+                        let rq = if q.rq.len() == 1 { q.rq[0] } else { q.rq[j] };
+                        c[r * *ldc + j] = rq.apply(v, q.zp, 0, 255) as u8;
+                    }
+                    QOut::I8 { c, ldc, q } => {
+                        let rq = if q.rq.len() == 1 { q.rq[0] } else { q.rq[j] };
+                        c[r * *ldc + j] = rq.apply(v, q.zp, -128, 127) as i8;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks the columns' lists and that `out` holds `m` rows of them.
+    pub(crate) fn check_out(&self, m: usize, out: &QOut<'_>) -> Result<(), KernelError> {
+        let shape = |m| Err(KernelError::Shape(m));
+        if self.corr.len() != self.n
+            || !(self.zb.is_empty() || self.zb.len() == 1 || self.zb.len() == self.n)
+        {
+            return shape("int8 GEMM: correction needs n values, zero points 0, 1 or n");
+        }
+        if m == 0 || self.n == 0 {
+            return Ok(());
+        }
+        let (len, ldc, rq) = match out {
+            QOut::I32 { c, ldc } => (c.len(), *ldc, None),
+            QOut::U8 { c, ldc, q } => (c.len(), *ldc, Some(q.rq.len())),
+            QOut::I8 { c, ldc, q } => (c.len(), *ldc, Some(q.rq.len())),
         };
-        avx512::store_tile(&acc, rowsum, mr, nr, g.corr[j0..].as_ptr(), zb, zb_all, dst);
+        if rq.is_some_and(|l| l != 1 && l != self.n) {
+            return shape("int8 GEMM: requantization needs 1 or n multipliers");
+        }
+        let need_c = (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(self.n));
+        if ldc < self.n || !matches!(need_c, Some(l) if l <= len) {
+            return shape("int8 GEMM: C smaller than m × n");
+        }
+        Ok(())
+    }
+}
+
+impl<A> QGemm<'_, A> {
+    fn columns(&self) -> Columns<'_> {
+        Columns {
+            n: self.n,
+            corr: self.corr,
+            zb: self.zb,
+        }
     }
 }
 
@@ -267,41 +384,6 @@ fn row_sums<A: Act>(g: &QGemm<'_, A>, off: &[usize; MR]) -> [i32; MR] {
     s
 }
 
-/// The epilogue: correction, zero-point term, then i32 or requantized store.
-fn store<A: Act>(
-    g: &QGemm<'_, A>,
-    acc: &[[i32; NR]; MR],
-    rowsum: &[i32; MR],
-    i0: usize,
-    mr: usize,
-    j0: usize,
-    out: &mut QOut<'_>,
-) {
-    let nr = NR.min(g.n - j0);
-    let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
-    for (i, (row, &rs)) in acc.iter().zip(rowsum).enumerate().take(mr) {
-        for (jj, &v) in row.iter().enumerate().take(nr) {
-            let j = j0 + jj;
-            let mut v = v.wrapping_add(g.corr[j]);
-            if !g.zb.is_empty() {
-                v = v.wrapping_sub(pick(g.zb, j).wrapping_mul(rs));
-            }
-            let r = i0 + i;
-            match out {
-                QOut::I32 { c, ldc } => c[r * *ldc + j] = v,
-                QOut::U8 { c, ldc, q } => {
-                    let rq = if q.rq.len() == 1 { q.rq[0] } else { q.rq[j] };
-                    c[r * *ldc + j] = rq.apply(v, q.zp, 0, 255) as u8;
-                }
-                QOut::I8 { c, ldc, q } => {
-                    let rq = if q.rq.len() == 1 { q.rq[0] } else { q.rq[j] };
-                    c[r * *ldc + j] = rq.apply(v, q.zp, -128, 127) as i8;
-                }
-            }
-        }
-    }
-}
-
 /// Every length the loops index, checked once.
 fn check<A: Act>(g: &QGemm<'_, A>, out: &QOut<'_>) -> Result<(), KernelError> {
     let shape = |m| Err(KernelError::Shape(m));
@@ -317,20 +399,5 @@ fn check<A: Act>(g: &QGemm<'_, A>, out: &QOut<'_>) -> Result<(), KernelError> {
     if !matches!(packed_len(g.k, g.n), Some(l) if l <= g.b.len()) {
         return shape("int8 GEMM: packed B smaller than k × n");
     }
-    if g.corr.len() != g.n || !(g.zb.is_empty() || g.zb.len() == 1 || g.zb.len() == g.n) {
-        return shape("int8 GEMM: correction needs n values, zero points 0, 1 or n");
-    }
-    let (len, ldc, rq) = match out {
-        QOut::I32 { c, ldc } => (c.len(), *ldc, None),
-        QOut::U8 { c, ldc, q } => (c.len(), *ldc, Some(q.rq.len())),
-        QOut::I8 { c, ldc, q } => (c.len(), *ldc, Some(q.rq.len())),
-    };
-    if rq.is_some_and(|l| l != 1 && l != g.n) {
-        return shape("int8 GEMM: requantization needs 1 or n multipliers");
-    }
-    let need_c = (g.m - 1).checked_mul(ldc).and_then(|x| x.checked_add(g.n));
-    if ldc < g.n || !matches!(need_c, Some(l) if l <= len) {
-        return shape("int8 GEMM: C smaller than m × n");
-    }
-    Ok(())
+    g.columns().check_out(g.m, out)
 }

@@ -11,6 +11,7 @@ pub(crate) mod gemm;
 pub(crate) mod gemm_column;
 #[cfg(feature = "std")]
 pub(crate) mod max_planes;
+pub(crate) mod qconv_quads;
 pub(crate) mod qgemm;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;

@@ -7,6 +7,7 @@ pub(crate) mod blocked_conv;
 #[cfg(feature = "std")]
 pub(crate) mod depthwise;
 pub(crate) mod gemm;
+pub(crate) mod qconv_quads;
 pub(crate) mod qgemm;
 pub(crate) mod requant;
 #[cfg(feature = "std")]

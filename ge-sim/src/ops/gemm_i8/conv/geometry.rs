@@ -58,6 +58,8 @@ const BLOCK_ROWS: [usize; WORKSPACE_LEVELS] = [ROWS, 64, 48, 32, 24, 16];
 pub(in crate::ops::gemm_i8) enum Path {
     /// The depthwise plane, `band` output rows at a time ([`depthwise_f32`]).
     Depthwise { band: usize },
+    /// Quads on a padded copy of the input rows `band` output rows read ([`run_quads`]).
+    Quads { band: usize },
     /// im2col and the int8 GEMM, `rows` output positions a block; `flip`: the corrections
     /// for i8 activations read as `a + 128` have room; `table`: so has the pointwise
     /// kernel's weight table.
@@ -100,7 +102,8 @@ pub(super) fn table_bytes(p: &QConvParams, g: &Geom) -> Option<usize> {
     }
 }
 
-/// Output rows per depthwise band at workspace level `level`: all of them, then halves.
+/// Output rows per band (depthwise, row quads) at workspace level `level`: all of them, then
+/// halves, one at the last.
 fn band_rows(g: &Geom, level: usize) -> usize {
     if level + 1 == WORKSPACE_LEVELS {
         1
@@ -112,7 +115,7 @@ fn band_rows(g: &Geom, level: usize) -> usize {
 /// Whether a depthwise conv runs on its f32 plane: a window of at most [`MAX_DW_TAPS`]
 /// taps, and an i32 output or requantization constants (`has_rq`).
 pub(super) fn dw_direct(p: &QConvParams, g: &Geom, has_rq: bool) -> bool {
-    depthwise_on_plane(g.group, g.m, g.c, g.k, p.out == QGEMM_OUT_I32 || has_rq)
+    depthwise_on_plane(g.group, g.m, g.c, g.k, p.kind() == QGEMM_OUT_I32 || has_rq)
 }
 
 /// Whether a conv of `group` groups, `m` outputs, `c` inputs and `k` taps a group runs on
@@ -132,10 +135,12 @@ fn levels(
     has_rq: bool,
 ) -> Option<[usize; WORKSPACE_LEVELS]> {
     let corr = corr_len(g, runtime_zp)?;
-    let esize = if p.out == QGEMM_OUT_I32 { 4 } else { 1 };
+    let esize = if p.kind() == QGEMM_OUT_I32 { 4 } else { 1 };
     let mut out = [0; WORKSPACE_LEVELS];
     for (level, slot) in out.iter_mut().enumerate() {
-        let body = if dw_direct(p, g, has_rq) {
+        let body = if let Some(layout) = QuadLayout::of(p) {
+            quads_ws(layout, p, g, band_rows(g, level))?
+        } else if dw_direct(p, g, has_rq) {
             dw_band(p, g, band_rows(g, level))?.checked_mul(4)?
         } else {
             let block = block_len(p, g, BLOCK_ROWS[level], esize)?;
@@ -167,6 +172,13 @@ pub(super) fn path_for(
     ws_len: usize,
 ) -> Option<Path> {
     let room = ws_len.checked_sub(corr_len(g, runtime_zp)?)?;
+    if let Some(layout) = QuadLayout::of(p) {
+        // Only this path reads the layout.
+        return (0..WORKSPACE_LEVELS)
+            .map(|level| band_rows(g, level))
+            .find(|&band| quads_ws(layout, p, g, band).is_some_and(|b| b <= room))
+            .map(|band| Path::Quads { band });
+    }
     if dw_direct(p, g, has_rq) {
         for level in 0..WORKSPACE_LEVELS {
             let band = band_rows(g, level);
@@ -203,7 +215,7 @@ pub(super) fn is_pointwise(p: &QConvParams, g: &Geom) -> bool {
         && g.oh == g.h
         && g.ow == g.w
         && g.c / g.group <= MAX_POINTWISE_CG
-        && matches!(p.out, QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE)
+        && matches!(p.kind(), QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE)
         && !is_depthwise(g)
 }
 

@@ -3,13 +3,18 @@
 //! time, so the workspace stays small whatever the image: the block's columns (u8/i8,
 //! padding filled with the activation zero point so that it adds nothing) and its
 //! `rows × M/group` results, which are then written channel-major into the output; a
-//! depthwise conv runs on a padded f32 copy of a band of rows of each channel. How many
+//! depthwise conv runs on a padded f32 copy of a band of rows of each channel; a conv whose
+//! weight the compiler packed in quads ([`quads`]) multiplies a padded copy
+//! of a band of input rows without im2col. How many
 //! positions or rows follows from the workspace the planner gave the task ([`Path`]).
 //! Weights are packed per group at compile time. O(N·M·H_out·W_out·K).
 
 mod depthwise;
 mod geometry;
 mod im2col;
+mod quads;
+#[cfg(test)]
+mod quads_tests;
 mod run;
 
 use depthwise::*;
@@ -17,6 +22,8 @@ pub use geometry::*;
 #[cfg(test)]
 pub(super) use im2col::transpose_bytes;
 use im2col::*;
+use quads::*;
+pub use quads::{QuadGeo, QuadLayout, pack_quads, quad_layout, quads_len, quads_tile};
 pub use run::*;
 
 use ge_runtime::format::{

@@ -30,10 +30,13 @@ pub(in crate::ops::gemm_i8) fn run_qconv_on(
     ))?;
     let b = input(ins, 1, "int8 conv packed weight")?.as_slice::<i8>()?;
     let mg = g.m / g.group;
-    // Compact depthwise taps (`[C][k]`, [`depthwise_on_plane`]) or GEMM panels.
+    // Compact depthwise taps (`[C][k]`, [`depthwise_on_plane`]), row quads or GEMM panels.
     let compact = is_depthwise(&g) && Some(b.len()) == g.group.checked_mul(g.k);
     let plen = if compact {
         g.k
+    } else if let Some(layout) = QuadLayout::of(p) {
+        quads_len(layout, mg, g.c / g.group, g.kh, g.kw)
+            .ok_or(KernelError::Shape("int8 conv: weight too large"))?
     } else {
         packed_len(g.k, mg).ok_or(KernelError::Shape("int8 conv: weight too large"))?
     };
@@ -72,7 +75,7 @@ pub(in crate::ops::gemm_i8) fn run_qconv_on(
     if !matches!(rq.len(), 0 | 1) && rq.len() != g.m {
         return Err(KernelError::Shape("int8 conv: requantization per channel"));
     }
-    let esize = match (p.out, yt.dtype) {
+    let esize = match (p.kind(), yt.dtype) {
         (QGEMM_OUT_I32, DType::I32) => 4,
         (QGEMM_OUT_Q8 | QGEMM_OUT_Q8_F32 | QGEMM_OUT_Q8_TFLITE, DType::U8 | DType::I8) => 1,
         _ => {
@@ -117,9 +120,11 @@ pub(in crate::ops::gemm_i8) fn run_qconv_on(
         None => path_for(p, &g, runtime.is_some(), has_rq, esize, compact, ws_len)
             .ok_or(KernelError::Shape("int8 conv: workspace too small"))?,
     };
-    if compact && !matches!(path, Path::Depthwise { .. }) {
+    if compact && !matches!(path, Path::Depthwise { .. })
+        || QuadLayout::of(p).is_some() != matches!(path, Path::Quads { .. })
+    {
         return Err(KernelError::Shape(
-            "int8 depthwise conv: compact taps read only on the plane",
+            "int8 conv: the weight's layout is read on one path only",
         ));
     }
     match xt.dtype {
@@ -180,6 +185,11 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
             return depthwise_f32(s, x, pad, band, ws, y).unwrap_or(Err(KernelError::Shape(
                 "int8 depthwise conv: workspace or window",
             )));
+        }
+        Path::Quads { band } => {
+            let layout =
+                QuadLayout::of(p).ok_or(KernelError::Shape("int8 conv: no quad layout"))?;
+            return run_quads(layout, s, x, pad, band, ws, y);
         }
         Path::Gemm { rows, flip, table } => (rows.max(1), flip, table),
     };
@@ -269,23 +279,7 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
                     zp: s.zp,
                 };
                 let block = &mut acc[..rows * mg * esize];
-                let out = match s.y {
-                    DType::I32 => QOut::I32 {
-                        c: bytemuck::try_cast_slice_mut(block)
-                            .map_err(|_| KernelError::Shape("int8 conv: workspace misaligned"))?,
-                        ldc: mg,
-                    },
-                    DType::U8 => QOut::U8 {
-                        c: block,
-                        ldc: mg,
-                        q,
-                    },
-                    _ => QOut::I8 {
-                        c: bytemuck::cast_slice_mut(block),
-                        ldc: mg,
-                        q,
-                    },
-                };
+                let out = block_out(s.y, block, mg, q)?;
                 let (b, zb) = (
                     &s.b[gi * s.plen..(gi + 1) * s.plen],
                     group_slice(s.zb, gi, mg),
@@ -317,17 +311,54 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
                     };
                     qgemm(&gemm, out)?;
                 }
-                // Block [rows, mg] → y[n, gi·mg + j, p0 + r].
                 let at = (n * g.m + gi * mg) * hw + p0;
-                if esize == 1 {
-                    transpose_bytes(&acc[..rows * mg], mg, rows, mg, &mut y[at..], hw);
-                } else {
-                    let src: &[[u8; 4]] = bytemuck::cast_slice(&acc[..rows * mg * 4]);
-                    let dst: &mut [[u8; 4]] = bytemuck::cast_slice_mut(&mut y[at * 4..]);
-                    scatter_columns(src, mg, rows, dst, hw);
-                }
+                to_planes(acc, esize, (rows, mg), &mut y[at * esize..], hw);
             }
         }
     }
     Ok(())
+}
+
+/// The `[rows][mg]` results block (`ldc = mg`) as the GEMM's output of element type `y`.
+pub(super) fn block_out<'a>(
+    y: DType,
+    block: &'a mut [u8],
+    mg: usize,
+    q: QOutParams<'a>,
+) -> Result<QOut<'a>, KernelError> {
+    Ok(match y {
+        DType::I32 => QOut::I32 {
+            c: bytemuck::try_cast_slice_mut(block)
+                .map_err(|_| KernelError::Shape("int8 conv: workspace misaligned"))?,
+            ldc: mg,
+        },
+        DType::U8 => QOut::U8 {
+            c: block,
+            ldc: mg,
+            q,
+        },
+        _ => QOut::I8 {
+            c: bytemuck::cast_slice_mut(block),
+            ldc: mg,
+            q,
+        },
+    })
+}
+
+/// A `[rows][mg]` results block of `esize`-byte elements into `mg` output planes `hw`
+/// elements apart (`y` from the block's first element).
+pub(super) fn to_planes(
+    block: &[u8],
+    esize: usize,
+    (rows, mg): (usize, usize),
+    y: &mut [u8],
+    hw: usize,
+) {
+    if esize == 1 {
+        transpose_bytes(&block[..rows * mg], mg, rows, mg, y, hw);
+    } else {
+        let src: &[[u8; 4]] = bytemuck::cast_slice(&block[..rows * mg * 4]);
+        let dst: &mut [[u8; 4]] = bytemuck::cast_slice_mut(y);
+        scatter_columns(src, mg, rows, dst, hw);
+    }
 }
