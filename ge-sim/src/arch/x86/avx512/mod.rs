@@ -6,6 +6,7 @@
 pub(crate) mod blocked_conv;
 #[cfg(feature = "std")]
 pub(crate) mod depthwise;
+pub(crate) mod depthwise_q8;
 pub(crate) mod gemm;
 pub(crate) mod qconv_quads;
 pub(crate) mod qgemm;

@@ -28,14 +28,15 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     if g.k > MAX_DW_TAPS || (s.y != DType::I32 && s.rq.is_empty()) {
         return None;
     }
-    let (band, rest) = ws.split_at_mut(hp * wp + dw_slack(p, g));
-    let (acc, rest) = rest.split_at_mut(run);
-    let (sum, qv) = rest.split_at_mut(run);
     let (sh, sw) = (p.stride[0] as usize, p.stride[1] as usize);
     let (dh, dw) = (p.dilation[0] as usize, p.dilation[1] as usize);
     let (pt, pl) = (p.pad_begin[0] as usize, p.pad_begin[1] as usize);
     let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
     let flat = dw_flat(p);
+    // Output rows a band of the AVX-512 path holds in the whole workspace.
+    #[cfg(target_arch = "x86_64")]
+    let fast_rows = ((need / wp.max(1)).saturating_sub((g.kh - 1) * dh + 1) / sh.max(1) + 1)
+        .clamp(b, g.oh.max(1));
     // The byte im2col writes for padding, read as an activation.
     let pad = if A::SIGNED {
         f32::from(pad as i8)
@@ -62,6 +63,79 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                     let plane = &x[(n * g.c + c) * hw..][..hw];
                     let (corr, zb) = (s.corr[c], pick(s.zb, c).unwrap_or(0));
                     let rq = pick(s.rq, c).unwrap_or(Requant { mult: 0, shift: 1 });
+                    // The AVX-512 band: 8-bit outputs in a vector requantization form, no
+                    // weight zero point (its sums of activations stay on the loop below).
+                    #[cfg(target_arch = "x86_64")]
+                    let fast = if wide
+                        && zb == 0
+                        && matches!(s.y, DType::U8 | DType::I8)
+                        && crate::arch::x86::avx512::depthwise_q8::fits(sw)
+                    {
+                        let (lo, hi) = if s.y == DType::U8 {
+                            (0, 255)
+                        } else {
+                            (-128, 127)
+                        };
+                        // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+                        unsafe {
+                            crate::arch::x86::avx512::requant::Rq16::splat(rq).map(|r| {
+                                (
+                                    r,
+                                    crate::arch::x86::avx512::requant::Q8Range::new(s.zp, lo, hi),
+                                )
+                            })
+                        }
+                    } else {
+                        None
+                    };
+                    // AVX-512: the whole workspace one band (it needs none of the runs
+                    // below), widened, each output row computed in registers.
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some((r16, range)) = fast {
+                        let fb = fast_rows.max(1);
+                        let mut done = true;
+                        for o0 in (0..g.oh).step_by(fb) {
+                            let here = fb.min(g.oh - o0);
+                            let band_in = crate::arch::x86::avx512::depthwise_q8::Band {
+                                plane: bytemuck::cast_slice(plane),
+                                signed: A::SIGNED,
+                                h: g.h,
+                                w: g.w,
+                                iy0: (o0 * sh) as isize - pt as isize,
+                                rows: (here - 1) * sh + (g.kh - 1) * dh + 1,
+                                wp,
+                                pl,
+                                pad,
+                                taps: &w[..g.k],
+                                kh: g.kh,
+                                kw: g.kw,
+                                dh,
+                                dw,
+                                sh,
+                                sw,
+                                here,
+                                ow: g.ow,
+                                corr,
+                            };
+                            let at = (n * g.c + c) * ohw + o0 * g.ow;
+                            // SAFETY: `fast` is only set when AVX-512 F/BW/VL were detected.
+                            done &= unsafe {
+                                crate::arch::x86::avx512::depthwise_q8::run(
+                                    &band_in,
+                                    r16,
+                                    range,
+                                    ws,
+                                    &mut y[at..at + here * g.ow],
+                                )
+                            };
+                        }
+                        if done {
+                            continue;
+                        }
+                    }
+                    let (band, rest) = ws.split_at_mut(hp * wp + dw_slack(p, g));
+                    let (acc, rest) = rest.split_at_mut(run);
+                    let (sum, qv) = rest.split_at_mut(run);
                     for o0 in (0..g.oh).step_by(b) {
                         let here = b.min(g.oh - o0);
                         // The band's rows with their padding written out (rows and columns past
