@@ -168,7 +168,7 @@ pub(crate) fn wide_epilogue(out: &QOut<'_>) -> bool {
 /// True when every requantizer has the f32 form, or every one TFLite's: the forms the
 /// vector epilogues compute (`Rq16`).
 #[cfg(target_arch = "x86_64")]
-pub(super) fn vector_form(rq: &[Requant]) -> bool {
+pub(crate) fn vector_form(rq: &[Requant]) -> bool {
     rq.iter().all(|r| r.shift == 0) || rq.iter().all(|r| r.tflite_shift().is_some())
 }
 

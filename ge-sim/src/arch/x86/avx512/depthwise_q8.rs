@@ -204,3 +204,228 @@ pub unsafe fn run(b: &Band<'_>, rq: Rq16, range: Q8Range, buf: &mut [f32], y: &m
     }
     true
 }
+
+/// A depthwise conv sixteen channels a vector ([`lanes`]): the input planes, the window,
+/// the taps and per-channel constants. Small planes (MobileNet's 6 × 6 to 24 × 24, kws's
+/// 25 × 5) spent most of [`run`]'s time per channel on its band; here a band row of sixteen
+/// channels is one transpose and every tap one multiply-add for all sixteen.
+pub struct Planes<'a> {
+    /// `[C][h][w]` bytes (u8, or i8 when `signed`).
+    pub x: &'a [u8],
+    pub signed: bool,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub oh: usize,
+    pub ow: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub dh: usize,
+    pub dw: usize,
+    pub pt: usize,
+    pub pl: usize,
+    /// The padding value (the activation zero point, as the activations read).
+    pub pad: f32,
+    /// `[C][kh·kw]` taps.
+    pub taps: &'a [i8],
+    /// Per channel: the folded correction and the requantizer (1 or C each).
+    pub corr: &'a [i32],
+    pub rq: &'a [crate::ops::gemm_i8::Requant],
+    pub zp: i32,
+    pub lo: i32,
+    pub hi: i32,
+}
+
+/// Most taps [`lanes`] holds in registers' worth of stack (one vector each).
+pub const LANE_TAPS: usize = 64;
+
+/// Padded columns of one ring row and the ring's rows: `(wp, ring)`.
+pub fn lanes_ring(p: &Planes<'_>) -> (usize, usize) {
+    let wp = (p.ow.max(1) - 1) * p.sw + (p.kw.max(1) - 1) * p.dw + 1;
+    (wp, (p.kh.max(1) - 1) * p.dh + 1)
+}
+
+/// Workspace f32 [`lanes`] needs: the ring of padded rows of sixteen-channel pixel vectors
+/// and one output row of sixteen-channel bytes (as f32 slots).
+pub fn lanes_ws(p: &Planes<'_>) -> usize {
+    let (wp, ring) = lanes_ring(p);
+    ring * wp * 16 + p.ow.div_ceil(16) * 16 * 4
+}
+
+/// Runs the whole conv ([`Planes`]) sixteen channels at a time into `y` (`[C][oh][ow]`
+/// bytes): each input row of sixteen planes transposed once into pixel vectors (widened to
+/// f32, exact) in a ring of the window's rows, each output pixel the taps' multiply-adds
+/// of sixteen channels, requantized per channel in registers, each output row transposed
+/// back into the planes. `false` (nothing written) when a length does not fit.
+///
+/// # Safety
+/// The CPU supports AVX-512 F/BW/VL.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
+    let k = p.kh * p.kw;
+    let (hw, ohw) = (p.h * p.w, p.oh * p.ow);
+    let (wp, ring) = lanes_ring(p);
+    let per = |v: usize| v == 1 || v == p.c;
+    let vector = crate::ops::gemm_i8::vector_form(p.rq);
+    if k == 0
+        || k > LANE_TAPS
+        || !fits(p.sw)
+        || p.x.len() < p.c * hw
+        || y.len() < p.c * ohw
+        || p.taps.len() < p.c * k
+        || !per(p.corr.len())
+        || !per(p.rq.len())
+        || !vector
+        || ws.len() < lanes_ws(p)
+        || p.ow == 0
+        || p.oh == 0
+    {
+        return false;
+    }
+    let (ring_buf, out_buf) = ws.split_at_mut(ring * wp * 16);
+    let obytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out_buf[..p.ow.div_ceil(16) * 16 * 4]);
+    let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
+    // SAFETY: every pointer below stays inside the slices checked above: plane `c < C` row
+    // `iy < h` columns `< w` (masked loads), ring slot `< ring` pixel `< wp`, output bytes
+    // `< ow·16`, output plane `c < C` row `oy < oh` columns `< ow` (masked stores); the
+    // features are enabled on this function.
+    unsafe {
+        let pad = _mm512_set1_ps(p.pad);
+        let range = Q8Range::new(p.zp, p.lo, p.hi);
+        let mut block = [0u8; 256];
+        let mut trans = [0u8; 256];
+        let mut otrans = [0u8; 256];
+        let ring_ptr = ring_buf.as_mut_ptr();
+        for c0 in (0..p.c).step_by(16) {
+            let nc = 16.min(p.c - c0);
+            let cmask: __mmask16 = if nc == 16 { !0 } else { (1u16 << nc) - 1 };
+            // The block's taps, corrections and requantizers, one lane per channel.
+            let mut wv = [_mm512_setzero_ps(); LANE_TAPS];
+            for (t, v) in wv.iter_mut().enumerate().take(k) {
+                let mut lane = [0f32; 16];
+                for (j, l) in lane.iter_mut().enumerate().take(nc) {
+                    *l = f32::from(p.taps[(c0 + j) * k + t]);
+                }
+                *v = _mm512_loadu_ps(lane.as_ptr());
+            }
+            let mut corr = [0i32; 16];
+            for (j, v) in corr.iter_mut().enumerate().take(nc) {
+                *v = pick(p.corr, c0 + j);
+            }
+            let corr = _mm512_loadu_si512(corr.as_ptr() as *const __m512i);
+            let rq = if p.rq.len() == 1 {
+                Rq16::splat(p.rq[0])
+            } else if p.rq[0].shift == 0 {
+                let mut s = [0f32; 16];
+                for (j, v) in s.iter_mut().enumerate().take(nc) {
+                    *v = f32::from_bits(p.rq[c0 + j].mult as u32);
+                }
+                Some(Rq16::F32(_mm512_loadu_ps(s.as_ptr())))
+            } else {
+                Rq16::columns(&p.rq[c0..])
+            };
+            let Some(rq) = rq else {
+                return false;
+            };
+            // Input row `iy` (any, padding outside) into ring slot `slot`.
+            let mut fill = |iy: isize, slot: usize| {
+                let row = ring_ptr.add(slot * wp * 16);
+                for t in 0..wp {
+                    _mm512_storeu_ps(row.add(t * 16), pad);
+                }
+                if iy < 0 || iy as usize >= p.h {
+                    return;
+                }
+                let cols = p.w.min(wp.saturating_sub(p.pl));
+                let mut x0 = 0;
+                while x0 < cols {
+                    let n = 16.min(cols - x0);
+                    let m: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
+                    for j in 0..16 {
+                        let v = if j < nc {
+                            let src = p.x.as_ptr().add((c0 + j) * hw + iy as usize * p.w + x0);
+                            _mm_maskz_loadu_epi8(m, src as *const i8)
+                        } else {
+                            _mm_setzero_si128()
+                        };
+                        _mm_storeu_si128(block.as_mut_ptr().add(16 * j) as *mut __m128i, v);
+                    }
+                    crate::ops::gemm_i8::conv::transpose16(
+                        block.as_ptr(),
+                        16,
+                        trans.as_mut_ptr(),
+                        16,
+                    );
+                    for px in 0..n {
+                        let b = _mm_loadu_si128(trans.as_ptr().add(16 * px) as *const __m128i);
+                        let wide = if p.signed {
+                            _mm512_cvtepi8_epi32(b)
+                        } else {
+                            _mm512_cvtepu8_epi32(b)
+                        };
+                        let v = _mm512_mask_blend_ps(cmask, pad, _mm512_cvtepi32_ps(wide));
+                        _mm512_storeu_ps(row.add((p.pl + x0 + px) * 16), v);
+                    }
+                    x0 += 16;
+                }
+            };
+            // Ring slot of input row `iy`: rows are filled in order, each once.
+            let slot_of = |iy: isize| (iy.rem_euclid(ring as isize)) as usize;
+            let mut next = -(p.pt as isize);
+            for oy in 0..p.oh {
+                let top = (oy * p.sh) as isize - p.pt as isize;
+                let bottom = top + ((p.kh - 1) * p.dh) as isize;
+                // Rows skipped by a stride larger than the window are never read.
+                next = next.max(bottom + 1 - ring as isize);
+                while next <= bottom {
+                    fill(next, slot_of(next));
+                    next += 1;
+                }
+                let base = ring_ptr as *const f32;
+                let mut ox = 0;
+                while ox < p.ow {
+                    // Four pixels in flight.
+                    let n = 4.min(p.ow - ox);
+                    let mut acc = [_mm512_setzero_ps(); 4];
+                    for i in 0..p.kh {
+                        let row = base.add(slot_of(top + (i * p.dh) as isize) * wp * 16);
+                        for j in 0..p.kw {
+                            let wt = wv[i * p.kw + j];
+                            for (q, a) in acc.iter_mut().enumerate().take(n) {
+                                let px = (ox + q) * p.sw + j * p.dw;
+                                *a = _mm512_fmadd_ps(_mm512_loadu_ps(row.add(px * 16)), wt, *a);
+                            }
+                        }
+                    }
+                    for (q, &a) in acc.iter().enumerate().take(n) {
+                        let v = _mm512_add_epi32(_mm512_cvttps_epi32(a), corr);
+                        let b = rq.apply(v, range);
+                        _mm_storeu_si128(obytes.as_mut_ptr().add((ox + q) * 16) as *mut __m128i, b);
+                    }
+                    ox += n;
+                }
+                // The row's pixels (16 channels each) back into the planes.
+                let mut x0 = 0;
+                while x0 < p.ow {
+                    let n = 16.min(p.ow - x0);
+                    let m: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
+                    crate::ops::gemm_i8::conv::transpose16(
+                        obytes.as_ptr().add(x0 * 16),
+                        16,
+                        otrans.as_mut_ptr(),
+                        16,
+                    );
+                    for j in 0..nc {
+                        let v = _mm_loadu_si128(otrans.as_ptr().add(16 * j) as *const __m128i);
+                        let dst = y.as_mut_ptr().add((c0 + j) * ohw + oy * p.ow + x0);
+                        _mm_mask_storeu_epi8(dst as *mut i8, m, v);
+                    }
+                    x0 += 16;
+                }
+            }
+        }
+    }
+    true
+}

@@ -24,7 +24,13 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     let (hp, wp) = dw_plane(p, g, b)?;
     let run = dw_run(p, g, wp, b)?;
     let need = dw_band(p, g, b)?;
-    let ws: &mut [f32] = bytemuck::try_cast_slice_mut(ws.get_mut(..need.checked_mul(4)?)?).ok()?;
+    // All of the workspace (the ring and the AVX-512 band use what the band's layout does
+    // not), from which the band's `need` values are cut.
+    let whole = ws.len() / 4 * 4;
+    let ws: &mut [f32] = bytemuck::try_cast_slice_mut(ws.get_mut(..whole)?).ok()?;
+    if ws.len() < need {
+        return None;
+    }
     if g.k > MAX_DW_TAPS || (s.y != DType::I32 && s.rq.is_empty()) {
         return None;
     }
@@ -35,7 +41,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     let flat = dw_flat(p);
     // Output rows a band of the AVX-512 path holds in the whole workspace.
     #[cfg(target_arch = "x86_64")]
-    let fast_rows = ((need / wp.max(1)).saturating_sub((g.kh - 1) * dh + 1) / sh.max(1) + 1)
+    let fast_rows = ((ws.len() / wp.max(1)).saturating_sub((g.kh - 1) * dh + 1) / sh.max(1) + 1)
         .clamp(b, g.oh.max(1));
     // The byte im2col writes for padding, read as an activation.
     let pad = if A::SIGNED {
@@ -47,6 +53,66 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     // The vector requantization (onnxruntime's f32 form, as the GEMM path's AVX-512 epilogue).
     #[cfg(target_arch = "x86_64")]
     let wide = isa::isa() == isa::Isa::Avx512;
+    // AVX-512, rows narrower than a vector ([`dw_lanes`]), compact taps, no weight zero
+    // point, 8-bit outputs in one vector form and a workspace that holds the ring: sixteen
+    // channels a vector.
+    #[cfg(target_arch = "x86_64")]
+    if wide
+        && dw_lanes(p, g).is_some_and(|l| l > 0)
+        && s.compact
+        && s.zb.iter().all(|&z| z == 0)
+        && matches!(s.y, DType::U8 | DType::I8)
+        && !s.rq.is_empty()
+    {
+        use crate::arch::x86::avx512::depthwise_q8::{Planes, lanes, lanes_ws};
+        let (lo, hi) = if s.y == DType::U8 {
+            (0, 255)
+        } else {
+            (-128, 127)
+        };
+        let xb: &[u8] = bytemuck::cast_slice(x);
+        let chw = g.c * hw;
+        let mut all = true;
+        for n in 0..g.batch {
+            let planes = Planes {
+                x: &xb[n * chw..][..chw],
+                signed: A::SIGNED,
+                c: g.c,
+                h: g.h,
+                w: g.w,
+                oh: g.oh,
+                ow: g.ow,
+                kh: g.kh,
+                kw: g.kw,
+                sh,
+                sw,
+                dh,
+                dw,
+                pt,
+                pl,
+                pad,
+                taps: s.b,
+                corr: s.corr,
+                rq: s.rq,
+                zp: s.zp,
+                lo,
+                hi,
+            };
+            if n == 0 && lanes_ws(&planes) > ws.len() {
+                all = false;
+                break;
+            }
+            let out = &mut y[n * g.c * ohw..][..g.c * ohw];
+            // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+            if !unsafe { lanes(&planes, ws, out) } {
+                all = false;
+                break;
+            }
+        }
+        if all {
+            return Some(Ok(()));
+        }
+    }
     isa::with_simd(
         #[inline(always)]
         || {

@@ -141,7 +141,15 @@ fn levels(
         let body = if let Some(layout) = QuadLayout::of(p) {
             quads_ws(layout, p, g, band_rows(g, level))?
         } else if dw_direct(p, g, has_rq) {
-            dw_band(p, g, band_rows(g, level))?.checked_mul(4)?
+            // Every level but the least also holds the sixteen-channel ring (the AVX-512
+            // kernel's, [`dw_lanes`]), which the planner then grants away from the peak.
+            let band = dw_band(p, g, band_rows(g, level))?;
+            let lanes = if level + 1 < WORKSPACE_LEVELS {
+                dw_lanes(p, g)?
+            } else {
+                0
+            };
+            band.max(lanes).checked_mul(4)?
         } else {
             let block = block_len(p, g, BLOCK_ROWS[level], esize)?;
             // The preferred level leaves the pointwise kernel room for its table.
@@ -234,6 +242,21 @@ pub(super) fn dw_band(p: &QConvParams, g: &Geom, band: usize) -> Option<usize> {
     hp.checked_mul(wp)?
         .checked_add(dw_slack(p, g))?
         .checked_add(run.checked_mul(3)?)
+}
+
+/// f32 a depthwise conv sixteen channels a vector needs (the AVX-512 kernel's `lanes`): a
+/// ring of the window's rows of sixteen-channel pixel vectors and one output row of
+/// sixteen-channel bytes; 0 for output rows of sixteen or more, which fill the per-channel
+/// band's vectors (at 24 and 48 columns the ring was slower, and its size took the planner's
+/// larger bands away).
+pub(super) fn dw_lanes(p: &QConvParams, g: &Geom) -> Option<usize> {
+    if g.ow >= 16 {
+        return Some(0);
+    }
+    let (ring, wp) = dw_plane(p, g, 1)?;
+    ring.checked_mul(wp)?
+        .checked_mul(16)?
+        .checked_add(g.ow.div_ceil(16).checked_mul(64)?)
 }
 
 /// Values past the padded plane a flat run reads: the last tap row's column offset.

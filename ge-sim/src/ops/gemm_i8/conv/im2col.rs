@@ -145,7 +145,7 @@ pub(in crate::ops::gemm_i8) fn transpose_bytes(
 /// # Safety
 /// `src + i·lds` and `dst + j·ldd` hold 16 bytes for `i, j < 16`.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub(super) unsafe fn transpose16(src: *const u8, lds: usize, dst: *mut u8, ldd: usize) {
+pub(crate) unsafe fn transpose16(src: *const u8, lds: usize, dst: *mut u8, ldd: usize) {
     use core::arch::x86_64::*;
     // SAFETY: per the contract; SSE2 is part of the target.
     unsafe {

@@ -10,6 +10,8 @@
 //! Weights are packed per group at compile time. O(N·M·H_out·W_out·K).
 
 mod depthwise;
+#[cfg(test)]
+mod depthwise_tests;
 mod geometry;
 mod im2col;
 mod quads;
@@ -21,6 +23,8 @@ use depthwise::*;
 pub use geometry::*;
 #[cfg(test)]
 pub(super) use im2col::transpose_bytes;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+pub(crate) use im2col::transpose16;
 use im2col::*;
 use quads::*;
 pub use quads::{QuadGeo, QuadLayout, pack_quads, quad_layout, quads_len, quads_tile};
