@@ -65,8 +65,8 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
         k,
         s.rq.is_some() || s.out.1 == QGEMM_OUT_I32,
     );
-    // Other convs (but pointwise ones) multiply a padded copy of the input rows in quads,
-    // without im2col (`ge_sim`'s `quads`).
+    // Other convs multiply a padded copy of the input rows in quads, without im2col, or (1×1
+    // on VNNI) broadcast the quads against the planes (`ge_sim`'s `quads`).
     let (cg, kh, kw) = (
         x.shape[1] / group,
         cp.kernel[0] as usize,
@@ -75,20 +75,11 @@ fn lower(ctx: &NodeCtx<'_>, s: Spec) -> Result<Option<Imported>> {
     let quads = if compact || wi.shape.len() != 4 {
         None
     } else {
-        let u = |i: usize| cp.stride[i] as usize;
-        let pads = [
-            cp.pad_begin[0],
-            cp.pad_begin[1],
-            cp.pad_end[0],
-            cp.pad_end[1],
-        ];
         quad_layout(
             group,
             m,
             x.shape[1],
             [kh, kw],
-            [u(0), u(1)],
-            pads.map(|v| v as usize),
             cp.dilation[1] as usize,
             zb.iter().all(|&z| z == 0),
             matches!(za, Za::Const(_)),

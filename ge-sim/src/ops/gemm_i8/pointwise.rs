@@ -54,6 +54,9 @@ pub struct Group<'a> {
     pub mg: usize,
     pub flip: bool,
     pub table: &'a [i32],
+    /// `table` is the blob's channel quads (`[⌈mg/16⌉][⌈cg/4⌉][16]`, `conv::QuadLayout`)
+    /// rather than the `[mg][⌈cg/4⌉]` table [`fill_table`] writes.
+    pub quads: bool,
     pub corr: &'a [i32],
     pub zb: &'a [i32],
     pub rq: &'a [super::Requant],
@@ -80,7 +83,12 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
         || g.cg > MAX_POINTWISE_CG
         || g.x.len() < g.cg * g.hw
         || y.len() < g.mg * g.hw
-        || g.table.len() < g.mg * kq
+        || g.table.len()
+            < if g.quads {
+                g.mg.div_ceil(16) * 16 * kq
+            } else {
+                g.mg * kq
+            }
         || g.corr.len() < g.mg
         || !(g.zb.is_empty() || per(g.zb, g.mg))
         || !per(g.rq, g.mg)
@@ -89,6 +97,14 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
         return false;
     }
     let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
+    // Channel `j`'s weight quad `q`.
+    let at = |j: usize, q: usize| {
+        if g.quads {
+            ((j / 16) * kq + q) * 16 + j % 16
+        } else {
+            j * kq + q
+        }
+    };
     // SAFETY: every load reads `n ≤ 16` bytes (masked) of a plane row `r < cg` at `p0 <
     // hw`, inside `x`; every store writes `n` bytes of row `j < mg` at `p0`, inside `y`;
     // the table, corrections, zero points and scales were checked above.
@@ -146,7 +162,7 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
                 let mut acc = [_mm512_setzero_si512(); 4];
                 for (q, &v) in xq.iter().enumerate() {
                     for (t, a) in acc.iter_mut().enumerate() {
-                        let w = _mm512_set1_epi32(*g.table.get_unchecked((j + t) * kq + q));
+                        let w = _mm512_set1_epi32(*g.table.get_unchecked(at(j + t, q)));
                         *a = _mm512_dpbusd_epi32(*a, v, w);
                     }
                 }
@@ -163,7 +179,7 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
                         _mm512_dpbusd_epi32(
                             a,
                             v,
-                            _mm512_set1_epi32(*g.table.get_unchecked(j * kq + q)),
+                            _mm512_set1_epi32(*g.table.get_unchecked(at(j, q))),
                         )
                     });
                 finish(j, acc);

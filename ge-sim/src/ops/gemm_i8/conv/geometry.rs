@@ -141,15 +141,10 @@ fn levels(
         let body = if let Some(layout) = QuadLayout::of(p) {
             quads_ws(layout, p, g, band_rows(g, level))?
         } else if dw_direct(p, g, has_rq) {
-            // Every level but the least also holds the sixteen-channel ring (the AVX-512
-            // kernel's, [`dw_lanes`]), which the planner then grants away from the peak.
+            // Every level holds the sixteen-channel ring of narrow rows (the AVX-512
+            // kernel's, [`dw_lanes`]: kws's 25 × 5 planes, 1.6 KB), at the arena's peak too.
             let band = dw_band(p, g, band_rows(g, level))?;
-            let lanes = if level + 1 < WORKSPACE_LEVELS {
-                dw_lanes(p, g)?
-            } else {
-                0
-            };
-            band.max(lanes).checked_mul(4)?
+            band.max(dw_lanes(p, g)?).checked_mul(4)?
         } else {
             let block = block_len(p, g, BLOCK_ROWS[level], esize)?;
             // The preferred level leaves the pointwise kernel room for its table.

@@ -19,7 +19,7 @@
 
 use super::*;
 use crate::arch::isa::Isa;
-use crate::ops::gemm_i8::{Columns, MR, NR};
+use crate::ops::gemm_i8::{Columns, MAX_POINTWISE_CG, MR, NR};
 
 /// Bytes of one quad row of a panel: sixteen output channels' four weights.
 const QUAD_ROW: usize = 4 * NR;
@@ -62,7 +62,8 @@ impl QuadLayout {
 }
 
 /// The quad layout a conv's weight takes, `None` when it stays on GEMM panels: not
-/// depthwise (that has its plane) nor pointwise (its own kernel), no dilation along rows
+/// depthwise (that has its plane; a 1×1 conv's channel quads are what the VNNI pointwise
+/// kernel broadcasts, read in place), no dilation along rows
 /// (a row quad's taps are then adjacent), weight zero points all zero (the padding
 /// weights would otherwise need the activations' sums), a constant activation zero point
 /// (the padding value and the flipped corrections are the compiler's). Of the two, the one
@@ -74,19 +75,21 @@ pub fn quad_layout(
     m: usize,
     c: usize,
     kernel: [usize; 2],
-    stride: [usize; 2],
-    pads: [usize; 4],
     dilation_w: usize,
     zb_zero: bool,
     za_const: bool,
 ) -> Option<QuadLayout> {
     let cg = c / group.max(1);
     let depthwise = c == group && m == group;
-    let pointwise = kernel == [1, 1] && stride == [1, 1] && pads == [0; 4];
-    if depthwise || pointwise || dilation_w != 1 || !zb_zero || !za_const || cg == 0 {
+    if depthwise || dilation_w != 1 || !zb_zero || !za_const || cg == 0 {
         return None;
     }
     let kw = kernel[1];
+    // A 1×1 conv with more channels than the VNNI pointwise kernel holds keeps the GEMM
+    // panels (MobileNet's 128-channel 1×1s ran 1.8× slower through the copy).
+    if kernel == [1, 1] && cg > MAX_POINTWISE_CG {
+        return None;
+    }
     let by_channels = cg.div_ceil(4) * 4 * kw;
     let by_rows = cg * kw.div_ceil(4) * 4;
     Some(if kw >= 3 && by_rows < by_channels {
@@ -438,6 +441,54 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     let copy_len = need - block_rows(g, out_rows) * mg * s.esize;
     if ws.len() < need || p.dilation[1] != 1 {
         return shape("int8 conv: workspace too small for its band");
+    }
+    // A 1×1 conv with few channels on VNNI: the pointwise kernel (pixels in lanes, no copy
+    // and no transposes) reads the channel quads in place.
+    #[cfg(target_arch = "x86_64")]
+    if layout == QuadLayout::Channels
+        && is_pointwise(p, g)
+        && s.esize == 1
+        && crate::ops::gemm_i8::vector_form(s.rq)
+        && isa::isa() == Isa::Avx512
+        && crate::ops::gemm_i8::avx512::has_vnni()
+        && let Ok(table) = bytemuck::try_cast_slice::<i8, i32>(s.b)
+    {
+        let (lo, hi) = if s.y == DType::U8 {
+            (0, 255)
+        } else {
+            (-128, 127)
+        };
+        let corr = if A::SIGNED { s.flipped } else { Some(s.corr) };
+        let xb: &[u8] = bytemuck::cast_slice(x);
+        let hw = g.h * g.w;
+        let per = s.plen / 4;
+        if let Some(corr) = corr {
+            for n in 0..g.batch {
+                for gi in 0..g.group {
+                    let group = pointwise::Group {
+                        x: &xb[(n * g.c + gi * cg) * hw..][..cg * hw],
+                        hw,
+                        cg,
+                        mg,
+                        flip: A::SIGNED,
+                        table: &table[gi * per..(gi + 1) * per],
+                        quads: true,
+                        corr: &corr[gi * mg..(gi + 1) * mg],
+                        zb: &[],
+                        rq: group_slice(s.rq, gi, mg),
+                        zp: s.zp,
+                        lo,
+                        hi,
+                    };
+                    let at = (n * g.m + gi * mg) * hw;
+                    // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
+                    if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
+                        return shape("int8 pointwise conv: slices");
+                    }
+                }
+            }
+            return Ok(());
+        }
     }
     let (copy, results) = ws.split_at_mut(copy_len);
     let corr = match (A::SIGNED, s.flipped) {

@@ -295,33 +295,14 @@ fn quad_convs_match_the_gemm_path() {
 /// activation zero point.
 #[test]
 fn quad_layout_follows_the_padding_it_saves() {
-    let f = |cg: usize, kernel, stride, pads| {
-        quad_layout(1, 8, cg, kernel, stride, pads, 1, true, true)
-    };
-    assert_eq!(f(16, [3, 3], [1, 1], [1; 4]), Some(QuadLayout::Channels));
-    assert_eq!(f(1, [10, 4], [2, 2], [0; 4]), Some(QuadLayout::Rows));
-    assert_eq!(
-        f(3, [3, 3], [2, 2], [0; 4]),
-        Some(QuadLayout::Channels),
-        "a tie"
-    );
-    assert_eq!(f(2, [3, 3], [1, 1], [0; 4]), Some(QuadLayout::Rows));
-    assert_eq!(f(8, [1, 1], [2, 2], [0; 4]), Some(QuadLayout::Channels));
-    assert_eq!(f(8, [1, 1], [1, 1], [0; 4]), None, "pointwise");
-    assert_eq!(
-        quad_layout(8, 8, 8, [3, 3], [1, 1], [0; 4], 1, true, true),
-        None
-    );
-    assert_eq!(
-        quad_layout(1, 8, 8, [3, 3], [1, 1], [0; 4], 2, true, true),
-        None
-    );
-    assert_eq!(
-        quad_layout(1, 8, 8, [3, 3], [1, 1], [0; 4], 1, false, true),
-        None
-    );
-    assert_eq!(
-        quad_layout(1, 8, 8, [3, 3], [1, 1], [0; 4], 1, true, false),
-        None
-    );
+    let f = |cg: usize, kernel| quad_layout(1, 8, cg, kernel, 1, true, true);
+    assert_eq!(f(16, [3, 3]), Some(QuadLayout::Channels));
+    assert_eq!(f(1, [10, 4]), Some(QuadLayout::Rows));
+    assert_eq!(f(3, [3, 3]), Some(QuadLayout::Channels), "a tie");
+    assert_eq!(f(2, [3, 3]), Some(QuadLayout::Rows));
+    assert_eq!(f(8, [1, 1]), Some(QuadLayout::Channels), "pointwise");
+    assert_eq!(quad_layout(8, 8, 8, [3, 3], 1, true, true), None);
+    assert_eq!(quad_layout(1, 8, 8, [3, 3], 2, true, true), None);
+    assert_eq!(quad_layout(1, 8, 8, [3, 3], 1, false, true), None);
+    assert_eq!(quad_layout(1, 8, 8, [3, 3], 1, true, false), None);
 }

@@ -238,6 +238,7 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
                     mg,
                     flip: A::SIGNED,
                     table: &table[gi * mg * kq..(gi + 1) * mg * kq],
+                    quads: false,
                     corr: &corr[gi * mg..(gi + 1) * mg],
                     zb: group_slice(s.zb, gi, mg),
                     rq: group_slice(s.rq, gi, mg),
