@@ -453,41 +453,10 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
         && crate::ops::gemm_i8::avx512::has_vnni()
         && let Ok(table) = bytemuck::try_cast_slice::<i8, i32>(s.b)
     {
-        let (lo, hi) = if s.y == DType::U8 {
-            (0, 255)
-        } else {
-            (-128, 127)
-        };
         let corr = if A::SIGNED { s.flipped } else { Some(s.corr) };
-        let xb: &[u8] = bytemuck::cast_slice(x);
-        let hw = g.h * g.w;
-        let per = s.plen / 4;
         if let Some(corr) = corr {
-            for n in 0..g.batch {
-                for gi in 0..g.group {
-                    let group = pointwise::Group {
-                        x: &xb[(n * g.c + gi * cg) * hw..][..cg * hw],
-                        hw,
-                        cg,
-                        mg,
-                        flip: A::SIGNED,
-                        table: &table[gi * per..(gi + 1) * per],
-                        quads: true,
-                        corr: &corr[gi * mg..(gi + 1) * mg],
-                        zb: &[],
-                        rq: group_slice(s.rq, gi, mg),
-                        zp: s.zp,
-                        lo,
-                        hi,
-                    };
-                    let at = (n * g.m + gi * mg) * hw;
-                    // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
-                    if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
-                        return shape("int8 pointwise conv: slices");
-                    }
-                }
-            }
-            return Ok(());
+            // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
+            return unsafe { run_pointwise(s, x, (table, s.plen / 4, true), corr, &[], y) };
         }
     }
     let (copy, results) = ws.split_at_mut(copy_len);

@@ -232,13 +232,26 @@ fn both<A: Act + bytemuck::Pod>(
     (new, old)
 }
 
-/// Quad convs give the GEMM path's bytes: ResNet-8's 3×3s (stride 1 and 2) and 1×1 stride
-/// 2, channels not a multiple of four, the stems (one channel 10×4 stride 2 as kws's, three
+/// Quad convs give the GEMM path's bytes: pointwise (grouped, channels not a multiple of
+/// four), ResNet-8's 3×3s (stride 1 and 2) and 1×1 stride 2, channels not a multiple of four, the stems (one channel 10×4 stride 2 as kws's, three
 /// channels 3×3 stride 2 as vww's), asymmetric pads, grouped, 5- and 7-tap rows, u8 and i8,
 /// onnxruntime's and TFLite's requantization and i32.
 #[test]
 fn quad_convs_match_the_gemm_path() {
-    let cases: [(Case, QuadLayout); 9] = [
+    let cases: [(Case, QuadLayout); 12] = [
+        // 1×1: the VNNI pointwise kernel reading the quads in place (else the quad path).
+        (
+            ((8, 17, 1), [1, 1], [1, 1], [0; 4], [9, 8]),
+            QuadLayout::Channels,
+        ),
+        (
+            ((64, 20, 1), [1, 1], [1, 1], [0; 4], [5, 7]),
+            QuadLayout::Channels,
+        ),
+        (
+            ((6, 28, 4), [1, 1], [1, 1], [0; 4], [3, 11]),
+            QuadLayout::Channels,
+        ),
         (
             ((16, 16, 1), [3, 3], [1, 1], [1; 4], [9, 8]),
             QuadLayout::Channels,

@@ -221,39 +221,18 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
         && let Some(table) = table.get_mut(..pointwise::table_len(g.m, cg).unwrap_or(usize::MAX))
     {
         pointwise::fill_table(s.b, s.plen, g.group, mg, g.k, table);
-        let corr = flip.unwrap_or(s.corr);
-        let xb: &[u8] = bytemuck::cast_slice(x);
-        let (lo, hi) = if s.y == DType::U8 {
-            (0, 255)
-        } else {
-            (-128, 127)
-        };
         let kq = cg.div_ceil(4);
-        for n in 0..g.batch {
-            for gi in 0..g.group {
-                let group = pointwise::Group {
-                    x: &xb[(n * g.c + gi * cg) * hw..][..cg * hw],
-                    hw,
-                    cg,
-                    mg,
-                    flip: A::SIGNED,
-                    table: &table[gi * mg * kq..(gi + 1) * mg * kq],
-                    quads: false,
-                    corr: &corr[gi * mg..(gi + 1) * mg],
-                    zb: group_slice(s.zb, gi, mg),
-                    rq: group_slice(s.rq, gi, mg),
-                    zp: s.zp,
-                    lo,
-                    hi,
-                };
-                let at = (n * g.m + gi * mg) * hw;
-                // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
-                if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
-                    return Err(KernelError::Shape("int8 pointwise conv: slices"));
-                }
-            }
-        }
-        return Ok(());
+        // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
+        return unsafe {
+            run_pointwise(
+                s,
+                x,
+                (table, mg * kq, false),
+                flip.unwrap_or(s.corr),
+                s.zb,
+                y,
+            )
+        };
     }
     let acc_len = rows * mg * esize;
     let cols_len = (rows * g.k + 63) & !63;
@@ -362,4 +341,60 @@ pub(super) fn to_planes(
         let dst: &mut [[u8; 4]] = bytemuck::cast_slice_mut(y);
         scatter_columns(src, mg, rows, dst, hw);
     }
+}
+
+/// The VNNI pointwise kernel over every batch and group: `table` holds each group's `per`
+/// weight quads (the packed table, or the blob's channel quads when `quads`), `corr` the
+/// corrections the activations' reading needs (flipped for i8).
+///
+/// # Safety
+/// The CPU supports AVX-512 F/BW/VL and VNNI.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn run_pointwise<A: Act + bytemuck::Pod>(
+    s: &Slices<'_>,
+    x: &[A],
+    (table, per, quads): (&[i32], usize, bool),
+    corr: &[i32],
+    zb: &[i32],
+    y: &mut [u8],
+) -> KernelResult {
+    let g = &s.g;
+    let (cg, mg, hw) = (g.c / g.group, g.m / g.group, g.h * g.w);
+    let (lo, hi) = if s.y == DType::U8 {
+        (0, 255)
+    } else {
+        (-128, 127)
+    };
+    let xb: &[u8] = bytemuck::cast_slice(x);
+    for n in 0..g.batch {
+        for gi in 0..g.group {
+            let (Some(table), Some(x)) = (
+                table.get(gi * per..(gi + 1) * per),
+                xb.get((n * g.c + gi * cg) * hw..(n * g.c + (gi + 1) * cg) * hw),
+            ) else {
+                return Err(KernelError::Shape("int8 pointwise conv: slices"));
+            };
+            let group = pointwise::Group {
+                x,
+                hw,
+                cg,
+                mg,
+                flip: A::SIGNED,
+                table,
+                quads,
+                corr: &corr[gi * mg..(gi + 1) * mg],
+                zb: group_slice(zb, gi, mg),
+                rq: group_slice(s.rq, gi, mg),
+                zp: s.zp,
+                lo,
+                hi,
+            };
+            let at = (n * g.m + gi * mg) * hw;
+            // SAFETY: the caller's CPU features.
+            if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
+                return Err(KernelError::Shape("int8 pointwise conv: slices"));
+            }
+        }
+    }
+    Ok(())
 }
