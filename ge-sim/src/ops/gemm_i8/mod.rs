@@ -193,7 +193,9 @@ unsafe fn wide_block<A: Act>(
 ) {
     // SAFETY: the contract covers the tile's reads and the store's writes.
     unsafe {
-        let acc = if vnni {
+        let acc = if vnni && mr == 1 {
+            avx512::row_vnni(g.k, g.a.as_ptr(), off[0], bp.as_ptr())
+        } else if vnni {
             avx512::tile_vnni(g.k, g.a.as_ptr(), off, bp.as_ptr())
         } else {
             avx512::rows(&avx2::tile(g.k, g.a.as_ptr(), off, bp.as_ptr()))
