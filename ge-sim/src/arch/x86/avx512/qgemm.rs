@@ -20,6 +20,65 @@ use core::arch::x86_64::*;
 use super::requant::{Q8Range, Rq16};
 use crate::ops::gemm_i8::{Act, MR, NR};
 
+/// Pair rows `2q, 2q + 1` of a panel (`k = 4q..4q + 4`, sixteen columns) as one zmm of
+/// column quads (columns 0–3, 8–11, 4–7, 12–15: [`columns_in_order`] undoes it); `two`:
+/// the second pair row is in the panel (a tail of one pair reads zeros for it).
+///
+/// # Safety
+/// The panel holds the pair rows read; the CPU supports AVX-512 F and AVX2.
+#[target_feature(enable = "avx512f,avx2")]
+#[inline]
+unsafe fn quad_of(bp: *const i8, q: usize, two: bool) -> __m512i {
+    // SAFETY: per the contract.
+    unsafe {
+        let r0 = _mm256_loadu_si256(bp.add(q * 4 * NR) as *const __m256i);
+        let r1 = if two {
+            _mm256_loadu_si256(bp.add(q * 4 * NR + 2 * NR) as *const __m256i)
+        } else {
+            _mm256_setzero_si256()
+        };
+        let lo = _mm256_unpacklo_epi16(r0, r1);
+        let hi = _mm256_unpackhi_epi16(r0, r1);
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+    }
+}
+
+/// Four activations broadcast, i8 flipped to `a + 128` (`vpdpbusd` reads them unsigned).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn lane_of<A: Act>(v: i32) -> __m512i {
+    let av = _mm512_set1_epi32(v);
+    if A::SIGNED {
+        _mm512_xor_si512(av, _mm512_set1_epi32(0x8080_8080_u32 as i32))
+    } else {
+        av
+    }
+}
+
+/// The `rest < 4` activations of a row's last quad (zeros past them: they meet the panel's
+/// zero padding).
+///
+/// # Safety
+/// `a` holds `rest` readable bytes.
+#[inline]
+unsafe fn tail_of(a: *const u8, rest: usize) -> i32 {
+    let mut bytes = [0u8; 4];
+    for (t, byte) in bytes.iter_mut().enumerate().take(rest) {
+        // SAFETY: per the contract.
+        *byte = unsafe { *a.add(t) };
+    }
+    i32::from_le_bytes(bytes)
+}
+
+/// The flip's share taken off (`bias`: `128·Σ B`, zero for u8) and the columns put back in
+/// order (128-bit blocks 1 and 2 swapped).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn columns_in_order(s: __m512i, bias: __m512i) -> __m512i {
+    let s = _mm512_sub_epi32(s, bias);
+    _mm512_shuffle_i32x4::<0b11_01_10_00>(s, s)
+}
+
 /// `acc[i][j] = Σ_{kk<k} a[off[i] + kk] · B[kk][j]` over one packed panel `bp` (row `i`'s
 /// sixteen sums in `acc[i]`).
 ///
@@ -41,34 +100,18 @@ pub unsafe fn tile_vnni<A: Act>(
     let mut bias = z;
     let flip = _mm512_set1_epi32(0x8080_8080_u32 as i32);
     let quads = k / 4;
-    // Two pair rows (k = 4q..4q + 4) of 16 columns as one zmm of column quads.
-    let quad = |r0: __m256i, r1: __m256i| {
-        let lo = _mm256_unpacklo_epi16(r0, r1);
-        let hi = _mm256_unpackhi_epi16(r0, r1);
-        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
-    };
-    let lane = |v: i32| {
-        let av = _mm512_set1_epi32(v);
-        if A::SIGNED {
-            _mm512_xor_si512(av, flip)
-        } else {
-            av
-        }
-    };
     // SAFETY: (whole body) quad `q < k/4` reads pair rows `2q, 2q + 1` (`4·NR` bytes from
     // `bp + 4q·NR`) and `a[off[i] + 4q..][..4]`, inside the panel and the rows per the
     // contract; the tail reads only the pair rows the panel holds and the `k mod 4` values
     // of each row left; the features are enabled on this function.
     unsafe {
         let step = |set: &mut [__m512i; MR], bias: &mut __m512i, q: usize| {
-            let r0 = _mm256_loadu_si256(bp.add(q * 4 * NR) as *const __m256i);
-            let r1 = _mm256_loadu_si256(bp.add(q * 4 * NR + 2 * NR) as *const __m256i);
-            let bv = quad(r0, r1);
+            let bv = quad_of(bp, q, true);
             if A::SIGNED {
                 *bias = _mm512_dpbusd_epi32(*bias, flip, bv);
             }
             for (c, &o) in set.iter_mut().zip(off) {
-                let av = lane((a.add(o + 4 * q) as *const i32).read_unaligned());
+                let av = lane_of::<A>((a.add(o + 4 * q) as *const i32).read_unaligned());
                 *c = _mm512_dpbusd_epi32(*c, av, bv);
             }
         };
@@ -85,31 +128,16 @@ pub unsafe fn tile_vnni<A: Act>(
         if rest > 0 {
             // One or two pair rows left (the panel is padded with zeros to an even k), so
             // whatever the missing activation bytes become, they meet zero weights.
-            let r0 = _mm256_loadu_si256(bp.add(quads * 4 * NR) as *const __m256i);
-            let r1 = if rest > 2 {
-                _mm256_loadu_si256(bp.add(quads * 4 * NR + 2 * NR) as *const __m256i)
-            } else {
-                _mm256_setzero_si256()
-            };
-            let bv = quad(r0, r1);
+            let bv = quad_of(bp, quads, rest > 2);
             if A::SIGNED {
                 bias = _mm512_dpbusd_epi32(bias, flip, bv);
             }
             for (c, &o) in even.iter_mut().zip(off) {
-                let mut bytes = [0u8; 4];
-                for (t, byte) in bytes.iter_mut().enumerate().take(rest) {
-                    *byte = *a.add(o + 4 * quads + t);
-                }
-                let av = lane(i32::from_le_bytes(bytes));
+                let av = lane_of::<A>(tail_of(a.add(o + 4 * quads), rest));
                 *c = _mm512_dpbusd_epi32(*c, av, bv);
             }
         }
-        // Sum the two sets, take the flip's share off and put the columns back in order
-        // (swap 128-bit blocks 1 and 2).
-        core::array::from_fn(|i| {
-            let s = _mm512_sub_epi32(_mm512_add_epi32(even[i], odd[i]), bias);
-            _mm512_shuffle_i32x4::<0b11_01_10_00>(s, s)
-        })
+        core::array::from_fn(|i| columns_in_order(_mm512_add_epi32(even[i], odd[i]), bias))
     }
 }
 
@@ -121,64 +149,39 @@ pub unsafe fn tile_vnni<A: Act>(
 /// As [`tile_vnni`] for `off[0]`; the CPU must support AVX-512 F/BW/VL and VNNI.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
 pub unsafe fn row_vnni<A: Act>(k: usize, a: *const A, off: usize, bp: *const i8) -> [__m512i; MR] {
-    let a = unsafe { (a as *const u8).add(off) };
     let z = _mm512_setzero_si512();
     let mut acc = [z; 4];
     let mut bias = z;
     let flip = _mm512_set1_epi32(0x8080_8080_u32 as i32);
     let quads = k / 4;
-    let quad = |r0: __m256i, r1: __m256i| {
-        let lo = _mm256_unpacklo_epi16(r0, r1);
-        let hi = _mm256_unpackhi_epi16(r0, r1);
-        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
-    };
-    let lane = |v: i32| {
-        let av = _mm512_set1_epi32(v);
-        if A::SIGNED {
-            _mm512_xor_si512(av, flip)
-        } else {
-            av
-        }
-    };
-    // SAFETY: as `tile_vnni`'s body for one row: quad `q < k/4` reads pair rows `2q, 2q + 1`
-    // of the panel and `a[4q..][..4]`; the tail only the pair rows the panel holds and the
-    // `k mod 4` values left.
+    // SAFETY: as `tile_vnni`'s body for the row at `off`: quad `q < k/4` reads pair rows
+    // `2q, 2q + 1` of the panel and `a[off + 4q..][..4]`; the tail only the pair rows the
+    // panel holds and the `k mod 4` values left.
     unsafe {
+        let a = (a as *const u8).add(off);
         for q in 0..quads {
-            let r0 = _mm256_loadu_si256(bp.add(q * 4 * NR) as *const __m256i);
-            let r1 = _mm256_loadu_si256(bp.add(q * 4 * NR + 2 * NR) as *const __m256i);
-            let bv = quad(r0, r1);
+            let bv = quad_of(bp, q, true);
             if A::SIGNED {
                 bias = _mm512_dpbusd_epi32(bias, flip, bv);
             }
-            let av = lane((a.add(4 * q) as *const i32).read_unaligned());
+            let av = lane_of::<A>((a.add(4 * q) as *const i32).read_unaligned());
             acc[q % 4] = _mm512_dpbusd_epi32(acc[q % 4], av, bv);
         }
         let rest = k - 4 * quads;
         if rest > 0 {
-            let r0 = _mm256_loadu_si256(bp.add(quads * 4 * NR) as *const __m256i);
-            let r1 = if rest > 2 {
-                _mm256_loadu_si256(bp.add(quads * 4 * NR + 2 * NR) as *const __m256i)
-            } else {
-                _mm256_setzero_si256()
-            };
-            let bv = quad(r0, r1);
+            let bv = quad_of(bp, quads, rest > 2);
             if A::SIGNED {
                 bias = _mm512_dpbusd_epi32(bias, flip, bv);
             }
-            let mut bytes = [0u8; 4];
-            for (t, byte) in bytes.iter_mut().enumerate().take(rest) {
-                *byte = *a.add(4 * quads + t);
-            }
-            acc[0] = _mm512_dpbusd_epi32(acc[0], lane(i32::from_le_bytes(bytes)), bv);
+            let av = lane_of::<A>(tail_of(a.add(4 * quads), rest));
+            acc[0] = _mm512_dpbusd_epi32(acc[0], av, bv);
         }
         let s = _mm512_add_epi32(
             _mm512_add_epi32(acc[0], acc[1]),
             _mm512_add_epi32(acc[2], acc[3]),
         );
-        let s = _mm512_sub_epi32(s, bias);
         let mut out = [z; MR];
-        out[0] = _mm512_shuffle_i32x4::<0b11_01_10_00>(s, s);
+        out[0] = columns_in_order(s, bias);
         out
     }
 }
