@@ -2,12 +2,14 @@
 //! quad row of the panel is one zmm (sixteen output channels' four weights, in channel order),
 //! each position's four activations one broadcast dword of the band's copy, one `vpdpbusd`
 //! a position (four exact u8·i8 products summed into each channel's i32). Two accumulator
-//! sets (even and odd quad rows) keep twelve sums in flight.
+//! sets (even and odd quad rows) keep twelve sums in flight. Convs with few output channels
+//! take [`positions`] instead: sixteen positions in lanes, no transposes.
 
 use core::arch::x86_64::*;
 
-use crate::ops::gemm_i8::MR;
+use super::requant::{Q8Range, Rq16};
 use crate::ops::gemm_i8::conv::QuadGeo;
+use crate::ops::gemm_i8::{MR, Requant};
 
 /// VNNI build of [`crate::ops::gemm_i8::conv::quads_tile`]: row `i`'s sixteen sums in
 /// `acc[i]`.
@@ -44,4 +46,123 @@ pub unsafe fn tile(a: *const u8, off: &[usize; MR], geo: QuadGeo, bp: *const i8)
         step(&mut even, r, o);
     }
     core::array::from_fn(|i| _mm512_add_epi32(even[i], odd[i]))
+}
+
+/// A band of a quad conv with few output channels, positions in lanes ([`positions`]).
+pub struct Positions<'a> {
+    /// The band's copy (channel quads: four bytes a column) and where its quad rows lie.
+    pub copy: &'a [u8],
+    pub geo: QuadGeo,
+    /// Bytes of a copied row.
+    pub wp: usize,
+    pub sh: usize,
+    /// Column stride: 1 or 2.
+    pub sw: usize,
+    /// Output rows of the band and their width.
+    pub here: usize,
+    pub ow: usize,
+    /// The group's quads (one panel: at most sixteen output channels).
+    pub weights: &'a [i8],
+    pub mg: usize,
+    pub corr: &'a [i32],
+    /// One requantizer or `mg`, in a vector form.
+    pub rq: &'a [Requant],
+    pub range: (i32, i32, i32),
+}
+
+/// Whether [`positions`] takes a conv: at most eight output channels a group (the
+/// sixteen-channel tile leaves half its lanes empty), column stride 1 or 2.
+pub fn positions_fit(mg: usize, sw: usize) -> bool {
+    mg <= 8 && (sw == 1 || sw == 2)
+}
+
+/// The band's outputs, sixteen positions of a row a vector: each quad row's sixteen
+/// activation dwords (a stride-2 row picks the even ones of two loads) times each output
+/// channel's quad broadcast, requantized per channel and stored straight into its plane
+/// (`y` from the band's first output row of the group's first channel, planes `plane`
+/// apart). No transposes: vww's 3-channel stem (eight outputs) spent most of its time on
+/// the tile's empty lanes and the block transposes. `false` (nothing written) when a length
+/// does not fit.
+///
+/// # Safety
+/// The CPU supports AVX-512 F/BW/VL and VNNI.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
+pub unsafe fn positions(p: &Positions<'_>, y: &mut [u8], plane: usize) -> bool {
+    const N: usize = 8;
+    let quads = p.geo.quads();
+    let reach = p.geo.offset(quads.saturating_sub(1)) + 4;
+    let last = (p.here.saturating_sub(1)) * p.sh * p.wp + (p.ow.saturating_sub(1)) * p.sw * 4;
+    let per = |v: usize| v == 1 || v == p.mg;
+    if !positions_fit(p.mg, p.sw)
+        || quads == 0
+        || p.here == 0
+        || p.ow == 0
+        || p.copy.len() < last + reach
+        || p.weights.len() < quads * 64
+        || p.corr.len() < p.mg
+        || !per(p.rq.len())
+        || !crate::ops::gemm_i8::vector_form(p.rq)
+        || y.len() < (p.mg - 1) * plane + p.here * p.ow
+    {
+        return false;
+    }
+    let (zp, lo, hi) = p.range;
+    let range = Q8Range::new(zp, lo, hi);
+    let mut rqs = [Rq16::F32(_mm512_setzero_ps()); N];
+    for (j, r) in rqs.iter_mut().enumerate().take(p.mg) {
+        let q = if p.rq.len() == 1 { p.rq[0] } else { p.rq[j] };
+        match Rq16::splat(q) {
+            Some(v) => *r = v,
+            None => return false,
+        }
+    }
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let base = p.copy.as_ptr();
+    let wq = p.weights.as_ptr() as *const i32;
+    // SAFETY: every load is masked to the lanes of positions `< ow` of rows `< here`, whose
+    // quads lie inside the copy (`last + reach ≤ copy.len()`); weight quad `r` of channel
+    // `j < mg ≤ 16` is inside the panel; stores are masked to `n` bytes of rows `< here`
+    // of planes `j < mg`, inside `y`; the features are enabled on this function.
+    unsafe {
+        for oy in 0..p.here {
+            let row = oy * p.sh * p.wp;
+            let mut ox = 0;
+            while ox < p.ow {
+                let n = 16.min(p.ow - ox);
+                let m: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
+                let mut acc = [_mm512_setzero_si512(); N];
+                let mut walk = p.geo.walk();
+                for r in 0..quads {
+                    let at = base.add(row + walk.advance() + ox * p.sw * 4);
+                    let x = if p.sw == 1 {
+                        _mm512_maskz_loadu_epi32(m, at as *const i32)
+                    } else {
+                        // Positions 2t: dwords 0..2n−1 of the two loads, the even ones kept.
+                        let two = 2 * n - 1;
+                        let m0: __mmask16 = if two >= 16 { !0 } else { (1u16 << two) - 1 };
+                        let m1: __mmask16 = if two > 16 {
+                            (1u16 << (two - 16)) - 1
+                        } else {
+                            0
+                        };
+                        let a = _mm512_maskz_loadu_epi32(m0, at as *const i32);
+                        let b = _mm512_maskz_loadu_epi32(m1, at.add(64) as *const i32);
+                        _mm512_permutex2var_epi32(a, evens, b)
+                    };
+                    for (j, a) in acc.iter_mut().enumerate().take(p.mg) {
+                        let w = _mm512_set1_epi32(wq.add(r * 16 + j).read_unaligned());
+                        *a = _mm512_dpbusd_epi32(*a, x, w);
+                    }
+                }
+                for (j, &a) in acc.iter().enumerate().take(p.mg) {
+                    let v = _mm512_add_epi32(a, _mm512_set1_epi32(p.corr[j]));
+                    let q = rqs[j].apply(v, range);
+                    let dst = y.as_mut_ptr().add(j * plane + oy * p.ow + ox);
+                    _mm_mask_storeu_epi8(dst as *mut i8, m, q);
+                }
+                ox += 16;
+            }
+        }
+    }
+    true
 }

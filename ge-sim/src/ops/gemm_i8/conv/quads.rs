@@ -483,6 +483,19 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     let esize = s.esize;
     let pad = if A::SIGNED { pad ^ 0x80 } else { pad };
     let xb: &[u8] = bytemuck::cast_slice(x);
+    #[cfg(target_arch = "x86_64")]
+    let (lo, hi) = if s.y == DType::U8 {
+        (0, 255)
+    } else {
+        (-128, 127)
+    };
+    #[cfg(target_arch = "x86_64")]
+    let positions = layout == QuadLayout::Channels
+        && esize == 1
+        && crate::arch::x86::avx512::qconv_quads::positions_fit(mg, sw)
+        && crate::ops::gemm_i8::vector_form(s.rq)
+        && isa::isa() == Isa::Avx512
+        && crate::ops::gemm_i8::avx512::has_vnni();
     for n in 0..g.batch {
         for gi in 0..g.group {
             let xg = &xb[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
@@ -500,6 +513,31 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
                 let here = out_rows.min(g.oh - o0);
                 let iy0 = (o0 * sh) as isize - pt;
                 copy_band(layout, xg, g, cg, band, iy0, pl, pad, A::SIGNED, copy);
+                // Few output channels on VNNI: positions in lanes, straight into the planes.
+                #[cfg(target_arch = "x86_64")]
+                if positions {
+                    use crate::arch::x86::avx512::qconv_quads::{Positions, positions};
+                    let run = Positions {
+                        copy,
+                        geo,
+                        wp: band.wp,
+                        sh,
+                        sw,
+                        here,
+                        ow: g.ow,
+                        weights,
+                        mg,
+                        corr: cols.corr,
+                        rq: q.rq,
+                        range: (s.zp, lo, hi),
+                    };
+                    let at = (n * g.m + gi * mg) * hw + o0 * g.ow;
+                    // SAFETY: `positions` is set only when VNNI and AVX-512 F/BW/VL were
+                    // detected.
+                    if unsafe { positions(&run, &mut y[at..], hw) } {
+                        continue;
+                    }
+                }
                 let first = o0 * g.ow;
                 let last = (o0 + here) * g.ow;
                 for p0 in (first..last).step_by(bp) {

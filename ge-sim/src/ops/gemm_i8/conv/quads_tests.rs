@@ -232,13 +232,27 @@ fn both<A: Act + bytemuck::Pod>(
     (new, old)
 }
 
-/// Quad convs give the GEMM path's bytes: pointwise (grouped, channels not a multiple of
+/// Quad convs give the GEMM path's bytes: few output channels (positions in lanes), pointwise (grouped, channels not a multiple of
 /// four), ResNet-8's 3×3s (stride 1 and 2) and 1×1 stride 2, channels not a multiple of four, the stems (one channel 10×4 stride 2 as kws's, three
 /// channels 3×3 stride 2 as vww's), asymmetric pads, grouped, 5- and 7-tap rows, u8 and i8,
 /// onnxruntime's and TFLite's requantization and i32.
 #[test]
 fn quad_convs_match_the_gemm_path() {
-    let cases: [(Case, QuadLayout); 12] = [
+    let cases: [(Case, QuadLayout); 15] = [
+        // At most eight outputs a group: positions in lanes (vww's stem; rows wider than
+        // a vector; grouped).
+        (
+            ((3, 8, 1), [3, 3], [2, 2], [0, 0, 1, 1], [11, 40]),
+            QuadLayout::Channels,
+        ),
+        (
+            ((4, 5, 1), [3, 3], [1, 1], [1; 4], [9, 21]),
+            QuadLayout::Channels,
+        ),
+        (
+            ((4, 6, 2), [3, 3], [2, 1], [1; 4], [7, 18]),
+            QuadLayout::Channels,
+        ),
         // 1×1: the VNNI pointwise kernel reading the quads in place (else the quad path).
         (
             ((8, 17, 1), [1, 1], [1, 1], [0; 4], [9, 8]),
