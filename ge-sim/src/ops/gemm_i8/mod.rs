@@ -148,7 +148,8 @@ pub(crate) fn qgemm_on<A: Act>(
                 // SAFETY: `check` proved rows `i0..i0 + mr` of A hold `k` values at `lda`
                 // apart (rows past `mr` repeat row `i0`) and packed B holds every panel.
                 let acc = unsafe { tile_on(isa, g.k, g.a.as_ptr(), &off, bp.as_ptr()) };
-                g.columns().store(&acc, &rowsum, i0, mr, p * NR, &mut out);
+                g.columns()
+                    .store(isa, &acc, &rowsum, i0, mr, p * NR, &mut out);
             }
         }
     }
@@ -284,9 +285,12 @@ impl Columns<'_> {
     }
 
     /// The epilogue: correction, zero-point term, then i32 or requantized store of columns
-    /// `j0..` (sixteen or fewer) of rows `i0..i0 + mr`; `out` passed [`check_out`].
+    /// `j0..` (sixteen or fewer) of rows `i0..i0 + mr`; `out` passed [`check_out`]; `isa`
+    /// (supported by the CPU) picks the AVX2 f32 requantization.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn store(
         &self,
+        isa: Isa,
         acc: &[[i32; NR]; MR],
         rowsum: &[i32; MR],
         i0: usize,
@@ -296,6 +300,38 @@ impl Columns<'_> {
     ) {
         let nr = NR.min(self.n - j0);
         let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
+        // onnxruntime's f32 form with no weight zero point, on AVX2: eight lanes at a time.
+        #[cfg(target_arch = "x86_64")]
+        if self.zb.iter().all(|&z| z == 0) && X86_TILES && isa != Isa::Portable {
+            let target = match &mut *out {
+                QOut::U8 { c, ldc, q } => Some((c.as_mut_ptr(), *ldc, *q, (0, 255))),
+                QOut::I8 { c, ldc, q } => {
+                    Some((c.as_mut_ptr().cast::<u8>(), *ldc, *q, (-128, 127)))
+                }
+                QOut::I32 { .. } => None,
+            };
+            if let Some((c, ldc, q, (lo, hi))) = target
+                && q.rq.iter().all(|r| r.shift == 0)
+            {
+                let corr: [i32; NR] =
+                    core::array::from_fn(|t| if t < nr { self.corr[j0 + t] } else { 0 });
+                let scale: [f32; NR] = core::array::from_fn(|t| {
+                    let r = if q.rq.len() == 1 || t >= nr {
+                        q.rq[0]
+                    } else {
+                        q.rq[j0 + t]
+                    };
+                    f32::from_bits(r.mult as u32)
+                });
+                // SAFETY: `check_out` proved rows `i0..i0 + mr` hold columns `j0..j0 + nr`;
+                // AVX2 was detected (the ISA is not portable).
+                unsafe {
+                    let at = c.add(i0 * ldc + j0);
+                    avx2::store_q8_f32(acc, mr, nr, &corr, &scale, (q.zp, lo, hi), at, ldc);
+                }
+                return;
+            }
+        }
         for (i, (row, &rs)) in acc.iter().zip(rowsum).enumerate().take(mr) {
             for (jj, &v) in row.iter().enumerate().take(nr) {
                 let j = j0 + jj;

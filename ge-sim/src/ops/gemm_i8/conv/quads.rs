@@ -625,7 +625,7 @@ pub(super) fn block(
                 // SAFETY: as above.
                 _ => unsafe { quads_tile(a.as_ptr(), &off, geo, bp) },
             };
-            cols.store(&acc, &rowsum, i0, mr, p * NR, out);
+            cols.store(isa, &acc, &rowsum, i0, mr, p * NR, out);
         }
     }
     Ok(())
