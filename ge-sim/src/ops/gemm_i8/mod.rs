@@ -300,6 +300,8 @@ impl Columns<'_> {
     ) {
         let nr = NR.min(self.n - j0);
         let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = isa;
         // onnxruntime's f32 form with no weight zero point, on AVX2: eight lanes at a time.
         #[cfg(target_arch = "x86_64")]
         if self.zb.iter().all(|&z| z == 0) && X86_TILES && isa != Isa::Portable {
