@@ -76,19 +76,19 @@ pub fn strided_copy(
     // Interleaved channels to planes ([N][C] → [C][N], C ≤ 4: an NHWC image's first
     // transpose): one pass over the source, C output rows (by rows, a strided copy each ran
     // at 2 ns a byte).
-    if n == 2 && cs[0] == 1 && cs[1] == cd[0] as isize && (2..=4).contains(&cd[0]) {
-        let o = base as usize * esize;
-        let src = &src[o..o + numel * esize];
-        match (esize, cd[0]) {
-            (1, 2) => deinterleave::<1, 2>(dst, src),
-            (1, 3) => deinterleave::<1, 3>(dst, src),
-            (1, 4) => deinterleave::<1, 4>(dst, src),
-            (4, 2) => deinterleave::<4, 2>(dst, src),
-            (4, 3) => deinterleave::<4, 3>(dst, src),
-            (4, 4) => deinterleave::<4, 4>(dst, src),
-            _ => {}
-        }
-        if matches!(esize, 1 | 4) {
+    if n == 2 && cs[0] == 1 && cs[1] == cd[0] as isize {
+        let pass: Option<Pass> = match (esize, cd[0]) {
+            (1, 2) => Some(deinterleave::<1, 2>),
+            (1, 3) => Some(deinterleave::<1, 3>),
+            (1, 4) => Some(deinterleave::<1, 4>),
+            (4, 2) => Some(deinterleave::<4, 2>),
+            (4, 3) => Some(deinterleave::<4, 3>),
+            (4, 4) => Some(deinterleave::<4, 4>),
+            _ => None,
+        };
+        if let Some(pass) = pass {
+            let o = base as usize * esize;
+            pass(dst, &src[o..o + numel * esize]);
             return Ok(numel);
         }
     }
@@ -125,6 +125,9 @@ pub fn strided_copy(
     }
     Ok(numel)
 }
+
+/// A whole-tensor copy pass: `(dst, src)`.
+type Pass = fn(&mut [u8], &[u8]);
 
 /// `dst[c·N + i] = src[i·C + c]` for elements of `ES` bytes (`N = len / C`).
 fn deinterleave<const ES: usize, const C: usize>(dst: &mut [u8], src: &[u8]) {

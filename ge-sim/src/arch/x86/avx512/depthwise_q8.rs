@@ -247,13 +247,6 @@ pub fn lanes_ring(p: &Planes<'_>) -> (usize, usize) {
     (wp, (p.kh.max(1) - 1) * p.dh + 1)
 }
 
-/// Workspace f32 [`lanes`] needs: the ring of padded rows of sixteen-channel pixel vectors
-/// and one output row of sixteen-channel bytes (as f32 slots).
-pub fn lanes_ws(p: &Planes<'_>) -> usize {
-    let (wp, ring) = lanes_ring(p);
-    ring * wp * 16 + p.ow.div_ceil(16) * 16 * 4
-}
-
 /// Runs the whole conv ([`Planes`]) sixteen channels at a time into `y` (`[C][oh][ow]`
 /// bytes): each input row of sixteen planes transposed once into pixel vectors (widened to
 /// f32, exact) in a ring of the window's rows, each output pixel the taps' multiply-adds
@@ -278,7 +271,7 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
         || !per(p.corr.len())
         || !per(p.rq.len())
         || !vector
-        || ws.len() < lanes_ws(p)
+        || crate::ops::gemm_i8::conv::lanes_floats(ring, wp, p.ow).is_none_or(|n| n > ws.len())
         || p.ow == 0
         || p.oh == 0
     {

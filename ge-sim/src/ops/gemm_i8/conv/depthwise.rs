@@ -64,12 +64,8 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
         && matches!(s.y, DType::U8 | DType::I8)
         && !s.rq.is_empty()
     {
-        use crate::arch::x86::avx512::depthwise_q8::{Planes, lanes, lanes_ws};
-        let (lo, hi) = if s.y == DType::U8 {
-            (0, 255)
-        } else {
-            (-128, 127)
-        };
+        use crate::arch::x86::avx512::depthwise_q8::{Planes, lanes};
+        let (lo, hi) = q8_bounds(s.y);
         let xb: &[u8] = bytemuck::cast_slice(x);
         let chw = g.c * hw;
         let mut all = true;
@@ -98,10 +94,6 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                 lo,
                 hi,
             };
-            if n == 0 && lanes_ws(&planes) > ws.len() {
-                all = false;
-                break;
-            }
             let out = &mut y[n * g.c * ohw..][..g.c * ohw];
             // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
             if !unsafe { lanes(&planes, ws, out) } {
@@ -137,11 +129,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                         && matches!(s.y, DType::U8 | DType::I8)
                         && crate::arch::x86::avx512::depthwise_q8::fits(sw)
                     {
-                        let (lo, hi) = if s.y == DType::U8 {
-                            (0, 255)
-                        } else {
-                            (-128, 127)
-                        };
+                        let (lo, hi) = q8_bounds(s.y);
                         // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
                         unsafe {
                             crate::arch::x86::avx512::requant::Rq16::splat(rq).map(|r| {
@@ -158,7 +146,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                     // below), widened, each output row computed in registers.
                     #[cfg(target_arch = "x86_64")]
                     if let Some((r16, range)) = fast {
-                        let fb = fast_rows.max(1);
+                        let fb = fast_rows;
                         let mut done = true;
                         for o0 in (0..g.oh).step_by(fb) {
                             let here = fb.min(g.oh - o0);
@@ -269,11 +257,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                                 }
                             {
                                 let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
-                                let range = if s.y == DType::U8 {
-                                    (0, 255)
-                                } else {
-                                    (-128, 127)
-                                };
+                                let range = q8_bounds(s.y);
                                 // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
                                 unsafe {
                                     crate::ops::gemm_i8::avx512::requant_run(

@@ -249,9 +249,25 @@ pub(super) fn dw_lanes(p: &QConvParams, g: &Geom) -> Option<usize> {
         return Some(0);
     }
     let (ring, wp) = dw_plane(p, g, 1)?;
+    lanes_floats(ring, wp, g.ow)
+}
+
+/// f32 of the sixteen-channel ring (`ring` rows of `wp` pixel vectors) and one output row of
+/// `ow` sixteen-channel bytes: what `depthwise_q8::lanes` needs, which checks it by this.
+pub(crate) fn lanes_floats(ring: usize, wp: usize, ow: usize) -> Option<usize> {
     ring.checked_mul(wp)?
         .checked_mul(16)?
-        .checked_add(g.ow.div_ceil(16).checked_mul(64)?)
+        .checked_add(ow.div_ceil(16).checked_mul(64)?)
+}
+
+/// The range of an 8-bit output type: u8's, else i8's (for the x86 vector epilogues).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn q8_bounds(y: DType) -> (i32, i32) {
+    if y == DType::U8 {
+        (0, 255)
+    } else {
+        (-128, 127)
+    }
 }
 
 /// Values past the padded plane a flat run reads: the last tap row's column offset.

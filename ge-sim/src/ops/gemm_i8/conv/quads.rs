@@ -442,6 +442,14 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     if ws.len() < need || p.dilation[1] != 1 {
         return shape("int8 conv: workspace too small for its band");
     }
+    let corr = match (A::SIGNED, s.flipped) {
+        (false, _) => s.corr,
+        (true, Some(f)) => f,
+        (true, None) => return shape("int8 conv: quad weights need the flipped corrections"),
+    };
+    if !s.zb.iter().all(|&z| z == 0) {
+        return shape("int8 conv: quad weights need zero weight zero points");
+    }
     // A 1×1 conv with few channels on VNNI: the pointwise kernel (pixels in lanes, no copy
     // and no transposes) reads the channel quads in place.
     #[cfg(target_arch = "x86_64")]
@@ -453,21 +461,10 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
         && crate::ops::gemm_i8::avx512::has_vnni()
         && let Ok(table) = bytemuck::try_cast_slice::<i8, i32>(s.b)
     {
-        let corr = if A::SIGNED { s.flipped } else { Some(s.corr) };
-        if let Some(corr) = corr {
-            // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
-            return unsafe { run_pointwise(s, x, (table, s.plen / 4, true), corr, &[], y) };
-        }
+        // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
+        return unsafe { run_pointwise(s, x, (table, s.plen / 4, true), corr, &[], y) };
     }
     let (copy, results) = ws.split_at_mut(copy_len);
-    let corr = match (A::SIGNED, s.flipped) {
-        (false, _) => s.corr,
-        (true, Some(f)) => f,
-        (true, None) => return shape("int8 conv: quad weights need the flipped corrections"),
-    };
-    if !s.zb.iter().all(|&z| z == 0) {
-        return shape("int8 conv: quad weights need zero weight zero points");
-    }
     let geo = QuadGeo {
         planes: band.planes,
         kh: g.kh,
@@ -484,11 +481,7 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     let pad = if A::SIGNED { pad ^ 0x80 } else { pad };
     let xb: &[u8] = bytemuck::cast_slice(x);
     #[cfg(target_arch = "x86_64")]
-    let (lo, hi) = if s.y == DType::U8 {
-        (0, 255)
-    } else {
-        (-128, 127)
-    };
+    let (lo, hi) = q8_bounds(s.y);
     #[cfg(target_arch = "x86_64")]
     let positions = layout == QuadLayout::Channels
         && esize == 1
@@ -583,9 +576,7 @@ pub(super) fn block(
         .checked_add(geo.offset(quads - 1))
         .and_then(|r| r.checked_add(4));
     if !matches!(reach, Some(r) if r <= a.len()) || b.len() < panels * panel {
-        return Err(KernelError::Shape(
-            "int8 conv: row-quad block outside its copy",
-        ));
+        return Err(KernelError::Shape("int8 conv: quad block outside its copy"));
     }
     #[cfg(target_arch = "x86_64")]
     let wide = isa == Isa::Avx512 && crate::ops::gemm_i8::wide_epilogue(out);

@@ -360,11 +360,7 @@ pub(super) unsafe fn run_pointwise<A: Act + bytemuck::Pod>(
 ) -> KernelResult {
     let g = &s.g;
     let (cg, mg, hw) = (g.c / g.group, g.m / g.group, g.h * g.w);
-    let (lo, hi) = if s.y == DType::U8 {
-        (0, 255)
-    } else {
-        (-128, 127)
-    };
+    let (lo, hi) = q8_bounds(s.y);
     let xb: &[u8] = bytemuck::cast_slice(x);
     for n in 0..g.batch {
         for gi in 0..g.group {
