@@ -160,6 +160,22 @@ def gemm_float():
     save("gemm_float_u8", g, [3, 48], g.op("Gemm", [x, w]), TensorProto.FLOAT)
 
 
+def dense(name, shape):
+    """A dense layer as tf2onnx writes TFLite's FullyConnected: MatMul (per-column weight) +
+    Add of a DequantizeLinear'd int32 bias, a Relu the QuantizeLinear makes redundant; then
+    one without the Relu (output zero point 3). onnxruntime fuses MatMul + Add into a Gemm
+    and each group into a QGemm (for an A of rank 3 between Reshapes, as a float-output
+    QGemm whose QuantizeLinear rounds again)."""
+    g = G(I8)
+    x = g.qdq("x", 0.02, -5)
+    w, sw = g.weight((64, 32), 1)
+    y = g.op("Relu", [g.op("Add", [g.op("MatMul", [x, w]), g.bias(32, 0.02, sw)])])
+    y = g.dq(g.q(y, 0.05, -128), 0.05, -128)
+    w, sw = g.weight((32, 12), None)
+    y = g.op("Add", [g.op("MatMul", [y, w]), g.bias(12, 0.05, sw)])
+    save(name, g, shape, g.q(y, 0.04, 3), TensorProto.INT8)
+
+
 def pools():
     """Conv → Sigmoid, AveragePool, Add, Concat, GlobalAveragePool, each between DQ and Q."""
     g = G(U8)
@@ -251,3 +267,5 @@ if __name__ == "__main__":
     gemm_float()
     pools()
     moves()
+    dense("dense_s8", [3, 64])
+    dense("dense_rank3_s8", [2, 3, 64])

@@ -11,7 +11,7 @@ use ge_runtime::{AlignedBlob, Model};
 
 fn cases() -> Vec<std::path::PathBuf> {
     let cases = suite_cases(&ge_tests::workspace_root().join("tests/data/qdq"));
-    assert_eq!(cases.len(), 8, "tests/data/qdq: expected 8 cases");
+    assert_eq!(cases.len(), 10, "tests/data/qdq: expected 10 cases");
     cases
 }
 
@@ -78,9 +78,17 @@ fn fused_groups_are_onnxruntimes() {
     assert_eq!(count(&k, OpKind::QConv), 1, "moves_s8: {k:?}");
     assert_eq!(count(&k, OpKind::Pool), 1, "moves_s8: {k:?}");
     assert_eq!(count(&k, OpKind::Cast), 1, "moves_s8: {k:?}");
-    for case in ["gemm_softmax_s8", "gemm_float_u8"] {
+    // tf2onnx's dense layers (MatMul + int32-bias Add): onnxruntime's MatMul + Add fusion
+    // makes each a QGemm, so do their groups here (2-D A: requantizing; 3-D: an i32 product
+    // then the float-output QGemm's scaling and the QuantizeLinear).
+    for (case, qgemm) in [
+        ("gemm_softmax_s8", 1),
+        ("gemm_float_u8", 1),
+        ("dense_s8", 2),
+        ("dense_rank3_s8", 2),
+    ] {
         let k = kinds(case);
-        assert_eq!(count(&k, OpKind::QGemm), 1, "{case}: {k:?}");
+        assert_eq!(count(&k, OpKind::QGemm), qgemm, "{case}: {k:?}");
         assert_eq!(
             count(&k, OpKind::Gemm) + count(&k, OpKind::MatMul),
             0,

@@ -16,6 +16,7 @@ use ge_runtime::format::{
 use ge_sim::target::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
+use super::contrib::{GemmSlots, YRounding, integer_gemm};
 use super::qparams::{Per, is_q8, same_axis, scale, zero_point};
 use crate::error::Result;
 use crate::ir::Op;
@@ -276,13 +277,38 @@ pub fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
 }
 
 /// `ge.internal:FullyConnected` (QLinearMatMul's inputs, then an int32 bias; see
-/// [`crate::passes::qdq::dense`]) → a requantizing `QGemm` with the bias folded into the
-/// correction. Errors where the layer cannot be lowered: ge wrote the node for this.
+/// [`crate::passes::qdq::dense`]): `MatMul` + int32-bias `Add` (+ a redundant Relu) +
+/// QuantizeLinear.
+/// - `--int8-rounding tflite`: TFLite's FullyConnected, a requantizing `QGemm` with the
+///   bias folded into the correction; errors where the layer cannot be lowered (ge wrote
+///   the node for this).
+/// - `onnx`: what onnxruntime makes of it (MatMul + Add → Gemm, then its QDQ Gemm
+///   selector: QGemm). A 2-D A gives the requantizing `QGemm` (one rounding, the
+///   decomposition when a scale is computed at run time); any other rank is reshaped to 2-D
+///   around a float-output QGemm, so the QuantizeLinear rounds a second time.
 pub fn fully_connected(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let at = Slots {
         bias: Some(8),
         ..QLINEAR_MATMUL
     };
+    if ctx.int8_rounding == crate::Int8Rounding::Onnx {
+        let slots = GemmSlots {
+            a_scale: 1,
+            a_zp: 2,
+            b: 3,
+            b_scale: 4,
+            b_zp: 5,
+            c: 8,
+        };
+        let y = (at.y_scale, at.y_zp);
+        if ctx.input(0)?.shape.len() != 2 {
+            return integer_gemm(ctx, &slots, Some(YRounding::AfterFloat(y)));
+        }
+        if let Some(i) = requantizing(ctx, at, false)? {
+            return Ok(i);
+        }
+        return integer_gemm(ctx, &slots, Some(YRounding::Fused(y)));
+    }
     requantizing(ctx, at, false)?.ok_or_else(|| {
         ctx.unsupported(
             "a dense layer with run-time weights, scales, zero points or bias: compile with \

@@ -1,12 +1,14 @@
-//! TFLite's FullyConnected as tf2onnx writes it — `DQ(x) · DQ(w)`, then `+ DQ(bias int32)`,
-//! a redundant Relu, a QuantizeLinear — recognized as one int8 layer for
-//! `--int8-rounding tflite` (`ge.internal:FullyConnected`, [`OP`]): TFLite computes it as
-//! one int8 product with an int32 bias and one requantization, where onnxruntime's rules
-//! (which leave a MatMul whose output is not quantized in float) give other values.
+//! A dense layer as tf2onnx writes TFLite's FullyConnected — `DQ(x) · DQ(w)`, then `+ DQ(bias
+//! int32)`, a redundant Relu, a QuantizeLinear — recognized as one int8 layer
+//! (`ge.internal:FullyConnected`, [`OP`]). With `--int8-rounding tflite` it is TFLite's one
+//! int8 product with an int32 bias and one requantization; with `onnx` it is what
+//! onnxruntime makes of it: its MatMul + Add fusion gives a Gemm whose QDQ group becomes a
+//! QGemm (int32 bias in the accumulator; see `onnx::ops::qgemm::fully_connected`).
 //! O(1) per MatMul.
 
-use super::select::{Group, Kind, output_q};
+use super::select::{Group, Kind, output_q, types_agree};
 use super::{Index, code, is_op};
+use crate::onnx::proto::NodeProto;
 
 /// The internal op: inputs `x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias`
 /// (QLinearMatMul's, then the int32 bias), output the QuantizeLinear's.
@@ -52,4 +54,10 @@ pub(super) fn group(ix: &Index<'_>, t: usize) -> Option<(Group, usize)> {
         q: Some(q?),
     };
     Some((g, *add))
+}
+
+/// True when onnxruntime's QDQ Gemm selector takes the group (with int8 allowed): its
+/// element-type rules ([`types_agree`]; the layout checks are `replace::qoperator`'s).
+pub(super) fn onnxruntime_fuses(ix: &Index<'_>, matmul: &NodeProto, g: &Group) -> bool {
+    types_agree(ix, matmul, g)
 }

@@ -172,8 +172,9 @@ fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
 
 /// The nodes with every selected group replaced by its QOperator node (in the target's
 /// place), or `None` when no group was selected. `opset` is the model's default-domain
-/// opset (QLinearSoftmax records it). With `--int8-rounding tflite`, TFLite's
-/// FullyConnected ([`dense`]) and Mean ([`mean`]) groups are recognized too.
+/// opset (QLinearSoftmax records it). A dense layer as tf2onnx writes it ([`dense`]) is
+/// one group in both roundings (onnxruntime fuses MatMul + Add into a Gemm first); with
+/// `--int8-rounding tflite`, TFLite's Mean ([`mean`]) groups are recognized too.
 pub fn recognize(
     gp: &GraphProto,
     opset: i64,
@@ -194,8 +195,8 @@ pub fn recognize(
             replaced.insert(i, node);
             continue;
         }
-        if rounding == crate::Int8Rounding::Tflite
-            && let Some((group, add)) = dense::group(&ix, i)
+        if let Some((group, add)) = dense::group(&ix, i)
+            && (rounding == crate::Int8Rounding::Tflite || dense::onnxruntime_fuses(&ix, n, &group))
             && let Some(mut node) = replace::qoperator(&ix, n, &group, opset)
         {
             // QLinearMatMul's inputs, then the bias's int32 values.

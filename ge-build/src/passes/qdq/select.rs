@@ -187,7 +187,7 @@ fn clip_bounds(ix: &Index<'_>, clip: &NodeProto) -> Option<(f64, f64)> {
 /// The selectors' element-type rules, as onnxruntime applies them when int8 is allowed
 /// (no S8 → U8 rewrite beforehand; int8 activations accepted by the Conv and MatMul
 /// selectors).
-fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
+pub(super) fn types_agree(ix: &Index<'_>, n: &NodeProto, g: &Group) -> bool {
     let dt = |slot: usize| -> Option<i32> {
         let d = ix.node((*g.dq.get(slot)?)?);
         ix.elem_type(d.input.first()?)

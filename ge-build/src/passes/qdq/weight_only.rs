@@ -9,9 +9,9 @@
 //!   task, a GEMM that dequantizes W while packing it.
 //!
 //! The same holds for a QDQ model's weights that no selector fuses —
-//! `DequantizeLinear(W, s)` with no zero point, per tensor or per column, e.g. every dense
-//! layer tf2onnx writes as `MatMul` + bias `Add` (onnxruntime runs those in float, and so
-//! does ge, on the same `float(w)·s`).
+//! `DequantizeLinear(W, s)` with no zero point, per tensor or per column, e.g. a dense
+//! layer whose output is not quantized (onnxruntime runs those in float, and so does ge, on
+//! the same `float(w)·s`).
 //!
 //! Either way the blob stores W as int8, and every weight the kernels use is still
 //! `float(w) · s` of the same `w` and `s` (the Gather's outputs are bitwise the same).

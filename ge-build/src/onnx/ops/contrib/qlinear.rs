@@ -335,50 +335,102 @@ pub fn qgemm(ctx: &NodeCtx<'_>) -> Result<Imported> {
     {
         return Ok(i);
     }
-    let adt = int8(ctx, 0)?;
-    int8(ctx, 3)?;
     let (a, b) = (ctx.input(0)?, ctx.input(3)?);
     if a.shape.len() != 2 || b.shape.len() != 2 {
         return Err(ctx.err(format!("A {:?} and B {:?} must be 2-D", a.shape, b.shape)));
     }
+    let y = ctx.input_opt(7).map(|_| (7, 8));
+    integer_gemm(ctx, &QGEMM, y.map(YRounding::Fused))
+}
+
+/// Where the operands of an integer GEMM are among a node's inputs (A is input 0).
+pub(crate) struct GemmSlots {
+    pub a_scale: usize,
+    pub a_zp: usize,
+    pub b: usize,
+    pub b_scale: usize,
+    pub b_zp: usize,
+    /// The int32 bias (absent input: none).
+    pub c: usize,
+}
+
+/// `com.microsoft:QGemm`'s.
+const QGEMM: GemmSlots = GemmSlots {
+    a_scale: 1,
+    a_zp: 2,
+    b: 3,
+    b_scale: 4,
+    b_zp: 5,
+    c: 6,
+};
+
+/// How an integer GEMM's result reaches the 8-bit output at inputs `(y_scale, y_zp)`.
+#[derive(Clone, Copy)]
+pub(crate) enum YRounding {
+    /// One rounding: `round(f32(acc)·(sa·sb/sy)) + zy` (a requantizing QGemm).
+    Fused((usize, usize)),
+    /// A float-output QGemm then a QuantizeLinear: `round(f32(acc)·(sa·sb) / sy) + zy`
+    /// (onnxruntime's MatMul + Add fusion when A is not 2-D: Reshapes around the Gemm keep
+    /// the QuantizeLinear apart).
+    AfterFloat((usize, usize)),
+}
+
+/// An integer GEMM as onnxruntime's QGemm computes it: `acc = (A − za)·(B − zb) + C`
+/// exactly in i32, then `f32(acc)·(sa·sb·alpha)` (float output, `y` absent) or rounded to
+/// the 8-bit output as `y` says. `transA`/`transB`/`alpha` are read from the node (absent:
+/// 0, 0, 1). A of any rank ≥ 2 when not transposed.
+pub(crate) fn integer_gemm(
+    ctx: &NodeCtx<'_>,
+    at: &GemmSlots,
+    y: Option<YRounding>,
+) -> Result<Imported> {
+    let adt = int8(ctx, 0)?;
+    int8(ctx, at.b)?;
     let mut s = Sub::new(ctx);
     let mut an = in_name(ctx, 0);
-    let mut bn = in_name(ctx, 3);
+    let mut bn = in_name(ctx, at.b);
     if ctx.attr_i_or("transA", 0) != 0 {
         an = s.op("Transpose", &[&an], vec![A::Is("perm", vec![1, 0])]);
     }
     if ctx.attr_i_or("transB", 0) != 0 {
         bn = s.op("Transpose", &[&bn], vec![A::Is("perm", vec![1, 0])]);
     }
-    let za = scalar_in(ctx, &mut s, 2)?;
-    let zb_shape = ctx.input(5)?.shape;
+    let za = scalar_in(ctx, &mut s, at.a_zp)?;
+    let zb_shape = ctx.input(at.b_zp)?.shape;
     let zb = if zb_shape.iter().product::<usize>() == 1 {
-        scalar_in(ctx, &mut s, 5)?
+        scalar_in(ctx, &mut s, at.b_zp)?
     } else {
-        in_name(ctx, 5)
+        in_name(ctx, at.b_zp)
     };
     let mut acc = s.op("MatMulInteger", &[&an, &bn, &za, &zb], vec![]);
-    if let Some(c) = ctx.input_opt(6) {
+    if let Some(c) = ctx.input_opt(at.c) {
         if c.dtype != DType::I32 {
             return Err(ctx.err(format!("C is {}; int32 expected", c.dtype.name())));
         }
-        acc = s.op("Add", &[&acc, &in_name(ctx, 6)], vec![]);
+        acc = s.op("Add", &[&acc, &in_name(ctx, at.c)], vec![]);
     }
     let accf = s.op("Cast", &[&acc], vec![A::I("to", DType::F32 as i64)]);
-    let sa = scalar_in(ctx, &mut s, 1)?;
-    let mut m = s.op("Mul", &[&sa, &in_name(ctx, 4)], vec![]);
+    let sa = scalar_in(ctx, &mut s, at.a_scale)?;
+    let mut m = s.op("Mul", &[&sa, &in_name(ctx, at.b_scale)], vec![]);
     let alpha = ctx.attr_f_or("alpha", 1.0);
     if alpha != 1.0 {
         let al = s.scalar(DType::F32, alpha as f64);
         m = s.op("Mul", &[&al, &m], vec![]);
     }
-    if ctx.input_opt(7).is_none() {
-        s.to("Mul", &[&accf, &m], &[&out0(ctx)?], vec![]);
-        return Ok(s.done());
-    }
-    let sy = scalar_in(ctx, &mut s, 7)?;
-    let m = s.op("Div", &[&m, &sy], vec![]);
-    let v = s.op("Mul", &[&accf, &m], vec![]);
-    let out_dt = ctx.input_opt(8).map_or(adt, |z| z.dtype);
-    requantized(ctx, s, &v, 8, out_dt)
+    let (v, zy) = match y {
+        None => {
+            s.to("Mul", &[&accf, &m], &[&out0(ctx)?], vec![]);
+            return Ok(s.done());
+        }
+        Some(YRounding::Fused((sy, zy))) => {
+            let m = over_scale(ctx, &mut s, &m, sy)?;
+            (s.op("Mul", &[&accf, &m], vec![]), zy)
+        }
+        Some(YRounding::AfterFloat((sy, zy))) => {
+            let f = s.op("Mul", &[&accf, &m], vec![]);
+            (over_scale(ctx, &mut s, &f, sy)?, zy)
+        }
+    };
+    let out_dt = ctx.input_opt(zy).map_or(adt, |z| z.dtype);
+    requantized(ctx, s, &v, zy, out_dt)
 }
