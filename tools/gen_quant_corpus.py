@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Generate corpus/quant: CNNs of the corpus quantized by onnxruntime's own quantizer, with
-onnxruntime's int8 outputs as references (issue 14's measurement set).
+"""Generate corpus/quant: CNNs of the corpus, an LSTM, a speech-transformer encoder and a
+CRNN quantized by onnxruntime's own quantizer, with onnxruntime's int8 outputs as references
+(issue 14's measurement set, issue 50's encoder and CRNN).
 
     python3 tools/gen_quant_corpus.py [--out DIR] [--force]
 
@@ -21,7 +22,9 @@ DIR defaults to <repo>/corpus) and writes DIR/quant/, one `ge check` case per mo
                                                the DequantizeLinear producing it, if any), and
                                                how far onnxruntime's int8 run is from the same
                                                graph run op by op in float (optimizations off)
-    quant/.stamp                               hash of this script, package versions, sources
+    quant/.stamp                               hash of this script and of
+                                               tools/gen_contrib_models.py (its builders),
+                                               package versions, sources
 
 Sources: the light ResNet-50, SqueezeNet, ShuffleNet and Inception v1 (random weights; their
 IR 3 / opset 9 files are upgraded to opset 13 here: onnx's version converter rejects them,
@@ -37,11 +40,28 @@ BatchNormalization into Conv; no symbolic shape inference, which would need symp
   lstm_dyn     a small LSTM + Gemm head (tools/gen_contrib_models.py's builder, larger sizes)
                through quantize_dynamic with int8 weights -> com.microsoft DynamicQuantizeLSTM.
 
+Two more are built here with numpy and onnx.helper (seeded N(0, 1/fan_in) weights) and
+prepared with quant_pre_process as the CNNs are: its basic optimizations turn each 3-D
+MatMul by a weight + bias Add into Reshape -> Gemm -> Reshape (QDQ Gemm in the encoder;
+quantize_dynamic turns the CRNN's back into MatMulInteger + Add):
+
+  encoder_qdq  a speech-transformer encoder at opset 17 (`encoder_float`): input [1, 1, 64, 40]
+               features, Conv2dSubsampling (two 3x3 stride-2 Conv + Relu, 96 channels) ->
+               [1, 15, 864] -> Linear -> x*sqrt(96) + positions, 8 pre-LN blocks
+               (LayerNormalization, 4-head self-attention, Relu FFN 96 -> 192 -> 96), final
+               LayerNormalization -> [1, 15, 96]; quantize_static exactly as <model>_qdq.
+  crnn_dyn     a CRNN text-line recognizer (`crnn_float`): [1, 1, 32, 100] image, three
+               Conv + Relu + MaxPool, the [1, 128, 4, 25] map as a sequence [25, 1, 512], a
+               bidirectional LSTM (hidden 64), MatMul + Add + Softmax over 40 classes;
+               quantize_dynamic with uint8 weights (ConvInteger, MatMulInteger) and
+               reduce_range=True, its LSTM quantizer writing int8 weights regardless ->
+               com.microsoft DynamicQuantizeLSTM.
+
 Every int8-weight case uses reduce_range=True (7-bit weights in [-64, 63]): onnxruntime's
 uint8 x int8 AVX2 kernels sum pairs of products in saturating int16 (vpmaddubsw), so with
 full-range weights their output would depend on the host's instruction set (exact with
 AVX-512 VNNI, saturated with AVX2) and the references would not be reproducible. With 7-bit
-weights no pair can saturate. Takes about 3 minutes on 2 cores.
+weights no pair can saturate. Takes about 20 seconds on 2 cores.
 
 Idempotent: when quant/.stamp matches, prints "up to date" and writes nothing; otherwise
 builds everything in a temporary directory and renames it into place. --force rebuilds.
@@ -81,9 +101,12 @@ def source_path(out: str, part: str, model: str) -> str:
 
 
 def stamp_text(out: str) -> str:
-    """This script's stamp plus a hash of every source model (a regenerated light/ or real/
-    model makes quant/ stale)."""
+    """This script's stamp plus a hash of gen_contrib_models.py (the graph builder, the LSTM
+    and the quantizer wrapper this script uses) and of every source model (a regenerated
+    light/ or real/ model makes quant/ stale)."""
     h = hashlib.sha256(gen_transformer_opset17.stamp_text(__file__).encode())
+    with open(os.path.abspath(gen_contrib_models.__file__), "rb") as f:
+        h.update(f.read())
     for _, part, model in SOURCES:
         with open(source_path(out, part, model), "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
@@ -286,12 +309,163 @@ def lstm_maker(rng, scratch):
         "quantize_dynamic, s8 7-bit weights"
 
 
+# --------------------------------------------------------------------------
+# float models built here (gen_contrib_models.G: seeded N(0, 1/fan_in) weights)
+# --------------------------------------------------------------------------
+
+ENC = dict(T_IN=64, F_IN=40, D=96, H=4, FF=192, LAYERS=8)
+CRNN = dict(H_IN=32, W_IN=100, HIDDEN=64, CLASSES=40)
+
+
+def encoder_float(rng, T_IN=64, F_IN=40, D=96, H=4, FF=192, LAYERS=8):
+    """A speech-transformer encoder at opset 17, as PyTorch exports ESPnet's / WeNet's:
+    Conv2dSubsampling (two 3x3 stride-2 Conv + Relu, D channels, no padding; [1, D, T', F']
+    -> Transpose -> Reshape [1, T', D*F'] -> Linear -> x*sqrt(D) + sinusoidal positions),
+    then LAYERS pre-LN blocks (LayerNormalization, 4-head self-attention with separate
+    Q/K/V MatMul+Add, QK^T / sqrt(dh), Softmax, PV, output projection, residual Add; Relu
+    FFN, residual Add) and a final LayerNormalization. Input: [1, 1, T_IN, F_IN] features
+    (log-mel after global CMVN, so N(0, 1) ones stand in)."""
+    import numpy as np
+
+    from gen_contrib_models import F32, G
+
+    g = G(rng)
+    dh = D // H
+    t = (((T_IN - 3) // 2 + 1) - 3) // 2 + 1
+    f = (((F_IN - 3) // 2 + 1) - 3) // 2 + 1
+
+    def const(v):
+        return g.init(np.array(v, np.float32), "c")
+
+    def ints(v):
+        return g.init(np.array(v, np.int64), "shape")
+
+    def conv(x, cin, cout):
+        w = g.weight((cout, cin, 3, 3), cin * 9)
+        return g.node("Relu", [g.node("Conv", [x, w, g.init(g.normal((cout,), 0.1), "bias")],
+                                      kernel_shape=[3, 3], strides=[2, 2])])
+
+    def linear(x, din, dout):
+        return g.node("Add", [g.node("MatMul", [x, g.weight((din, dout), din)]),
+                              g.init(g.normal((dout,), 0.1), "bias")])
+
+    def layernorm(x):
+        return g.node("LayerNormalization", [x, g.init(g.uniform((D,), 0.5, 1.5), "gamma"),
+                                             g.init(g.normal((D,), 0.1), "beta")],
+                      axis=-1, epsilon=1e-12)
+
+    def heads(x, perm):
+        return g.node("Transpose", [g.node("Reshape", [x, ints([1, t, H, dh])])], perm=perm)
+
+    c = conv(conv("feats", 1, D), D, D)                                  # [1, D, t, f]
+    c = g.node("Reshape", [g.node("Transpose", [c], perm=[0, 2, 1, 3]), ints([1, t, D * f])])
+    pos = np.arange(t)[:, None] / 10000.0 ** (np.arange(0, D, 2)[None, :] / D)
+    pe = np.zeros((1, t, D), np.float32)
+    pe[0, :, 0::2], pe[0, :, 1::2] = np.sin(pos), np.cos(pos)
+    x = g.node("Add", [g.node("Mul", [linear(c, D * f, D), const(float(np.sqrt(D)))]),
+                       g.init(pe, "pe")])
+    for _ in range(LAYERS):
+        h = layernorm(x)
+        q = heads(linear(h, D, D), [0, 2, 1, 3])                         # [1, H, t, dh]
+        k = heads(linear(h, D, D), [0, 2, 3, 1])                         # [1, H, dh, t]
+        v = heads(linear(h, D, D), [0, 2, 1, 3])
+        s = g.node("Div", [g.node("MatMul", [q, k]), const(float(np.sqrt(dh)))])
+        p = g.node("Softmax", [s], axis=-1)
+        a = g.node("Transpose", [g.node("MatMul", [p, v])], perm=[0, 2, 1, 3])
+        x = g.node("Add", [x, linear(g.node("Reshape", [a, ints([1, t, D])]), D, D)])
+        ff = linear(g.node("Relu", [linear(layernorm(x), D, FF)]), FF, D)
+        x = g.node("Add", [x, ff])
+    layernorm(x)
+    g.nodes[-1].output[0] = "enc"
+    return g.model([("feats", F32, [1, 1, T_IN, F_IN])], [("enc", F32, [1, t, D])], opset=17)
+
+
+def crnn_float(rng, H_IN=32, W_IN=100, HIDDEN=64, CLASSES=40):
+    """A CRNN text-line recognizer at opset 13: three Conv(3x3, pad 1) + Relu + MaxPool
+    (2x2, 2x2, then 2x1 keeping the width) on a [1, 1, H_IN, W_IN] image, the feature map
+    as a sequence (Reshape [1, C*H', W'] -> Transpose -> [W', 1, C*H']), a bidirectional
+    LSTM, its two directions concatenated (Transpose + Reshape -> [W', 1, 2*HIDDEN]) and a
+    MatMul+Add+Softmax head over CLASSES (CTC blank included)."""
+    import numpy as np
+
+    from gen_contrib_models import F32, G
+
+    g = G(rng)
+
+    def block(x, cin, cout, pool):
+        w = g.weight((cout, cin, 3, 3), cin * 9)
+        c = g.node("Conv", [x, w, g.init(g.normal((cout,), 0.1), "bias")], kernel_shape=[3, 3],
+                   pads=[1, 1, 1, 1])
+        return g.node("MaxPool", [g.node("Relu", [c])], kernel_shape=pool, strides=pool)
+
+    h = block(block(block("image", 1, 32, [2, 2]), 32, 64, [2, 2]), 64, 128, [2, 1])
+    wp, feat = W_IN // 4, 128 * (H_IN // 8)                              # [1, 128, H/8, W/4]
+    seq = g.node("Transpose", [g.node("Reshape", [h, g.init(np.array([1, feat, wp], np.int64),
+                                                                  "shape")])], perm=[2, 0, 1])
+    w = g.init(g.normal((2, 4 * HIDDEN, feat), 1.0 / feat**0.5))
+    r = g.init(g.normal((2, 4 * HIDDEN, HIDDEN), 1.0 / HIDDEN**0.5))
+    b = g.init(g.normal((2, 8 * HIDDEN), 0.1))
+    y = g.node("LSTM", [seq, w, r, b], hidden_size=HIDDEN, direction="bidirectional")
+    y = g.node("Reshape", [g.node("Transpose", [y], perm=[0, 2, 1, 3]),
+                           g.init(np.array([wp, 1, 2 * HIDDEN], np.int64), "shape")])
+    logits = g.node("Add", [g.node("MatMul", [y, g.weight((2 * HIDDEN, CLASSES), 2 * HIDDEN)]),
+                            g.init(g.normal((CLASSES,), 0.1), "bias")])
+    g.node("Softmax", [logits], outputs=["probs"], axis=-1)
+    return g.model([("image", F32, [1, 1, H_IN, W_IN])], [("probs", F32, [wp, 1, CLASSES])],
+                   opset=13)
+
+
+def pre_processed(model, scratch: str) -> str:
+    """`model` saved and through quant_pre_process, as the corpus CNNs are (`prepared`)."""
+    import onnx
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    src = os.path.join(scratch, "float.onnx")
+    dst = os.path.join(scratch, "float_pre.onnx")
+    onnx.checker.check_model(model)
+    onnx.save(model, src)
+    quant_pre_process(src, dst, skip_symbolic_shape=True)
+    return dst
+
+
+def encoder_maker(rng, scratch):
+    model = encoder_float(rng, **ENC)
+    inp = ("feats", [1, 1, ENC["T_IN"], ENC["F_IN"]])
+    q, feeds = quantize("qdq", pre_processed(model, scratch), inp, rng, scratch)
+    return (q, feeds, "gen_quant_corpus.py encoder_float(" + ", ".join(
+        f"{k}={v}" for k, v in ENC.items()) + ")",
+        "quantize_static QDQ, s8 activations, s8 per-channel 7-bit weights, MinMax "
+        f"on {CALIB_INPUTS} N(0,1) inputs")
+
+
+def crnn_maker(rng, scratch):
+    """quantize_dynamic with uint8 weights (ConvInteger and MatMulInteger: onnxruntime's
+    ConvInteger has no int8-weight kernel); its LSTM quantizer always writes int8 weights
+    (DynamicQuantizeLSTM), 7-bit with reduce_range=True, which also limits the uint8 ones
+    to [0, 127]."""
+    import numpy as np
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = crnn_float(rng, **CRNN)
+    dst = os.path.join(scratch, "dyn.onnx")
+    quantize_dynamic(pre_processed(model, scratch), dst, weight_type=QuantType.QUInt8,
+                     reduce_range=True)
+    q = onnx.load(dst)
+    feeds = {"image": rng.standard_normal((1, 1, CRNN["H_IN"], CRNN["W_IN"])).astype(np.float32)}
+    return (q, feeds, "gen_quant_corpus.py crnn_float(" + ", ".join(
+        f"{k}={v}" for k, v in CRNN.items()) + ")",
+        "quantize_dynamic, u8 7-bit weights per tensor (LSTM: s8 7-bit)")
+
+
 def cases(out: str) -> dict:
     c = {}
     for prefix, part, model in SOURCES:
         for kind in ("qdq", "dyn"):
             c[f"{prefix}_{kind}"] = cnn_maker(out, part, model, kind)
     c["lstm_dyn"] = lstm_maker
+    c["encoder_qdq"] = encoder_maker
+    c["crnn_dyn"] = crnn_maker
     return c
 
 

@@ -1,8 +1,10 @@
 //! The quantized corpus (`corpus/quant`, `tools/gen_quant_corpus.py`) against onnxruntime's
-//! int8 outputs at every opt level: the CNNs quantized by `quantize_static` (QDQ, int8
+//! int8 outputs at every opt level: the CNNs and a speech-transformer encoder (conv front
+//! end, LayerNormalization, attention) quantized by `quantize_static` (QDQ, int8
 //! activations, per-channel int8 weights) bit for bit; those quantized by
 //! `quantize_dynamic` (float outputs, DynamicQuantizeLinear + ConvInteger/MatMulInteger, an
-//! LSTM through `DynamicQuantizeLSTM`) at the default float tolerance.
+//! LSTM and a CRNN's bidirectional LSTM through `DynamicQuantizeLSTM`) at the default float
+//! tolerance.
 //!
 //! The references come from onnxruntime's int8 configuration (`session.qdqisint8allowed =
 //! 1`, its default on ARM): every QDQ group it can fuse runs as its int8 kernel. ge fuses
@@ -38,7 +40,7 @@ fn qdq_models_match_onnxruntime_int8_bit_for_bit() {
         atol: 0.0,
     };
     let qdq = cases("_qdq");
-    assert_eq!(qdq.len(), 6, "corpus/quant: expected 6 *_qdq cases");
+    assert_eq!(qdq.len(), 7, "corpus/quant: expected 7 *_qdq cases");
     let failures = ge_tests::check_all_levels(&qdq, |_| exact);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -52,7 +54,7 @@ fn qdq_models_match_onnxruntime_int8_bit_for_bit() {
 #[test]
 fn dynamic_models_match_onnxruntime() {
     let mut dynamic = cases("_dyn");
-    assert_eq!(dynamic.len(), 7, "corpus/quant: expected 7 *_dyn cases");
+    assert_eq!(dynamic.len(), 8, "corpus/quant: expected 8 *_dyn cases");
     dynamic.sort();
     let failures = ge_tests::check_all_levels(&dynamic, |name| {
         if name == "inception_v1_dyn" {
