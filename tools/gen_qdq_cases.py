@@ -176,6 +176,17 @@ def dense(name, shape):
     save(name, g, shape, g.q(y, 0.04, 3), TensorProto.INT8)
 
 
+def add_ties():
+    """A residual Add whose sums land on .5 often (A and B on one scale, the output on twice
+    it) with an odd output zero point: onnxruntime's kernel folds the zero points in before
+    rounding half to even, so adding the zero point after rounding gives the other value
+    on those ties."""
+    g = G(I8)
+    a = g.qdq("x", 0.05, 3)
+    b = g.dq(g.q(g.op("Relu", ["x"]), 0.05, -128), 0.05, -128)
+    save("add_ties_s8", g, [1, 8, 16, 16], g.q(g.op("Add", [a, b]), 0.1, 7), TensorProto.INT8)
+
+
 def pools():
     """Conv → Sigmoid, AveragePool, Add, Concat, GlobalAveragePool, each between DQ and Q."""
     g = G(U8)
@@ -269,3 +280,4 @@ if __name__ == "__main__":
     moves()
     dense("dense_s8", [3, 64])
     dense("dense_rank3_s8", [2, 3, 64])
+    add_ties()

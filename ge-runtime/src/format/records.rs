@@ -32,7 +32,8 @@ pub const MAGIC: [u8; 8] = *b"GE-OM\0\x01\0";
 /// - 12: TFLite Micro's int8 arithmetic (`--int8-rounding tflite`): `QBinary`,
 ///   `QSoftmax` and `QMean` tasks and the `QGemm`/`QConv` output kind [`super::QGEMM_OUT_Q8_TFLITE`].
 /// - 13: `QConv` weights in quads ([`super::QCONV_ROW_QUADS`], [`super::QCONV_CHANNEL_QUADS`]).
-pub const FORMAT_VERSION: u32 = 13;
+/// - 14: `QBinary`'s onnxruntime Add ([`super::QBINARY_ADD_F32`]).
+pub const FORMAT_VERSION: u32 = 14;
 /// The first format version that may hold a gears section.
 pub const GEARS_VERSION: u32 = 3;
 /// Most gears one blob may hold (atc's limit).

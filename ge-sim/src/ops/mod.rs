@@ -26,6 +26,7 @@ pub mod norm;
 pub mod ordered;
 pub mod pad;
 pub mod pool;
+pub mod qlinear_add;
 pub mod real;
 pub mod recurrent;
 pub mod reduce;

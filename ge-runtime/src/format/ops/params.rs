@@ -597,8 +597,17 @@ pub const QCONV_CHANNEL_QUADS: u32 = 2 << 8;
 pub const QBINARY_ADD: u32 = 0;
 /// [`QBinaryParams::op`]: `A · B`.
 pub const QBINARY_MUL: u32 = 1;
+/// [`QBinaryParams::op`]: onnxruntime's QLinearAdd, in its MLAS kernel's f32 arithmetic
+/// (format version 14). `a_mult`, `b_mult` and `out_mult` hold the bits of the f32 values
+/// `ra = sa / sy`, `rb = sb / sy` and `fixed = zy − fma(ra, za, rb·zb)` (the zero points
+/// folded in before rounding); `y = round_half_even(fma(a, ra, fma(b, rb, fixed)))`, or with
+/// A a single value `fma(b, rb, fma(a, ra, fixed))` (B likewise), clamped to
+/// `[act_min, act_max]`.
+/// The other fields are 0.
+pub const QBINARY_ADD_F32: u32 = 2;
 
-/// Parameters of `QBinary`: TFLite Micro's int8 Add and Mul (`reference_integer_ops::Add`,
+/// Parameters of `QBinary`: TFLite Micro's int8 Add and Mul (and onnxruntime's Add,
+/// [`QBINARY_ADD_F32`]) (`reference_integer_ops::Add`,
 /// `MulElementwise`). Multipliers are Q31 with TFLite's shifts (positive: left).
 /// Add: `a' = mbqm((a − a_zp)·2^left_shift, a_mult, a_shift)`, `b'` likewise,
 /// `y = mbqm(a' + b', out_mult, out_shift) + out_zp`; Mul:

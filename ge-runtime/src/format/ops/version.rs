@@ -8,9 +8,13 @@ use super::*;
 /// `QGemm`/`QConv` that requantizes in f32, 7 for a `Fused` program with 8-bit I/O, 8 for a
 /// record that applies [`UnaryOp::Silu`], 9 for blocked channels ([`ChannelLayout`]), 12
 /// for TFLite requantization ([`QGEMM_OUT_Q8_TFLITE`]), 13 for quad conv weights
-/// ([`QCONV_LAYOUT_MASK`]).
+/// ([`QCONV_LAYOUT_MASK`]), 14 for onnxruntime's Add as a `QBinary` ([`QBINARY_ADD_F32`]).
 pub fn task_since_version(op: OpKind, params: &[u8]) -> u32 {
     let first = u32_at(params, 0);
+    // `op`, the first field of QBinary's record.
+    if op == OpKind::QBinary && first == QBINARY_ADD_F32 {
+        return 14;
+    }
     // `out`, the first field of QGemm's, QConv's and (through its conv) QConvFused's
     // records: the output kind in its low byte, QConv's weight layout above.
     if matches!(op, OpKind::QConv | OpKind::QConvFused) && first & QCONV_LAYOUT_MASK != 0 {

@@ -1,8 +1,11 @@
-//! The `QBinary` task: TFLite Micro's int8 Add and Mul (`reference_integer_ops::Add`,
+//! The `QBinary` task: TFLite Micro's int8 Add and Mul (onnxruntime's Add is
+//! [`crate::ops::qlinear_add`]'s) (`reference_integer_ops::Add`,
 //! `MulElementwise`; CMSIS-NN's `arm_elementwise_{add,mul}_s8` compute the same), with
 //! numpy broadcasting. O(output).
 
-use ge_runtime::format::{DType, QBINARY_ADD, QBINARY_MUL, QBinaryParams, TensorMut, TensorRef};
+use ge_runtime::format::{
+    DType, QBINARY_ADD, QBINARY_ADD_F32, QBINARY_MUL, QBinaryParams, TensorMut, TensorRef,
+};
 
 use super::fixed::mbqm;
 use crate::ops::broadcast::broadcast2;
@@ -61,6 +64,9 @@ pub fn run_qbinary(
             ));
         }
     };
+    if p.op == QBINARY_ADD_F32 {
+        return crate::ops::qlinear_add::run(p, a, b, y, (lo, hi));
+    }
     let p = QBinaryParams {
         act_min: p.act_min.max(lo),
         act_max: p.act_max.min(hi),

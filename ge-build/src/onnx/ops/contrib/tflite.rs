@@ -8,7 +8,7 @@
 //! not on 1/256, an average pool that rescales or counts padding): the node then keeps
 //! onnxruntime's arithmetic, the closest defined result. O(1) per node (the pool: O(rank)).
 
-use ge_runtime::format::{DType, PoolKind, QSoftmaxParams};
+use ge_runtime::format::{DType, PoolKind, QBinaryParams, QSoftmaxParams};
 
 use crate::onnx::ops::decomp::{in_name, out0, reduce};
 use crate::onnx::ops::sub::Sub;
@@ -45,6 +45,25 @@ fn kerr<'c>(ctx: &'c NodeCtx<'_>) -> impl Fn(ge_runtime::KernelError) -> crate::
 
 /// QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp) → `QBinary`.
 pub fn binary(ctx: &NodeCtx<'_>, op: &str) -> Result<Option<Imported>> {
+    qbinary(ctx, |qa, qb, qy, act| {
+        match op {
+            "Add" => tflite::add_params(qa, qb, qy, act),
+            _ => tflite::mul_params(qa, qb, qy, act),
+        }
+        .map_err(kerr(ctx))
+    })
+}
+
+/// The (scale, zero point) of an 8-bit tensor.
+pub(super) type QParams = (f32, i32);
+
+/// A QLinearAdd / QLinearMul node as one `QBinary` task with the record `make` derives from
+/// A's, B's and the output's constant quantization and the output type's range, or `None`
+/// when one is computed at run time or the operands are not one 8-bit type.
+pub(super) fn qbinary(
+    ctx: &NodeCtx<'_>,
+    make: impl Fn(QParams, QParams, QParams, (i32, i32)) -> Result<QBinaryParams>,
+) -> Result<Option<Imported>> {
     let (a, b) = (ctx.input(0)?, ctx.input(3)?);
     if !is_q8(a.dtype) || a.dtype != b.dtype {
         return Ok(None);
@@ -55,12 +74,7 @@ pub fn binary(ctx: &NodeCtx<'_>, op: &str) -> Result<Option<Imported>> {
     let Some(qy) = out_qparams(ctx, 6, 7, a.dtype)? else {
         return Ok(None);
     };
-    let act = range(a.dtype);
-    let p = match op {
-        "Add" => tflite::add_params(qa, qb, qy, act),
-        _ => tflite::mul_params(qa, qb, qy, act),
-    }
-    .map_err(kerr(ctx))?;
+    let p = make(qa, qb, qy, range(a.dtype))?;
     let shape = crate::onnx::ops::broadcast_shapes(&[a.shape, b.shape]).ok_or_else(|| {
         ctx.err(format!(
             "A {:?} and B {:?} do not broadcast",

@@ -13,5 +13,6 @@ pub(crate) mod gemm_column;
 pub(crate) mod max_planes;
 pub(crate) mod qconv_quads;
 pub(crate) mod qgemm;
+pub(crate) mod qlinear_add;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;
