@@ -153,7 +153,7 @@ pub enum Command {
 /// Device selection shared by run/compile.
 #[derive(Args, Debug, Clone)]
 pub struct DeviceFlags {
-    /// edge (default), datacenter, tiny, or a JSON profile file.
+    /// edge (default), datacenter, tiny, cortex-m (a Cortex-M4F at 120 MHz), or a JSON profile file.
     #[arg(long, default_value = "edge")]
     pub device: String,
     /// Limit the AI cores a task may use.

@@ -120,7 +120,7 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
             }
             "device" => {
                 let v = value(o);
-                let t = text(o, "edge, datacenter, tiny or a profile file path")?;
+                let t = text(o, "edge, datacenter, tiny, cortex-m or a profile file path")?;
                 let d = codegen::resolve_device(&t, &ctx.manifest_dir)
                     .map_err(|e| err(v.span(), format!("bad `device`: {}", reason(e))))?;
                 s.options.device = d.profile;

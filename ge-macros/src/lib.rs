@@ -12,7 +12,7 @@
 //!
 //! Paths are relative to the invoking crate's `CARGO_MANIFEST_DIR`. Options are the CLI's
 //! compile flags: `opt_level` (0–3 or "O0".."O3"), `precision` ("force_fp32", "allow_mix_precision", …), `quantize` ("calib/dir": post-training int8 before the compile), `device`
-//! ("edge", "datacenter", "tiny" or a profile JSON file), `cores`, `host_dispatch`,
+//! ("edge", "datacenter", "tiny", "cortex-m" or a profile JSON file), `cores`, `host_dispatch`,
 //! `memory_reuse`, `fusion_switch` (a JSON file), the limits `max_nodes`, `max_tensor_bytes`,
 //! `max_weight_bytes`, `max_arena_bytes` (an integer, or a string with a K/M/G suffix; a
 //! model over one is a compile error), `input_shape(NAME = [dims], …)` (quote

@@ -180,3 +180,58 @@ fn mlperf_tiny_int8_equals_tflite_micro_in_tflite_mode() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// MLPerf Tiny v1.0 (closed) median latencies on NUCLEO-L4R5ZI (Cortex-M4F, 120 MHz), ms:
+/// (key, microTVM + CMSIS-NN, X-CUBE-AI 7.3, Plumerai), from `mlcommons/tiny_results_v1.0`
+/// (`docs/research/cortex-m-cycles.md` §1).
+const L4R5_MS: &[(&str, f64, f64, f64)] = &[
+    ("kws_int8", 99.8, 75.1, 71.7),
+    ("vww_int8", 301.2, 230.5, 208.6),
+    ("ic_int8", 389.6, 226.9, 173.2),
+    ("ad_int8", 8.61, 7.58, 5.57),
+];
+
+/// The `cortex-m` profile (issue 50 item 6) predicts the MLPerf Tiny latencies of the int8
+/// models (TFLite's arithmetic, O2) from its calibration, which comes from CMSIS-NN's
+/// instruction timings, not from these results. Measured error against the published figures
+/// (session 38): kws −19%, vww −22%, ic +3%, ad −37% against X-CUBE-AI; −39%, −40%, −40%,
+/// −45% against microTVM + CMSIS-NN; −15%, −14%, +35%, −14% against Plumerai. The profile
+/// models kernels of the best engines' class: kws and vww, the issue's two, must stay within
+/// 30% of X-CUBE-AI's.
+#[test]
+fn cortex_m_profile_predicts_mlperf_tiny_latency() {
+    let dir = root();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    let mut failures = Vec::new();
+    for &(key, cmsis, xcube, plumerai) in L4R5_MS {
+        let m = &manifest[key];
+        let bytes = std::fs::read(dir.join("onnx").join(m["onnx"].as_str().unwrap())).unwrap();
+        let opts = CompileOptions {
+            int8_rounding: Int8Rounding::Tflite,
+            device: ge_sim::Profile::CORTEX_M,
+            ..CompileOptions::default()
+        };
+        let c = ge_build::compile_bytes(&bytes, None, &opts).expect("compiles");
+        let input = read_tensor_file(&dir.join("data").join(key).join("input_s00.npy")).unwrap();
+        let mut r =
+            ge_build::run::Runner::new(ge_runtime::AlignedBlob::from_bytes(&c.blob)).unwrap();
+        let device = ge_sim::SimDevice::new(ge_sim::Profile::CORTEX_M);
+        let (_, report) = r.run(&[input], device).expect("runs");
+        let ms = report.time_ns as f64 / 1e6;
+        let err = |measured: f64| 100.0 * (ms / measured - 1.0);
+        println!(
+            "{key}: cortex-m {ms:.1} ms; X-CUBE-AI {xcube} ({:+.0}%), microTVM + CMSIS-NN {cmsis} ({:+.0}%), Plumerai {plumerai} ({:+.0}%)",
+            err(xcube),
+            err(cmsis),
+            err(plumerai)
+        );
+        if matches!(key, "kws_int8" | "vww_int8") && err(xcube).abs() > 30.0 {
+            failures.push(format!(
+                "{key}: predicted {ms:.1} ms, {:+.0}% from X-CUBE-AI's {xcube} ms",
+                err(xcube)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

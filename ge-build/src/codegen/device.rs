@@ -1,5 +1,5 @@
 //! Device profiles named in `ge_model!` / `Builder` options: a built-in name (`edge`,
-//! `datacenter`, `tiny`) or a JSON file whose fields override a base profile, e.g.
+//! `datacenter`, `tiny`, `cortex-m`) or a JSON file whose fields override a base profile, e.g.
 //! `{"base": "edge", "name": "edge4", "cores": 4}` (the same format as `ge --device FILE`).
 
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ pub fn resolve_device(spec: &str, base_dir: &Path) -> Result<DeviceSpec> {
     let path = base_dir.join(spec);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         opt(format!(
-            "device '{spec}' is neither edge, datacenter, tiny nor a readable profile file: {e}"
+            "device '{spec}' is neither edge, datacenter, tiny, cortex-m nor a readable profile file: {e}"
         ))
     })?;
     let profile = parse_profile(&text, spec)?;
@@ -68,6 +68,7 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| opt(format!("{label}: '{k}' must be a non-negative integer")))?;
         let field = match k.as_str() {
+            "rate_period_cycles" => &mut p.rate_period_cycles,
             "cores" => &mut p.cores,
             "clock_mhz" => &mut p.clock_mhz,
             "cube_macs_per_cycle" => &mut p.cube_macs_per_cycle,
@@ -86,9 +87,9 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
         };
         *field = n;
     }
-    if p.cores == 0 || p.clock_mhz == 0 {
+    if p.cores == 0 || p.clock_mhz == 0 || p.rate_period_cycles == 0 {
         return Err(opt(format!(
-            "{label}: cores and clock_mhz must be positive"
+            "{label}: cores, clock_mhz and rate_period_cycles must be positive"
         )));
     }
     Ok(p)
@@ -105,6 +106,11 @@ mod tests {
         let p = parse_profile(r#"{"base": "edge", "name": "edge4", "cores": 4}"#, "x").unwrap();
         assert_eq!((p.name, p.cores, p.clock_mhz), ("edge4", 4, 1000));
         assert!(parse_profile(r#"{"cores": 0}"#, "x").is_err());
+        assert!(parse_profile(r#"{"rate_period_cycles": 0}"#, "x").is_err());
+        let m = resolve_device("cortex-m", Path::new(".")).unwrap();
+        assert_eq!(m.profile, Profile::CORTEX_M);
+        let p = parse_profile(r#"{"base": "cortex-m", "clock_mhz": 480}"#, "x").unwrap();
+        assert_eq!((p.rate_period_cycles, p.clock_mhz), (1000, 480));
         assert!(parse_profile(r#"{"bogus": 1}"#, "x").is_err());
         let p = parse_profile(r#"{"base": "edge", "bf16": false}"#, "x").unwrap();
         assert!(!p.bf16 && Profile::EDGE.bf16 && !Profile::TINY.bf16);

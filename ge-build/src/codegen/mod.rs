@@ -171,6 +171,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
         (Profile::EDGE, "EDGE"),
         (Profile::DATACENTER, "DATACENTER"),
         (Profile::TINY, "TINY"),
+        (Profile::CORTEX_M, "CORTEX_M"),
     ] {
         if *p == builtin {
             let id = format_ident!("{name}");
@@ -179,6 +180,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
     }
     let (name, bf16) = (p.name, p.bf16);
     let f = [
+        p.rate_period_cycles,
         p.cores,
         p.clock_mhz,
         p.cube_macs_per_cycle,
@@ -196,6 +198,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
     ]
     .map(Literal::u32_unsuffixed);
     let [
+        period,
         cores,
         clock,
         cube,
@@ -214,6 +217,7 @@ fn profile_tokens(krate: &TokenStream, p: &Profile) -> TokenStream {
     quote! {
         #krate::Profile {
             name: #name,
+            rate_period_cycles: #period,
             cores: #cores,
             clock_mhz: #clock,
             cube_macs_per_cycle: #cube,

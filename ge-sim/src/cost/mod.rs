@@ -1,6 +1,7 @@
 //! The analytic cost model: cycles of one task from its work and its global-memory traffic.
 //!
-//! For a task split over `c` cores:
+//! For a task split over `c` cores (rates per cycle; a profile whose rates are per
+//! `rate_period_cycles` cycles — a microcontroller's — has its work multiplied by that):
 //! - cube cycles   = ⌈cube_macs / (cube_macs_per_cycle / fp32_cube_divisor × c)⌉, without
 //!   the divisor when the task's operands are fp16/bf16 ([`Work::half`]: the cube's native
 //!   rate), + ⌈int8_cube_macs / (cube_macs_per_cycle × int8_cube_multiplier × c)⌉
@@ -66,6 +67,14 @@ pub fn useful_cores(p: &Profile, out_bytes: u64) -> u32 {
 /// device's `total_cores` (it gets that share of the global-memory bandwidth).
 pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores: u32) -> TaskCost {
     let c = u64::from(cores.max(1));
+    // Rates are per `rate_period_cycles` cycles: work and bytes are scaled up by it.
+    let period = u64::from(p.rate_period_cycles.max(1));
+    let work = Work {
+        cube_macs: work.cube_macs.saturating_mul(period),
+        int8_cube_macs: work.int8_cube_macs.saturating_mul(period),
+        vector_ops: work.vector_ops.saturating_mul(period),
+        ..work
+    };
     let share = u64::from(p.gm_bytes_per_cycle).max(1) * c;
     let total = u64::from(total_cores.max(cores).max(1));
     let (divisor, vector) = if work.half {
@@ -85,7 +94,10 @@ pub fn task_cost(p: &Profile, work: Work, gm_bytes: u64, cores: u32, total_cores
         .saturating_add(work.int8_cube_macs.div_ceil(int8_rate))
         .saturating_add(work.vector_ops.div_ceil(vec_rate));
     // bandwidth × cores / total_cores, kept in integers: bytes × total / (bw × cores).
-    let memory = gm_bytes.saturating_mul(total).div_ceil(share);
+    let memory = gm_bytes
+        .saturating_mul(period)
+        .saturating_mul(total)
+        .div_ceil(share);
     TaskCost {
         cycles: compute
             .max(memory)
@@ -407,6 +419,23 @@ mod tests {
         assert_eq!(c.memory_cycles, 1000);
         assert_eq!(c.compute_cycles, 1);
         assert_eq!(c.cycles, 1000 + 200);
+    }
+
+    /// The cortex-m profile's rates are per 1,000 cycles: 0.5 int8 MAC, 0.25 fp32 MAC and
+    /// 0.04 requantization a cycle, 4 bytes a cycle.
+    #[test]
+    fn microcontroller_rates_are_per_thousand_cycles() {
+        let p = Profile::CORTEX_M;
+        let work = Work {
+            int8_cube_macs: 1_000,
+            cube_macs: 1_000,
+            vector_ops: 10,
+            ..Work::default()
+        };
+        let c = task_cost(&p, work, 400, 1, 1);
+        assert_eq!(c.compute_cycles, 2_000 + 4_000 + 250);
+        assert_eq!(c.memory_cycles, 100);
+        assert_eq!(c.cycles, 6_250 + 200);
     }
 
     #[test]
