@@ -1332,6 +1332,10 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     import gen_quant_corpus
 
     gen_quant_corpus.generate(out, log, force=force)
+    # onnxruntime's int8-configuration outputs of the shared MLPerf Tiny int8 models (own stamp).
+    import gen_mlperf_int8_refs
+
+    gen_mlperf_int8_refs.generate(out, log, force=force)
     # light/ CNNs stored in float16, with onnxruntime's float16 references (own stamp).
     import gen_fp16_corpus
 
