@@ -187,6 +187,16 @@ def add_ties():
     save("add_ties_s8", g, [1, 8, 16, 16], g.q(g.op("Add", [a, b]), 0.1, 7), TensorProto.INT8)
 
 
+def avgpool_plane():
+    """An AveragePool whose window is the whole 2×2 plane, sums often on .5 (a quarter of the
+    channels): onnxruntime's QLinearAveragePool then takes its global average (integer sum,
+    rounded half to even, zero point after), not the windowed float form."""
+    g = G(I8)
+    x = g.qdq("x", 0.05, 5)
+    y = g.op("AveragePool", [x], kernel_shape=[2, 2])
+    save("avgpool_plane_s8", g, [1, 64, 2, 2], g.q(y, 0.05, -3), TensorProto.INT8)
+
+
 def pools():
     """Conv → Sigmoid, AveragePool, Add, Concat, GlobalAveragePool, each between DQ and Q."""
     g = G(U8)
@@ -281,3 +291,4 @@ if __name__ == "__main__":
     dense("dense_s8", [3, 64])
     dense("dense_rank3_s8", [2, 3, 64])
     add_ties()
+    avgpool_plane()

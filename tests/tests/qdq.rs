@@ -11,7 +11,7 @@ use ge_runtime::{AlignedBlob, Model};
 
 fn cases() -> Vec<std::path::PathBuf> {
     let cases = suite_cases(&ge_tests::workspace_root().join("tests/data/qdq"));
-    assert_eq!(cases.len(), 11, "tests/data/qdq: expected 11 cases");
+    assert_eq!(cases.len(), 12, "tests/data/qdq: expected 12 cases");
     cases
 }
 

@@ -249,11 +249,17 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         }
     }
     let mut s = Sub::new(ctx);
-    if global {
+    if global || covers_planes(ctx, x.shape) {
+        // onnxruntime's global average: `round(f32(Σx − zx·n) · (sx / (sy·n))) + zy`.
         let n: usize = x.shape[2..].iter().product();
-        let axes: Vec<i64> = (2..x.shape.len() as i64).collect();
-        let c = centered(ctx, &mut s, 0, Some(2))?;
-        let sum = super::super::decomp::reduce(&mut s, ctx.opset, "ReduceSum", &c, &axes, true);
+        let sum = match plane_sums(ctx, &mut s, x.shape)? {
+            Some(sum) => sum,
+            None => {
+                let axes: Vec<i64> = (2..x.shape.len() as i64).collect();
+                let c = centered(ctx, &mut s, 0, Some(2))?;
+                super::super::decomp::reduce(&mut s, ctx.opset, "ReduceSum", &c, &axes, true)
+            }
+        };
         let (sx, sy) = (scalar_in(ctx, &mut s, 1)?, scalar_in(ctx, &mut s, 3)?);
         let nn = s.scalar(DType::F32, n as f64);
         let den = s.op("Mul", &[&sy, &nn], vec![]);
@@ -261,16 +267,27 @@ pub fn pool(ctx: &NodeCtx<'_>, global: bool) -> Result<Imported> {
         let v = s.op("Mul", &[&sum, &m], vec![]);
         requantized(ctx, s, &v, 4, dt)
     } else {
-        let p = match whole_plane_pool(ctx, &mut s, x.shape)? {
-            Some(p) => p,
-            None => {
-                let xf = dequantized(ctx, &mut s, 0, 1, 2)?;
-                windowed_average(ctx, &mut s, &xf)
-            }
-        };
+        let xf = dequantized(ctx, &mut s, 0, 1, 2)?;
+        let p = windowed_average(ctx, &mut s, &xf);
         let v = over_scale(ctx, &mut s, &p, 3)?;
         zero_point_first(ctx, s, &v, 4, dt)
     }
+}
+
+/// True when an average pool's window is each whole plane with no padding: onnxruntime's
+/// QLinearAveragePool then computes the global average (`fallback_to_global` in
+/// `qlinear_pool.cc`: the integer sum, `f32(Σx − zx·n)·(sx / (sy·n))` rounded half to even,
+/// then the zero point), whose ties differ from the windowed pool's float form.
+fn covers_planes(ctx: &NodeCtx<'_>, x: &[usize]) -> bool {
+    let dims: Vec<i64> = x.iter().skip(2).map(|&d| d as i64).collect();
+    ctx.attr_ints("kernel_shape").as_deref() == Some(&dims[..])
+        && ctx
+            .attr_ints("pads")
+            .is_none_or(|p| p.iter().all(|&v| v == 0))
+        && matches!(
+            ctx.attr_s("auto_pad").as_deref(),
+            None | Some("NOTSET" | "VALID")
+        )
 }
 
 /// The AveragePool of the dequantized input, as the model asks for it.
@@ -287,57 +304,44 @@ fn windowed_average(ctx: &NodeCtx<'_>, s: &mut Sub, xf: &str) -> String {
     s.op("AveragePool", &[xf], attrs)
 }
 
-/// When the window covers each whole, unpadded plane (a classifier's feature map) and the
-/// input's scale and zero point are constants: ge's dequantizing AveragePool
-/// ([`crate::onnx::ops::dequantized_pool`]), which reads the 8-bit input as the separate
-/// dequantization would have written it, without that float copy. `None` otherwise.
-fn whole_plane_pool(ctx: &NodeCtx<'_>, s: &mut Sub, x: &[usize]) -> Result<Option<String>> {
+/// The exact integer sums `Σx − zx·n` of each whole plane as f32 `[N, C, 1, …]`, without a
+/// float copy of the feature map (MLPerf Tiny's keyword spotter held 32 KB of its 40 KB
+/// arena for one): ge's dequantizing AveragePool ([`crate::onnx::ops::dequantized_pool`])
+/// on scale 1 gives each plane's mean of the integers `x − zx`, summed exactly (integers
+/// below 2^24), divided once; times `n` and rounded, that is the sum again, exactly while
+/// `|Σ| < 2^22`. `None` when the zero point is not a constant or a plane could exceed that
+/// (the caller then sums a float copy).
+fn plane_sums(ctx: &NodeCtx<'_>, s: &mut Sub, x: &[usize]) -> Result<Option<String>> {
     use crate::onnx::weight_only::DOMAIN;
-    let dims: Vec<i64> = x.iter().skip(2).map(|&d| d as i64).collect();
-    let all = |name: &str, v: i64| {
-        ctx.attr_ints(name)
-            .is_none_or(|a| a.iter().all(|&x| x == v))
-    };
-    let whole = ctx.attr_ints("kernel_shape").as_deref() == Some(&dims[..])
-        && all("pads", 0)
-        && all("dilations", 1)
-        && matches!(
-            ctx.attr_s("auto_pad").as_deref(),
-            None | Some("NOTSET" | "VALID")
-        )
-        && !dims.is_empty();
-    let constant = |i: usize| {
-        ctx.input_opt(i)
-            .and_then(|t| t.data)
-            .and_then(|d| d.to_f64_vec().ok())
-    };
-    let (Some(sx), zx) = (constant(1), ctx.input_opt(2).map(|_| constant(2))) else {
-        return Ok(None);
-    };
-    let zx = match zx {
+    let n: usize = x.iter().skip(2).product();
+    let zx = match ctx.input_opt(2) {
         None => 0.0,
-        Some(Some(z)) if z.len() == 1 => z[0],
-        Some(_) => return Ok(None),
+        Some(t) => match t.data.and_then(|d| d.to_f64_vec().ok()) {
+            Some(z) if z.len() == 1 => z[0],
+            _ => return Ok(None),
+        },
     };
-    if !whole || sx.len() != 1 {
+    if n == 0 || n.saturating_mul(255) >= 1 << 22 || !(1..=3).contains(&(x.len() - 2)) {
         return Ok(None);
     }
     let f32_scalar = |v: f64| {
         crate::tensor::TensorData::new(DType::F32, vec![], (v as f32).to_le_bytes().to_vec())
             .map_err(|e| ctx.err(e.to_string()))
     };
-    let scale = s.constant(f32_scalar(sx[0])?);
+    let one = s.constant(f32_scalar(1.0)?);
     let zero = s.constant(f32_scalar(zx)?);
-    let (out, name) = (s.fresh(), s.fresh());
+    let (mean, name) = (s.fresh(), s.fresh());
     s.push(crate::onnx::proto::NodeProto {
-        input: vec![in_name(ctx, 0), scale, zero],
-        output: vec![out.clone()],
+        input: vec![in_name(ctx, 0), one, zero],
+        output: vec![mean.clone()],
         name: Some(name),
         op_type: Some(crate::onnx::ops::dequantized_pool::OP.into()),
         domain: Some(DOMAIN.into()),
         ..Default::default()
     });
-    Ok(Some(out))
+    let nn = s.scalar(DType::F32, n as f64);
+    let sum = s.op("Mul", &[&mean, &nn], vec![]);
+    Ok(Some(s.op("Round", &[&sum], vec![])))
 }
 
 /// Output 0 from f32 `v` already divided by the output scale: `round(v + zy)` saturated to
