@@ -150,7 +150,8 @@ pub const WORKSPACE_LEVELS: usize = 6;
 /// [`workspace_bytes_for`]) first. A kernel with one size repeats it; an elastic one (the
 /// half conv: slices of output channels) takes the largest of its sizes that fits the
 /// workspace it is given, so the planner may give it less where the arena peaks (the half
-/// conv: slices of output channels; the int8 conv: blocks of positions, depthwise bands).
+/// conv: slices of output channels; the int8 conv: blocks of positions, depthwise bands;
+/// the f32 conv: bands of rows, packing slots).
 pub fn workspace_levels_for(
     kind: OpKind,
     params: &[u8],
@@ -166,6 +167,13 @@ pub fn workspace_levels_for(
     }
     if let Some(levels) =
         gemm_i8::conv_epilogue::workspace_levels_of(kind, params, in_shapes, out_shapes)
+    {
+        return levels;
+    }
+    if kind == OpKind::Conv
+        && dtype == DType::F32
+        && let Ok(p) = ge_runtime::format::read_params::<ge_runtime::format::ConvParams>(params)
+        && let Some(levels) = conv::conv_workspace_levels(&p, in_shapes, out_shapes)
     {
         return levels;
     }

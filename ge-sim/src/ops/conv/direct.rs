@@ -69,6 +69,15 @@ impl Layout {
     pub(super) fn ws_len(&self) -> usize {
         self.buf + self.apack + self.taps
     }
+
+    /// f32 of the workspace of the same conv on bands of `rows` output rows (`s1`: its row
+    /// stride): what [`layout_within`] needs to choose that band.
+    pub(super) fn ws_len_for_band(&self, rows: usize, s1: usize) -> usize {
+        let per_row = (self.buf - SLACK) / self.rin.max(1);
+        let reach1 = self.rin - (self.band - 1) * s1;
+        let rin = (rows.max(1) - 1) * s1 + reach1;
+        per_row * rin + SLACK + self.apack + self.taps
+    }
 }
 
 /// The band layout, or `None` when output rows are narrower than a tile's `NR` columns and

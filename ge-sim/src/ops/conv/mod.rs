@@ -38,8 +38,8 @@ use ge_runtime::format::{ChannelLayout, ConvParams, Shape, TensorMut, TensorRef,
 
 use super::copy::{f32_in, f32_out};
 use super::gemm::{
-    ALayout, Epilogue, MatB, NR, PackB, SendPtr, WS_SLOTS, gemm_packed, gemm_packed_ws_len, sgemm,
-    sgemm_ws_len, tile_act, ws_f32,
+    ALayout, Epilogue, MatB, NR, PackB, SendPtr, WS_SLOTS, gemm_packed, gemm_packed_ws_len,
+    pack_slot_len, sgemm, sgemm_ws_len, tile_act, ws_f32,
 };
 use super::{KernelError, KernelResult, input, output};
 use crate::arch::isa;

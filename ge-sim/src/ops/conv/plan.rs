@@ -199,3 +199,76 @@ pub fn conv_workspace_bytes(
         Err(_) => 0,
     }
 }
+
+/// Fewest output rows a band of an elastic direct conv gets ([`conv_workspace_levels`]):
+/// below 4 rows (and 64 outputs) re-reading every weight per band costs more than 3%
+/// (ResNet-8's 32 × 32 convs on AVX-512: 16 rows +0%, 4 rows +5%, 1 row +20%).
+const MIN_BAND_ROWS: usize = 4;
+const MIN_BAND_OUTPUTS: usize = 64;
+
+/// The workspace sizes in bytes, largest first, a plain f32 Conv can run with (the planner
+/// gives smaller ones where the arena peaks): its planned size; then for a direct conv
+/// whose rows the row tiles take, bands of ½, ¼, ⅛ … of its rows (at least
+/// [`MIN_BAND_ROWS`] and [`MIN_BAND_OUTPUTS`]); for an im2col or pointwise conv, or a direct
+/// one on rows narrower than a tile (which runs im2col where flat tiles are not built), 2
+/// then 1 GEMM packing slots (a run on one thread — firmware's — uses one). The values are the
+/// same at every size: bands and slots only split independent work. `None` for other convs
+/// (one size). O(levels).
+pub fn conv_workspace_levels(
+    p: &ConvParams,
+    in_shapes: &[Option<Shape>],
+    out_shapes: &[Shape],
+) -> Option<[usize; crate::ops::WORKSPACE_LEVELS]> {
+    let (Some(Some(x)), Some(Some(w)), Some(y)) =
+        (in_shapes.first(), in_shapes.get(1), out_shapes.first())
+    else {
+        return None;
+    };
+    if p.channel_layout() != Some(ChannelLayout::Plain) {
+        return None;
+    }
+    let pl = plan(p, false, x, w, y).ok()?;
+    let full = pl.col_len.checked_add(pl.gemm_len)?.checked_mul(4)?;
+    let mut levels = [full; crate::ops::WORKSPACE_LEVELS];
+    let mut last = full;
+    match pl.path {
+        Path::Direct(lay) if !lay.narrow => {
+            let geo = &pl.geo;
+            let floor = MIN_BAND_ROWS.max(MIN_BAND_OUTPUTS.div_ceil(geo.small[2].max(1)));
+            for (i, level) in levels.iter_mut().enumerate().skip(1) {
+                let rows = (lay.band >> i).max(floor);
+                if rows < lay.band {
+                    last = last.min(lay.ws_len_for_band(rows, geo.s[1]).checked_mul(4)?);
+                }
+                *level = last;
+            }
+        }
+        Path::Direct(lay) => {
+            // Narrow rows: flat tiles on the band where the build has them, else im2col
+            // (`run_conv_on`): the band, and 2 then 1 packing slots.
+            let slot = pack_slot_len(pl.geo.small_plane, pl.rows);
+            for (i, level) in levels.iter_mut().enumerate().skip(1) {
+                let slots = (WS_SLOTS >> i).max(1);
+                let need = lay
+                    .ws_len()
+                    .max(pl.col_len.checked_add(slots.checked_mul(slot)?)?);
+                last = last.min(need.checked_mul(4)?);
+                *level = last;
+            }
+        }
+        Path::Pointwise | Path::Implicit => {
+            let slot = pack_slot_len(pl.geo.small_plane, pl.rows);
+            for (i, level) in levels.iter_mut().enumerate().skip(1) {
+                let slots = (WS_SLOTS >> i).max(1);
+                last = last.min(
+                    pl.col_len
+                        .checked_add(slots.checked_mul(slot)?)?
+                        .checked_mul(4)?,
+                );
+                *level = last;
+            }
+        }
+        _ => return None,
+    }
+    (levels[crate::ops::WORKSPACE_LEVELS - 1] < full).then_some(levels)
+}

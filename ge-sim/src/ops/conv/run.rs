@@ -93,15 +93,11 @@ pub fn run_conv_on(
     }
     let (xs, wsh, ysh) = shapes(ins, outs)?;
     let mut pl = plan(p, false, &xs, &wsh, &ysh)?;
-    // Blobs planned by an older ge reach std users only (firmware compiles its blob with
-    // the binary), so firmware links neither fallback.
-    if cfg!(feature = "std")
-        && matches!(pl.path, Path::Direct(_))
-        && pl.gemm_len.saturating_mul(4) > ws.len()
-    {
-        // A blob whose workspace was planned by an older ge keeps running: on narrower
-        // bands if they fit what it planned, else on im2col (planned before the direct path
-        // took this shape).
+    if matches!(pl.path, Path::Direct(_)) && pl.gemm_len.saturating_mul(4) > ws.len() {
+        // Less workspace than preferred: the planner gave this conv a smaller level where
+        // the arena peaks ([`conv_workspace_levels`]), or an older ge planned the blob.
+        // Narrower bands if they fit, else im2col (an older blob, planned before the direct
+        // path took this shape).
         match direct::layout_within(&pl.geo, ws.len() / 4) {
             Some(lay) => {
                 pl.path = Path::Direct(lay);
@@ -132,6 +128,17 @@ pub fn run_conv_on(
         // room for.
         pl.path = Path::Implicit;
         pl.gemm_len = gemm_packed_ws_len(pl.geo.small_plane, pl.rows);
+    }
+    if matches!(pl.path, Path::Implicit | Path::Pointwise)
+        && pl.gemm_len.saturating_mul(4) > ws.len()
+    {
+        // A smaller level ([`conv_workspace_levels`]): as many packing slots as it holds
+        // (one is all a one-thread run uses).
+        let slot = pack_slot_len(pl.geo.small_plane, pl.rows).max(1);
+        let slots = (ws.len() / 4).saturating_sub(pl.col_len) / slot;
+        if slots >= 1 {
+            pl.gemm_len = pl.gemm_len.min(slots * slot);
+        }
     }
     if cfg!(feature = "std")
         && pl.path == Path::Implicit

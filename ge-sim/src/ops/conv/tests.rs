@@ -286,6 +286,32 @@ fn check(c: &Case, transpose: bool) -> Path {
             );
         }
     }
+    if !transpose {
+        // Every smaller workspace the planner may give (bands of fewer rows, fewer packing
+        // slots) gives bitwise the same result, on one slot and on three.
+        let shapes = [Some(xs), Some(wsh), c.bias.then_some(bs)];
+        if let Some(levels) = conv_workspace_levels(&p, &shapes, &[ys]) {
+            assert_eq!(levels[0], nbytes, "level 0 is the planned workspace");
+            assert!(levels.windows(2).all(|l| l[1] <= l[0]), "{levels:?}");
+            for (&lv, slots) in levels.iter().zip([1, 3].into_iter().cycle()) {
+                let mut wsl = std::vec![0u32; lv.div_ceil(4)];
+                let mut yl = std::vec![0.0f32; y.len()];
+                let mut outs_l = [TensorMut {
+                    dtype: DType::F32,
+                    shape: ys,
+                    data: bytemuck::cast_slice_mut(&mut yl),
+                }];
+                let par = super::super::test_util::Slots(slots);
+                let wsb: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut wsl)[..lv];
+                run_conv_on(&p, &ins, &mut outs_l, wsb, &par).unwrap();
+                assert!(
+                    y.iter().zip(&yl).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "workspace level {lv} B of {levels:?} differs ({:?})",
+                    planned.path
+                );
+            }
+        }
+    }
     if let Path::Direct(_) = planned.path {
         // The im2col path gives bitwise the same result (same taps, order and K blocks),
         // on one slot and on three.
@@ -392,7 +418,8 @@ fn check(c: &Case, transpose: bool) -> Path {
         .fold(0.0f32, f32::max);
     assert!(err < 1e-4, "err {err}");
     if nbytes >= 4 {
-        // one float short of the plan must be refused
+        // one float short of the plan runs on a smaller band or fewer slots where one
+        // fits, and is refused otherwise
         let short: &mut [u8] = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut ws)[..nbytes - 4];
         let mut outs = [TensorMut {
             dtype: DType::F32,
@@ -415,19 +442,22 @@ fn check(c: &Case, transpose: bool) -> Path {
                 .is_some_and(|lay| lanes::ws_len(&pl.geo, &lay) * 4 <= nbytes - 4);
         #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
         let lanes_fit = false;
+        // A GEMM plan short of its slots runs on the slots the workspace holds.
+        let one_slot = (pl.col_len + pack_slot_len(pl.geo.small_plane, pl.rows)) * 4 <= nbytes - 4;
         let fallback = lanes_fit
             || match pl.path {
                 Path::Direct(_) => {
-                    cfg!(feature = "std")
-                        && (im2col <= nbytes - 4
-                            || direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some())
+                    direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some()
+                        || (cfg!(feature = "std") && im2col <= nbytes - 4)
                 }
                 // An im2col plan (narrow rows, strided 1×1) short of its workspace runs
-                // the direct path when that fits: the blob was planned for it.
+                // on fewer slots, or the direct path when that fits.
                 Path::Implicit => {
-                    cfg!(feature = "std")
-                        && direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some()
+                    one_slot
+                        || (cfg!(feature = "std")
+                            && direct::layout_within(&pl.geo, (nbytes - 4) / 4).is_some())
                 }
+                Path::Pointwise => one_slot,
                 Path::Depthwise(_) => true,
                 _ => false,
             };
@@ -1433,4 +1463,49 @@ fn malformed_never_panics() {
     }
     // the generator also produces well-formed cases; they must run
     assert!(oks > 500, "only {oks} well-formed cases ran");
+}
+
+/// A 16-channel 3 × 3 conv on 32 × 32 (ResNet-8's first stage) offers bands down to 4 rows (3.5× less),
+/// a pointwise conv 2 and 1 packing slots: both shrink, and `check` runs every level.
+#[test]
+fn f32_conv_workspaces_are_elastic() {
+    for (c, shrinks) in [
+        (
+            case(
+                &[1, 16, 32, 32],
+                &[16, 16, 3, 3],
+                1,
+                &[1, 1],
+                &[1, 1],
+                &[1, 1],
+                &[1, 1],
+                true,
+            ),
+            3.0,
+        ),
+        (
+            case(
+                &[1, 64, 5, 25],
+                &[64, 64, 1, 1],
+                1,
+                &[1, 1],
+                &[1, 1],
+                &[0, 0],
+                &[0, 0],
+                true,
+            ),
+            3.9,
+        ),
+    ] {
+        check(&c, false);
+        let p = params(&c);
+        let yd = out_dims(&c, false);
+        let shapes = [
+            Some(Shape::new(&c.x).unwrap()),
+            Some(Shape::new(&c.w).unwrap()),
+        ];
+        let levels = conv_workspace_levels(&p, &shapes, &[Shape::new(&yd).unwrap()]).unwrap();
+        let ratio = levels[0] as f64 / levels[crate::ops::WORKSPACE_LEVELS - 1] as f64;
+        assert!(ratio >= shrinks, "{levels:?}");
+    }
 }

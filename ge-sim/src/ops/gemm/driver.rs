@@ -123,6 +123,9 @@ pub fn gemm_packed(
         return gemm_column(m, k, a, b, c, ldc, ep, ws, slot, par);
     }
     let (split, slots) = choose_split(m, n, k, par.threads());
+    // A workspace planned smaller than one slot per thread (where the arena peaks) runs on
+    // as many slots as it holds.
+    let slots = slots.min(ws.len() / slot.max(1)).max(1);
     let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
     let isa = micro::isa();
     let cp = SendPtr(c.as_mut_ptr());
