@@ -6,6 +6,7 @@
 pub(crate) mod blocked_conv;
 #[cfg(feature = "std")]
 pub(crate) mod conv_lanes;
+pub(crate) mod depthwise_q8;
 pub(crate) mod gemm;
 #[cfg(feature = "std")]
 pub(crate) mod gemm_column;

@@ -205,47 +205,8 @@ pub unsafe fn run(b: &Band<'_>, rq: Rq16, range: Q8Range, buf: &mut [f32], y: &m
     true
 }
 
-/// A depthwise conv sixteen channels a vector ([`lanes`]): the input planes, the window,
-/// the taps and per-channel constants. Small planes (MobileNet's 6 × 6 to 24 × 24, kws's
-/// 25 × 5) spent most of [`run`]'s time per channel on its band; here a band row of sixteen
-/// channels is one transpose and every tap one multiply-add for all sixteen.
-pub struct Planes<'a> {
-    /// `[C][h][w]` bytes (u8, or i8 when `signed`).
-    pub x: &'a [u8],
-    pub signed: bool,
-    pub c: usize,
-    pub h: usize,
-    pub w: usize,
-    pub oh: usize,
-    pub ow: usize,
-    pub kh: usize,
-    pub kw: usize,
-    pub sh: usize,
-    pub sw: usize,
-    pub dh: usize,
-    pub dw: usize,
-    pub pt: usize,
-    pub pl: usize,
-    /// The padding value (the activation zero point, as the activations read).
-    pub pad: f32,
-    /// `[C][kh·kw]` taps.
-    pub taps: &'a [i8],
-    /// Per channel: the folded correction and the requantizer (1 or C each).
-    pub corr: &'a [i32],
-    pub rq: &'a [crate::ops::gemm_i8::Requant],
-    pub zp: i32,
-    pub lo: i32,
-    pub hi: i32,
-}
-
-/// Most taps [`lanes`] holds in registers' worth of stack (one vector each).
-pub const LANE_TAPS: usize = 64;
-
-/// Padded columns of one ring row and the ring's rows: `(wp, ring)`.
-pub fn lanes_ring(p: &Planes<'_>) -> (usize, usize) {
-    let wp = (p.ow.max(1) - 1) * p.sw + (p.kw.max(1) - 1) * p.dw + 1;
-    (wp, (p.kh.max(1) - 1) * p.dh + 1)
-}
+pub use crate::ops::gemm_i8::conv::{LANE_TAPS, Planes, lanes_ring};
+use crate::ops::gemm_i8::conv::{ring_advance, ring_slot};
 
 /// Runs the whole conv ([`Planes`]) sixteen channels at a time into `y` (`[C][oh][ow]`
 /// bytes): each input row of sixteen planes transposed once into pixel vectors (widened to
@@ -364,18 +325,10 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
                     x0 += 16;
                 }
             };
-            // Ring slot of input row `iy`: rows are filled in order, each once.
-            let slot_of = |iy: isize| (iy.rem_euclid(ring as isize)) as usize;
+            let slot_of = |iy: isize| ring_slot(iy, ring);
             let mut next = -(p.pt as isize);
             for oy in 0..p.oh {
-                let top = (oy * p.sh) as isize - p.pt as isize;
-                let bottom = top + ((p.kh - 1) * p.dh) as isize;
-                // Rows skipped by a stride larger than the window are never read.
-                next = next.max(bottom + 1 - ring as isize);
-                while next <= bottom {
-                    fill(next, slot_of(next));
-                    next += 1;
-                }
+                let top = ring_advance(p, ring, oy, &mut next, &mut fill);
                 let base = ring_ptr as *const f32;
                 let mut ox = 0;
                 while ox < p.ow {

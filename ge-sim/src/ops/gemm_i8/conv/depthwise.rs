@@ -57,20 +57,23 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     // point, 8-bit outputs in one vector form and a workspace that holds the ring: sixteen
     // channels a vector.
     #[cfg(target_arch = "x86_64")]
-    if wide
+    let avx2 = isa::isa() == isa::Isa::Avx2Fma;
+    // AVX2 likewise, in two eight-lane halves (onnxruntime's requantization form only).
+    #[cfg(target_arch = "x86_64")]
+    if (wide || avx2)
         && dw_lanes(p, g).is_some_and(|l| l > 0)
         && s.compact
         && s.zb.iter().all(|&z| z == 0)
         && matches!(s.y, DType::U8 | DType::I8)
         && !s.rq.is_empty()
     {
-        use crate::arch::x86::avx512::depthwise_q8::{Planes, lanes};
+        use crate::arch::x86::{avx2, avx512};
         let (lo, hi) = q8_bounds(s.y);
         let xb: &[u8] = bytemuck::cast_slice(x);
         let chw = g.c * hw;
         let mut all = true;
         for n in 0..g.batch {
-            let planes = Planes {
+            let planes = super::Planes {
                 x: &xb[n * chw..][..chw],
                 signed: A::SIGNED,
                 c: g.c,
@@ -95,8 +98,15 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                 hi,
             };
             let out = &mut y[n * g.c * ohw..][..g.c * ohw];
-            // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
-            if !unsafe { lanes(&planes, ws, out) } {
+            // SAFETY: `wide`: AVX-512 F/BW/VL were detected; else `avx2`: AVX2 and FMA.
+            let done = unsafe {
+                if wide {
+                    avx512::depthwise_q8::lanes(&planes, ws, out)
+                } else {
+                    avx2::depthwise_q8::lanes(&planes, ws, out)
+                }
+            };
+            if !done {
                 all = false;
                 break;
             }

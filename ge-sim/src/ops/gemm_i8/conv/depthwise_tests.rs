@@ -1,5 +1,6 @@
 //! The depthwise plane's AVX-512 paths (sixteen channels a vector for narrow rows, the
-//! per-channel band for wide ones) against the GEMM path on panels: symmetric weights (the
+//! per-channel band for wide ones) and AVX2's (sixteen channels as two eight-lane halves for
+//! narrow rows; run with `GE_ISA=avx2`) against the GEMM path on panels: symmetric weights (the
 //! paths' condition), channel counts not a multiple of sixteen, strides 1 and 2, pads, u8
 //! and i8, onnxruntime's and TFLite's requantization, every workspace level.
 

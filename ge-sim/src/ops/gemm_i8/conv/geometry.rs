@@ -331,3 +331,74 @@ pub fn workspace_levels(
 pub fn workspace_bytes(p: &QConvParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
     workspace_levels(p, ins, outs)[0]
 }
+
+/// A depthwise conv sixteen channels a vector (the ISAs' `depthwise_q8::lanes`): the input
+/// planes, the window,
+/// the taps and per-channel constants. Small planes (MobileNet's 6 × 6 to 24 × 24, kws's
+/// 25 × 5) spent most of the banded kernel's time per channel on its band; here a band row of sixteen
+/// channels is one transpose and every tap one multiply-add for all sixteen.
+pub struct Planes<'a> {
+    /// `[C][h][w]` bytes (u8, or i8 when `signed`).
+    pub x: &'a [u8],
+    pub signed: bool,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub oh: usize,
+    pub ow: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub dh: usize,
+    pub dw: usize,
+    pub pt: usize,
+    pub pl: usize,
+    /// The padding value (the activation zero point, as the activations read).
+    pub pad: f32,
+    /// `[C][kh·kw]` taps.
+    pub taps: &'a [i8],
+    /// Per channel: the folded correction and the requantizer (1 or C each).
+    pub corr: &'a [i32],
+    pub rq: &'a [crate::ops::gemm_i8::Requant],
+    pub zp: i32,
+    pub lo: i32,
+    pub hi: i32,
+}
+
+/// Most taps the lanes kernels hold in registers' worth of stack (one vector each).
+pub const LANE_TAPS: usize = 64;
+
+/// Padded columns of one ring row and the ring's rows: `(wp, ring)`.
+pub fn lanes_ring(p: &Planes<'_>) -> (usize, usize) {
+    let wp = (p.ow.max(1) - 1) * p.sw + (p.kw.max(1) - 1) * p.dw + 1;
+    (wp, (p.kh.max(1) - 1) * p.dh + 1)
+}
+
+/// The ring slot of input row `iy` in a ring of `ring` rows (rows are filled in order, each
+/// once).
+#[inline(always)]
+pub fn ring_slot(iy: isize, ring: usize) -> usize {
+    iy.rem_euclid(ring.max(1) as isize) as usize
+}
+
+/// Brings into the ring (`fill(iy, slot)`) the input rows output row `oy`'s window reaches
+/// that it does not hold yet — `next` is the first row not filled; rows a stride larger than
+/// the window skips are never read — and returns the window's top row.
+#[inline(always)]
+pub fn ring_advance(
+    p: &Planes<'_>,
+    ring: usize,
+    oy: usize,
+    next: &mut isize,
+    mut fill: impl FnMut(isize, usize),
+) -> isize {
+    let top = (oy * p.sh) as isize - p.pt as isize;
+    let bottom = top + ((p.kh.max(1) - 1) * p.dh) as isize;
+    *next = (*next).max(bottom + 1 - ring as isize);
+    while *next <= bottom {
+        fill(*next, ring_slot(*next, ring));
+        *next += 1;
+    }
+    top
+}
