@@ -251,6 +251,10 @@ fn check(fw: &Firmware) {
              {insns} instructions per inference",
             fw.target
         );
+        // Issue 50's bound on the microcontroller: at most 64 KiB of code (Cortex-M4F).
+        if fw.target.starts_with("thumbv7em") && text > 64 * 1024 {
+            failures.push(format!("{bin}: .text {text} over 65536 (64 KiB)"));
+        }
         for (what, v, limit) in [
             ("flash", flash, max_flash),
             ("RAM", ram, max_ram),

@@ -1,7 +1,7 @@
 //! Builds the `#![no_std]`, `#![no_main]`, allocator-free firmware example (its own
 //! workspace, size-tuned profile) with cargo, runs it on held-out images and compares its
 //! exit status (the predicted class) with onnxruntime's predictions; then holds it to its
-//! footprint: `.text` (code) at most 64 KiB, no kernel the model does not run, and at most
+//! footprint: `.text` (code) at most 66 KiB, no kernel the model does not run, and at most
 //! 16 KiB of stack for `Digits::run`. With the corpus generated, the light SqueezeNet
 //! firmware too links only its own kernels.
 
@@ -9,8 +9,13 @@ use ge_tests::elf::section_size;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Most code the digits firmware may link (x86_64, the example's size profile).
-const TEXT_LIMIT: u64 = 64 * 1024;
+/// Most code the digits firmware may link (x86_64, the example's size profile). 66 KiB since
+/// session 38: f32 conv workspaces became elastic (a planned band or slot count below the
+/// preferred one, which firmware must honour: the narrowing links ~1.1 KB) and the digits
+/// firmware's RAM fell 17,896 → 11,064 B on Cortex-M. The issue bound on the microcontroller
+/// itself (`.text` ≤ 64 KiB for kws_int8 on Cortex-M4F) is `firmware_qemu.rs`'s; there the
+/// digits firmware links 59,616 B.
+const TEXT_LIMIT: u64 = 66 * 1024;
 /// Most stack `Digits::run` may use.
 const STACK_LIMIT: usize = 16 * 1024;
 

@@ -103,10 +103,13 @@ pub fn run_conv_on(
                 pl.path = Path::Direct(lay);
                 pl.gemm_len = lay.ws_len();
             }
-            None => {
+            // Older blobs reach std users only (firmware compiles its blob with the
+            // binary), so firmware links no im2col fallback.
+            None if cfg!(feature = "std") => {
                 pl.path = Path::Implicit;
                 pl.gemm_len = gemm_packed_ws_len(pl.geo.small_plane, pl.rows);
             }
+            None => {}
         }
     }
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
