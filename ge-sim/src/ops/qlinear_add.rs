@@ -85,13 +85,20 @@ pub(crate) fn run(
             let (xa, xb) = (a.as_slice::<i8>()?, b.as_slice::<i8>()?);
             let out = y.as_slice_mut::<i8>()?;
             #[cfg(target_arch = "x86_64")]
-            if form == Form::General && sa == sy && sb == sy && xa.len() == out.len() {
-                use crate::arch::isa::{Isa, isa};
-                if matches!(isa(), Isa::Avx2Fma | Isa::Avx512) && xb.len() == out.len() {
-                    // SAFETY: `isa()` detected AVX2 and FMA; the three slices have one length.
-                    unsafe { crate::arch::x86::avx2::qlinear_add::add_i8(&k, xa, xb, out) };
-                    return Ok(());
-                }
+            if form == Form::General
+                && sa == sy
+                && sb == sy
+                && xa.len() == out.len()
+                && xb.len() == out.len()
+                && matches!(
+                    crate::arch::isa::isa(),
+                    crate::arch::isa::Isa::Avx2Fma | crate::arch::isa::Isa::Avx512
+                )
+            {
+                // SAFETY: `isa()` detected AVX2 and FMA; the three slices have one length
+                // (else `broadcast2` below reports the mismatch).
+                unsafe { crate::arch::x86::avx2::qlinear_add::add_i8(&k, xa, xb, out) };
+                return Ok(());
             }
             apply(form, k, out, &sy, xa, &sa, xb, &sb, |v| v as i8, i32::from)
         }

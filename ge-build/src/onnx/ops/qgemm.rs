@@ -16,7 +16,7 @@ use ge_runtime::format::{
 use ge_sim::target::{Requant, fold_zero_points, pack_b, packed_len};
 
 use super::super::ctx::{Imported, NodeCtx};
-use super::contrib::{GemmSlots, YRounding, integer_gemm};
+use super::contrib::{YRounding, integer_gemm};
 use super::qparams::{Per, is_q8, same_axis, scale, zero_point};
 use crate::error::Result;
 use crate::ir::Op;
@@ -186,18 +186,30 @@ pub fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
     lower(ctx, 1, plan).map(Some)
 }
 
-/// Where a requantizing product's parameters are among the node's inputs (A is input 0 and
-/// the constant B input 3 in every form).
-struct Slots {
-    a_scale: usize,
-    a_zp: usize,
-    b_scale: usize,
-    b_zp: usize,
-    y_scale: usize,
-    y_zp: usize,
+/// Where a product's parameters are among the node's inputs (A is input 0 and B input 3
+/// in every form).
+#[derive(Clone, Copy)]
+pub(crate) struct Slots {
+    pub(crate) a_scale: usize,
+    pub(crate) a_zp: usize,
+    pub(crate) b_scale: usize,
+    pub(crate) b_zp: usize,
+    pub(crate) y_scale: usize,
+    pub(crate) y_zp: usize,
     /// An int32 bias of one value per column.
-    bias: Option<usize>,
+    pub(crate) bias: Option<usize>,
 }
+
+/// `com.microsoft:QGemm`'s (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp).
+pub(crate) const QGEMM: Slots = Slots {
+    a_scale: 1,
+    a_zp: 2,
+    b_scale: 4,
+    b_zp: 5,
+    y_scale: 7,
+    y_zp: 8,
+    bias: Some(6),
+};
 
 /// QLinearMatMul's (and FullyConnected's first eight).
 const QLINEAR_MATMUL: Slots = Slots {
@@ -292,22 +304,13 @@ pub fn fully_connected(ctx: &NodeCtx<'_>) -> Result<Imported> {
         ..QLINEAR_MATMUL
     };
     if ctx.int8_rounding == crate::Int8Rounding::Onnx {
-        let slots = GemmSlots {
-            a_scale: 1,
-            a_zp: 2,
-            b: 3,
-            b_scale: 4,
-            b_zp: 5,
-            c: 8,
-        };
-        let y = (at.y_scale, at.y_zp);
         if ctx.input(0)?.shape.len() != 2 {
-            return integer_gemm(ctx, &slots, Some(YRounding::AfterFloat(y)));
+            return integer_gemm(ctx, &at, Some(YRounding::AfterFloat));
         }
         if let Some(i) = requantizing(ctx, at, false)? {
             return Ok(i);
         }
-        return integer_gemm(ctx, &slots, Some(YRounding::Fused(y)));
+        return integer_gemm(ctx, &at, Some(YRounding::Fused));
     }
     requantizing(ctx, at, false)?.ok_or_else(|| {
         ctx.unsupported(
@@ -329,13 +332,8 @@ pub fn qgemm_contrib(ctx: &NodeCtx<'_>) -> Result<Option<Imported>> {
         return Ok(None);
     }
     let at = Slots {
-        a_scale: 1,
-        a_zp: 2,
-        b_scale: 4,
-        b_zp: 5,
-        y_scale: 7,
-        y_zp: 8,
         bias: ctx.input_opt(6).map(|_| 6),
+        ..QGEMM
     };
     requantizing(ctx, at, ctx.attr_i_or("transB", 0) != 0)
 }

@@ -243,28 +243,18 @@ pub fn conv_workspace_levels(
                 *level = last;
             }
         }
-        Path::Direct(lay) => {
-            // Narrow rows: flat tiles on the band where the build has them, else im2col
-            // (`run_conv_on`): the band, and 2 then 1 packing slots.
+        Path::Direct(_) | Path::Pointwise | Path::Implicit => {
+            // 2, then 1 packing slots; a direct conv on narrow rows runs flat tiles on its
+            // band where the build has them, else im2col (`run_conv_on`): room for both.
+            let band = match pl.path {
+                Path::Direct(lay) => lay.ws_len(),
+                _ => 0,
+            };
             let slot = pack_slot_len(pl.geo.small_plane, pl.rows);
             for (i, level) in levels.iter_mut().enumerate().skip(1) {
                 let slots = (WS_SLOTS >> i).max(1);
-                let need = lay
-                    .ws_len()
-                    .max(pl.col_len.checked_add(slots.checked_mul(slot)?)?);
+                let need = band.max(pl.col_len.checked_add(slots.checked_mul(slot)?)?);
                 last = last.min(need.checked_mul(4)?);
-                *level = last;
-            }
-        }
-        Path::Pointwise | Path::Implicit => {
-            let slot = pack_slot_len(pl.geo.small_plane, pl.rows);
-            for (i, level) in levels.iter_mut().enumerate().skip(1) {
-                let slots = (WS_SLOTS >> i).max(1);
-                last = last.min(
-                    pl.col_len
-                        .checked_add(slots.checked_mul(slot)?)?
-                        .checked_mul(4)?,
-                );
                 *level = last;
             }
         }

@@ -31,7 +31,7 @@ use crate::onnx::ctx::{Imported, NodeCtx};
 use attention::group_query_attention;
 use integer::{dynamic_quantize_matmul, matmul_integer_to_float};
 use qlinear::pool;
-pub(crate) use qlinear::{GemmSlots, YRounding, integer_gemm};
+pub(crate) use qlinear::{YRounding, integer_gemm};
 
 /// Float32 only (their run-time quantization or dequantized weights are f32).
 const F32: &[DType] = &[DType::F32];

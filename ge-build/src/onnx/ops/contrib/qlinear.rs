@@ -9,6 +9,7 @@ use bytemuck::Zeroable;
 use ge_runtime::format::{DType, QBINARY_ADD_F32, QBinaryParams};
 
 use super::super::decomp::{in_name, out0, reshape};
+use super::super::qgemm::{QGEMM, Slots};
 use super::super::quant::{cast, store_saturated};
 use super::super::sub::{A, Sub, copied_attrs};
 use crate::error::Result;
@@ -377,40 +378,19 @@ pub fn qgemm(ctx: &NodeCtx<'_>) -> Result<Imported> {
     if a.shape.len() != 2 || b.shape.len() != 2 {
         return Err(ctx.err(format!("A {:?} and B {:?} must be 2-D", a.shape, b.shape)));
     }
-    let y = ctx.input_opt(7).map(|_| (7, 8));
-    integer_gemm(ctx, &QGEMM, y.map(YRounding::Fused))
+    let y = ctx.input_opt(QGEMM.y_scale).map(|_| YRounding::Fused);
+    integer_gemm(ctx, &QGEMM, y)
 }
 
-/// Where the operands of an integer GEMM are among a node's inputs (A is input 0).
-pub(crate) struct GemmSlots {
-    pub a_scale: usize,
-    pub a_zp: usize,
-    pub b: usize,
-    pub b_scale: usize,
-    pub b_zp: usize,
-    /// The int32 bias (absent input: none).
-    pub c: usize,
-}
-
-/// `com.microsoft:QGemm`'s.
-const QGEMM: GemmSlots = GemmSlots {
-    a_scale: 1,
-    a_zp: 2,
-    b: 3,
-    b_scale: 4,
-    b_zp: 5,
-    c: 6,
-};
-
-/// How an integer GEMM's result reaches the 8-bit output at inputs `(y_scale, y_zp)`.
+/// How an integer GEMM's result reaches the 8-bit output (at the slots' `y_scale`, `y_zp`).
 #[derive(Clone, Copy)]
 pub(crate) enum YRounding {
     /// One rounding: `round(f32(acc)·(sa·sb/sy)) + zy` (a requantizing QGemm).
-    Fused((usize, usize)),
+    Fused,
     /// A float-output QGemm then a QuantizeLinear: `round(f32(acc)·(sa·sb) / sy) + zy`
     /// (onnxruntime's MatMul + Add fusion when A is not 2-D: Reshapes around the Gemm keep
     /// the QuantizeLinear apart).
-    AfterFloat((usize, usize)),
+    AfterFloat,
 }
 
 /// An integer GEMM as onnxruntime's QGemm computes it: `acc = (A − za)·(B − zb) + C`
@@ -419,14 +399,15 @@ pub(crate) enum YRounding {
 /// 0, 0, 1). A of any rank ≥ 2 when not transposed.
 pub(crate) fn integer_gemm(
     ctx: &NodeCtx<'_>,
-    at: &GemmSlots,
+    at: &Slots,
     y: Option<YRounding>,
 ) -> Result<Imported> {
+    const B: usize = 3;
     let adt = int8(ctx, 0)?;
-    int8(ctx, at.b)?;
+    int8(ctx, B)?;
     let mut s = Sub::new(ctx);
     let mut an = in_name(ctx, 0);
-    let mut bn = in_name(ctx, at.b);
+    let mut bn = in_name(ctx, B);
     if ctx.attr_i_or("transA", 0) != 0 {
         an = s.op("Transpose", &[&an], vec![A::Is("perm", vec![1, 0])]);
     }
@@ -441,11 +422,13 @@ pub(crate) fn integer_gemm(
         in_name(ctx, at.b_zp)
     };
     let mut acc = s.op("MatMulInteger", &[&an, &bn, &za, &zb], vec![]);
-    if let Some(c) = ctx.input_opt(at.c) {
+    if let Some(i) = at.bias
+        && let Some(c) = ctx.input_opt(i)
+    {
         if c.dtype != DType::I32 {
             return Err(ctx.err(format!("C is {}; int32 expected", c.dtype.name())));
         }
-        acc = s.op("Add", &[&acc, &in_name(ctx, at.c)], vec![]);
+        acc = s.op("Add", &[&acc, &in_name(ctx, i)], vec![]);
     }
     let accf = s.op("Cast", &[&acc], vec![A::I("to", DType::F32 as i64)]);
     let sa = scalar_in(ctx, &mut s, at.a_scale)?;
@@ -455,20 +438,20 @@ pub(crate) fn integer_gemm(
         let al = s.scalar(DType::F32, alpha as f64);
         m = s.op("Mul", &[&al, &m], vec![]);
     }
-    let (v, zy) = match y {
+    let v = match y {
         None => {
             s.to("Mul", &[&accf, &m], &[&out0(ctx)?], vec![]);
             return Ok(s.done());
         }
-        Some(YRounding::Fused((sy, zy))) => {
-            let m = over_scale(ctx, &mut s, &m, sy)?;
-            (s.op("Mul", &[&accf, &m], vec![]), zy)
+        Some(YRounding::Fused) => {
+            let m = over_scale(ctx, &mut s, &m, at.y_scale)?;
+            s.op("Mul", &[&accf, &m], vec![])
         }
-        Some(YRounding::AfterFloat((sy, zy))) => {
+        Some(YRounding::AfterFloat) => {
             let f = s.op("Mul", &[&accf, &m], vec![]);
-            (over_scale(ctx, &mut s, &f, sy)?, zy)
+            over_scale(ctx, &mut s, &f, at.y_scale)?
         }
     };
-    let out_dt = ctx.input_opt(zy).map_or(adt, |z| z.dtype);
-    requantized(ctx, s, &v, zy, out_dt)
+    let out_dt = ctx.input_opt(at.y_zp).map_or(adt, |z| z.dtype);
+    requantized(ctx, s, &v, at.y_zp, out_dt)
 }
