@@ -20,7 +20,6 @@ tools/gen_corpus.py calls `generate` at the end of its extras step.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import zlib
@@ -39,21 +38,12 @@ def source_path(out: str, model: str) -> str:
 
 
 def stamp_text(out: str) -> str:
-    h = hashlib.sha256(gen_transformer_opset17.stamp_text(__file__).encode())
-    for m in MODELS:
-        with open(source_path(out, m), "rb") as f:
-            h.update(f.read())
-    return h.hexdigest() + "\n"
+    return gen_transformer_opset17.sources_stamp(__file__, [source_path(out, m) for m in MODELS])
 
 
 def is_current(d: str, stamp: str) -> bool:
-    try:
-        with open(os.path.join(d, ".stamp")) as f:
-            return f.read() == stamp and all(
-                os.path.isfile(os.path.join(d, m, "test_data_set_0", "output_0.pb"))
-                for m in MODELS)
-    except OSError:
-        return False
+    return gen_transformer_opset17.stamp_holds(
+        d, stamp, [os.path.join(m, "test_data_set_0", "output_0.pb") for m in MODELS])
 
 
 def to_fp16(model):

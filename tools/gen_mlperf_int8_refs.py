@@ -20,7 +20,6 @@ package versions and the models). Idempotent: up to date when the stamp matches.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
@@ -43,21 +42,12 @@ def source(key: str) -> str:
 
 
 def stamp_text(out: str) -> str:
-    h = hashlib.sha256(gen_transformer_opset17.stamp_text(__file__).encode())
-    for key in sorted(MODELS):
-        with open(source(key), "rb") as f:
-            h.update(f.read())
-    return h.hexdigest() + "\n"
+    return gen_transformer_opset17.sources_stamp(__file__, [source(k) for k in sorted(MODELS)])
 
 
 def is_current(d: str, stamp: str) -> bool:
-    try:
-        with open(os.path.join(d, ".stamp")) as f:
-            return f.read() == stamp and all(
-                os.path.isfile(os.path.join(d, k, f"ort_i8_s{s:02d}.npy"))
-                for k in MODELS for s in range(SAMPLES))
-    except OSError:
-        return False
+    return gen_transformer_opset17.stamp_holds(
+        d, stamp, [os.path.join(k, f"ort_i8_s{s:02d}.npy") for k in MODELS for s in range(SAMPLES)])
 
 
 def fill(tmp: str, log) -> None:

@@ -69,7 +69,6 @@ tools/gen_corpus.py calls `generate` at the end of its extras step (after real/)
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -104,22 +103,13 @@ def stamp_text(out: str) -> str:
     """This script's stamp plus a hash of gen_contrib_models.py (the graph builder, the LSTM
     and the quantizer wrapper this script uses) and of every source model (a regenerated
     light/ or real/ model makes quant/ stale)."""
-    h = hashlib.sha256(gen_transformer_opset17.stamp_text(__file__).encode())
-    with open(os.path.abspath(gen_contrib_models.__file__), "rb") as f:
-        h.update(f.read())
-    for _, part, model in SOURCES:
-        with open(source_path(out, part, model), "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest() + "\n"
+    paths = [os.path.abspath(gen_contrib_models.__file__)]
+    paths += [source_path(out, part, model) for _, part, model in SOURCES]
+    return gen_transformer_opset17.sources_stamp(__file__, paths)
 
 
 def is_current(d: str, stamp: str) -> bool:
-    try:
-        with open(os.path.join(d, ".stamp")) as f:
-            return f.read() == stamp and os.path.isfile(os.path.join(d, "manifest.json"))
-    except OSError:
-        return False
+    return gen_transformer_opset17.stamp_holds(d, stamp, ["manifest.json"])
 
 
 # --------------------------------------------------------------------------

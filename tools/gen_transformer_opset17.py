@@ -60,6 +60,28 @@ def stamp_text(script: str = __file__) -> str:
     return h.hexdigest() + "\n"
 
 
+def sources_stamp(script: str, paths) -> str:
+    """`stamp_text(script)` hashed with the bytes of every file of `paths`, in order: a part
+    built from other files is stale when one of them changes."""
+    h = hashlib.sha256(stamp_text(script).encode())
+    for path in paths:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest() + "\n"
+
+
+def stamp_holds(d: str, stamp: str, files) -> bool:
+    """True when `d/.stamp` reads `stamp` and every file of `files` (relative to `d`) exists."""
+    try:
+        with open(os.path.join(d, ".stamp")) as f:
+            if f.read() != stamp:
+                return False
+    except OSError:
+        return False
+    return all(os.path.isfile(os.path.join(d, name)) for name in files)
+
+
 def install(tmp: str, dest: str) -> None:
     """Renames the finished directory `tmp` to `dest`, replacing what was there."""
     old = None
