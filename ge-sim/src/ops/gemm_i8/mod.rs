@@ -167,8 +167,7 @@ pub(crate) fn wide_epilogue(out: &QOut<'_>) -> bool {
 }
 
 /// True when every requantizer has the f32 form, or every one TFLite's: the forms the
-/// vector epilogues compute (`Rq16`).
-#[cfg(target_arch = "x86_64")]
+/// vector epilogues compute (`Rq16`, `Rq8`).
 pub(crate) fn vector_form(rq: &[Requant]) -> bool {
     rq.iter().all(|r| r.shift == 0) || rq.iter().all(|r| r.tflite_shift().is_some())
 }
@@ -302,7 +301,7 @@ impl Columns<'_> {
         let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
         #[cfg(not(target_arch = "x86_64"))]
         let _ = isa;
-        // onnxruntime's f32 form with no weight zero point, on AVX2: eight lanes at a time.
+        // Either vector form with no weight zero point, on AVX2: eight lanes at a time.
         #[cfg(target_arch = "x86_64")]
         if self.zb.iter().all(|&z| z == 0) && X86_TILES && isa != Isa::Portable {
             let target = match &mut *out {
@@ -313,23 +312,20 @@ impl Columns<'_> {
                 QOut::I32 { .. } => None,
             };
             if let Some((c, ldc, q, (lo, hi))) = target
-                && q.rq.iter().all(|r| r.shift == 0)
+                && vector_form(q.rq)
             {
                 let corr: [i32; NR] =
                     core::array::from_fn(|t| if t < nr { self.corr[j0 + t] } else { 0 });
-                let scale: [f32; NR] = core::array::from_fn(|t| {
-                    let r = if q.rq.len() == 1 || t >= nr {
-                        q.rq[0]
-                    } else {
-                        q.rq[j0 + t]
-                    };
-                    f32::from_bits(r.mult as u32)
-                });
+                let half = |h: usize| {
+                    let from = if q.rq.len() == 1 { 0 } else { j0 + 8 * h };
+                    q.rq.get(from..).filter(|r| !r.is_empty()).unwrap_or(q.rq)
+                };
                 // SAFETY: `check_out` proved rows `i0..i0 + mr` hold columns `j0..j0 + nr`;
-                // AVX2 was detected (the ISA is not portable).
+                // AVX2 was detected (the ISA is not portable); `vector_form` holds.
                 unsafe {
                     let at = c.add(i0 * ldc + j0);
-                    avx2::store_q8_f32(acc, mr, nr, &corr, &scale, (q.zp, lo, hi), at, ldc);
+                    let rq = [half(0), half(1)];
+                    avx2::store_q8(acc, mr, nr, &corr, rq, (q.zp, lo, hi), at, ldc);
                 }
                 return;
             }

@@ -1,15 +1,15 @@
 //! 1×1 stride-1 int8 convolutions with few input channels per group (ShuffleNet's grouped
-//! 1×1s, a ResNet bottleneck's 64-channel ones) on AVX-512 VNNI, pixels in lanes: a register
-//! holds sixteen consecutive positions of one output channel, each lane summing four input
-//! channels per `vpdpbusd` against the channel's four weights broadcast. The activations
-//! are read straight from their NCHW planes (four planes interleaved into channel quads
-//! once per sixteen positions, kept in registers across every output channel) and the
-//! results stored straight to theirs: neither the im2col transpose nor the block-to-planes
-//! transpose of the GEMM path runs, which cost more than the products when k is small.
-//! Same integers and the same f32 requantization as the GEMM path (tested against it).
-//! O(N·M·H·W·⌈C/4⌉) `vpdpbusd`s.
+//! 1×1s, a ResNet bottleneck's 64-channel ones, DS-CNN's and MobileNet's 64-channel
+//! pointwise layers), pixels in lanes: a register holds consecutive positions of one output
+//! channel, each lane summing the channel quads of its position against the channel's
+//! weight quads broadcast. The activations are read straight from their NCHW planes (four
+//! planes interleaved into channel quads once per block of positions, reused by every
+//! output channel) and the results stored straight to theirs: neither the im2col transpose
+//! nor the block-to-planes transpose of the GEMM path runs, which cost more than the
+//! products when k is small. Same integers and the same requantization as the GEMM path
+//! (tested against it). The kernels: `arch::x86::avx512::pointwise` (VNNI, sixteen
+//! positions, `vpdpbusd`) and `arch::x86::avx2::pointwise` (eight positions, `vpmaddwd`).
 
-#[cfg(target_arch = "x86_64")]
 use super::MAX_POINTWISE_CG;
 
 /// i32 weight quads `[M][⌈cg/4⌉]` the kernel broadcasts, for `m` channels of `cg` inputs.
@@ -65,126 +65,78 @@ pub struct Group<'a> {
     pub hi: i32,
 }
 
-/// Runs one group; `false` (nothing written) when the slices do not fit the geometry.
-///
-/// # Safety
-/// The CPU supports AVX-512 F/BW/VL and VNNI.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
-pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
-    use core::arch::x86_64::*;
+impl Group<'_> {
+    /// Whether the slices fit the geometry (for `y_len` output bytes) and the kernels'
+    /// limits: channels, table, corrections, per-tensor or per-channel zero points and
+    /// requantizers, in one vector form.
+    pub fn fits(&self, y_len: usize) -> bool {
+        let per = |n: usize| n == 1 || n == self.mg;
+        let kq = self.cg.div_ceil(4);
+        self.cg != 0
+            && self.cg <= MAX_POINTWISE_CG
+            && self.x.len() >= self.cg * self.hw
+            && y_len >= self.mg * self.hw
+            && self.table.len()
+                >= if self.quads {
+                    self.mg.div_ceil(16) * 16 * kq
+                } else {
+                    self.mg * kq
+                }
+            && self.corr.len() >= self.mg
+            && (self.zb.is_empty() || per(self.zb.len()))
+            && per(self.rq.len())
+            && super::vector_form(self.rq)
+    }
 
-    use crate::arch::x86::avx512::requant::{Q8Range, Rq16};
-    let kq = g.cg.div_ceil(4);
-    fn per<T>(v: &[T], n: usize) -> bool {
-        v.len() == 1 || v.len() == n
-    }
-    if g.cg == 0
-        || g.cg > MAX_POINTWISE_CG
-        || g.x.len() < g.cg * g.hw
-        || y.len() < g.mg * g.hw
-        || g.table.len()
-            < if g.quads {
-                g.mg.div_ceil(16) * 16 * kq
-            } else {
-                g.mg * kq
-            }
-        || g.corr.len() < g.mg
-        || !(g.zb.is_empty() || per(g.zb, g.mg))
-        || !per(g.rq, g.mg)
-        || !super::vector_form(g.rq)
-    {
-        return false;
-    }
-    let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
-    // Channel `j`'s weight quad `q`.
-    let at = |j: usize, q: usize| {
-        if g.quads {
+    /// Channel `j`'s weight quad `q` (little-endian bytes of four input channels), from
+    /// either table layout; 0 outside the table ([`Group::fits`] rules that out).
+    #[inline(always)]
+    pub fn weight(&self, j: usize, q: usize) -> i32 {
+        let kq = self.cg.div_ceil(4);
+        let at = if self.quads {
             ((j / 16) * kq + q) * 16 + j % 16
         } else {
             j * kq + q
-        }
-    };
-    // SAFETY: every load reads `n ≤ 16` bytes (masked) of a plane row `r < cg` at `p0 <
-    // hw`, inside `x`; every store writes `n` bytes of row `j < mg` at `p0`, inside `y`;
-    // the table, corrections, zero points and scales were checked above.
-    unsafe {
-        let flip = _mm_set1_epi8(i8::MIN);
-        let ones = _mm512_set1_epi8(1);
-        let range = Q8Range::new(g.zp, g.lo, g.hi);
-        for p0 in (0..g.hw).step_by(16) {
-            let n = 16.min(g.hw - p0);
-            let mask: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
-            let row = |r: usize| {
-                if r < g.cg {
-                    let v =
-                        _mm_maskz_loadu_epi8(mask, g.x.as_ptr().add(r * g.hw + p0) as *const i8);
-                    if g.flip { _mm_xor_si128(v, flip) } else { v }
-                } else {
-                    _mm_setzero_si128()
-                }
-            };
-            let mut xq = [_mm512_setzero_si512(); MAX_POINTWISE_CG / 4];
-            for (q, v) in xq.iter_mut().enumerate().take(kq) {
-                let (r0, r1, r2, r3) = (row(4 * q), row(4 * q + 1), row(4 * q + 2), row(4 * q + 3));
-                let (a, b) = (_mm_unpacklo_epi8(r0, r1), _mm_unpackhi_epi8(r0, r1));
-                let (c, d) = (_mm_unpacklo_epi8(r2, r3), _mm_unpackhi_epi8(r2, r3));
-                let z = _mm512_castsi128_si512(_mm_unpacklo_epi16(a, c));
-                let z = _mm512_inserti32x4::<1>(z, _mm_unpackhi_epi16(a, c));
-                let z = _mm512_inserti32x4::<2>(z, _mm_unpacklo_epi16(b, d));
-                *v = _mm512_inserti32x4::<3>(z, _mm_unpackhi_epi16(b, d));
-            }
-            let xq = &xq[..kq];
-            // Σ_c a[c][p], for the weight zero points.
-            let rowsum = if g.zb.iter().any(|&z| z != 0) {
-                xq.iter().fold(_mm512_setzero_si512(), |s, &v| {
-                    _mm512_dpbusd_epi32(s, v, ones)
-                })
-            } else {
-                _mm512_setzero_si512()
-            };
-            let mut finish = |j: usize, acc: __m512i| {
-                let mut v = _mm512_add_epi32(acc, _mm512_set1_epi32(g.corr[j]));
-                if !g.zb.is_empty() {
-                    let z = _mm512_set1_epi32(pick(g.zb, j));
-                    v = _mm512_sub_epi32(v, _mm512_mullo_epi32(z, rowsum));
-                }
-                let r = if g.rq.len() == 1 { g.rq[0] } else { g.rq[j] };
-                // `vector_form` (checked above): one form in every column.
-                let rq = Rq16::columns_checked(core::slice::from_ref(&r));
-                let q = rq.apply(v, range);
-                let at = y.as_mut_ptr().add(j * g.hw + p0);
-                _mm_mask_storeu_epi8(at as *mut i8, mask, q);
-            };
-            // Four channels at a time: four independent sums in flight.
-            let mut j = 0;
-            while j + 4 <= g.mg {
-                let mut acc = [_mm512_setzero_si512(); 4];
-                for (q, &v) in xq.iter().enumerate() {
-                    for (t, a) in acc.iter_mut().enumerate() {
-                        let w = _mm512_set1_epi32(*g.table.get_unchecked(at(j + t, q)));
-                        *a = _mm512_dpbusd_epi32(*a, v, w);
-                    }
-                }
-                for (t, &a) in acc.iter().enumerate() {
-                    finish(j + t, a);
-                }
-                j += 4;
-            }
-            for j in j..g.mg {
-                let acc = xq
-                    .iter()
-                    .enumerate()
-                    .fold(_mm512_setzero_si512(), |a, (q, &v)| {
-                        _mm512_dpbusd_epi32(
-                            a,
-                            v,
-                            _mm512_set1_epi32(*g.table.get_unchecked(at(j, q))),
-                        )
-                    });
-                finish(j, acc);
-            }
+        };
+        self.table.get(at).copied().unwrap_or(0)
+    }
+}
+
+/// Runs one group on the widest kernel the CPU has (VNNI's with AVX-512 VNNI, else
+/// AVX2's); `false` (nothing written) when the slices do not fit the geometry or the CPU
+/// has neither.
+pub fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::arch::isa::{self, Isa};
+        match isa::isa() {
+            // SAFETY: the ISA (and VNNI) were detected.
+            Isa::Avx512 if super::avx512::has_vnni() => unsafe {
+                crate::arch::x86::avx512::pointwise::run_group(g, y)
+            },
+            // SAFETY: AVX-512 implies AVX2; the ISA was detected.
+            Isa::Avx512 | Isa::Avx2Fma => unsafe {
+                crate::arch::x86::avx2::pointwise::run_group(g, y)
+            },
+            _ => false,
         }
     }
-    true
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (g, y);
+        false
+    }
+}
+
+/// Whether this CPU runs [`run_group`]'s kernels (x86 with AVX2 or AVX-512 on).
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::arch::isa::{self, Isa};
+        matches!(isa::isa(), Isa::Avx512 | Isa::Avx2Fma)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }

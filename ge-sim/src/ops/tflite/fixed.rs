@@ -37,6 +37,13 @@ pub const fn sat_shl(x: i32, k: u32) -> i32 {
     }
 }
 
+/// TFLite's shift `t` as the two shift counts [`mbqm`] applies, each clamped to `0..=31`:
+/// left by `max(t, 0)`, then right by `max(−t, 0)` (the vector forms load them per lane).
+#[inline(always)]
+pub fn mbqm_shifts(t: i32) -> (i32, i32) {
+    (t.clamp(0, 31), t.saturating_neg().clamp(0, 31))
+}
+
 /// `MultiplyByQuantizedMultiplier(x, m, shift)`: `x·2^max(shift, 0)` (wrapping), then
 /// [`srdhm`] by `m`, then [`rdbpot`] by `−min(shift, 0)` — two roundings, not one, as
 /// TFLite rounds by default. A shift outside `[−31, 31]` (a malformed blob) is clamped.

@@ -1,5 +1,5 @@
 //! AVX2 + FMA (16 ymm registers): the f32 GEMM tile and its one-column form, the int8 GEMM
-//! tile, the blocked convolution tile, the lanes convolution (output channels in lanes), the
+//! tile, the pointwise int8 conv and eight-lane requantization, the blocked convolution tile, the lanes convolution (output channels in lanes), the
 //! whole-plane max and the sigmoid.
 
 #[cfg(feature = "std")]
@@ -12,8 +12,10 @@ pub(crate) mod gemm;
 pub(crate) mod gemm_column;
 #[cfg(feature = "std")]
 pub(crate) mod max_planes;
+pub(crate) mod pointwise;
 pub(crate) mod qconv_quads;
 pub(crate) mod qgemm;
 pub(crate) mod qlinear_add;
+pub(crate) mod requant;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;

@@ -10,7 +10,8 @@
 
 use core::arch::x86_64::*;
 
-use crate::ops::gemm_i8::{Act, MR, NR};
+use super::requant::{Q8Range8, Rq8, low_bytes};
+use crate::ops::gemm_i8::{Act, MR, NR, Requant};
 
 /// AVX2 build of [`crate::ops::gemm_i8::tile::tile`].
 ///
@@ -80,56 +81,45 @@ fn widen<A: Act>(v: __m128i) -> __m256i {
     }
 }
 
-/// [`crate::ops::gemm_i8`]'s epilogue in onnxruntime's f32 form on eight lanes: `acc[i][j] +
-/// corr[j]`, times `scale[j]`, rounded half to even (after clamping to ±2^30, where the
-/// result saturates either way), plus `zp`, clamped to `[lo, hi]`, for `nr ≤ 16` columns of
-/// `mr ≤ MR` rows stored as bytes at `c + i·ldc`. Lane for lane the scalar `Requant::apply`
-/// (the scalar epilogue was a third of kws's time on this path).
+/// [`crate::ops::gemm_i8`]'s epilogue in either vector form on eight lanes: `acc[i][j] +
+/// corr[j]` requantized by `rq[h]` (the requantizers of columns `8h..8h + 8`, or one for all;
+/// [`Rq8::columns`]), saturated to `[lo, hi]` with the zero point, for `nr ≤ 16` columns of
+/// `mr ≤ MR` rows stored as bytes at `c + i·ldc`. Lane for lane the scalar
+/// `Requant::apply` (the scalar epilogue was a third of kws's time on this path).
 ///
 /// # Safety
-/// Each of the `mr` rows at `c + i·ldc` holds `nr` writable bytes; the CPU supports AVX2.
+/// Each of the `mr` rows at `c + i·ldc` holds `nr` writable bytes; the CPU supports AVX2;
+/// every record of `rq` is in one vector form (`vector_form`).
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn store_q8_f32(
+pub unsafe fn store_q8(
     acc: &[[i32; NR]; MR],
     mr: usize,
     nr: usize,
     corr: &[i32; NR],
-    scale: &[f32; NR],
+    rq: [&[Requant]; 2],
     (zp, lo, hi): (i32, i32, i32),
     c: *mut u8,
     ldc: usize,
 ) {
-    let big = _mm256_set1_ps(1073741824.0);
-    let neg = _mm256_set1_ps(-1073741824.0);
-    let (zpv, lov, hiv) = (
-        _mm256_set1_epi32(zp),
-        _mm256_set1_epi32(lo),
-        _mm256_set1_epi32(hi),
-    );
-    let mut out = [0i32; NR];
-    // SAFETY: the loads read 8 i32 / f32 of 16-element arrays at 0 and 8; the stores write
-    // `nr` bytes of row `i < mr`, per the contract.
+    let range = Q8Range8::new(zp, lo, hi);
+    let zero = Rq8::F32(_mm256_setzero_ps());
+    let rq = rq.map(|r| Rq8::columns(r).unwrap_or(zero));
+    // SAFETY: the loads read 8 i32 of 16-element arrays at 0 and 8; the stores write `nr`
+    // bytes of row `i < mr`, per the contract.
     unsafe {
         for (i, row) in acc.iter().enumerate().take(mr.min(MR)) {
+            let mut out = [0u8; NR];
             for h in 0..2 {
                 let v = _mm256_add_epi32(
                     _mm256_loadu_si256(row[8 * h..].as_ptr() as *const __m256i),
                     _mm256_loadu_si256(corr[8 * h..].as_ptr() as *const __m256i),
                 );
-                let f = _mm256_mul_ps(
-                    _mm256_cvtepi32_ps(v),
-                    _mm256_loadu_ps(scale[8 * h..].as_ptr()),
-                );
-                let f = _mm256_min_ps(_mm256_max_ps(f, neg), big);
-                let q = _mm256_add_epi32(_mm256_cvtps_epi32(f), zpv);
-                let q = _mm256_min_epi32(_mm256_max_epi32(q, lov), hiv);
-                _mm256_storeu_si256(out[8 * h..].as_mut_ptr() as *mut __m256i, q);
+                let bytes = low_bytes(rq[h].apply(v, range)).to_le_bytes();
+                out[8 * h..8 * h + 8].copy_from_slice(&bytes);
             }
-            let dst = c.add(i * ldc);
-            for (j, &q) in out.iter().enumerate().take(nr.min(NR)) {
-                *dst.add(j) = q as u8;
-            }
+            let n = nr.min(NR);
+            core::ptr::copy_nonoverlapping(out.as_ptr(), c.add(i * ldc), n);
         }
     }
 }

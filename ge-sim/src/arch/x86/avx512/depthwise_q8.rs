@@ -12,41 +12,7 @@
 use core::arch::x86_64::*;
 
 use super::requant::{Q8Range, Rq16};
-
-/// One channel's band: its input plane, where the band starts, and the window.
-pub struct Band<'a> {
-    /// The channel's `h × w` input bytes (u8, or i8 when `signed`).
-    pub plane: &'a [u8],
-    pub signed: bool,
-    pub h: usize,
-    pub w: usize,
-    /// The band's first input row (negative: padding rows).
-    pub iy0: isize,
-    /// Input rows and padded columns of the band (`wp` from input column `−pl`).
-    pub rows: usize,
-    pub wp: usize,
-    pub pl: usize,
-    /// The padding value (the activation zero point).
-    pub pad: f32,
-    /// The taps, row-major, `kh × kw`.
-    pub taps: &'a [f32],
-    pub kh: usize,
-    pub kw: usize,
-    pub dh: usize,
-    pub dw: usize,
-    /// Strides: rows any, columns 1 or 2.
-    pub sh: usize,
-    pub sw: usize,
-    /// Output rows of the band and their width.
-    pub here: usize,
-    pub ow: usize,
-    pub corr: i32,
-}
-
-/// Whether [`run`] takes a window of these column strides.
-pub fn fits(sw: usize) -> bool {
-    sw == 1 || sw == 2
-}
+pub use crate::ops::gemm_i8::conv::DwBand;
 
 /// Widens the band into `buf` (`rows × wp` f32, padding written out), then computes the
 /// band's `here` output rows into `y` (`here × ow` bytes). `false` (nothing written) when
@@ -55,20 +21,9 @@ pub fn fits(sw: usize) -> bool {
 /// # Safety
 /// The CPU supports AVX-512 F/BW/VL.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-pub unsafe fn run(b: &Band<'_>, rq: Rq16, range: Q8Range, buf: &mut [f32], y: &mut [u8]) -> bool {
+pub unsafe fn run(b: &DwBand<'_>, rq: Rq16, range: Q8Range, buf: &mut [f32], y: &mut [u8]) -> bool {
     let need = b.rows * b.wp;
-    let reach_x = (b.ow.saturating_sub(1)) * b.sw + (b.kw - 1) * b.dw;
-    let reach_y = (b.here.saturating_sub(1)) * b.sh + (b.kh - 1) * b.dh;
-    if !fits(b.sw)
-        || b.kh == 0
-        || b.kw == 0
-        || b.taps.len() < b.kh * b.kw
-        || buf.len() < need
-        || y.len() < b.here * b.ow
-        || b.plane.len() < b.h * b.w
-        || reach_x >= b.wp
-        || reach_y >= b.rows
-    {
+    if !b.fits(buf.len(), y.len()) {
         return false;
     }
     let buf = &mut buf[..need];
@@ -225,7 +180,7 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
     let vector = crate::ops::gemm_i8::vector_form(p.rq);
     if k == 0
         || k > LANE_TAPS
-        || !fits(p.sw)
+        || !DwBand::stride_fits(p.sw)
         || p.x.len() < p.c * hw
         || y.len() < p.c * ohw
         || p.taps.len() < p.c * k

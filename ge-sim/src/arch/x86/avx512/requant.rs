@@ -6,6 +6,7 @@
 use core::arch::x86_64::*;
 
 use crate::ops::gemm_i8::Requant;
+use crate::ops::tflite::fixed::mbqm_shifts as shifts;
 
 /// The output's zero point and range, broadcast.
 #[derive(Clone, Copy)]
@@ -44,11 +45,6 @@ pub enum Rq16 {
         left: __m512i,
         right: __m512i,
     },
-}
-
-/// TFLite's shift as the two clamped shift counts the scalar path applies.
-fn shifts(t: i32) -> (i32, i32) {
-    (t.clamp(0, 31), t.saturating_neg().clamp(0, 31))
 }
 
 impl Rq16 {

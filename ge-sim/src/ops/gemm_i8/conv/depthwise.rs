@@ -39,7 +39,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     let (pt, pl) = (p.pad_begin[0] as usize, p.pad_begin[1] as usize);
     let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
     let flat = dw_flat(p);
-    // Output rows a band of the AVX-512 path holds in the whole workspace.
+    // Output rows a band of the vector paths holds in the whole workspace.
     #[cfg(target_arch = "x86_64")]
     let fast_rows = ((ws.len() / wp.max(1)).saturating_sub((g.kh - 1) * dh + 1) / sh.max(1) + 1)
         .clamp(b, g.oh.max(1));
@@ -131,36 +131,41 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                     let plane = &x[(n * g.c + c) * hw..][..hw];
                     let (corr, zb) = (s.corr[c], pick(s.zb, c).unwrap_or(0));
                     let rq = pick(s.rq, c).unwrap_or(Requant { mult: 0, shift: 1 });
-                    // The AVX-512 band: 8-bit outputs in a vector requantization form, no
-                    // weight zero point (its sums of activations stay on the loop below).
+                    // The vector band (AVX-512, else AVX2): 8-bit outputs in a vector
+                    // requantization form, no weight zero point (its sums of activations stay
+                    // on the loop below).
                     #[cfg(target_arch = "x86_64")]
-                    let fast = if wide
+                    let fast = if (wide || avx2)
                         && zb == 0
                         && matches!(s.y, DType::U8 | DType::I8)
-                        && crate::arch::x86::avx512::depthwise_q8::fits(sw)
+                        && super::DwBand::stride_fits(sw)
                     {
+                        use crate::arch::x86::{avx2, avx512};
                         let (lo, hi) = q8_bounds(s.y);
-                        // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
+                        // SAFETY: `wide`: AVX-512 F/BW/VL were detected; else AVX2 and FMA.
                         unsafe {
-                            crate::arch::x86::avx512::requant::Rq16::splat(rq).map(|r| {
-                                (
-                                    r,
-                                    crate::arch::x86::avx512::requant::Q8Range::new(s.zp, lo, hi),
-                                )
-                            })
+                            if wide {
+                                avx512::requant::Rq16::splat(rq).map(|r| {
+                                    BandRq::Wide(r, avx512::requant::Q8Range::new(s.zp, lo, hi))
+                                })
+                            } else {
+                                avx2::requant::Rq8::splat(rq).map(|r| {
+                                    BandRq::Avx2(r, avx2::requant::Q8Range8::new(s.zp, lo, hi))
+                                })
+                            }
                         }
                     } else {
                         None
                     };
-                    // AVX-512: the whole workspace one band (it needs none of the runs
-                    // below), widened, each output row computed in registers.
+                    // The whole workspace one band (it needs none of the runs below),
+                    // widened, each output row computed in registers.
                     #[cfg(target_arch = "x86_64")]
-                    if let Some((r16, range)) = fast {
+                    if let Some(rq) = fast {
                         let fb = fast_rows;
                         let mut done = true;
                         for o0 in (0..g.oh).step_by(fb) {
                             let here = fb.min(g.oh - o0);
-                            let band_in = crate::arch::x86::avx512::depthwise_q8::Band {
+                            let band_in = super::DwBand {
                                 plane: bytemuck::cast_slice(plane),
                                 signed: A::SIGNED,
                                 h: g.h,
@@ -182,15 +187,22 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                                 corr,
                             };
                             let at = (n * g.c + c) * ohw + o0 * g.ow;
-                            // SAFETY: `fast` is only set when AVX-512 F/BW/VL were detected.
+                            let out = &mut y[at..at + here * g.ow];
+                            // SAFETY: `BandRq::Wide` is only made when AVX-512 F/BW/VL were
+                            // detected, `BandRq::Avx2` when AVX2 and FMA were.
                             done &= unsafe {
-                                crate::arch::x86::avx512::depthwise_q8::run(
-                                    &band_in,
-                                    r16,
-                                    range,
-                                    ws,
-                                    &mut y[at..at + here * g.ow],
-                                )
+                                match rq {
+                                    BandRq::Wide(r, range) => {
+                                        crate::arch::x86::avx512::depthwise_q8::run(
+                                            &band_in, r, range, ws, out,
+                                        )
+                                    }
+                                    BandRq::Avx2(r, range) => {
+                                        crate::arch::x86::avx2::depthwise_q8::run(
+                                            &band_in, r, range, ws, out,
+                                        )
+                                    }
+                                }
                             };
                         }
                         if done {
@@ -352,4 +364,20 @@ pub(super) fn pick<T: Copy>(v: &[T], c: usize) -> Option<T> {
     } else {
         v.get(c).copied()
     }
+}
+
+/// The vector band's requantizer and output range, per ISA (built once per channel and
+/// kept on the stack: the size difference is registers, not a copy per call).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+#[allow(clippy::large_enum_variant)]
+enum BandRq {
+    Wide(
+        crate::arch::x86::avx512::requant::Rq16,
+        crate::arch::x86::avx512::requant::Q8Range,
+    ),
+    Avx2(
+        crate::arch::x86::avx2::requant::Rq8,
+        crate::arch::x86::avx2::requant::Q8Range8,
+    ),
 }

@@ -260,8 +260,7 @@ pub(crate) fn lanes_floats(ring: usize, wp: usize, ow: usize) -> Option<usize> {
         .checked_add(ow.div_ceil(16).checked_mul(64)?)
 }
 
-/// The range of an 8-bit output type: u8's, else i8's (for the x86 vector epilogues).
-#[cfg(target_arch = "x86_64")]
+/// The range of an 8-bit output type: u8's, else i8's (for the vector epilogues).
 pub(super) fn q8_bounds(y: DType) -> (i32, i32) {
     if y == DType::U8 {
         (0, 255)
@@ -330,6 +329,62 @@ pub fn workspace_levels(
 /// Workspace bytes of a task at its preferred level ([`workspace_levels`]).
 pub fn workspace_bytes(p: &QConvParams, ins: &[Option<Shape>], outs: &[Shape]) -> usize {
     workspace_levels(p, ins, outs)[0]
+}
+
+/// One channel's band of a depthwise conv on the f32 plane (the ISAs' `depthwise_q8::run`):
+/// its input plane, where the band starts, and the window.
+pub struct DwBand<'a> {
+    /// The channel's `h × w` input bytes (u8, or i8 when `signed`).
+    pub plane: &'a [u8],
+    pub signed: bool,
+    pub h: usize,
+    pub w: usize,
+    /// The band's first input row (negative: padding rows).
+    pub iy0: isize,
+    /// Input rows and padded columns of the band (`wp` from input column `−pl`).
+    pub rows: usize,
+    pub wp: usize,
+    pub pl: usize,
+    /// The padding value (the activation zero point).
+    pub pad: f32,
+    /// The taps, row-major, `kh × kw`.
+    pub taps: &'a [f32],
+    pub kh: usize,
+    pub kw: usize,
+    pub dh: usize,
+    pub dw: usize,
+    /// Strides: rows any, columns 1 or 2.
+    pub sh: usize,
+    pub sw: usize,
+    /// Output rows of the band and their width.
+    pub here: usize,
+    pub ow: usize,
+    pub corr: i32,
+}
+
+impl DwBand<'_> {
+    /// Whether the band kernels take a window of these column strides.
+    pub fn stride_fits(sw: usize) -> bool {
+        sw == 1 || sw == 2
+    }
+
+    /// Whether the band fits a buffer of `buf` f32 (its `rows × wp` widened rows) and an
+    /// output of `y` bytes (`here × ow`), and the window reaches no column or row past
+    /// the band.
+    pub fn fits(&self, buf: usize, y: usize) -> bool {
+        let reach_x = (self.ow.saturating_sub(1)) * self.sw + (self.kw.saturating_sub(1)) * self.dw;
+        let reach_y =
+            (self.here.saturating_sub(1)) * self.sh + (self.kh.saturating_sub(1)) * self.dh;
+        DwBand::stride_fits(self.sw)
+            && self.kh != 0
+            && self.kw != 0
+            && self.taps.len() >= self.kh * self.kw
+            && self.rows.checked_mul(self.wp).is_some_and(|n| buf >= n)
+            && y >= self.here * self.ow
+            && self.plane.len() >= self.h * self.w
+            && reach_x < self.wp
+            && reach_y < self.rows
+    }
 }
 
 /// A depthwise conv sixteen channels a vector (the ISAs' `depthwise_q8::lanes`): the input

@@ -450,19 +450,16 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     if !s.zb.iter().all(|&z| z == 0) {
         return shape("int8 conv: quad weights need zero weight zero points");
     }
-    // A 1×1 conv with few channels on VNNI: the pointwise kernel (pixels in lanes, no copy
-    // and no transposes) reads the channel quads in place.
-    #[cfg(target_arch = "x86_64")]
+    // A 1×1 conv with few channels: the pointwise kernel (pixels in lanes, no copy and no
+    // transposes) reads the channel quads in place.
     if layout == QuadLayout::Channels
         && is_pointwise(p, g)
         && s.esize == 1
         && crate::ops::gemm_i8::vector_form(s.rq)
-        && isa::isa() == Isa::Avx512
-        && crate::ops::gemm_i8::avx512::has_vnni()
+        && crate::ops::gemm_i8::pointwise::available()
         && let Ok(table) = bytemuck::try_cast_slice::<i8, i32>(s.b)
     {
-        // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
-        return unsafe { run_pointwise(s, x, (table, s.plen / 4, true), corr, &[], y) };
+        return run_pointwise(s, x, (table, s.plen / 4, true), corr, &[], y);
     }
     let (copy, results) = ws.split_at_mut(copy_len);
     let geo = QuadGeo {

@@ -210,29 +210,24 @@ pub(super) fn conv_on<A: Act + bytemuck::Pod>(
         }),
         _ => None,
     };
-    #[cfg(target_arch = "x86_64")]
     if is_pointwise(p, g)
         && esize == 1
         && crate::ops::gemm_i8::vector_form(s.rq)
         && table
-        && crate::ops::gemm_i8::avx512::has_vnni()
-        && isa::isa() == isa::Isa::Avx512
+        && pointwise::available()
         && let Ok(table) = bytemuck::try_cast_slice_mut::<u8, i32>(&mut *block_ws)
         && let Some(table) = table.get_mut(..pointwise::table_len(g.m, cg).unwrap_or(usize::MAX))
     {
         pointwise::fill_table(s.b, s.plen, g.group, mg, g.k, table);
         let kq = cg.div_ceil(4);
-        // SAFETY: VNNI and AVX-512 F/BW/VL were detected just above.
-        return unsafe {
-            run_pointwise(
-                s,
-                x,
-                (table, mg * kq, false),
-                flip.unwrap_or(s.corr),
-                s.zb,
-                y,
-            )
-        };
+        return run_pointwise(
+            s,
+            x,
+            (table, mg * kq, false),
+            flip.unwrap_or(s.corr),
+            s.zb,
+            y,
+        );
     }
     let acc_len = rows * mg * esize;
     let cols_len = (rows * g.k + 63) & !63;
@@ -343,14 +338,10 @@ pub(super) fn to_planes(
     }
 }
 
-/// The VNNI pointwise kernel over every batch and group: `table` holds each group's `per`
-/// weight quads (the packed table, or the blob's channel quads when `quads`), `corr` the
-/// corrections the activations' reading needs (flipped for i8).
-///
-/// # Safety
-/// The CPU supports AVX-512 F/BW/VL and VNNI.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn run_pointwise<A: Act + bytemuck::Pod>(
+/// The pointwise kernel ([`pointwise::run_group`]) over every batch and group: `table`
+/// holds each group's `per` weight quads (the packed table, or the blob's channel quads when
+/// `quads`), `corr` the corrections the activations' reading needs (flipped for i8).
+pub(super) fn run_pointwise<A: Act + bytemuck::Pod>(
     s: &Slices<'_>,
     x: &[A],
     (table, per, quads): (&[i32], usize, bool),
@@ -386,8 +377,7 @@ pub(super) unsafe fn run_pointwise<A: Act + bytemuck::Pod>(
                 hi,
             };
             let at = (n * g.m + gi * mg) * hw;
-            // SAFETY: the caller's CPU features.
-            if !unsafe { pointwise::run_group(&group, &mut y[at..at + mg * hw]) } {
+            if !pointwise::run_group(&group, &mut y[at..at + mg * hw]) {
                 return Err(KernelError::Shape("int8 pointwise conv: slices"));
             }
         }
