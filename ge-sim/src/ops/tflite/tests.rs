@@ -261,17 +261,15 @@ fn vector_requantization_is_the_scalar_one() {
     }
 }
 
-/// The AVX-512 int8 Add gives the scalar Add's bytes, on real and malformed parameters.
+/// The AVX-512 and AVX2 int8 Adds give the scalar Add's bytes, on real and malformed
+/// parameters (lengths with and without a partial vector).
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn vector_add_is_the_scalar_one() {
-    if !(std::is_x86_feature_detected!("avx512f")
+    let wide = std::is_x86_feature_detected!("avx512f")
         && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("avx512vl"))
-    {
-        std::println!("skipped: no AVX-512");
-        return;
-    }
+        && std::is_x86_feature_detected!("avx512vl");
+    let avx2 = std::is_x86_feature_detected!("avx2");
     let a: Vec<i8> = (0..203).map(|i| ((i * 73 + 5) % 256) as u8 as i8).collect();
     let b: Vec<i8> = (0..203)
         .map(|i| ((i * 151 + 99) % 256) as u8 as i8)
@@ -292,9 +290,19 @@ fn vector_add_is_the_scalar_one() {
         },
     ];
     for p in params {
-        let mut y = vec![0i8; a.len()];
-        // SAFETY: AVX-512 F/BW/VL were detected above.
-        assert!(unsafe { crate::arch::x86::avx512::requant::qadd_i8(&p, &a, &b, &mut y) });
+        let mut runs = Vec::new();
+        if wide {
+            let mut y = vec![0i8; a.len()];
+            // SAFETY: AVX-512 F/BW/VL were detected above.
+            assert!(unsafe { crate::arch::x86::avx512::requant::qadd_i8(&p, &a, &b, &mut y) });
+            runs.push(("avx512", y));
+        }
+        if avx2 {
+            let mut y = vec![0i8; a.len()];
+            // SAFETY: AVX2 was detected above.
+            assert!(unsafe { crate::arch::x86::avx2::requant::qadd_i8(&p, &a, &b, &mut y) });
+            runs.push(("avx2", y));
+        }
         let lo = p.act_min.max(-128);
         let hi = p.act_max.min(127);
         let clamped = QBinaryParams {
@@ -302,9 +310,11 @@ fn vector_add_is_the_scalar_one() {
             act_max: hi,
             ..p
         };
-        for i in 0..a.len() {
-            let want = super::binary::add(&clamped, i32::from(a[i]), i32::from(b[i]));
-            assert_eq!(i32::from(y[i]), want, "{i}: {p:?}");
+        for (isa, y) in &runs {
+            for i in 0..a.len() {
+                let want = super::binary::add(&clamped, i32::from(a[i]), i32::from(b[i]));
+                assert_eq!(i32::from(y[i]), want, "{isa} {i}: {p:?}");
+            }
         }
     }
 }

@@ -8,14 +8,13 @@ use core::arch::x86_64::*;
 
 use super::requant::{Q8Range8, Rq8, low_bytes};
 use crate::arch::x86::short_copy::copy_short;
-use crate::ops::gemm_i8::Requant;
 use crate::ops::gemm_i8::conv::{
     DwBand, LANE_TAPS, Planes, lanes_floats, lanes_ring, ring_advance, ring_slot, transpose16,
 };
 
 /// Runs the whole conv ([`Planes`]) into `y` (`[C][oh][ow]` bytes), the same bytes as the
-/// per-channel path. Requantizers in onnxruntime's f32 form only (`shift == 0`); `false`
-/// (nothing written) for TFLite's multiply-and-shift or when a length does not fit.
+/// per-channel path, requantized in either vector form ([`Rq8`]); `false` (nothing
+/// written) for the exact fixed-point form or when a length does not fit.
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
@@ -32,7 +31,8 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
         || p.taps.len() < p.c * k
         || !per(p.corr.len())
         || !per(p.rq.len())
-        || p.rq.iter().any(|r| r.shift != 0)
+        || !crate::ops::gemm_i8::vector_form(p.rq)
+        || p.rq.is_empty()
         || lanes_floats(ring, wp, p.ow).is_none_or(|n| n > ws.len())
         || p.ow == 0
         || p.oh == 0
@@ -43,21 +43,18 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
     let (ring_buf, out_buf) = ws.split_at_mut(ring * wp * 16);
     let obytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out_buf[..p.ow.div_ceil(16) * 16 * 4]);
     let pick = |v: &[i32], c: usize| if v.len() == 1 { v[0] } else { v[c] };
-    let scale =
-        |r: &[Requant], c: usize| f32::from_bits(r[if r.len() == 1 { 0 } else { c }].mult as u32);
+    // Channels `c..c + 8`'s requantizers (the tensor's one, or from the per-channel list).
+    let rq_at = |c: usize| match p.rq {
+        [r] => Rq8::splat(*r),
+        _ => Rq8::columns(p.rq.get(c..).filter(|r| !r.is_empty()).unwrap_or(p.rq)),
+    };
     let signed_out = p.lo < 0;
     // SAFETY: every pointer below stays inside the slices checked above: plane `c < C` row
     // `iy < h` columns `< w`, ring slot `< ring` pixel `< wp`, output bytes `< ow·16`,
     // output plane `c < C` row `oy < oh` columns `< ow`; the features are enabled here.
     unsafe {
         let pad = _mm256_set1_ps(p.pad);
-        let (zp, lo, hi) = (
-            _mm256_set1_epi32(p.zp),
-            _mm256_set1_epi32(p.lo),
-            _mm256_set1_epi32(p.hi),
-        );
-        let big = _mm256_set1_ps(1073741824.0);
-        let nbig = _mm256_set1_ps(-1073741824.0);
+        let range = Q8Range8::new(p.zp, p.lo, p.hi);
         let mut block = [0u8; 256];
         let mut trans = [0u8; 256];
         let mut otrans = [0u8; 256];
@@ -84,19 +81,19 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
                     _mm256_loadu_ps(lane.as_ptr().add(8)),
                 ];
             }
-            let (mut corr, mut sc) = ([0i32; 16], [0f32; 16]);
-            for j in 0..nc {
-                corr[j] = pick(p.corr, c0 + j);
-                sc[j] = scale(p.rq, c0 + j);
+            let mut corr = [0i32; 16];
+            for (j, v) in corr.iter_mut().enumerate().take(nc) {
+                *v = pick(p.corr, c0 + j);
             }
             let corr = [
                 _mm256_loadu_si256(corr.as_ptr() as *const __m256i),
                 _mm256_loadu_si256(corr.as_ptr().add(8) as *const __m256i),
             ];
-            let sc = [
-                _mm256_loadu_ps(sc.as_ptr()),
-                _mm256_loadu_ps(sc.as_ptr().add(8)),
-            ];
+            // `vector_form` (checked above): every half has its requantizers.
+            let (Some(rq0), Some(rq1)) = (rq_at(c0), rq_at(c0 + 8)) else {
+                return false;
+            };
+            let rqs = [rq0, rq1];
             // Input row `iy` (any, padding outside) into ring slot `slot`.
             let mut fill = |iy: isize, slot: usize| {
                 let row = ring_ptr.add(slot * wp * 16);
@@ -155,15 +152,11 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
                         }
                     }
                     for (q, a) in acc.iter().enumerate().take(n) {
-                        // onnxruntime's form: round_half_even(f32(acc + corr)·s) + zp, the
-                        // product clamped to ±2^30 first, then the output range.
+                        // Either requantization form, in the output range.
                         let mut out = [_mm256_setzero_si256(); 2];
                         for h in 0..2 {
                             let v = _mm256_add_epi32(_mm256_cvttps_epi32(a[h]), corr[h]);
-                            let f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc[h]);
-                            let f = _mm256_min_ps(_mm256_max_ps(f, nbig), big);
-                            let r = _mm256_add_epi32(_mm256_cvtps_epi32(f), zp);
-                            out[h] = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+                            out[h] = rqs[h].apply(v, range);
                         }
                         // 16 i32 → 16 i16 (in channel order) → 16 bytes.
                         let w = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(

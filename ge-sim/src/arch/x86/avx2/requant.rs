@@ -5,6 +5,7 @@
 
 use core::arch::x86_64::*;
 
+use crate::arch::x86::short_copy::copy_short;
 use crate::ops::gemm_i8::Requant;
 use crate::ops::tflite::fixed::mbqm_shifts as shifts;
 
@@ -169,6 +170,46 @@ pub fn low_bytes(q: __m256i) -> u64 {
     let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(b)) as u32;
     let hi = _mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(b)) as u32;
     u64::from(lo) | (u64::from(hi) << 32)
+}
+
+/// TFLite's int8 Add of equal-shaped `a` and `b` into `y` (`QBinaryParams`, op Add),
+/// eight at a time: lane for lane `ops::tflite::binary`'s scalar arithmetic (the AVX-512
+/// `qadd_i8` on eight lanes; ResNet-8's residual Adds took 36–143 µs each one value at a
+/// time). Returns `false` (nothing written) when the slices differ in length.
+#[target_feature(enable = "avx2")]
+pub fn qadd_i8(p: &ge_runtime::format::QBinaryParams, a: &[i8], b: &[i8], y: &mut [i8]) -> bool {
+    if a.len() != y.len() || b.len() != y.len() {
+        return false;
+    }
+    let splat = |m: i32, t: i32| {
+        let (l, r) = shifts(t);
+        (
+            _mm256_set1_epi32(m),
+            _mm256_set1_epi32(l),
+            _mm256_set1_epi32(r),
+        )
+    };
+    let (ma, la, ra) = splat(p.a_mult, p.a_shift);
+    let (mb, lb, rb) = splat(p.b_mult, p.b_shift);
+    let (mo, lo, ro) = splat(p.out_mult, p.out_shift);
+    let ls = _mm256_set1_epi32(p.left_shift.clamp(0, 31));
+    let (za, zb) = (_mm256_set1_epi32(p.a_zp), _mm256_set1_epi32(p.b_zp));
+    let range = Q8Range8::new(p.out_zp, p.act_min.max(-128), p.act_max.min(127));
+    for t in (0..y.len()).step_by(8) {
+        let n = 8.min(y.len() - t);
+        let (mut va, mut vb) = ([0u8; 8], [0u8; 8]);
+        copy_short(&mut va[..n], bytemuck::cast_slice(&a[t..t + n]));
+        copy_short(&mut vb[..n], bytemuck::cast_slice(&b[t..t + n]));
+        let widen = |v: [u8; 8]| _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(i64::from_le_bytes(v)));
+        let (va, vb) = (widen(va), widen(vb));
+        let sa = mbqm8(_mm256_sllv_epi32(_mm256_sub_epi32(va, za), ls), ma, la, ra);
+        let sb = mbqm8(_mm256_sllv_epi32(_mm256_sub_epi32(vb, zb), ls), mb, lb, rb);
+        let q = mbqm8(_mm256_add_epi32(sa, sb), mo, lo, ro);
+        let q = _mm256_min_epi32(_mm256_max_epi32(q, range.lo_zp), range.hi_zp);
+        let bytes = low_bytes(_mm256_add_epi32(q, range.zp)).to_le_bytes();
+        copy_short(bytemuck::cast_slice_mut(&mut y[t..t + n]), &bytes);
+    }
+    true
 }
 
 #[cfg(all(test, feature = "std"))]

@@ -58,7 +58,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     // channels a vector.
     #[cfg(target_arch = "x86_64")]
     let avx2 = isa::isa() == isa::Isa::Avx2Fma;
-    // AVX2 likewise, in two eight-lane halves (onnxruntime's requantization form only).
+    // AVX2 likewise, in two eight-lane halves.
     #[cfg(target_arch = "x86_64")]
     if (wide || avx2)
         && dw_lanes(p, g).is_some_and(|l| l > 0)
