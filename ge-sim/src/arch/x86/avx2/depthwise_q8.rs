@@ -241,35 +241,99 @@ pub unsafe fn run(b: &DwBand<'_>, rq: Rq8, range: Q8Range8, buf: &mut [f32], y: 
         }
     }
     let corr = _mm256_set1_epi32(b.corr);
-    let base = buf.as_ptr();
-    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    // Eight floats at `at`: a plain load inside the band, masked at its end (lanes past it
-    // read as zero and are never stored).
-    let load = |at: usize| {
-        // SAFETY: the plain load reads `at..at + 8 ≤ need`; the masked one only the lanes
-        // below `need − at`.
-        unsafe {
-            if at + 8 <= need {
-                _mm256_loadu_ps(base.add(at))
-            } else {
-                let n = need.saturating_sub(at).min(8) as i32;
-                let m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
-                _mm256_maskload_ps(base.wrapping_add(at.min(need)), m)
+    let buf = &*buf;
+    // Rows narrower than two vectors at column stride 1: the band's rows as one flat run
+    // (position `q` reads band `q + tap offset`; the columns past `ow` are computed and
+    // dropped), four vectors at a time, the bytes copied out row by row.
+    if b.sw == 1 && b.ow < 16 {
+        let len = (b.here - 1) * b.sh * b.wp + b.ow;
+        let step = b.sh * b.wp;
+        let mut q0 = 0;
+        while q0 < len {
+            let mut acc = [_mm256_setzero_ps(); 4];
+            for i in 0..b.kh {
+                for j in 0..b.kw {
+                    let wt = _mm256_set1_ps(b.taps[i * b.kw + j]);
+                    let off = i * b.dh * b.wp + j * b.dw;
+                    for (v, a) in acc.iter_mut().enumerate() {
+                        *a = _mm256_fmadd_ps(load8(buf, q0 + 8 * v + off), wt, *a);
+                    }
+                }
             }
+            let mut bytes = [0u8; 32];
+            for (v, &a) in acc.iter().enumerate() {
+                let q = rq.apply(_mm256_add_epi32(_mm256_cvttps_epi32(a), corr), range);
+                bytes[8 * v..8 * v + 8].copy_from_slice(&low_bytes(q).to_le_bytes());
+            }
+            // Output rows meeting positions `q0..q0 + 32`: row `r` is `r·step..+ow`.
+            let end = (q0 + 32).min(len);
+            let mut r = q0 / step;
+            while r * step < end {
+                let (lo, hi) = ((r * step).max(q0), (r * step + b.ow).min(end));
+                if lo < hi {
+                    let at = r * b.ow + lo - r * step;
+                    copy_short(&mut y[at..at + hi - lo], &bytes[lo - q0..]);
+                }
+                r += 1;
+            }
+            q0 += 32;
         }
-    };
-    let read = |at: usize| {
-        if b.sw == 1 {
-            load(at)
-        } else {
-            // [a0 a2 b0 b2 | a4 a6 b4 b6] → [a0 a2 a4 a6 b0 b2 b4 b6].
-            let pair = _mm256_shuffle_ps::<0b10_00_10_00>(load(at), load(at + 8));
-            _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(
-                pair,
-            )))
-        }
-    };
-    // Four output rows of sixteen positions at a time: eight independent chains.
+        return true;
+    }
+    if b.sw == 1 {
+        rows4::<1>(b, buf, rq, range, corr, y);
+    } else {
+        rows4::<2>(b, buf, rq, range, corr, y);
+    }
+    true
+}
+
+/// Eight floats of `buf` at `at`: a plain load inside it, masked at its end (lanes past it
+/// read as zero and are never stored).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn load8(buf: &[f32], at: usize) -> __m256 {
+    if let Some(v) = buf.get(at..at + 8) {
+        // SAFETY: eight floats.
+        unsafe { _mm256_loadu_ps(v.as_ptr()) }
+    } else {
+        let n = buf.len().saturating_sub(at).min(8) as i32;
+        let m = _mm256_cmpgt_epi32(
+            _mm256_set1_epi32(n),
+            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+        );
+        // SAFETY: only the lanes below `len − at` (none when `at ≥ len`) are read.
+        unsafe { _mm256_maskload_ps(buf.as_ptr().wrapping_add(at.min(buf.len())), m) }
+    }
+}
+
+/// Eight output positions from band offset `at` at column stride `SW` (1, or 2: the even
+/// positions of two loads, `[a0 a2 b0 b2 | a4 a6 b4 b6]` permuted into order).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn read8<const SW: usize>(buf: &[f32], at: usize) -> __m256 {
+    if SW == 1 {
+        load8(buf, at)
+    } else {
+        let pair = _mm256_shuffle_ps::<0b10_00_10_00>(load8(buf, at), load8(buf, at + 8));
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(
+            pair,
+        )))
+    }
+}
+
+/// The band's output rows, four rows of sixteen positions at a time: eight independent
+/// chains in registers (a last group of fewer rows computes four and stores its own; the
+/// rows past the band read as zero).
+#[target_feature(enable = "avx2,fma")]
+fn rows4<const SW: usize>(
+    b: &DwBand<'_>,
+    buf: &[f32],
+    rq: Rq8,
+    range: Q8Range8,
+    corr: __m256i,
+    y: &mut [u8],
+) {
     const ROWS: usize = 4;
     for oy0 in (0..b.here).step_by(ROWS) {
         let rows = ROWS.min(b.here - oy0);
@@ -279,11 +343,11 @@ pub unsafe fn run(b: &DwBand<'_>, rq: Rq8, range: Q8Range8, buf: &mut [f32], y: 
             for i in 0..b.kh {
                 for j in 0..b.kw {
                     let wt = _mm256_set1_ps(b.taps[i * b.kw + j]);
-                    let col = ox * b.sw + j * b.dw;
-                    for (r, a) in acc.iter_mut().enumerate().take(rows) {
+                    let col = ox * SW + j * b.dw;
+                    for (r, a) in acc.iter_mut().enumerate() {
                         let at = ((oy0 + r) * b.sh + i * b.dh) * b.wp + col;
-                        a[0] = _mm256_fmadd_ps(read(at), wt, a[0]);
-                        a[1] = _mm256_fmadd_ps(read(at + 8 * b.sw), wt, a[1]);
+                        a[0] = _mm256_fmadd_ps(read8::<SW>(buf, at), wt, a[0]);
+                        a[1] = _mm256_fmadd_ps(read8::<SW>(buf, at + 8 * SW), wt, a[1]);
                     }
                 }
             }
@@ -302,5 +366,4 @@ pub unsafe fn run(b: &DwBand<'_>, rq: Rq8, range: Q8Range8, buf: &mut [f32], y: 
             ox += 16;
         }
     }
-    true
 }

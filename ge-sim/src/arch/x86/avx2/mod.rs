@@ -12,6 +12,7 @@ pub(crate) mod gemm;
 pub(crate) mod gemm_column;
 #[cfg(feature = "std")]
 pub(crate) mod max_planes;
+pub(crate) mod plane_sums;
 pub(crate) mod pointwise;
 pub(crate) mod qconv_quads;
 pub(crate) mod qgemm;
