@@ -7,9 +7,11 @@
 
 use core::arch::x86_64::*;
 
+use crate::ops::gemm_i8::conv::Positions;
+
 use super::requant::{Q8Range, Rq16};
+use crate::ops::gemm_i8::MR;
 use crate::ops::gemm_i8::conv::QuadGeo;
-use crate::ops::gemm_i8::{MR, Requant};
 
 /// VNNI build of [`crate::ops::gemm_i8::conv::quads_tile`]: row `i`'s sixteen sums in
 /// `acc[i]`.
@@ -48,34 +50,6 @@ pub unsafe fn tile(a: *const u8, off: &[usize; MR], geo: QuadGeo, bp: *const i8)
     core::array::from_fn(|i| _mm512_add_epi32(even[i], odd[i]))
 }
 
-/// A band of a quad conv with few output channels, positions in lanes ([`positions`]).
-pub struct Positions<'a> {
-    /// The band's copy (channel quads: four bytes a column) and where its quad rows lie.
-    pub copy: &'a [u8],
-    pub geo: QuadGeo,
-    /// Bytes of a copied row.
-    pub wp: usize,
-    pub sh: usize,
-    /// Column stride: 1 or 2.
-    pub sw: usize,
-    /// Output rows of the band and their width.
-    pub here: usize,
-    pub ow: usize,
-    /// The group's quads (one panel: at most sixteen output channels).
-    pub weights: &'a [i8],
-    pub mg: usize,
-    pub corr: &'a [i32],
-    /// One requantizer or `mg`, in a vector form.
-    pub rq: &'a [Requant],
-    pub range: (i32, i32, i32),
-}
-
-/// Whether [`positions`] takes a conv: at most eight output channels a group (the
-/// sixteen-channel tile leaves half its lanes empty), column stride 1 or 2.
-pub fn positions_fit(mg: usize, sw: usize) -> bool {
-    mg <= 8 && (sw == 1 || sw == 2)
-}
-
 /// The band's outputs, sixteen positions of a row a vector: each quad row's sixteen
 /// activation dwords (a stride-2 row picks the even ones of two loads) times each output
 /// channel's quad broadcast, requantized per channel and stored straight into its plane
@@ -90,20 +64,7 @@ pub fn positions_fit(mg: usize, sw: usize) -> bool {
 pub unsafe fn positions(p: &Positions<'_>, y: &mut [u8], plane: usize) -> bool {
     const N: usize = 8;
     let quads = p.geo.quads();
-    let reach = p.geo.offset(quads.saturating_sub(1)) + 4;
-    let last = (p.here.saturating_sub(1)) * p.sh * p.wp + (p.ow.saturating_sub(1)) * p.sw * 4;
-    let per = |v: usize| v == 1 || v == p.mg;
-    if !positions_fit(p.mg, p.sw)
-        || quads == 0
-        || p.here == 0
-        || p.ow == 0
-        || p.copy.len() < last + reach
-        || p.weights.len() < quads * 64
-        || p.corr.len() < p.mg
-        || !per(p.rq.len())
-        || !crate::ops::gemm_i8::vector_form(p.rq)
-        || y.len() < (p.mg - 1) * plane + p.here * p.ow
-    {
+    if !p.fits(y.len(), plane) {
         return false;
     }
     let (zp, lo, hi) = p.range;

@@ -27,7 +27,9 @@ pub(super) use im2col::transpose_bytes;
 pub(crate) use im2col::transpose16;
 use im2col::*;
 use quads::*;
-pub use quads::{QuadGeo, QuadLayout, pack_quads, quad_layout, quads_len, quads_tile};
+pub use quads::{
+    Positions, QuadGeo, QuadLayout, pack_quads, positions_fit, quad_layout, quads_len, quads_tile,
+};
 pub use run::*;
 
 use ge_runtime::format::{

@@ -416,6 +416,59 @@ pub unsafe fn quads_tile(
     acc
 }
 
+/// A band of a quad conv with few output channels, positions in lanes (the ISAs'
+/// `qconv_quads::positions`).
+pub struct Positions<'a> {
+    /// The band's copy (channel quads: four bytes a column) and where its quad rows lie.
+    pub copy: &'a [u8],
+    pub geo: QuadGeo,
+    /// Bytes of a copied row.
+    pub wp: usize,
+    pub sh: usize,
+    /// Column stride: 1 or 2.
+    pub sw: usize,
+    /// Output rows of the band and their width.
+    pub here: usize,
+    pub ow: usize,
+    /// The group's quads (one panel: at most sixteen output channels).
+    pub weights: &'a [i8],
+    pub mg: usize,
+    pub corr: &'a [i32],
+    /// One requantizer or `mg`, in a vector form.
+    pub rq: &'a [Requant],
+    pub range: (i32, i32, i32),
+}
+
+/// Whether the positions kernels take a conv: at most eight output channels a group (the
+/// sixteen-channel tile leaves half its lanes empty), column stride 1 or 2.
+pub fn positions_fit(mg: usize, sw: usize) -> bool {
+    mg <= 8 && (sw == 1 || sw == 2)
+}
+
+impl Positions<'_> {
+    /// Whether the band fits the kernels: few channels and stride ([`positions_fit`]), the
+    /// copy holding every quad the band's positions read, a whole panel of weights, the
+    /// corrections, requantizers in a vector form (one or `mg`), and `y` (`y_len` bytes)
+    /// holding the band's rows of every channel, planes `plane` apart.
+    pub fn fits(&self, y_len: usize, plane: usize) -> bool {
+        let quads = self.geo.quads();
+        let reach = self.geo.offset(quads.saturating_sub(1)) + 4;
+        let last = (self.here.saturating_sub(1)) * self.sh * self.wp
+            + (self.ow.saturating_sub(1)) * self.sw * 4;
+        let per = |v: usize| v == 1 || v == self.mg;
+        positions_fit(self.mg, self.sw)
+            && quads != 0
+            && self.here != 0
+            && self.ow != 0
+            && self.copy.len() >= last + reach
+            && self.weights.len() >= quads * 64
+            && self.corr.len() >= self.mg
+            && per(self.rq.len())
+            && crate::ops::gemm_i8::vector_form(self.rq)
+            && y_len >= (self.mg - 1) * plane + self.here * self.ow
+    }
+}
+
 /// Runs one quad conv ([`Path::Quads`]) in `ws`: per group and band, the padded copy,
 /// then blocks of output positions through the tile and the GEMM's epilogue into
 /// `[positions][mg]`, transposed into the output planes.
@@ -479,13 +532,18 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     let xb: &[u8] = bytemuck::cast_slice(x);
     #[cfg(target_arch = "x86_64")]
     let (lo, hi) = q8_bounds(s.y);
+    // Few output channels: positions in lanes (VNNI's kernel, else AVX2's).
     #[cfg(target_arch = "x86_64")]
-    let positions = layout == QuadLayout::Channels
+    let positions = (layout == QuadLayout::Channels
         && esize == 1
-        && crate::arch::x86::avx512::qconv_quads::positions_fit(mg, sw)
-        && crate::ops::gemm_i8::vector_form(s.rq)
-        && isa::isa() == Isa::Avx512
-        && crate::ops::gemm_i8::avx512::has_vnni();
+        && positions_fit(mg, sw)
+        && crate::ops::gemm_i8::vector_form(s.rq))
+    .then(|| match isa::isa() {
+        Isa::Avx512 if crate::ops::gemm_i8::avx512::has_vnni() => Some(true),
+        Isa::Avx512 | Isa::Avx2Fma => Some(false),
+        Isa::Portable => None,
+    })
+    .flatten();
     for n in 0..g.batch {
         for gi in 0..g.group {
             let xg = &xb[(n * g.c + gi * cg) * g.h * g.w..][..cg * g.h * g.w];
@@ -505,8 +563,8 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
                 copy_band(layout, xg, g, cg, band, iy0, pl, pad, A::SIGNED, copy);
                 // Few output channels on VNNI: positions in lanes, straight into the planes.
                 #[cfg(target_arch = "x86_64")]
-                if positions {
-                    use crate::arch::x86::avx512::qconv_quads::{Positions, positions};
+                if let Some(vnni) = positions {
+                    use crate::arch::x86::{avx2, avx512};
                     let run = Positions {
                         copy,
                         geo,
@@ -522,9 +580,16 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
                         range: (s.zp, lo, hi),
                     };
                     let at = (n * g.m + gi * mg) * hw + o0 * g.ow;
-                    // SAFETY: `positions` is set only when VNNI and AVX-512 F/BW/VL were
-                    // detected.
-                    if unsafe { positions(&run, &mut y[at..], hw) } {
+                    // SAFETY: `positions` is `Some(true)` only when VNNI and AVX-512
+                    // F/BW/VL were detected, `Some(false)` when AVX2 was.
+                    let done = unsafe {
+                        if vnni {
+                            avx512::qconv_quads::positions(&run, &mut y[at..], hw)
+                        } else {
+                            avx2::qconv_quads::positions(&run, &mut y[at..], hw)
+                        }
+                    };
+                    if done {
                         continue;
                     }
                 }
