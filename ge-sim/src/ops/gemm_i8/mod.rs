@@ -147,7 +147,16 @@ pub(crate) fn qgemm_on<A: Act>(
                 }
                 // SAFETY: `check` proved rows `i0..i0 + mr` of A hold `k` values at `lda`
                 // apart (rows past `mr` repeat row `i0`) and packed B holds every panel.
-                let acc = unsafe { tile_on(isa, g.k, g.a.as_ptr(), &off, bp.as_ptr()) };
+                let acc = unsafe {
+                    match isa {
+                        // One row on AVX2 (a dense layer at batch 1): the row tile.
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx2Fma | Isa::Avx512 if X86_TILES && mr == 1 => {
+                            avx2::row(g.k, g.a.as_ptr(), off[0], bp.as_ptr())
+                        }
+                        _ => tile_on(isa, g.k, g.a.as_ptr(), &off, bp.as_ptr()),
+                    }
+                };
                 g.columns()
                     .store(isa, &acc, &rowsum, i0, mr, p * NR, &mut out);
             }
