@@ -11,6 +11,7 @@
 use core::arch::x86_64::*;
 
 use super::requant::{Q8Range8, Rq8, low_bytes};
+use crate::arch::x86::short_copy::copy_short;
 use crate::ops::gemm_i8::{Act, MR, NR, Requant};
 
 /// AVX2 build of [`crate::ops::gemm_i8::tile::tile`].
@@ -178,7 +179,8 @@ pub unsafe fn store_q8(
                 out[8 * h..8 * h + 8].copy_from_slice(&bytes);
             }
             let n = nr.min(NR);
-            core::ptr::copy_nonoverlapping(out.as_ptr(), c.add(i * ldc), n);
+            // A call-free copy (a `memcpy` call per row cost more than its products).
+            copy_short(core::slice::from_raw_parts_mut(c.add(i * ldc), n), &out);
         }
     }
 }

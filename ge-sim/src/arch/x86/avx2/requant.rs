@@ -23,6 +23,7 @@ pub struct Q8Range8 {
 
 impl Q8Range8 {
     #[target_feature(enable = "avx2")]
+    #[inline]
     pub fn new(zp: i32, lo: i32, hi: i32) -> Q8Range8 {
         let off = |b: i32| (i64::from(b) - i64::from(zp)).clamp(i32::MIN.into(), i32::MAX.into());
         Q8Range8 {
@@ -52,6 +53,7 @@ impl Rq8 {
     /// `r` in every lane; `None` for the exact (`shift > 0`) form, which only the scalar
     /// path computes.
     #[target_feature(enable = "avx2")]
+    #[inline]
     pub fn splat(r: Requant) -> Option<Rq8> {
         match (r.shift, r.tflite_shift()) {
             (0, _) => Some(Rq8::F32(_mm256_set1_ps(f32::from_bits(r.mult as u32)))),
@@ -71,6 +73,7 @@ impl Rq8 {
     /// vector form (`None` otherwise, or for an empty list); lanes past the list repeat its
     /// first record.
     #[target_feature(enable = "avx2")]
+    #[inline]
     pub fn columns(rq: &[Requant]) -> Option<Rq8> {
         let first = *rq.first()?;
         if rq.len() == 1 {
