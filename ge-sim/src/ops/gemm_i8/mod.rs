@@ -147,16 +147,7 @@ pub(crate) fn qgemm_on<A: Act>(
                 }
                 // SAFETY: `check` proved rows `i0..i0 + mr` of A hold `k` values at `lda`
                 // apart (rows past `mr` repeat row `i0`) and packed B holds every panel.
-                let acc = unsafe {
-                    match isa {
-                        // One row on AVX2 (a dense layer at batch 1): the row tile.
-                        #[cfg(target_arch = "x86_64")]
-                        Isa::Avx2Fma | Isa::Avx512 if X86_TILES && mr == 1 => {
-                            avx2::row(g.k, g.a.as_ptr(), off[0], bp.as_ptr())
-                        }
-                        _ => tile_on(isa, g.k, g.a.as_ptr(), &off, bp.as_ptr()),
-                    }
-                };
+                let acc = unsafe { tile_on(isa, g.k, g.a.as_ptr(), &off, mr, bp.as_ptr()) };
                 g.columns()
                     .store(isa, &acc, &rowsum, i0, mr, p * NR, &mut out);
             }
@@ -399,6 +390,9 @@ impl<A> QGemm<'_, A> {
     }
 }
 
+/// The tile of rows `off` on `isa` (`mr` of them real: the others repeat the first, and
+/// are left zero when `mr` is 1 on x86).
+///
 /// # Safety
 /// As [`tile::tile`]; `isa` must be supported by the CPU.
 #[inline]
@@ -407,14 +401,26 @@ unsafe fn tile_on<A: Act>(
     k: usize,
     a: *const A,
     off: &[usize; MR],
+    mr: usize,
     bp: *const i8,
 ) -> [[i32; NR]; MR] {
     match isa {
-        // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
+        // One row (a dense layer at batch 1): the row tile, whose other rows are zero.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe { avx2::tile(k, a, off, bp) },
-        // SAFETY: forwarded contract.
-        _ => unsafe { tile::tile(k, a, off, bp) },
+        Isa::Avx2Fma | Isa::Avx512 if X86_TILES && mr == 1 => {
+            // SAFETY: forwarded contract for row 0; the ISA was detected.
+            unsafe { avx2::row(k, a, off[0], bp) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma | Isa::Avx512 if X86_TILES => {
+            // SAFETY: forwarded contract; the ISA was detected.
+            unsafe { avx2::tile(k, a, off, bp) }
+        }
+        _ => {
+            let _ = mr;
+            // SAFETY: forwarded contract.
+            unsafe { tile::tile(k, a, off, bp) }
+        }
     }
 }
 

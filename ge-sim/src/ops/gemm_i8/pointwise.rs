@@ -88,17 +88,25 @@ impl Group<'_> {
             && super::vector_form(self.rq)
     }
 
-    /// Channel `j`'s weight quad `q` (little-endian bytes of four input channels), from
-    /// either table layout; 0 outside the table ([`Group::fits`] rules that out).
+    /// Where channel `j`'s weight quad `q` lies in `table`, in either layout.
     #[inline(always)]
-    pub fn weight(&self, j: usize, q: usize) -> i32 {
+    pub fn weight_index(&self, j: usize, q: usize) -> usize {
         let kq = self.cg.div_ceil(4);
-        let at = if self.quads {
+        if self.quads {
             ((j / 16) * kq + q) * 16 + j % 16
         } else {
             j * kq + q
-        };
-        self.table.get(at).copied().unwrap_or(0)
+        }
+    }
+
+    /// Channel `j`'s weight quad `q` (little-endian bytes of four input channels); 0
+    /// outside the table ([`Group::fits`] rules that out).
+    #[inline(always)]
+    pub fn weight(&self, j: usize, q: usize) -> i32 {
+        self.table
+            .get(self.weight_index(j, q))
+            .copied()
+            .unwrap_or(0)
     }
 }
 

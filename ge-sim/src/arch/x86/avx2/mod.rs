@@ -20,3 +20,9 @@ pub(crate) mod qlinear_add;
 pub(crate) mod requant;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;
+
+/// The i16 pair `(lo, hi)` as the one i32 lane `vpmaddwd` reads (a weight pair broadcast).
+#[inline(always)]
+pub(crate) fn i16_pair(lo: i8, hi: i8) -> i32 {
+    (i32::from(lo) & 0xffff) | (i32::from(hi) << 16)
+}

@@ -44,8 +44,8 @@ struct Split {
 #[target_feature(enable = "avx2")]
 pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
     let kq = g.cg.div_ceil(4);
-    let per = |n: usize| n == 1 || n == g.mg;
-    if !g.fits(y.len()) || !per(g.rq.len()) || g.rq.iter().any(|r| Rq8::splat(*r).is_none()) {
+    // `fits` includes one requantizer or `mg`, all in one vector form (which `Rq8` takes).
+    if !g.fits(y.len()) {
         return false;
     }
     let mut xs: Quads = [[[_mm256_setzero_si256(); 2]; REGS]; MAX_POINTWISE_CG / 4];
@@ -121,9 +121,9 @@ fn split_weights(g: &Group<'_>, j0: usize, chunk: usize, split: &mut Split) {
         let (panel, q, t) = (i / (16 * kq), i / 16 % kq, i % 16);
         let j = j0 + panel * 16 + t;
         let quad = if j < g.mg { g.weight(j, q) } else { 0 }.to_le_bytes();
-        let pair = |a: u8, b: u8| (i32::from(a as i8) & 0xffff) | (i32::from(b as i8) << 16);
-        split.even[i] = pair(quad[0], quad[2]);
-        split.odd[i] = pair(quad[1], quad[3]);
+        let b = quad.map(|v| v as i8);
+        split.even[i] = super::i16_pair(b[0], b[2]);
+        split.odd[i] = super::i16_pair(b[1], b[3]);
     }
 }
 

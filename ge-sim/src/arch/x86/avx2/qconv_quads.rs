@@ -85,8 +85,7 @@ pub unsafe fn positions(p: &Positions<'_>, y: &mut [u8], plane: usize) -> bool {
     for (r, row) in split.iter_mut().enumerate().take(quads) {
         for (j, w) in row.iter_mut().enumerate() {
             let b = &p.weights[r * 64 + 4 * j..r * 64 + 4 * j + 4];
-            let pair = |a: i8, c: i8| (i32::from(a) & 0xffff) | (i32::from(c) << 16);
-            *w = [pair(b[0], b[2]), pair(b[1], b[3])];
+            *w = [super::i16_pair(b[0], b[2]), super::i16_pair(b[1], b[3])];
         }
     }
     let (zp, lo, hi) = p.range;

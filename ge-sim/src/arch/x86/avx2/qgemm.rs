@@ -28,34 +28,20 @@ pub unsafe fn tile<A: Act>(
     let z = _mm256_setzero_si256();
     let mut acc = [[z; 2]; MR];
     let pairs = k / 2;
-    for q in 0..pairs {
-        // SAFETY: pair `q` (32 bytes) of the panel and `a[off[i] + 2q + {0, 1}]` are in bounds
-        // per the contract; AVX2 is enabled on this function.
-        unsafe {
-            let raw = _mm256_loadu_si256(bp.add(q * 2 * NR) as *const __m256i);
-            let b0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(raw));
-            let b1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(raw));
+    // SAFETY: every call reads pair `q ≤ ⌈k/2⌉ − 1` (32 bytes) of the panel and `a[off[i] +
+    // 2q + {0, 1}]` (only the first for an odd `k`'s last pair), in bounds per the contract;
+    // AVX2 is enabled on this function.
+    unsafe {
+        for q in 0..pairs {
+            let b = panel_pair(bp, q);
             for (c, &o) in acc.iter_mut().zip(off) {
-                let av = widen::<A>(_mm_set1_epi16(
-                    (a.add(o + 2 * q) as *const i16).read_unaligned(),
-                ));
-                c[0] = _mm256_add_epi32(c[0], _mm256_madd_epi16(av, b0));
-                c[1] = _mm256_add_epi32(c[1], _mm256_madd_epi16(av, b1));
+                madd_pair(c, a_pair(a, o + 2 * q), b);
             }
         }
-    }
-    if k % 2 == 1 {
-        // SAFETY: as above, for the last (half-filled) pair; only its first A value is read.
-        unsafe {
-            let raw = _mm256_loadu_si256(bp.add(pairs * 2 * NR) as *const __m256i);
-            let b0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(raw));
-            let b1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(raw));
+        if k % 2 == 1 {
+            let b = panel_pair(bp, pairs);
             for (c, &o) in acc.iter_mut().zip(off) {
-                // The pair (a, 0): the byte zero-extended into 16 bits.
-                let byte = *(a.add(o + 2 * pairs) as *const u8);
-                let av = widen::<A>(_mm_set1_epi16(i16::from(byte)));
-                c[0] = _mm256_add_epi32(c[0], _mm256_madd_epi16(av, b0));
-                c[1] = _mm256_add_epi32(c[1], _mm256_madd_epi16(av, b1));
+                madd_pair(c, a_last(a, o + 2 * pairs), b);
             }
         }
     }
@@ -82,41 +68,25 @@ pub unsafe fn row<A: Act>(k: usize, a: *const A, off: usize, bp: *const i8) -> [
     let z = _mm256_setzero_si256();
     let mut acc = [[z; 2]; 2];
     let pairs = k / 2;
-    // The pair `q < ⌈k/2⌉` (32 bytes) of the panel and `a[off + 2q + {0, 1}]` (only the
-    // first for an odd `k`'s last pair) are in bounds per the contract.
-    let step = |acc: &mut [__m256i; 2], q: usize, av: __m256i| {
-        // SAFETY: panel pair `q`, in bounds (above).
-        let raw = unsafe { _mm256_loadu_si256(bp.add(q * 2 * NR) as *const __m256i) };
-        let b0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(raw));
-        let b1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(raw));
-        acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(av, b0));
-        acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(av, b1));
-    };
-    // SAFETY: as above.
-    let pair = |q: usize| unsafe {
-        widen::<A>(_mm_set1_epi16(
-            (a.add(off + 2 * q) as *const i16).read_unaligned(),
-        ))
-    };
-    let mut q = 0;
-    while q + 2 <= pairs {
-        let (p0, p1) = (pair(q), pair(q + 1));
-        step(&mut acc[0], q, p0);
-        step(&mut acc[1], q + 1, p1);
-        q += 2;
-    }
-    if q < pairs {
-        let p0 = pair(q);
-        step(&mut acc[0], q, p0);
-    }
-    if k % 2 == 1 {
-        // SAFETY: the last A value of the row; the pair (a, 0) zero-extended into 16 bits.
-        let byte = unsafe { *(a.add(off + 2 * pairs) as *const u8) };
-        step(
-            &mut acc[1],
-            pairs,
-            widen::<A>(_mm_set1_epi16(i16::from(byte))),
-        );
+    // SAFETY: every call reads what `tile`'s do, for the one row at `off`.
+    unsafe {
+        let mut q = 0;
+        while q + 2 <= pairs {
+            let (p0, p1) = (a_pair(a, off + 2 * q), a_pair(a, off + 2 * q + 2));
+            madd_pair(&mut acc[0], p0, panel_pair(bp, q));
+            madd_pair(&mut acc[1], p1, panel_pair(bp, q + 1));
+            q += 2;
+        }
+        if q < pairs {
+            madd_pair(&mut acc[0], a_pair(a, off + 2 * q), panel_pair(bp, q));
+        }
+        if k % 2 == 1 {
+            madd_pair(
+                &mut acc[1],
+                a_last(a, off + 2 * pairs),
+                panel_pair(bp, pairs),
+            );
+        }
     }
     let mut out = [[0i32; NR]; MR];
     // SAFETY: `out[0]` is 16 i32 = two unaligned 32-byte stores.
@@ -127,6 +97,56 @@ pub unsafe fn row<A: Act>(k: usize, a: *const A, off: usize, bp: *const i8) -> [
         _mm256_storeu_si256(out[0].as_mut_ptr().add(8) as *mut __m256i, h1);
     }
     out
+}
+
+/// Pair `q` of a packed panel (sixteen columns' two rows) as the i16 pairs `vpmaddwd`
+/// reads: columns 0–7, then 8–15.
+///
+/// # Safety
+/// The panel holds pair `q` (32 bytes at `bp + 32q`); the CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn panel_pair(bp: *const i8, q: usize) -> [__m256i; 2] {
+    // SAFETY: per the contract.
+    let raw = unsafe { _mm256_loadu_si256(bp.add(q * 2 * NR) as *const __m256i) };
+    [
+        _mm256_cvtepi8_epi16(_mm256_castsi256_si128(raw)),
+        _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(raw)),
+    ]
+}
+
+/// The activation pair `a[at], a[at + 1]` broadcast and widened.
+///
+/// # Safety
+/// Both values are readable; the CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn a_pair<A: Act>(a: *const A, at: usize) -> __m256i {
+    // SAFETY: per the contract.
+    widen::<A>(_mm_set1_epi16(unsafe {
+        (a.add(at) as *const i16).read_unaligned()
+    }))
+}
+
+/// An odd `k`'s last activation as the pair `(a[at], 0)`: the byte zero-extended into 16
+/// bits, then widened.
+///
+/// # Safety
+/// `a[at]` is readable; the CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn a_last<A: Act>(a: *const A, at: usize) -> __m256i {
+    // SAFETY: per the contract.
+    let byte = unsafe { *(a.add(at) as *const u8) };
+    widen::<A>(_mm_set1_epi16(i16::from(byte)))
+}
+
+/// `c += pairs(av) · b`, sixteen columns in two halves.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn madd_pair(c: &mut [__m256i; 2], av: __m256i, b: [__m256i; 2]) {
+    c[0] = _mm256_add_epi32(c[0], _mm256_madd_epi16(av, b[0]));
+    c[1] = _mm256_add_epi32(c[1], _mm256_madd_epi16(av, b[1]));
 }
 
 /// An activation pair broadcast as bytes `[a0, a1]` × 8 widened to the i16 pairs `vpmaddwd`

@@ -20,15 +20,9 @@ pub unsafe fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
         return false;
     }
     let pick = |v: &[i32], j: usize| if v.len() == 1 { v[0] } else { v[j] };
-    // Channel `j`'s weight quad `q` (`Group::weight`'s index, unchecked in the loop below:
-    // `fits` checked the table's length for every `j < mg`, `q < kq`).
-    let at = |j: usize, q: usize| {
-        if g.quads {
-            ((j / 16) * kq + q) * 16 + j % 16
-        } else {
-            j * kq + q
-        }
-    };
+    // Channel `j`'s weight quad `q`, unchecked in the loop below: `fits` checked the
+    // table's length for every `j < mg`, `q < kq`.
+    let at = |j: usize, q: usize| g.weight_index(j, q);
     // SAFETY: every load reads `n ≤ 16` bytes (masked) of a plane row `r < cg` at `p0 <
     // hw`, inside `x`; every store writes `n` bytes of row `j < mg` at `p0`, inside `y`;
     // the table, corrections, zero points and scales were checked above (`fits`).
