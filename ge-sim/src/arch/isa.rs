@@ -15,12 +15,11 @@
 pub enum Isa {
     /// Plain Rust, whatever the target's baseline vectors are (SSE2 on x86-64, NEON on AArch64).
     Portable,
-    /// x86-64 with AVX2 and FMA: the 6×16 register tile, 8-wide element loops.
-    #[cfg(target_arch = "x86_64")]
+    /// x86-64 with AVX2 and FMA: the 6×16 register tile, 8-wide element loops. Named on
+    /// every target (so kernels' dispatch needs no `cfg`), supported only on x86-64.
     Avx2Fma,
-    /// x86-64 with AVX-512 F/BW/VL (and AVX2+FMA): element loops at 16 lanes; the GEMM tile
-    /// is still the AVX2 one.
-    #[cfg(target_arch = "x86_64")]
+    /// x86-64 with AVX-512 F/BW/VL (and AVX2+FMA): element loops and the f32 GEMM blocks at
+    /// 16 lanes, VNNI int8 tiles where the CPU has it. Supported only on x86-64.
     Avx512,
 }
 
@@ -47,20 +46,14 @@ impl Isa {
     pub const fn name(self) -> &'static str {
         match self {
             Isa::Portable => "portable",
-            #[cfg(target_arch = "x86_64")]
             Isa::Avx2Fma => "avx2",
-            #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => "avx512",
         }
     }
 
-    /// Whether this is the AVX-512 class. Names no x86-only variant, so code built for
-    /// every target can ask it (always false off x86-64).
+    /// Whether this is the AVX-512 class (never what [`isa`] returns off x86-64).
     pub const fn is_avx512(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        return matches!(self, Isa::Avx512);
-        #[cfg(not(target_arch = "x86_64"))]
-        false
+        matches!(self, Isa::Avx512)
     }
 
     /// Parses a `GE_ISA` value.
@@ -77,9 +70,7 @@ impl Isa {
     pub fn supported(self) -> bool {
         match self {
             Isa::Portable => true,
-            #[cfg(target_arch = "x86_64")]
             Isa::Avx2Fma => has_avx2_fma(),
-            #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => has_avx2_fma() && has_avx512(),
         }
     }
@@ -119,6 +110,16 @@ fn has_avx512() -> bool {
         target_feature = "avx512bw",
         target_feature = "avx512vl"
     ))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn has_avx2_fma() -> bool {
+    false
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn has_avx512() -> bool {
+    false
 }
 
 /// The ISA `GE_ISA` asks for: `Ok(None)` when unset (or without `std`), an error when the
@@ -227,6 +228,9 @@ pub fn with_simd<R>(f: impl FnOnce() -> R) -> R {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma => unsafe { avx2(f) },
         Isa::Portable => f(),
+        // Off x86-64 `isa()` is always portable.
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => f(),
     }
 }
 

@@ -84,20 +84,11 @@ pub(crate) fn run(
         DType::I8 => {
             let (xa, xb) = (a.as_slice::<i8>()?, b.as_slice::<i8>()?);
             let out = y.as_slice_mut::<i8>()?;
-            #[cfg(target_arch = "x86_64")]
             if form == Form::General
                 && sa == sy
                 && sb == sy
-                && xa.len() == out.len()
-                && xb.len() == out.len()
-                && matches!(
-                    crate::arch::isa::isa(),
-                    crate::arch::isa::Isa::Avx2Fma | crate::arch::isa::Isa::Avx512
-                )
+                && crate::arch::kernels::qlinear_add_i8(&k, xa, xb, out)
             {
-                // SAFETY: `isa()` detected AVX2 and FMA; the three slices have one length
-                // (else `broadcast2` below reports the mismatch).
-                unsafe { crate::arch::x86::avx2::qlinear_add::add_i8(&k, xa, xb, out) };
                 return Ok(());
             }
             apply(form, k, out, &sy, xa, &sa, xb, &sb, |v| v as i8, i32::from)
@@ -187,7 +178,6 @@ mod tests {
     }
 
     /// The AVX2 loop (eight at a time, then the tail) gives the portable bytes.
-    #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_loop_gives_the_portable_bytes() {
         use crate::arch::isa::{Isa, isa};
@@ -200,8 +190,7 @@ mod tests {
             .map(|i| ((i * 91 + 5) % 256) as u8 as i8)
             .collect();
         let mut got = vec![0i8; a.len()];
-        // SAFETY: AVX2 and FMA detected above; equal lengths.
-        unsafe { crate::arch::x86::avx2::qlinear_add::add_i8(&k, &a, &b, &mut got) };
+        assert!(crate::arch::kernels::qlinear_add_i8(&k, &a, &b, &mut got));
         for i in 0..a.len() {
             let want = k.general(i32::from(a[i]), i32::from(b[i]));
             assert_eq!(i32::from(got[i]), want, "at {i}");

@@ -78,30 +78,8 @@ fn softplus<T: Real>(x: T) -> T {
 /// `None`.
 #[inline]
 fn sigmoid_fast(op: UnaryOp, x: Option<&[f32]>, y: &mut [f32]) -> bool {
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if matches!(op, UnaryOp::Sigmoid | UnaryOp::Silu) {
-        let times_x = op == UnaryOp::Silu;
-        if isa::isa() == isa::Isa::Avx512 {
-            let (n, dst) = (y.len(), y.as_mut_ptr());
-            let src = match x {
-                Some(x) if x.len() == n => x.as_ptr(),
-                Some(_) => return false,
-                // In place: one pointer for both (a read pointer taken from `y` before its
-                // write pointer would not be valid for reads after it).
-                None => dst.cast_const(),
-            };
-            // SAFETY: `n` values readable from `src` and writable at `dst` (the same slice or
-            // one of equal length); the CPU has AVX-512 (the chosen class).
-            unsafe { crate::arch::x86::avx512::sigmoid::map(src, dst, n, times_x) };
-            return true;
-        }
-        return match x {
-            Some(x) => crate::arch::x86::avx2::sigmoid::map(x, y, times_x),
-            None => crate::arch::x86::avx2::sigmoid::map_in_place(y, times_x),
-        };
-    }
-    let _ = (op, x, y);
-    false
+    matches!(op, UnaryOp::Sigmoid | UnaryOp::Silu)
+        && crate::arch::kernels::sigmoid(x, y, op == UnaryOp::Silu)
 }
 
 /// [`float_op`] on f32, built for AVX2+FMA when the CPU has it.

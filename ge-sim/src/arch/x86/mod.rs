@@ -4,7 +4,14 @@
 pub(crate) mod avx2;
 pub(crate) mod avx512;
 #[cfg(feature = "std")]
+pub(crate) mod f16c;
+#[cfg(feature = "std")]
 pub(crate) mod prefetch;
 pub(crate) mod short_copy;
+pub(crate) mod sse2;
+#[cfg(all(test, feature = "std"))]
+mod tests;
+#[cfg(feature = "std")]
+pub(crate) mod vec16;
 #[cfg(feature = "std")]
 pub(crate) mod window2d;

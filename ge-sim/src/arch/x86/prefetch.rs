@@ -68,3 +68,21 @@ impl Spread {
         }
     }
 }
+
+impl crate::ops::nchwc::conv::Tile {
+    /// The prefetch of [`Tile::ahead`] for a SIMD tile walking `CB`-channel tap steps: a
+    /// slice per step on blocked input; all at once on a plain input, whose step is one
+    /// channel of one tap (testing for a prefetch each step cost the stem 18%).
+    #[inline(always)]
+    pub(crate) fn spread<const CB: usize>(
+        &self,
+        geo: &crate::ops::nchwc::conv::Geometry,
+    ) -> Spread {
+        let steps = if CB == ge_runtime::format::BLOCK {
+            (self.cibs.1 - self.cibs.0) * geo.kernel[0] * geo.kernel[1]
+        } else {
+            0
+        };
+        Spread::new(self.ahead.0, self.ahead.1, steps)
+    }
+}

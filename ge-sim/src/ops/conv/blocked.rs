@@ -109,15 +109,7 @@ pub(super) fn run_blocked(
 /// 16 lanes at a time. O(input).
 fn prologue(x: &[f32], scale: &[f32], shift: &[f32], act: TileAct, xt: &mut [f32], plane: usize) {
     use crate::ops::gemm::micro::act_scalar;
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if crate::arch::isa::isa() == crate::arch::isa::Isa::Avx512
-        && matches!(
-            act,
-            TileAct::None | TileAct::Clamp { .. } | TileAct::Leaky { .. } | TileAct::HardSwish
-        )
-    {
-        // SAFETY: `isa()` returns AVX-512 only where the CPU has it.
-        unsafe { each_avx512(x, scale, shift, act, xt, plane) };
+    if crate::arch::kernels::blocked_prologue(x, scale, shift, act, xt, plane) {
         return;
     }
     // One build per activation kind, the match outside the loop (inside it, a branch per
@@ -162,7 +154,7 @@ fn each(
 /// Each channel block of `x` and `xt` (`plane` pixels of 16 channels; images follow each
 /// other) with its 16 scales and shifts.
 #[inline(always)]
-fn channel_blocks<'a>(
+pub(crate) fn channel_blocks<'a>(
     x: &'a [f32],
     scale: &'a [f32],
     shift: &'a [f32],
@@ -177,37 +169,4 @@ fn channel_blocks<'a>(
             let c0 = i % blocks * BLOCK;
             (xb, tb, &scale[c0..c0 + BLOCK], &shift[c0..c0 + BLOCK])
         })
-}
-
-/// [`each`] on AVX-512, a pixel's 16 channels in one register: LLVM vectorized `each`'s
-/// pixel loop instead, one gather per lane (microcoded on Zen 4: DenseNet's pre-activation
-/// 1×1 convs spent 18% of its run here). The same multiply, add and activation per value
-/// ([`crate::ops::gemm::avx512::act`] is bitwise [`act_scalar`] for these activations).
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VL; `act` is none, a clamp, leaky or HardSwish.
-///
-/// [`act_scalar`]: crate::ops::gemm::micro::act_scalar
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn each_avx512(
-    x: &[f32],
-    scale: &[f32],
-    shift: &[f32],
-    act: TileAct,
-    xt: &mut [f32],
-    plane: usize,
-) {
-    use core::arch::x86_64::{_mm512_add_ps, _mm512_loadu_ps, _mm512_mul_ps, _mm512_storeu_ps};
-    for (xb, tb, s, t) in channel_blocks(x, scale, shift, xt, plane) {
-        // SAFETY: 16 values at each pointer (slices of BLOCK); AVX-512F is enabled here.
-        unsafe {
-            let (s, t) = (_mm512_loadu_ps(s.as_ptr()), _mm512_loadu_ps(t.as_ptr()));
-            for (px, out) in xb.chunks_exact(BLOCK).zip(tb.chunks_exact_mut(BLOCK)) {
-                let v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(px.as_ptr()), s), t);
-                let v = crate::ops::gemm::avx512::act(v, act);
-                _mm512_storeu_ps(out.as_mut_ptr(), v);
-            }
-        }
-    }
 }

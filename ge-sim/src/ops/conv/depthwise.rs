@@ -20,7 +20,6 @@
 
 use super::Geo;
 use super::phase_split::{deinterleave, phase_row, valid};
-#[cfg(target_arch = "x86_64")]
 use crate::arch::isa::{Isa, isa};
 use crate::ops::copy::copy_short;
 use crate::ops::gemm::WS_SLOTS;
@@ -165,10 +164,7 @@ pub(super) fn plane(
     let taps = Taps(&offs.offs[..n], &w[..n]);
     let (band, out) = buf[..lay.slot_len()].split_at_mut(lay.band_len);
     // Eight chunks in flight fill AVX-512's registers; four (eight ymm) AVX2's.
-    #[cfg(target_arch = "x86_64")]
     let wide = isa() == Isa::Avx512;
-    #[cfg(not(target_arch = "x86_64"))]
-    let wide = false;
     let mut o0 = 0;
     while o0 < oh {
         let o1 = (o0 + lay.band_out).min(oh);

@@ -111,7 +111,6 @@ pub(crate) fn layout_within(geo: &Geo, ws: usize) -> Option<Layout> {
 
 /// A band layout for tiles that do not run along rows (the AVX2 lanes path, which takes
 /// its pixels anywhere in the band): narrow rows allowed at any stride.
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
 pub(crate) fn any_rows_layout(geo: &Geo) -> Option<Layout> {
     band_layout(geo, usize::MAX, true)
 }

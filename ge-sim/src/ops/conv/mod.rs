@@ -27,11 +27,11 @@ pub use run::*;
 pub use transpose::*;
 
 #[cfg(feature = "std")]
-mod blocked;
+pub(crate) mod blocked;
 mod depthwise;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-use crate::arch::x86::{avx2::conv_lanes as lanes, avx512::depthwise as depthwise_avx512};
+pub(crate) mod depthwise_blocks;
 pub(crate) mod direct;
+pub(crate) mod lanes;
 mod phase_split;
 
 use ge_runtime::format::{ChannelLayout, ConvParams, Shape, TensorMut, TensorRef, WeightLayout};

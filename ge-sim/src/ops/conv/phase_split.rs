@@ -4,8 +4,6 @@
 //! of their time copying value by value) fill their rows here. O(row) per row.
 
 use super::Geo;
-#[cfg(target_arch = "x86_64")]
-use crate::arch::isa::{Isa, isa};
 use crate::ops::copy::copy_short;
 
 /// The valid columns `lo..hi` of horizontal phase `h` in a phase row of `pw`: padded column
@@ -88,14 +86,7 @@ pub(super) fn deinterleave(
 #[inline(always)]
 fn split_pairs(src: &[f32], p0: &mut [f32], p1: &mut [f32]) {
     let n = p0.len().min(p1.len()).min(src.len() / 2);
-    #[allow(unused_mut)]
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if isa() != Isa::Portable {
-        // SAFETY: `isa()` names only classes the CPU has, all with AVX2; `n` pairs fit
-        // every slice.
-        done = unsafe { split_pairs_avx2(&src[..2 * n], &mut p0[..n], &mut p1[..n]) };
-    }
+    let done = crate::arch::kernels::split_pairs(&src[..2 * n], &mut p0[..n], &mut p1[..n]);
     for ((a, b), s) in p0[done..n]
         .iter_mut()
         .zip(&mut p1[done..n])
@@ -104,38 +95,4 @@ fn split_pairs(src: &[f32], p0: &mut [f32], p1: &mut [f32]) {
         *a = s[0];
         *b = s[1];
     }
-}
-
-/// [`split_pairs`] eight pairs at a time; returns the pairs done (`len − len mod 8`).
-///
-/// # Safety
-/// The CPU must support AVX2; `src.len() = 2·p0.len() = 2·p1.len()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn split_pairs_avx2(src: &[f32], p0: &mut [f32], p1: &mut [f32]) -> usize {
-    use core::arch::x86_64::*;
-    let n = p0.len() / 8 * 8;
-    let mut j = 0;
-    while j < n {
-        // SAFETY: pairs `j..j + 8` lie inside the three slices (`j + 8 ≤ n`).
-        unsafe {
-            let a = _mm256_loadu_ps(src.as_ptr().add(2 * j));
-            let b = _mm256_loadu_ps(src.as_ptr().add(2 * j + 8));
-            // Per 128-bit half: a0 a2 b0 b2 | a4 a6 b4 b6 (odds: 1 3), then the 64-bit
-            // pairs reordered (0, 2, 1, 3).
-            let quads = |v: __m256| {
-                _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
-            };
-            _mm256_storeu_ps(
-                p0.as_mut_ptr().add(j),
-                quads(_mm256_shuffle_ps::<0x88>(a, b)),
-            );
-            _mm256_storeu_ps(
-                p1.as_mut_ptr().add(j),
-                quads(_mm256_shuffle_ps::<0xDD>(a, b)),
-            );
-        }
-        j += 8;
-    }
-    n
 }

@@ -9,9 +9,9 @@ pub(super) enum Path {
     /// outputs in registers ([`depthwise`]); `None`: the row loop (3-D, or no workspace).
     Depthwise(Option<depthwise::Layout>),
     /// Depthwise conv on AVX-512: 16 channels at a time as pixel vectors
-    /// ([`depthwise_avx512`]); chosen at run time over the band when the CPU has it.
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    DepthwiseBlocked(depthwise_avx512::Layout),
+    /// ([`depthwise_blocks`]); chosen at run time over the band when the CPU has it.
+    #[cfg(feature = "std")]
+    DepthwiseBlocked(depthwise_blocks::Layout),
     /// 1×1, stride 1, unpadded conv: GEMM on the input.
     Pointwise,
     /// Conv: the register tile reading a padded band of the input in place.
@@ -20,7 +20,7 @@ pub(super) enum Path {
     Implicit,
     /// Conv on AVX2: output channels in the lanes, pixels broadcast from the direct path's
     /// band ([`lanes`]); chosen at run time over the direct and im2col paths.
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    #[cfg(feature = "std")]
     Lanes(direct::Layout),
     /// ConvTranspose: GEMM then col2im over column chunks of `cols`.
     Columns { cols: usize },
@@ -38,7 +38,7 @@ impl Path {
     pub(super) fn depthwise(&self) -> bool {
         match self {
             Path::Depthwise(_) => true,
-            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            #[cfg(feature = "std")]
             Path::DepthwiseBlocked(_) => true,
             _ => false,
         }
@@ -92,10 +92,11 @@ pub(super) fn plan(
             None
         };
         // Room for the AVX-512 channel blocks too, whichever CPU runs the blob.
-        #[cfg(all(feature = "std", target_arch = "x86_64"))]
-        let blocked = depthwise_avx512::layout(&geo).map_or(0, |l| l.ws_len());
-        #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
-        let blocked = 0;
+        let blocked = if crate::arch::kernels::DEPTHWISE_BLOCKS {
+            depthwise_blocks::layout(&geo).map_or(0, |l| l.ws_len())
+        } else {
+            0
+        };
         return Ok(Plan {
             geo,
             path: Path::Depthwise(lay),
@@ -147,17 +148,16 @@ pub(super) fn plan(
 /// Workspace f32 the lanes path needs where it would take a conv planned on `path`, 0
 /// elsewhere: room for it whichever CPU runs the blob (firmware plans none).
 pub(super) fn lanes_ws_len(geo: &Geo, path: Path) -> usize {
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if let Some(lay) = lanes_layout(geo, path) {
+    if crate::arch::kernels::CONV_LANES
+        && let Some(lay) = lanes_layout(geo, path)
+    {
         return lanes::ws_len(geo, &lay);
     }
-    let _ = (geo, path);
     0
 }
 
 /// The band the lanes path would read for a conv planned on `path` (the direct path's, or
 /// for narrow strided rows planned on im2col one of its own), if the path suits the conv.
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
 pub(super) fn lanes_layout(geo: &Geo, path: Path) -> Option<direct::Layout> {
     let lay = match path {
         Path::Direct(lay) => lay,

@@ -112,8 +112,9 @@ pub fn run_conv_on(
             None => {}
         }
     }
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if isa::isa() == isa::Isa::Avx2Fma
+    #[cfg(feature = "std")]
+    if crate::arch::kernels::CONV_LANES
+        && isa::isa() == isa::Isa::Avx2Fma
         && let Some(lay) = lanes_layout(&pl.geo, pl.path)
         && lanes::ws_len(&pl.geo, &lay).saturating_mul(4) <= ws.len()
     {
@@ -163,10 +164,11 @@ pub fn run_conv_on(
         pl.path = Path::Depthwise(lay);
         pl.gemm_len = lay.map_or(0, |l| l.ws_len());
     }
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if matches!(pl.path, Path::Depthwise(Some(_)))
+    #[cfg(feature = "std")]
+    if crate::arch::kernels::DEPTHWISE_BLOCKS
+        && matches!(pl.path, Path::Depthwise(Some(_)))
         && isa::isa() == isa::Isa::Avx512
-        && let Some(lay) = depthwise_avx512::layout(&pl.geo)
+        && let Some(lay) = depthwise_blocks::layout(&pl.geo)
         && lay.ws_len().saturating_mul(4) <= ws.len()
     {
         pl.path = Path::DepthwiseBlocked(lay);
@@ -342,20 +344,21 @@ pub(super) fn run_conv_planned(
                     direct::run(&geo, &lay, grp, gws, par)?;
                 }
             }
-            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            #[cfg(feature = "std")]
             Path::Lanes(lay) => {
                 for g in 0..geo.g {
                     let grp = direct_group(&geo, &ops, xb, yb, b, g, act, prologue);
-                    lanes::run(&geo, &lay, grp, gws, par)?;
+                    crate::arch::kernels::conv_lanes(&geo, &lay, grp, gws, par)
+                        .ok_or(KernelError::BadParams("conv lanes path without AVX2"))??;
                 }
             }
-            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            #[cfg(feature = "std")]
             Path::DepthwiseBlocked(lay) => {
                 let rb = ops
                     .residual
                     .map(|r| &r[b * geo.m * yp..(b + 1) * geo.m * yp]);
                 let act = act.unwrap_or(crate::ops::gemm::TileAct::None);
-                depthwise_blocks(&geo, &lay, xb, &ops, rb, act, yb, gws, par);
+                run_depthwise_blocks(&geo, &lay, xb, &ops, rb, act, yb, gws, par)?;
             }
             Path::Columns { .. } => return Err(KernelError::BadParams("conv plan")),
         }
@@ -393,13 +396,14 @@ pub(super) fn direct_group<'a>(
     }
 }
 
-/// One batch of a depthwise conv on [`depthwise_avx512`]: blocks of 16 channels split
-/// between thread slots (each channel's values are the same on any split).
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
+/// One batch of a depthwise conv in channel blocks ([`depthwise_blocks`]): blocks of 16
+/// channels split between thread slots (each channel's values are the same on any split).
+/// An error where the ISA has no such kernel (the path is only planned where it has).
+#[cfg(feature = "std")]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn depthwise_blocks(
+pub(super) fn run_depthwise_blocks(
     geo: &Geo,
-    lay: &depthwise_avx512::Layout,
+    lay: &depthwise_blocks::Layout,
     xb: &[f32],
     ops: &Operands<'_>,
     rb: Option<&[f32]>,
@@ -407,8 +411,9 @@ pub(super) fn depthwise_blocks(
     yb: &mut [f32],
     gws: &mut [f32],
     par: &dyn Parallel,
-) {
-    use depthwise_avx512::LANES;
+) -> KernelResult {
+    use depthwise_blocks::LANES;
+    let missing = core::sync::atomic::AtomicBool::new(false);
     let (xp, yp, taps) = (geo.big_plane, geo.small_plane, geo.kprod);
     let blocks = geo.c.div_ceil(LANES);
     let slots = if geo.c * yp * taps < PAR_MIN_TAPS {
@@ -430,9 +435,9 @@ pub(super) fn depthwise_blocks(
             let y =
                 unsafe { core::slice::from_raw_parts_mut(yptr.get().add(c0 * yp), (c1 - c0) * yp) };
             let first = blk == s * blocks / slots;
-            // SAFETY: `Path::DepthwiseBlocked` is only planned when the CPU has AVX-512.
-            unsafe {
-                depthwise_avx512::block(
+            // SAFETY: the slices are this block's channels; `buf` is the slot's.
+            let done = unsafe {
+                crate::arch::kernels::depthwise_block(
                     geo,
                     lay,
                     &xb[c0 * xp..c1 * xp],
@@ -445,6 +450,10 @@ pub(super) fn depthwise_blocks(
                     first,
                 )
             };
+            if !done {
+                missing.store(true, core::sync::atomic::Ordering::Relaxed);
+                return;
+            }
         }
     };
     if slots == 1 {
@@ -452,6 +461,10 @@ pub(super) fn depthwise_blocks(
     } else {
         par.run(slots, &body);
     }
+    if missing.into_inner() {
+        return Err(KernelError::BadParams("depthwise blocks without AVX-512"));
+    }
+    Ok(())
 }
 
 pub(super) fn finish(p: &ConvParams, y: &mut [f32]) -> KernelResult {

@@ -435,12 +435,13 @@ fn check(c: &Case, transpose: bool) -> Path {
         let im2col = gemm_packed_ws_len(pl.geo.small_plane, pl.rows) * 4;
         // On AVX2 the lanes path runs a direct, pointwise or im2col plan in what it
         // needs, which may be less than the plan's other paths.
-        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        #[cfg(feature = "std")]
         let lanes_fit = !transpose
+            && crate::arch::kernels::CONV_LANES
             && isa::isa() == isa::Isa::Avx2Fma
             && lanes_layout(&pl.geo, pl.path)
                 .is_some_and(|lay| lanes::ws_len(&pl.geo, &lay) * 4 <= nbytes - 4);
-        #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
+        #[cfg(not(feature = "std"))]
         let lanes_fit = false;
         // A GEMM plan short of its slots runs on the slots the workspace holds.
         let one_slot = (pl.col_len + pack_slot_len(pl.geo.small_plane, pl.rows)) * 4 <= nbytes - 4;
@@ -892,7 +893,7 @@ fn banded_depthwise_with_residual_is_the_row_loop() {
 /// AVX-512 channel blocks against the row loop bitwise, on one slot and three: channel
 /// counts off a multiple of 16, rows of several 16-pixel transposes, strides 2 and 3,
 /// dilation, one-sided and asymmetric padding, a residual, special input values.
-#[cfg(target_arch = "x86_64")]
+#[cfg(feature = "std")]
 #[test]
 fn blocked_depthwise_is_the_row_loop() {
     if isa::isa() != isa::Isa::Avx512 {
@@ -920,7 +921,7 @@ fn blocked_depthwise_is_the_row_loop() {
             Some(t(&yd, &rv)),
         ];
         let planned = plan(&p, false, &xs, &wsh, &ys).unwrap();
-        let lay = depthwise_avx512::layout(&planned.geo).unwrap();
+        let lay = depthwise_blocks::layout(&planned.geo).unwrap();
         assert!(
             lay.ws_len() <= planned.gemm_len,
             "{x:?}: blocks outgrow the plan"
@@ -962,7 +963,7 @@ fn blocked_depthwise_is_the_row_loop() {
 /// prologue, strides, dilations, groups, partial channel blocks and pixel tiles, several
 /// K blocks and bands. The planned path is the reference only with vector tiles (the
 /// lanes path is chosen on AVX2 alone): under `GE_ISA=portable` it sums in another order.
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[cfg(feature = "std")]
 #[test]
 fn lanes_path_is_the_planned_paths_values() {
     if !isa::Isa::Avx2Fma.supported() || isa::isa() == isa::Isa::Portable {

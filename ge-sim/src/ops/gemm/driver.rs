@@ -118,9 +118,13 @@ pub fn gemm_packed(
         check_operand(r.len(), m, n, ldr)?;
     }
     let slot = pack_slot_len(n, k);
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if n == 1 && k > 0 && al == ALayout::Panels && micro::isa() != micro::Isa::Portable {
-        return gemm_column(m, k, a, b, c, ldc, ep, ws, slot, par);
+    if n == 1
+        && k > 0
+        && al == ALayout::Panels
+        && let Some(done) =
+            crate::arch::tile::gemm_column(micro::isa(), m, k, a, b, c, ldc, ep, ws, slot, par)
+    {
+        return done;
     }
     let (split, slots) = choose_split(m, n, k, par.threads());
     // A workspace planned smaller than one slot per thread (where the arena peaks) runs on
@@ -167,78 +171,6 @@ pub fn gemm_packed(
                 bpack,
             )
         };
-    };
-    if slots == 1 {
-        body(0);
-    } else {
-        par.run(slots, &body);
-    }
-    Ok(())
-}
-
-/// [`gemm_packed`] for one column of C from panel-packed A, on AVX2 ([`column`]: the tile's
-/// values). Slots take whole panels of rows; each packs B's K blocks into its own part of
-/// `ws` (`slot` f32 each). The caller has validated the extents.
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn gemm_column(
-    m: usize,
-    k: usize,
-    a: &[f32],
-    b: &dyn PackB,
-    c: &mut [f32],
-    ldc: usize,
-    ep: &Epilogue<'_>,
-    ws: &mut [f32],
-    slot: usize,
-    par: &dyn Parallel,
-) -> Result<(), KernelError> {
-    let panels = m.div_ceil(MR);
-    let t = par.threads().clamp(1, WS_SLOTS).min(panels);
-    let slots = if m.saturating_mul(k) < PAR_MIN_MACS {
-        1
-    } else {
-        t
-    };
-    let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
-    let cep = column::ColumnEp {
-        alpha: ep.alpha,
-        accumulate: ep.accumulate,
-        bias: ep.row_bias,
-        res: ep.residual,
-        act: ep.act,
-    };
-    let kb = k_block(k);
-    let (cp, wp) = (SendPtr(c.as_mut_ptr()), SendPtr(ws.as_mut_ptr()));
-    let body = |s: usize| {
-        let rows = (
-            (s * panels / slots) * MR,
-            ((s + 1) * panels / slots * MR).min(m),
-        );
-        // SAFETY: slot `s` owns `ws[s·slot..(s+1)·slot]` exclusively.
-        let xb = unsafe { core::slice::from_raw_parts_mut(wp.get().add(s * slot), slot) };
-        let mut pc = 0;
-        while pc < k && rows.0 < rows.1 {
-            let kc = kb.min(k - pc);
-            let last = pc + kc >= k;
-            b.pack(pc, kc, 0, 1, &mut xb[..kc * NR]);
-            // SAFETY: AVX2+FMA (the ISA is not portable); `a` holds `m·k` (checked by
-            // `gemm_packed`), the packed block `kc·NR`; slots write disjoint rows of C.
-            unsafe {
-                column::column(
-                    m,
-                    k,
-                    a,
-                    &xb[..kc * NR],
-                    (pc, kc, last),
-                    rows,
-                    cp.get(),
-                    ldc,
-                    &cep,
-                )
-            };
-            pc += kc;
-        }
     };
     if slots == 1 {
         body(0);
@@ -334,11 +266,10 @@ pub(super) unsafe fn gemm_block(
                 // Pre-packed weights (panels) of the next rows' K block, prefetched to L2
                 // while this block runs: read once a run, they arrive cold from L3 or
                 // memory and stalled the block's first tile.
-                #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if al == ALayout::Panels && k > 0 {
+                if crate::arch::PREFETCH && al == ALayout::Panels && k > 0 {
                     for i in (ir + bm..(ir + 2 * bm).min(r1)).step_by(MR) {
                         let (at, _, w) = al.at(m, k, i, pc);
-                        crate::arch::x86::prefetch::l2(a[at..].as_ptr(), kc * w);
+                        crate::arch::prefetch_l2(a[at..].as_ptr(), kc * w);
                     }
                 }
                 for jr in (0..nc).step_by(bn) {

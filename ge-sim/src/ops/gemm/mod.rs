@@ -10,17 +10,13 @@
 //! Work is split between host threads by output tiles, so every element is computed by the
 //! same instructions whatever the thread count.
 
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-use crate::arch::x86::avx2::gemm_column as column;
-#[cfg(target_arch = "x86_64")]
-pub(crate) use crate::arch::x86::{avx2::gemm as avx2, avx512::gemm as avx512};
 mod driver;
 mod gemv;
 mod matmul;
-pub mod micro;
+pub use crate::arch::tile as micro;
 mod pack;
 #[cfg(feature = "std")]
-pub mod peak;
+pub use crate::arch::peak;
 mod sgemm;
 mod task;
 mod workspace;
@@ -59,7 +55,7 @@ const NC: usize = 128;
 /// Packing slots planned in a GEMM's workspace: the most host threads one GEMM uses.
 pub const WS_SLOTS: usize = 4;
 /// Below this many multiply-adds a GEMM runs on one thread.
-const PAR_MIN_MACS: usize = 1 << 18;
+pub(crate) const PAR_MIN_MACS: usize = 1 << 18;
 
 /// The epilogue of a [`gemm_packed`]:
 /// `C = act(alpha · op(A)·op(B) (+ C) (+ bias[row]) (+ R))`.

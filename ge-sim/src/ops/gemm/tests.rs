@@ -157,10 +157,10 @@ fn residual_epilogue_matches_naive() {
     }
 }
 
-/// One column (`n = 1`) from panel-packed A takes [`column`] on AVX2: bitwise the tile's
+/// One column (`n = 1`) from panel-packed A takes the one-column kernel on AVX2: bitwise the tile's
 /// values (a sigmoid within 4 ulp: the AVX-512 tile's own form), which column 0 of the same product with two columns gives; K blocks (k 700),
 /// partial and several panels in flight, every epilogue, serial and on two threads.
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[cfg(feature = "std")]
 #[test]
 fn one_column_is_the_tiles_values() {
     if micro::isa() == micro::Isa::Portable {

@@ -114,37 +114,10 @@ impl Group<'_> {
 /// AVX2's); `false` (nothing written) when the slices do not fit the geometry or the CPU
 /// has neither.
 pub fn run_group(g: &Group<'_>, y: &mut [u8]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::arch::isa::{self, Isa};
-        match isa::isa() {
-            // SAFETY: the ISA (and VNNI) were detected.
-            Isa::Avx512 if super::avx512::has_vnni() => unsafe {
-                crate::arch::x86::avx512::pointwise::run_group(g, y)
-            },
-            // SAFETY: AVX-512 implies AVX2; the ISA was detected.
-            Isa::Avx512 | Isa::Avx2Fma => unsafe {
-                crate::arch::x86::avx2::pointwise::run_group(g, y)
-            },
-            _ => false,
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (g, y);
-        false
-    }
+    crate::arch::qtile::pointwise_group(g, y)
 }
 
 /// Whether this CPU runs [`run_group`]'s kernels (x86 with AVX2 or AVX-512 on).
 pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::arch::isa::{self, Isa};
-        matches!(isa::isa(), Isa::Avx512 | Isa::Avx2Fma)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::arch::qtile::pointwise_available()
 }

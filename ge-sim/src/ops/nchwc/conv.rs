@@ -170,25 +170,6 @@ pub(crate) struct Tile {
     pub end: Option<TileEnd>,
 }
 
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-impl Tile {
-    /// The prefetch of [`Tile::ahead`] for a SIMD tile walking `CB`-channel tap steps: a
-    /// slice per step on blocked input; all at once on a plain input, whose step is one
-    /// channel of one tap (testing for a prefetch each step cost the stem 18%).
-    #[inline(always)]
-    pub(crate) fn spread<const CB: usize>(
-        &self,
-        geo: &Geometry,
-    ) -> crate::arch::x86::prefetch::Spread {
-        let steps = if CB == BLOCK {
-            (self.cibs.1 - self.cibs.0) * geo.kernel[0] * geo.kernel[1]
-        } else {
-            0
-        };
-        crate::arch::x86::prefetch::Spread::new(self.ahead.0, self.ahead.1, steps)
-    }
-}
-
 /// What [`Tile::end`] adds: `act(sum + bias + residual)` in [`finish`]'s order, so the
 /// values are the band epilogue's.
 #[derive(Clone, Copy)]
@@ -614,19 +595,10 @@ pub(crate) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
         // The raw sums are the outputs.
         return;
     }
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if isa == Isa::Avx512 && !zero {
-        // SAFETY: forwarded; the CPU has AVX-512.
-        unsafe { super::conv_avx512::finish(e) };
+    // SAFETY: forwarded.
+    if !zero && unsafe { crate::arch::kernels::blocked_finish(e, isa) } {
         return;
     }
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if isa == Isa::Avx2Fma && !zero {
-        // SAFETY: forwarded; the CPU has AVX2 and FMA.
-        unsafe { super::conv_avx2::finish(e) };
-        return;
-    }
-    let _ = isa;
     for f in 0..e.fb {
         for i in 0..e.px * BLOCK {
             let at = f * e.plane + i;
@@ -650,19 +622,10 @@ pub(crate) unsafe fn finish(e: &BandEnd, zero: bool, isa: Isa) {
 /// # Safety
 /// As [`band`], for this tile.
 unsafe fn dispatch(geo: &Geometry, t: &Tile, fb: usize, px: usize, isa: Isa) {
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if isa == Isa::Avx512 {
-        // SAFETY: forwarded; the CPU has AVX-512 (`isa()` only returns supported classes).
-        unsafe { super::conv_avx512::tile(geo, t, fb, px) };
+    // SAFETY: forwarded.
+    if unsafe { crate::arch::kernels::blocked_tile(geo, t, fb, px, isa) } {
         return;
     }
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if isa == Isa::Avx2Fma {
-        // SAFETY: forwarded; the CPU has AVX2 and FMA.
-        unsafe { super::conv_avx2::tile(geo, t, fb, px) };
-        return;
-    }
-    let _ = isa;
     // SAFETY: forwarded.
     unsafe { portable(geo, t, fb, px) };
 }

@@ -23,11 +23,9 @@ use ge_runtime::format::{BLOCK, ChannelLayout, blocked_weight_index};
 
 use super::conv::{BandEnd, Geometry, Operands, finish, split_bands, tap_row};
 use crate::arch::isa::{self, Isa};
+use crate::arch::vec16::{Scalar, Vec16};
 use crate::ops::KernelError;
 use crate::threads::Parallel;
-
-/// 16 channels of one pixel.
-type Lanes = [f32; BLOCK];
 
 /// Output pixels accumulated at once (independent add chains for the two FP ports).
 const PIX: usize = 8;
@@ -124,12 +122,8 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     };
     // SAFETY: the band's rows of this block; the CPU runs `isa` (`run`'s contract).
     unsafe {
-        match isa {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => rows_avx512(&rows),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => rows_avx2(&rows),
-            _ => rows.run::<Scalar>(),
+        if !crate::arch::kernels::blocked_depthwise_rows(&rows, isa) {
+            rows.run::<Scalar>();
         }
     }
     let end = BandEnd {
@@ -149,7 +143,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
 
 /// Output rows `o.0..o.1` of one block: its input plane `x`, weights `wt`, the
 /// [`interior`] columns, output row `o.0` at `y`.
-struct Rows<'a> {
+pub(crate) struct Rows<'a> {
     geo: &'a Geometry,
     x: *const f32,
     wt: Weights,
@@ -164,7 +158,7 @@ impl Rows<'_> {
     /// # Safety
     /// The rows are inside the validated operands; `V`'s ISA is enabled on the caller.
     #[inline(always)]
-    unsafe fn run<V: Vec16>(&self) {
+    pub(crate) unsafe fn run<V: Vec16>(&self) {
         for o in self.o.0..self.o.1 {
             let y = self.y.wrapping_add((o - self.o.0) * self.geo.ow * BLOCK);
             // SAFETY: row `o` of this block's output plane; the taps stay in its input
@@ -172,28 +166,6 @@ impl Rows<'_> {
             unsafe { out_row::<V>(self, o, y) };
         }
     }
-}
-
-/// [`Rows::run`] on AVX-512 registers.
-///
-/// # Safety
-/// As [`Rows::run`]; the CPU has AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn rows_avx512(r: &Rows<'_>) {
-    // SAFETY: forwarded.
-    unsafe { r.run::<Zmm>() }
-}
-
-/// [`Rows::run`] on pairs of AVX registers.
-///
-/// # Safety
-/// As [`Rows::run`]; the CPU has AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2(r: &Rows<'_>) {
-    // SAFETY: forwarded.
-    unsafe { r.run::<Ymm2>() }
 }
 
 /// The output columns `[lo, hi)` whose taps all lie inside the input row.
@@ -376,121 +348,5 @@ unsafe fn border<V: Vec16, const P: usize>(
     for (p, a) in acc.iter().enumerate() {
         // SAFETY: pixel `j + p` of the output row.
         unsafe { V::store(y.wrapping_add((j + p) * BLOCK), *a) };
-    }
-}
-
-/// 16 f32 lanes (one block of one pixel) as the kernel uses them: every operation reads or
-/// writes exactly 16 values.
-trait Vec16: Copy {
-    fn zero() -> Self;
-    /// The 16 values at `p`.
-    ///
-    /// # Safety
-    /// `p..p + 16` readable; the implementation's ISA enabled on the caller.
-    unsafe fn load(p: *const f32) -> Self;
-    /// # Safety
-    /// `p..p + 16` writable; as [`Self::load`].
-    unsafe fn store(p: *mut f32, v: Self);
-    /// `a + x·w`: one rounding where the ISA has FMA, two on plain arrays.
-    fn mul_add(a: Self, x: Self, w: Self) -> Self;
-}
-
-/// Plain arrays: any target.
-#[derive(Clone, Copy)]
-struct Scalar(Lanes);
-
-impl Vec16 for Scalar {
-    #[inline(always)]
-    fn zero() -> Self {
-        Scalar([0.0; BLOCK])
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        // SAFETY: contract.
-        Scalar(unsafe { p.cast::<Lanes>().read_unaligned() })
-    }
-    #[inline(always)]
-    unsafe fn store(p: *mut f32, v: Self) {
-        // SAFETY: contract.
-        unsafe { p.cast::<Lanes>().write_unaligned(v.0) }
-    }
-    #[inline(always)]
-    fn mul_add(mut a: Self, x: Self, w: Self) -> Self {
-        for ((a, x), w) in a.0.iter_mut().zip(x.0).zip(w.0) {
-            *a += x * w;
-        }
-        a
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-use core::arch::x86_64::{
-    __m256, __m512, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-    _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_setzero_ps, _mm512_storeu_ps,
-};
-
-/// One AVX-512 register.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Zmm(__m512);
-
-#[cfg(target_arch = "x86_64")]
-impl Vec16 for Zmm {
-    #[inline(always)]
-    fn zero() -> Self {
-        // SAFETY: register-only; only built under AVX-512 (`rows_avx512`).
-        Zmm(unsafe { _mm512_setzero_ps() })
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        // SAFETY: contract.
-        Zmm(unsafe { _mm512_loadu_ps(p) })
-    }
-    #[inline(always)]
-    unsafe fn store(p: *mut f32, v: Self) {
-        // SAFETY: contract.
-        unsafe { _mm512_storeu_ps(p, v.0) }
-    }
-    #[inline(always)]
-    fn mul_add(a: Self, x: Self, w: Self) -> Self {
-        // SAFETY: register-only; only built under AVX-512 (`rows_avx512`).
-        Zmm(unsafe { _mm512_fmadd_ps(x.0, w.0, a.0) })
-    }
-}
-
-/// Two AVX registers.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Ymm2(__m256, __m256);
-
-#[cfg(target_arch = "x86_64")]
-impl Vec16 for Ymm2 {
-    #[inline(always)]
-    fn zero() -> Self {
-        // SAFETY: register-only; only built under AVX2 (`rows_avx2`).
-        unsafe { Ymm2(_mm256_setzero_ps(), _mm256_setzero_ps()) }
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        // SAFETY: contract (16 values: two halves of 8).
-        unsafe { Ymm2(_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))) }
-    }
-    #[inline(always)]
-    unsafe fn store(p: *mut f32, v: Self) {
-        // SAFETY: contract.
-        unsafe {
-            _mm256_storeu_ps(p, v.0);
-            _mm256_storeu_ps(p.add(8), v.1);
-        }
-    }
-    #[inline(always)]
-    fn mul_add(a: Self, x: Self, w: Self) -> Self {
-        // SAFETY: register-only; only built under AVX2 (`rows_avx2`).
-        unsafe {
-            Ymm2(
-                _mm256_fmadd_ps(x.0, w.0, a.0),
-                _mm256_fmadd_ps(x.1, w.1, a.1),
-            )
-        }
     }
 }

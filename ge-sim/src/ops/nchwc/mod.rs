@@ -6,8 +6,6 @@
 
 #[cfg(feature = "std")]
 pub mod conv;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-use crate::arch::x86::{avx2::blocked_conv as conv_avx2, avx512::blocked_conv as conv_avx512};
 #[cfg(feature = "std")]
 pub mod depthwise;
 #[cfg(all(test, feature = "std"))]

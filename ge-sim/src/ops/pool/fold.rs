@@ -163,11 +163,7 @@ pub(super) fn whole_plane(ax: &[Axis; 3]) -> Option<usize> {
 /// `y[p] = max of plane p` as [`fold_planes`] computes it: in AVX2 registers where the CPU
 /// has them ([`max_planes`]). O(input).
 pub(super) fn max_of_planes(x: &[f32], y: &mut [f32], plane: usize) {
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if isa::isa() != isa::Isa::Portable {
-        // SAFETY: every x86 class above portable includes AVX2 (`isa()` only returns
-        // classes the CPU has).
-        unsafe { max_planes::max_planes(x, y, plane) };
+    if crate::arch::kernels::max_planes(x, y, plane) {
         return;
     }
     fold_planes(x, y, plane, f32::NEG_INFINITY, &max_step, &max_fin);

@@ -27,8 +27,6 @@ use crate::arch::isa;
 
 #[cfg(feature = "std")]
 mod blocked;
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-use crate::arch::x86::{avx2::max_planes, window2d};
 
 /// 2-D windows the tests run on wide rows: (kernel, stride, dilation, pads begin, end).
 #[cfg(test)]

@@ -103,26 +103,14 @@ fn average_dequantized<T: Copy + Into<f32> + bytemuck::Pod>(
         .zip(y[..whole].chunks_exact_mut(P))
     {
         let mut a = [0.0f32; P];
-        #[cfg(target_arch = "x86_64")]
-        let from = match crate::arch::isa::isa() {
-            crate::arch::isa::Isa::Portable => 0,
-            // SAFETY: the ISA was detected, and every x86 class above portable has AVX2.
-            _ => unsafe {
-                crate::arch::x86::avx2::plane_sums::sums8(
-                    bytemuck::cast_slice(xs),
-                    signed,
-                    plane,
-                    zp,
-                    scale,
-                    &mut a,
-                )
-            },
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let from = {
-            let _ = signed;
-            0
-        };
+        let from = crate::arch::kernels::plane_sums8(
+            bytemuck::cast_slice(xs),
+            signed,
+            plane,
+            zp,
+            scale,
+            &mut a,
+        );
         for i in from..plane {
             for (c, s) in a.iter_mut().enumerate() {
                 *s += (xs[c * plane + i].into() - zp) * scale;
@@ -196,8 +184,7 @@ pub fn run_pool_f32(
                 if cfg!(feature = "std") && max_small_planes(x, y, &ax, step) {
                     return;
                 }
-                #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if window2d::max_pool(x, y, &ax) {
+                if crate::arch::kernels::max_pool_2d(x, y, &ax) {
                     return;
                 }
                 fold_windows(x, y, &ax, f32::NEG_INFINITY, step, separable(step), max_fin)
@@ -209,8 +196,9 @@ pub fn run_pool_f32(
                     if n == 0 { 0.0 } else { a / n as f32 }
                 };
                 // Whole planes keep `fold_windows`' interleaved fold (the same sums).
-                #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if whole_plane(&ax).is_none() && window2d::avg_pool(x, y, &ax, include_pad) {
+                if whole_plane(&ax).is_none()
+                    && crate::arch::kernels::avg_pool_2d(x, y, &ax, include_pad)
+                {
                     return;
                 }
                 fold_windows(x, y, &ax, 0.0, |a, v| a + v, NOT_SEPARABLE, fin)

@@ -80,19 +80,14 @@ pub fn run_qbinary(
     let (sa, sb, sy) = (a.shape, b.shape, y.shape);
     // Equal shapes (a residual Add): sixteen at a time on AVX-512, eight on AVX2, the same
     // bytes.
-    #[cfg(target_arch = "x86_64")]
-    if p.op == QBINARY_ADD && y.dtype == DType::I8 && sa == sy && sb == sy {
-        use crate::arch::isa::{Isa, isa};
+    if crate::arch::kernels::QADD_I8
+        && p.op == QBINARY_ADD
+        && y.dtype == DType::I8
+        && sa == sy
+        && sb == sy
+    {
         let (xa, xb, out) = (a.as_slice::<i8>()?, b.as_slice::<i8>()?, y.as_slice_mut()?);
-        // SAFETY: `isa()` returned the ISA (its features detected; AVX-512 implies AVX2).
-        let done = unsafe {
-            match isa() {
-                Isa::Avx512 => crate::arch::x86::avx512::requant::qadd_i8(&p, xa, xb, out),
-                Isa::Avx2Fma => crate::arch::x86::avx2::requant::qadd_i8(&p, xa, xb, out),
-                _ => false,
-            }
-        };
-        if done {
+        if crate::arch::kernels::qadd_i8(&p, xa, xb, out) {
             return Ok(());
         }
     }

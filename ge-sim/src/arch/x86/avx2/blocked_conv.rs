@@ -11,7 +11,7 @@ use core::arch::x86_64::*;
 
 use ge_runtime::format::BLOCK;
 
-use crate::ops::gemm::avx2::{act, acts};
+use crate::arch::x86::avx2::gemm::{act, acts};
 use crate::ops::nchwc::conv::{BandEnd, Geometry, PIXELS, Tile, TileEnd, TileTaps};
 
 /// Lanes of one ymm register: a block is two.

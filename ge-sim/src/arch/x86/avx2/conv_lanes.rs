@@ -20,46 +20,18 @@
 
 use core::arch::x86_64::*;
 
+use crate::arch::tile::{MR, TileEp, finish};
+use crate::arch::x86::avx2::gemm::acts as apply_acts;
 use crate::ops::KernelError;
 use crate::ops::conv::direct::{self, Fill, Group, Layout};
+use crate::ops::conv::lanes::{LANES, panel_blocks, ws_len};
 use crate::ops::conv::{Geo, bad};
-use crate::ops::gemm::avx2::acts as apply_acts;
-use crate::ops::gemm::micro::{MR, TileEp, finish};
 use crate::ops::gemm::{SendPtr, k_block};
 use crate::threads::Parallel;
 
-/// Output channels per tile: two AVX2 registers of f32.
-pub(crate) const LANES: usize = 16;
 /// Output pixels per tile (8 accumulators: enough independent chains for the FMA pipes,
 /// ~99% of the FMA peak on Zen 1 with the operands in L1).
 const PIX: usize = 4;
-/// Fewest output pixels per band worth the per-band weight repacking (each panel is
-/// repacked once per band and K block).
-const MIN_PIXELS: usize = 64;
-/// Most f32 of repacked weight panels held at once (one block of output channels, kept in
-/// L2 while every pixel tile of the band reads it, the tile's inputs staying in L1 across
-/// the block's panels).
-const PANELS_CAP: usize = 32 * 1024;
-
-/// Blocks of 16 output channels whose `[kc][16]` panels are held at once.
-fn panel_blocks(geo: &Geo, kb: usize) -> usize {
-    (PANELS_CAP / (kb * LANES).max(1)).clamp(1, geo.mg.div_ceil(LANES))
-}
-
-/// f32 of workspace the lanes path needs on band layout `lay`: the band and its tap
-/// offsets, and the weight panels of one block of output channels.
-pub(crate) fn ws_len(geo: &Geo, lay: &Layout) -> usize {
-    let taps = geo.cg * geo.kprod;
-    let kb = k_block(taps);
-    lay.buf + taps + panel_blocks(geo, kb) * kb * LANES
-}
-
-/// Whether the lanes path takes this conv: a k × k kernel, at least 4 of every 5 lanes
-/// filled with output channels, and enough pixels per band to repay the weight repacking.
-pub(crate) fn suits(geo: &Geo, lay: &Layout) -> bool {
-    let pixels = lay.band.min(geo.small[1]) * geo.small[2];
-    geo.kprod > 1 && geo.mg.next_multiple_of(LANES) * 4 <= geo.mg * 5 && pixels >= MIN_PIXELS
-}
 
 /// `y = act(W ⋆ x + bias + residual)` for one group, split between the slots of `par` by
 /// tile of 4 pixels (each running every block of 16 output channels whose panels are held).

@@ -8,8 +8,9 @@ use core::arch::x86_64::*;
 
 use super::requant::{Q8Range8, Rq8, low_bytes};
 use crate::arch::x86::short_copy::copy_short;
+use crate::arch::x86::sse2::transpose16;
 use crate::ops::gemm_i8::conv::{
-    DwBand, LANE_TAPS, Planes, lanes_floats, lanes_ring, ring_advance, ring_slot, transpose16,
+    DwBand, LANE_TAPS, Planes, lanes_floats, lanes_ring, ring_advance, ring_slot,
 };
 
 /// Runs the whole conv ([`Planes`]) into `y` (`[C][oh][ow]` bytes), the same bytes as the

@@ -13,10 +13,84 @@
 
 use core::arch::x86_64::*;
 
-use crate::ops::gemm::micro::{MR, NR, TileAct, act_scalar};
+use crate::arch::tile::{MR, NR, TileAct, act_scalar};
+use crate::ops::KernelError;
+use crate::ops::gemm::{Epilogue, PAR_MIN_MACS, PackB, SendPtr, WS_SLOTS, k_block};
+use crate::threads::Parallel;
 
 /// Panels whose FMA chains run at once (Zen 1: FMA latency 5, two pipes).
 const WAYS: usize = 4;
+
+/// [`crate::ops::gemm::gemm_packed`] for one column of C from panel-packed A, on AVX2 ([`column`]: the tile's
+/// values). Slots take whole panels of rows; each packs B's K blocks into its own part of
+/// `ws` (`slot` f32 each). The caller has validated the extents.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm(
+    m: usize,
+    k: usize,
+    a: &[f32],
+    b: &dyn PackB,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue<'_>,
+    ws: &mut [f32],
+    slot: usize,
+    par: &dyn Parallel,
+) -> Result<(), KernelError> {
+    let panels = m.div_ceil(MR);
+    let t = par.threads().clamp(1, WS_SLOTS).min(panels);
+    let slots = if m.saturating_mul(k) < PAR_MIN_MACS {
+        1
+    } else {
+        t
+    };
+    let ws = ws.get_mut(..slot * slots).ok_or(KernelError::Workspace)?;
+    let cep = ColumnEp {
+        alpha: ep.alpha,
+        accumulate: ep.accumulate,
+        bias: ep.row_bias,
+        res: ep.residual,
+        act: ep.act,
+    };
+    let kb = k_block(k);
+    let (cp, wp) = (SendPtr(c.as_mut_ptr()), SendPtr(ws.as_mut_ptr()));
+    let body = |s: usize| {
+        let rows = (
+            (s * panels / slots) * MR,
+            ((s + 1) * panels / slots * MR).min(m),
+        );
+        // SAFETY: slot `s` owns `ws[s·slot..(s+1)·slot]` exclusively.
+        let xb = unsafe { core::slice::from_raw_parts_mut(wp.get().add(s * slot), slot) };
+        let mut pc = 0;
+        while pc < k && rows.0 < rows.1 {
+            let kc = kb.min(k - pc);
+            let last = pc + kc >= k;
+            b.pack(pc, kc, 0, 1, &mut xb[..kc * NR]);
+            // SAFETY: AVX2+FMA (the ISA is not portable); `a` holds `m·k` (checked by
+            // `gemm_packed`), the packed block `kc·NR`; slots write disjoint rows of C.
+            unsafe {
+                column(
+                    m,
+                    k,
+                    a,
+                    &xb[..kc * NR],
+                    (pc, kc, last),
+                    rows,
+                    cp.get(),
+                    ldc,
+                    &cep,
+                )
+            };
+            pc += kc;
+        }
+    };
+    if slots == 1 {
+        body(0);
+    } else {
+        par.run(slots, &body);
+    }
+    Ok(())
+}
 
 /// What [`column`] adds after the products: as the tile's [`crate::ops::gemm::micro::TileEp`].
 pub(crate) struct ColumnEp<'a> {

@@ -20,6 +20,7 @@ pub(crate) mod qlinear_add;
 pub(crate) mod requant;
 #[cfg(feature = "std")]
 pub(crate) mod sigmoid;
+pub(crate) mod split_pairs;
 
 /// The i16 pair `(lo, hi)` as the one i32 lane `vpmaddwd` reads (a weight pair broadcast).
 #[inline(always)]

@@ -261,12 +261,7 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
                         };
                         _mm_storeu_si128(block.as_mut_ptr().add(16 * j) as *mut __m128i, v);
                     }
-                    crate::ops::gemm_i8::conv::transpose16(
-                        block.as_ptr(),
-                        16,
-                        trans.as_mut_ptr(),
-                        16,
-                    );
+                    crate::arch::x86::sse2::transpose16(block.as_ptr(), 16, trans.as_mut_ptr(), 16);
                     for px in 0..n {
                         let b = _mm_loadu_si128(trans.as_ptr().add(16 * px) as *const __m128i);
                         let wide = if p.signed {
@@ -312,7 +307,7 @@ pub unsafe fn lanes(p: &Planes<'_>, ws: &mut [f32], y: &mut [u8]) -> bool {
                 while x0 < p.ow {
                     let n = 16.min(p.ow - x0);
                     let m: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
-                    crate::ops::gemm_i8::conv::transpose16(
+                    crate::arch::x86::sse2::transpose16(
                         obytes.as_ptr().add(x0 * 16),
                         16,
                         otrans.as_mut_ptr(),

@@ -18,7 +18,7 @@
 use core::arch::x86_64::*;
 
 use super::requant::{Q8Range, Rq16};
-use crate::ops::gemm_i8::{Act, MR, NR};
+use crate::ops::gemm_i8::{Act, Columns, MR, NR, QOut, QOutParams};
 
 /// Pair rows `2q, 2q + 1` of a panel (`k = 4q..4q + 4`, sixteen columns) as one zmm of
 /// column quads (columns 0–3, 8–11, 4–7, 12–15: [`columns_in_order`] undoes it); `two`:
@@ -358,5 +358,72 @@ pub unsafe fn requant_run(
             let q = rq.apply(v, range);
             _mm_mask_storeu_epi8(out.as_mut_ptr().add(t) as *mut i8, mask, q);
         }
+    }
+}
+
+/// `Columns::store`'s epilogue on AVX-512: columns `j0..` (sixteen or fewer) of rows
+/// `i0..i0 + mr` of `out`, for the columns `cols`.
+///
+/// # Safety
+/// The CPU supports AVX-512 F/BW/VL; `out` passed `Columns::check_out` for at least
+/// `i0 + mr` rows and `arch::qtile::wide_epilogue`; `j0 < n`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn store_wide(
+    cols: &Columns<'_>,
+    acc: &[core::arch::x86_64::__m512i; MR],
+    rowsum: &[i32; MR],
+    i0: usize,
+    mr: usize,
+    j0: usize,
+    out: &mut QOut<'_>,
+) {
+    let nr = NR.min(cols.n - j0);
+    // SAFETY: `check_out` proved C, `corr`, `zb` and the requantizers hold columns
+    // `j0..j0 + nr` of rows `i0..i0 + mr`.
+    unsafe {
+        let (zb, zb_all) = match cols.zb.len() {
+            0 => (core::ptr::null(), None),
+            1 => (core::ptr::null(), Some(cols.zb[0])),
+            _ => (cols.zb[j0..].as_ptr(), None),
+        };
+        let q8 = |c: *mut u8, ldc: usize, q: &QOutParams<'_>, lo: i32, hi: i32| {
+            TileOut::Q8 {
+                c,
+                ldc,
+                scale: match (q.rq.len(), q.rq[0].shift) {
+                    (1, 0) => Scale::PerTensor(f32::from_bits(q.rq[0].mult as u32)),
+                    (_, 0) => Scale::PerColumn(&q.rq[j0].mult),
+                    // TFLite's form (`wide_epilogue`: every column's); `columns` is
+                    // `None` only for mixed forms, which `wide_epilogue` excludes.
+                    _ => Scale::Fixed(Rq16::columns_checked(if q.rq.len() == 1 {
+                        q.rq
+                    } else {
+                        &q.rq[j0..]
+                    })),
+                },
+                zp: q.zp,
+                lo,
+                hi,
+            }
+        };
+        let at = |ldc: usize| i0 * ldc + j0;
+        let dst = match out {
+            QOut::I32 { c, ldc } => TileOut::I32 {
+                c: c.as_mut_ptr().add(at(*ldc)),
+                ldc: *ldc,
+            },
+            QOut::U8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)), *ldc, q, 0, 255),
+            QOut::I8 { c, ldc, q } => q8(c.as_mut_ptr().add(at(*ldc)).cast(), *ldc, q, -128, 127),
+        };
+        store_tile(
+            acc,
+            rowsum,
+            mr,
+            nr,
+            cols.corr[j0..].as_ptr(),
+            zb,
+            zb_all,
+            dst,
+        );
     }
 }

@@ -40,7 +40,6 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
     let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
     let flat = dw_flat(p);
     // Output rows a band of the vector paths holds in the whole workspace.
-    #[cfg(target_arch = "x86_64")]
     let fast_rows = ((ws.len() / wp.max(1)).saturating_sub((g.kh - 1) * dh + 1) / sh.max(1) + 1)
         .clamp(b, g.oh.max(1));
     // The byte im2col writes for padding, read as an activation.
@@ -50,24 +49,18 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
         f32::from(pad)
     };
     let mut w = [0f32; MAX_DW_TAPS];
-    // The vector requantization (onnxruntime's f32 form, as the GEMM path's AVX-512 epilogue).
-    #[cfg(target_arch = "x86_64")]
-    let wide = isa::isa() == isa::Isa::Avx512;
-    // AVX-512, rows narrower than a vector ([`dw_lanes`]), compact taps, no weight zero
-    // point, 8-bit outputs in one vector form and a workspace that holds the ring: sixteen
-    // channels a vector.
-    #[cfg(target_arch = "x86_64")]
-    let avx2 = isa::isa() == isa::Isa::Avx2Fma;
-    // AVX2 likewise, in two eight-lane halves.
-    #[cfg(target_arch = "x86_64")]
-    if (wide || avx2)
+    // The vector kernels (AVX-512, else AVX2 in two eight-lane halves).
+    let vectors = crate::arch::qtile::depthwise_vectors();
+    // Rows narrower than a vector ([`dw_lanes`]), compact taps, no weight zero point, 8-bit
+    // outputs in one vector form and a workspace that holds the ring: sixteen channels a
+    // vector.
+    if vectors
         && dw_lanes(p, g).is_some_and(|l| l > 0)
         && s.compact
         && s.zb.iter().all(|&z| z == 0)
         && matches!(s.y, DType::U8 | DType::I8)
         && !s.rq.is_empty()
     {
-        use crate::arch::x86::{avx2, avx512};
         let (lo, hi) = q8_bounds(s.y);
         let xb: &[u8] = bytemuck::cast_slice(x);
         let chw = g.c * hw;
@@ -98,15 +91,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                 hi,
             };
             let out = &mut y[n * g.c * ohw..][..g.c * ohw];
-            // SAFETY: `wide`: AVX-512 F/BW/VL were detected; else `avx2`: AVX2 and FMA.
-            let done = unsafe {
-                if wide {
-                    avx512::depthwise_q8::lanes(&planes, ws, out)
-                } else {
-                    avx2::depthwise_q8::lanes(&planes, ws, out)
-                }
-            };
-            if !done {
+            if !crate::arch::qtile::depthwise_lanes(&planes, ws, out) {
                 all = false;
                 break;
             }
@@ -134,32 +119,18 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                     // The vector band (AVX-512, else AVX2): 8-bit outputs in a vector
                     // requantization form, no weight zero point (its sums of activations stay
                     // on the loop below).
-                    #[cfg(target_arch = "x86_64")]
-                    let fast = if (wide || avx2)
+                    let fast = if vectors
                         && zb == 0
                         && matches!(s.y, DType::U8 | DType::I8)
                         && super::DwBand::stride_fits(sw)
                     {
-                        use crate::arch::x86::{avx2, avx512};
                         let (lo, hi) = q8_bounds(s.y);
-                        // SAFETY: `wide`: AVX-512 F/BW/VL were detected; else AVX2 and FMA.
-                        unsafe {
-                            if wide {
-                                avx512::requant::Rq16::splat(rq).map(|r| {
-                                    BandRq::Wide(r, avx512::requant::Q8Range::new(s.zp, lo, hi))
-                                })
-                            } else {
-                                avx2::requant::Rq8::splat(rq).map(|r| {
-                                    BandRq::Avx2(r, avx2::requant::Q8Range8::new(s.zp, lo, hi))
-                                })
-                            }
-                        }
+                        crate::arch::qtile::BandRq::new(rq, s.zp, lo, hi)
                     } else {
                         None
                     };
                     // The whole workspace one band (it needs none of the runs below),
                     // widened, each output row computed in registers.
-                    #[cfg(target_arch = "x86_64")]
                     if let Some(rq) = fast {
                         let fb = fast_rows;
                         let mut done = true;
@@ -188,22 +159,7 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                             };
                             let at = (n * g.c + c) * ohw + o0 * g.ow;
                             let out = &mut y[at..at + here * g.ow];
-                            // SAFETY: `BandRq::Wide` is only made when AVX-512 F/BW/VL were
-                            // detected, `BandRq::Avx2` when AVX2 and FMA were.
-                            done &= unsafe {
-                                match rq {
-                                    BandRq::Wide(r, range) => {
-                                        crate::arch::x86::avx512::depthwise_q8::run(
-                                            &band_in, r, range, ws, out,
-                                        )
-                                    }
-                                    BandRq::Avx2(r, range) => {
-                                        crate::arch::x86::avx2::depthwise_q8::run(
-                                            &band_in, r, range, ws, out,
-                                        )
-                                    }
-                                }
-                            };
+                            done &= crate::arch::qtile::depthwise_band(rq, &band_in, ws, out);
                         }
                         if done {
                             continue;
@@ -270,22 +226,19 @@ pub(super) fn depthwise_f32<A: Act + bytemuck::Pod>(
                             // Either vector form (onnxruntime's f32 or TFLite's fixed point),
                             // lane by lane over the whole run (the scalar `apply` per output
                             // was most of this task's time).
-                            #[cfg(target_arch = "x86_64")]
-                            if wide
-                                && q8
-                                && let Some(r16) = {
-                                    // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
-                                    unsafe { crate::arch::x86::avx512::requant::Rq16::splat(rq) }
-                                }
+                            if q8
+                                && crate::arch::qtile::requant_run(
+                                    rq,
+                                    acc,
+                                    sum,
+                                    corr,
+                                    zb,
+                                    s.zp,
+                                    q8_bounds(s.y),
+                                    bytemuck::cast_slice_mut(&mut *qv),
+                                )
                             {
-                                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut *qv);
-                                let range = q8_bounds(s.y);
-                                // SAFETY: `wide`: AVX-512 F/BW/VL were detected.
-                                unsafe {
-                                    crate::ops::gemm_i8::avx512::requant_run(
-                                        acc, sum, corr, zb, r16, s.zp, range, bytes,
-                                    )
-                                };
+                                let bytes: &[u8] = bytemuck::cast_slice(&*qv);
                                 for r in 0..rows {
                                     let out = &mut y[at + r * g.ow..][..g.ow];
                                     let from = bytes[r * stride..].iter().step_by(step);
@@ -364,20 +317,4 @@ pub(super) fn pick<T: Copy>(v: &[T], c: usize) -> Option<T> {
     } else {
         v.get(c).copied()
     }
-}
-
-/// The vector band's requantizer and output range, per ISA (built once per channel and
-/// kept on the stack: the size difference is registers, not a copy per call).
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-#[allow(clippy::large_enum_variant)]
-enum BandRq {
-    Wide(
-        crate::arch::x86::avx512::requant::Rq16,
-        crate::arch::x86::avx512::requant::Q8Range,
-    ),
-    Avx2(
-        crate::arch::x86::avx2::requant::Rq8,
-        crate::arch::x86::avx2::requant::Q8Range8,
-    ),
 }

@@ -110,81 +110,13 @@ pub(in crate::ops::gemm_i8) fn transpose_bytes(
     // Every read and write below stays inside these.
     let (need_src, need_dst) = ((rows - 1) * lds + cols, (cols - 1) * ldd + rows);
     let (src, dst) = (&src[..need_src], &mut dst[..need_dst]);
-    // The 16×16 SSE2 blocks cover `full_r × full_c`; the scalar loop below the rest.
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    let (full_r, full_c) = (rows / 16 * 16, cols / 16 * 16);
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    for i0 in (0..full_r).step_by(16) {
-        for j0 in (0..full_c).step_by(16) {
-            // SAFETY: rows `i0..i0 + 16` of src hold 16 bytes from `j0` (`i < rows`,
-            // `j0 + 16 ≤ cols`), rows `j0..j0 + 16` of dst 16 from `i0`; SSE2 is enabled.
-            unsafe {
-                transpose16(
-                    src.as_ptr().add(i0 * lds + j0),
-                    lds,
-                    dst.as_mut_ptr().add(j0 * ldd + i0),
-                    ldd,
-                )
-            };
-        }
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    let (full_r, full_c) = (0, 0);
+    // The 16×16 SIMD blocks cover `full_r × full_c`; the scalar loop below the rest.
+    let (full_r, full_c) = crate::arch::kernels::transpose_blocks16(src, lds, dst, ldd, rows, cols);
     for i in 0..rows {
         // Columns the blocks did not cover: all of them in rows past the blocks.
         let from = if i < full_r { full_c } else { 0 };
         for j in from..cols {
             dst[j * ldd + i] = src[i * lds + j];
-        }
-    }
-}
-
-/// One 16 × 16 byte block: after unpacking bytes, words, dwords and qwords of row pairs,
-/// output row `2p` / `2p + 1` is the low / high qword pair of column pair `p`.
-///
-/// # Safety
-/// `src + i·lds` and `dst + j·ldd` hold 16 bytes for `i, j < 16`.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub(crate) unsafe fn transpose16(src: *const u8, lds: usize, dst: *mut u8, ldd: usize) {
-    use core::arch::x86_64::*;
-    // SAFETY: per the contract; SSE2 is part of the target.
-    unsafe {
-        let r: [__m128i; 16] = core::array::from_fn(|i| _mm_loadu_si128(src.add(i * lds).cast()));
-        // Rows (2k, 2k + 1) interleaved by bytes: columns 0–7 (lo) and 8–15 (hi).
-        let b: [[__m128i; 2]; 8] = core::array::from_fn(|k| {
-            [
-                _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]),
-                _mm_unpackhi_epi8(r[2 * k], r[2 * k + 1]),
-            ]
-        });
-        // Rows 4m..4m + 4: c[m][q] holds columns 4q..4q + 4.
-        let c: [[__m128i; 4]; 4] = core::array::from_fn(|m| {
-            let (lo, hi) = (b[2 * m], b[2 * m + 1]);
-            [
-                _mm_unpacklo_epi16(lo[0], hi[0]),
-                _mm_unpackhi_epi16(lo[0], hi[0]),
-                _mm_unpacklo_epi16(lo[1], hi[1]),
-                _mm_unpackhi_epi16(lo[1], hi[1]),
-            ]
-        });
-        // Rows 8n..8n + 8: d[n][p] holds columns 2p, 2p + 1.
-        let d: [[__m128i; 8]; 2] = core::array::from_fn(|n| {
-            core::array::from_fn(|p| {
-                let (q, hi) = (p / 2, p % 2 == 1);
-                let (x, y) = (c[2 * n][q], c[2 * n + 1][q]);
-                if hi {
-                    _mm_unpackhi_epi32(x, y)
-                } else {
-                    _mm_unpacklo_epi32(x, y)
-                }
-            })
-        });
-        for (p, (&lo, &hi)) in d[0].iter().zip(&d[1]).enumerate() {
-            _mm_storeu_si128(dst.add(2 * p * ldd).cast(), _mm_unpacklo_epi64(lo, hi));
-            _mm_storeu_si128(
-                dst.add((2 * p + 1) * ldd).cast(),
-                _mm_unpackhi_epi64(lo, hi),
-            );
         }
     }
 }

@@ -23,8 +23,6 @@ use depthwise::*;
 pub use geometry::*;
 #[cfg(test)]
 pub(super) use im2col::transpose_bytes;
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub(crate) use im2col::transpose16;
 use im2col::*;
 use quads::*;
 pub use quads::{

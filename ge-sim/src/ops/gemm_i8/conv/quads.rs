@@ -281,36 +281,10 @@ fn copy_band(
 }
 
 /// `out[4t + u] = lines[u][t] ^ mask` (`pad` for a missing line): four rows of `out.len()/4`
-/// bytes interleaved into columns of four, sixteen columns at a time with SSE2 unpacks.
+/// bytes interleaved into columns of four, sixteen columns at a time with SIMD unpacks
+/// where the target has them.
 fn interleave4(lines: [Option<&[u8]>; 4], pad: u8, mask: u8, out: &mut [u8]) {
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    let t = 0;
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    let mut t = 0;
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        let n = out.len() / 4;
-        use core::arch::x86_64::*;
-        // SAFETY: SSE2 is part of the target; each load reads 16 bytes of a line at
-        // `t + 16 ≤ n ≤ line.len()`, each store 16 of `out` below `4n`.
-        unsafe {
-            let (m, p) = (_mm_set1_epi8(mask as i8), _mm_set1_epi8(pad as i8));
-            while t + 16 <= n {
-                let r: [__m128i; 4] = core::array::from_fn(|u| match lines[u] {
-                    Some(l) => _mm_xor_si128(_mm_loadu_si128(l[t..t + 16].as_ptr().cast()), m),
-                    None => p,
-                });
-                let (a, b) = (_mm_unpacklo_epi8(r[0], r[1]), _mm_unpackhi_epi8(r[0], r[1]));
-                let (c, d) = (_mm_unpacklo_epi8(r[2], r[3]), _mm_unpackhi_epi8(r[2], r[3]));
-                let o = out[4 * t..4 * t + 64].as_mut_ptr();
-                _mm_storeu_si128(o.cast(), _mm_unpacklo_epi16(a, c));
-                _mm_storeu_si128(o.add(16).cast(), _mm_unpackhi_epi16(a, c));
-                _mm_storeu_si128(o.add(32).cast(), _mm_unpacklo_epi16(b, d));
-                _mm_storeu_si128(o.add(48).cast(), _mm_unpackhi_epi16(b, d));
-                t += 16;
-            }
-        }
-    }
+    let t = crate::arch::kernels::interleave4(lines, pad, mask, out);
     for (u, line) in lines.iter().enumerate() {
         for (i, d) in out[4 * t..].iter_mut().skip(u).step_by(4).enumerate() {
             *d = line.map_or(pad, |l| l[t + i] ^ mask);
@@ -530,19 +504,13 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
     let esize = s.esize;
     let pad = if A::SIGNED { pad ^ 0x80 } else { pad };
     let xb: &[u8] = bytemuck::cast_slice(x);
-    #[cfg(target_arch = "x86_64")]
     let (lo, hi) = q8_bounds(s.y);
     // Few output channels: positions in lanes (VNNI's kernel, else AVX2's).
-    #[cfg(target_arch = "x86_64")]
     let positions = (layout == QuadLayout::Channels
         && esize == 1
         && positions_fit(mg, sw)
         && crate::ops::gemm_i8::vector_form(s.rq))
-    .then(|| match isa::isa() {
-        Isa::Avx512 if crate::ops::gemm_i8::avx512::has_vnni() => Some(true),
-        Isa::Avx512 | Isa::Avx2Fma => Some(false),
-        Isa::Portable => None,
-    })
+    .then(|| crate::arch::qtile::positions_kernel(isa::isa()))
     .flatten();
     for n in 0..g.batch {
         for gi in 0..g.group {
@@ -562,9 +530,7 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
                 let iy0 = (o0 * sh) as isize - pt;
                 copy_band(layout, xg, g, cg, band, iy0, pl, pad, A::SIGNED, copy);
                 // Few output channels on VNNI: positions in lanes, straight into the planes.
-                #[cfg(target_arch = "x86_64")]
-                if let Some(vnni) = positions {
-                    use crate::arch::x86::{avx2, avx512};
+                if let Some(kernel) = positions {
                     let run = Positions {
                         copy,
                         geo,
@@ -580,16 +546,7 @@ pub(super) fn run_quads<A: Act + bytemuck::Pod>(
                         range: (s.zp, lo, hi),
                     };
                     let at = (n * g.m + gi * mg) * hw + o0 * g.ow;
-                    // SAFETY: `positions` is `Some(true)` only when VNNI and AVX-512
-                    // F/BW/VL were detected, `Some(false)` when AVX2 was.
-                    let done = unsafe {
-                        if vnni {
-                            avx512::qconv_quads::positions(&run, &mut y[at..], hw)
-                        } else {
-                            avx2::qconv_quads::positions(&run, &mut y[at..], hw)
-                        }
-                    };
-                    if done {
+                    if crate::arch::qtile::positions(kernel, &run, &mut y[at..], hw) {
                         continue;
                     }
                 }
@@ -640,10 +597,7 @@ pub(super) fn block(
     if !matches!(reach, Some(r) if r <= a.len()) || b.len() < panels * panel {
         return Err(KernelError::Shape("int8 conv: quad block outside its copy"));
     }
-    #[cfg(target_arch = "x86_64")]
-    let wide = isa == Isa::Avx512 && crate::ops::gemm_i8::wide_epilogue(out);
-    #[cfg(target_arch = "x86_64")]
-    let vnni = wide && crate::ops::gemm_i8::avx512::has_vnni();
+    let wide = crate::arch::qtile::wide(isa, out);
     let rowsum = [0i32; MR];
     for i0 in (0..m).step_by(MR) {
         let mr = MR.min(m - i0);
@@ -653,31 +607,28 @@ pub(super) fn block(
             // Every tile below: rows `i0..i0 + mr` (and the repeats of `i0`) read at most
             // `at(m − 1) + offset(quads − 1) + 4 ≤ a.len()` bytes (offsets grow with the row
             // and the quad), the panel `panel` bytes of `b` (both checked above).
-            #[cfg(target_arch = "x86_64")]
-            if wide {
-                // SAFETY: as above; AVX-512 F/BW/VL (and VNNI when `vnni`) were detected,
-                // `out` passed `check_out` and `wide_epilogue`.
+            if let Some(w) = wide {
+                // SAFETY: as above; `w` proves the CPU runs the AVX-512 tile, `out` passed
+                // `check_out`.
                 unsafe {
-                    let acc = if vnni {
-                        crate::arch::x86::avx512::qconv_quads::tile(a.as_ptr(), &off, geo, bp)
-                    } else {
-                        crate::arch::x86::avx512::qgemm::rows(
-                            &crate::arch::x86::avx2::qconv_quads::tile(a.as_ptr(), &off, geo, bp),
-                        )
-                    };
-                    cols.store_wide(&acc, &rowsum, i0, mr, p * NR, out);
-                }
+                    crate::arch::qtile::wide_quads_block(
+                        w,
+                        a.as_ptr(),
+                        &off,
+                        geo,
+                        bp,
+                        cols,
+                        &rowsum,
+                        i0,
+                        mr,
+                        p * NR,
+                        out,
+                    )
+                };
                 continue;
             }
-            let acc = match isa {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: as above; AVX2 was detected.
-                Isa::Avx2Fma | Isa::Avx512 if crate::ops::gemm_i8::X86_TILES => unsafe {
-                    crate::arch::x86::avx2::qconv_quads::tile(a.as_ptr(), &off, geo, bp)
-                },
-                // SAFETY: as above.
-                _ => unsafe { quads_tile(a.as_ptr(), &off, geo, bp) },
-            };
+            // SAFETY: as above; `isa` is the CPU's.
+            let acc = unsafe { crate::arch::qtile::quads_tile_on(isa, a.as_ptr(), &off, geo, bp) };
             cols.store(isa, &acc, &rowsum, i0, mr, p * NR, out);
         }
     }

@@ -1,6 +1,7 @@
-//! The `MR × NR` register tile and its epilogue, in three builds of the same arithmetic:
-//! AVX2+FMA (x86-64; also what the AVX-512 class runs until it has its own tile) and a
-//! portable fallback, chosen by [`crate::arch::isa`]. Every output element is computed by the same
+//! The f32 tile contract — the `MR × NR` register tile, its epilogue and activations, the
+//! AVX-512 strips and blocks — and the dispatch to its builds: AVX2+FMA (x86-64, the 6×16
+//! tile the AVX-512 class also runs for single tiles), AVX-512 (2·MR × 2·NR blocks and
+//! strips) and the portable Rust here, chosen by [`crate::arch::isa`]. Every output element is computed by the same
 //! sequence of operations whatever tile, thread or block position it falls in (lanes are
 //! independent; edge tiles run the full tile and store part of it), so results do not depend
 //! on how the work is split.
@@ -97,7 +98,7 @@ pub unsafe fn tile(
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe {
-            super::avx2::tile(kc, a, rs, cs, bp, c, ldc, mr, nr, ep)
+            super::x86::avx2::gemm::tile(kc, a, rs, cs, bp, c, ldc, mr, nr, ep)
         },
         // SAFETY: forwarded contract.
         _ => unsafe { tile_portable(kc, a, rs, cs, bp, c, ldc, mr, nr, ep) },
@@ -238,7 +239,7 @@ pub unsafe fn conv_tile(
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe {
-            super::avx2::conv_tile(kc, a, x, offs, c, ldc, mr, nr, ep)
+            super::x86::avx2::gemm::conv_tile(kc, a, x, offs, c, ldc, mr, nr, ep)
         },
         // SAFETY: forwarded contract.
         _ => unsafe { conv_tile_portable(kc, a, x, offs, c, ldc, mr, nr, ep) },
@@ -270,7 +271,7 @@ pub unsafe fn conv_tile_pair(
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma | Isa::Avx512 if X86_TILES => unsafe {
-            super::avx2::conv_tile_pair(kc, a0, a1, x, offs, c, ldc, mr, nr, ep)
+            super::x86::avx2::gemm::conv_tile_pair(kc, a0, a1, x, offs, c, ldc, mr, nr, ep)
         },
         // SAFETY: forwarded contract, one panel each.
         _ => unsafe {
@@ -391,7 +392,7 @@ pub unsafe fn block(isa: Isa, blk: &Block<'_>) {
     #[cfg(target_arch = "x86_64")]
     if X86_TILES && isa == Isa::Avx512 {
         // SAFETY: forwarded contract; the ISA was detected (or enabled at compile time).
-        unsafe { super::avx512::block(blk) };
+        unsafe { super::x86::avx512::gemm::block(blk) };
         return;
     }
     // Flat blocks come from the direct path's host tiles only (`conv::direct::flat_here`):
@@ -537,6 +538,33 @@ unsafe fn conv_tile_portable(
     }
     // SAFETY: forwarded contract.
     unsafe { store_portable(&acc, c, ldc, mr, nr, ep) };
+}
+
+/// [`crate::ops::gemm::gemm_packed`] for one column of C from panel-packed A on the
+/// one-column kernel (the tile's values without its wasted lanes), where `isa` has one:
+/// x86-64 with AVX2, std builds. `None` elsewhere: the caller runs the tiles.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_column(
+    isa: Isa,
+    m: usize,
+    k: usize,
+    a: &[f32],
+    b: &dyn crate::ops::gemm::PackB,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &crate::ops::gemm::Epilogue<'_>,
+    ws: &mut [f32],
+    slot: usize,
+    par: &dyn crate::threads::Parallel,
+) -> Option<Result<(), crate::ops::KernelError>> {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if isa != Isa::Portable {
+        return Some(super::x86::avx2::gemm_column::gemm(
+            m, k, a, b, c, ldc, ep, ws, slot, par,
+        ));
+    }
+    let _ = (isa, m, k, a, b, c, ldc, ep, ws, slot, par);
+    None
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::micro::Isa;
+use super::isa::Isa;
 
 /// Multiply-adds per accumulator per timed call.
 const STEPS: usize = 1 << 20;
@@ -34,6 +34,8 @@ fn probe(isa: Isa) -> (f32, f64) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::Avx512 => (unsafe { avx512() }, (STEPS * 12 * 16 * 2) as f64),
+        #[cfg(not(target_arch = "x86_64"))]
+        Isa::Avx2Fma | Isa::Avx512 => (portable(), (STEPS * 12 * 2) as f64),
         Isa::Portable => (portable(), (STEPS * 12 * 2) as f64),
     }
 }
