@@ -71,5 +71,5 @@ pub fn resize_leaves_axis(p: &ResizeParams, a: usize, inp: usize, out: usize) ->
 /// True when the host kernels this process runs have the SIMD paths that make the blocked
 /// channel layout pay (AVX2 or AVX-512; `GE_ISA` honoured).
 pub fn host_has_blocked_kernels() -> bool {
-    crate::arch::isa::isa() != crate::arch::isa::Isa::Portable
+    crate::arch::kernels::blocked_tile_ends(crate::arch::isa::isa())
 }

@@ -419,3 +419,42 @@ pub(crate) fn interleave4(lines: [Option<&[u8]>; 4], pad: u8, mask: u8, out: &mu
         0
     }
 }
+
+/// Whether the blocked conv's tiles (hand-written on AVX2 and AVX-512) run here and apply
+/// a clamp in registers on their last chunk: the ISAs whose blocked layout pays.
+#[inline]
+pub(crate) fn blocked_tile_ends(isa: super::isa::Isa) -> bool {
+    cfg!(target_arch = "x86_64") && isa != super::isa::Isa::Portable
+}
+
+/// Whether a k × k conv takes the lanes path (output channels in the lanes) over the row
+/// tiles here: on AVX2, whose row tiles have no compressing store for narrow rows.
+#[cfg(feature = "std")]
+#[inline]
+pub(crate) fn conv_lanes_preferred() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return isa() == Isa::Avx2Fma;
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether a depthwise conv takes the channel blocks over the band here: on AVX-512.
+#[cfg(feature = "std")]
+#[inline]
+pub(crate) fn depthwise_blocks_preferred() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return isa() == Isa::Avx512;
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Independent 16-output chunks the depthwise band keeps in flight: eight fill AVX-512's
+/// 32 registers, four (eight ymm) AVX2's and the portable build's.
+#[inline]
+pub(crate) fn depthwise_chunks() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if isa() == Isa::Avx512 {
+        return 8;
+    }
+    4
+}

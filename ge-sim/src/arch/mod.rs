@@ -1,8 +1,10 @@
-//! How each instruction set computes what `kernels` defines: the ISA classes and their
-//! detection ([`isa`]), and one folder per ISA of hand-written kernels (register tiles,
-//! blocked convolution, depthwise rows, sigmoid, int8 tiles, prefetch). The portable path is
-//! the kernels' own Rust; these builds are checked bitwise against it (or, where FMA rounds
-//! once, against the same FMA order).
+//! How each instruction set computes what `ops` defines: the ISA classes and their
+//! detection ([`isa`]); the table `ops` calls on every target — [`tile`] (the f32 tile
+//! contract and its dispatch), [`kernels`] (f32 entries) and [`qtile`] (int8 entries), each
+//! running the chosen ISA's build or saying it did not; and one folder per ISA of
+//! hand-written kernels (`x86/avx2`, `x86/avx512`, and what both use). Only this module
+//! names a target architecture. The portable path is the kernels' own Rust; these builds
+//! are checked bitwise against it (or, where FMA rounds once, against the same FMA order).
 
 pub mod isa;
 pub(crate) mod kernels;

@@ -20,7 +20,6 @@
 
 use super::Geo;
 use super::phase_split::{deinterleave, phase_row, valid};
-use crate::arch::isa::{Isa, isa};
 use crate::ops::copy::copy_short;
 use crate::ops::gemm::WS_SLOTS;
 use crate::ops::gemm::micro::{TileAct, act_scalar};
@@ -164,7 +163,7 @@ pub(super) fn plane(
     let taps = Taps(&offs.offs[..n], &w[..n]);
     let (band, out) = buf[..lay.slot_len()].split_at_mut(lay.band_len);
     // Eight chunks in flight fill AVX-512's registers; four (eight ymm) AVX2's.
-    let wide = isa() == Isa::Avx512;
+    let wide = crate::arch::kernels::depthwise_chunks() == 8;
     let mut o0 = 0;
     while o0 < oh {
         let o1 = (o0 + lay.band_out).min(oh);

@@ -114,7 +114,7 @@ pub fn run_conv_on(
     }
     #[cfg(feature = "std")]
     if crate::arch::kernels::CONV_LANES
-        && isa::isa() == isa::Isa::Avx2Fma
+        && crate::arch::kernels::conv_lanes_preferred()
         && let Some(lay) = lanes_layout(&pl.geo, pl.path)
         && lanes::ws_len(&pl.geo, &lay).saturating_mul(4) <= ws.len()
     {
@@ -167,7 +167,7 @@ pub fn run_conv_on(
     #[cfg(feature = "std")]
     if crate::arch::kernels::DEPTHWISE_BLOCKS
         && matches!(pl.path, Path::Depthwise(Some(_)))
-        && isa::isa() == isa::Isa::Avx512
+        && crate::arch::kernels::depthwise_blocks_preferred()
         && let Some(lay) = depthwise_blocks::layout(&pl.geo)
         && lay.ws_len().saturating_mul(4) <= ws.len()
     {

@@ -523,7 +523,7 @@ unsafe fn band(geo: &Geometry, ops: &Operands<'_>, y: *mut f32, u: usize, isa: I
     // A clamp (or no activation) is two instructions: it runs in the tile's registers on
     // the last chunk, not in a second pass over the band (which re-read the band's sums
     // from L2).
-    let in_tile = matches!(isa, Isa::Avx512 | Isa::Avx2Fma)
+    let in_tile = crate::arch::kernels::blocked_tile_ends(isa)
         && cibs > 0
         && matches!(ops.act, TileAct::None | TileAct::Clamp { .. });
     let bias = ops.bias.map_or(core::ptr::null(), |b| b[co0..].as_ptr());
