@@ -214,6 +214,7 @@ fn optimize(
             input_shapes: input_shapes.clone(),
             input_values: opts.input_values.clone(),
             max_tensor_bytes: Some(opts.limits.max_tensor_bytes),
+            max_fold_bytes: Some(opts.limits.max_fold_bytes),
             overrides: overrides.clone(),
             int8_rounding: opts.int8_rounding,
         },

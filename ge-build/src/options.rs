@@ -333,23 +333,30 @@ pub struct Limits {
     pub max_weight_bytes: u64,
     /// Largest activation arena (also the loader's limit).
     pub max_arena_bytes: u64,
+    /// Largest value constant folding computes at compile time: a node whose outputs are
+    /// larger runs as a task (its constant inputs become weights; a ConstantOfShape becomes
+    /// an Expand of its one value), so a hostile or merely large constant shape costs the
+    /// compile neither the memory nor the blob bytes.
+    pub max_fold_bytes: u64,
 }
 
 impl Limits {
-    /// 10 million nodes; 8 GiB for one tensor, the weights and the arena.
+    /// 10 million nodes; 8 GiB for one tensor, the weights and the arena; 64 MiB folded.
     pub const DEFAULT: Limits = Limits {
         max_nodes: 10_000_000,
         max_tensor_bytes: 8 << 30,
         max_weight_bytes: 8 << 30,
         max_arena_bytes: 8 << 30,
+        max_fold_bytes: 64 << 20,
     };
 
     /// The names [`Limits::set`] takes (as flags they are spelled with `-`).
-    pub const NAMES: [&'static str; 4] = [
+    pub const NAMES: [&'static str; 5] = [
         "max_nodes",
         "max_tensor_bytes",
         "max_weight_bytes",
         "max_arena_bytes",
+        "max_fold_bytes",
     ];
 
     /// The part the `.om` loader enforces.
@@ -386,6 +393,7 @@ impl Limits {
             "max_tensor_bytes" => self.max_tensor_bytes = n,
             "max_weight_bytes" => self.max_weight_bytes = n,
             "max_arena_bytes" => self.max_arena_bytes = n,
+            "max_fold_bytes" => self.max_fold_bytes = n,
             _ => {
                 return Err(CompileError::Option(format!(
                     "unknown limit '{name}' (one of {})",

@@ -253,6 +253,10 @@ pub struct CompileFlags {
     /// Refuse a model whose activation arena exceeds this many bytes (default 8G).
     #[arg(long = "max-arena-bytes", value_name = "BYTES")]
     pub max_arena_bytes: Option<String>,
+    /// Fold no value larger than this many bytes at compile time; a larger one runs as a task
+    /// (default 64M).
+    #[arg(long = "max-fold-bytes", value_name = "BYTES")]
+    pub max_fold_bytes: Option<String>,
 }
 
 /// Flags of `ge quantize`.

@@ -11,6 +11,7 @@
 //!         | int8_rounding = onnx | tflite               (whose int8 arithmetic: onnxruntime's, TFLite Micro's)
 //!         | fusion_switch = "switch.json"
 //!         | max_nodes = N | max_tensor_bytes = N | "64M" | max_weight_bytes = … | max_arena_bytes = …
+//!         | max_fold_bytes = …                        (largest value folded at compile time)
 //!         | input_shape(NAME = [D1, D2, …], "name:0" = […], …)   (-1: a dim the gears set)
 //!         | gears(batch = [B1, B2, …] [, pad = batch | spatial])
 //!         | gears(image_size = [[H, W], [H, W], …] [, pad = …])
@@ -39,6 +40,7 @@ pub const OPTIONS: &[&str] = &[
     "max_tensor_bytes",
     "max_weight_bytes",
     "max_arena_bytes",
+    "max_fold_bytes",
     "input_shape",
     "input_value",
     "quantize",

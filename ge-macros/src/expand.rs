@@ -137,7 +137,8 @@ fn settings(args: &Args, ctx: &Context) -> syn::Result<Settings> {
                     .filter(|&n| n > 0)
                     .ok_or_else(|| err(v.span(), "`cores` takes a positive integer"))?;
             }
-            key @ ("max_nodes" | "max_tensor_bytes" | "max_weight_bytes" | "max_arena_bytes") => {
+            key @ ("max_nodes" | "max_tensor_bytes" | "max_weight_bytes" | "max_arena_bytes"
+            | "max_fold_bytes") => {
                 let v = value(o);
                 let t = text(
                     o,

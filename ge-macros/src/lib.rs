@@ -15,7 +15,8 @@
 //! ("edge", "datacenter", "tiny", "cortex-m" or a profile JSON file), `cores`, `host_dispatch`,
 //! `memory_reuse`, `fusion_switch` (a JSON file), the limits `max_nodes`, `max_tensor_bytes`,
 //! `max_weight_bytes`, `max_arena_bytes` (an integer, or a string with a K/M/G suffix; a
-//! model over one is a compile error), `input_shape(NAME = [dims], …)` (quote
+//! model over one is a compile error), `max_fold_bytes` (the largest value folded at compile
+//! time, default 64M: a larger one runs as a task), `input_shape(NAME = [dims], …)` (quote
 //! names that are not identifiers: `"data:0" = [1, 3]`), `input_value(NAME = "v.npy", …)`
 //! (freezes an input to a tensor file, `.npy` or `TensorProto` `.pb`, like
 //! `--input-value`), `gears(batch = [1, 4, 8])` / `gears(image_size = [[48, 320], [48, 960]])`

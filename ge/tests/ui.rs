@@ -1,5 +1,5 @@
 //! trybuild UI tests of `ge_model!`: each diagnostic (missing file, unparsable model,
-//! unsupported op, bad options, unset symbolic dim, gears: too large, conflicting, too many,
+//! unsupported op, bad options, a hostile constant shape, unset symbolic dim, gears: too large, conflicting, too many,
 //! mixed, padded without opt-in) and a wrong input shape at the call site,
 //! with their expected stderr committed next to them; plus a case that must build and run.
 //!
@@ -10,7 +10,8 @@
 //! `tests/ui/models/unsupported.onnx` is one `TfIdfVectorizer` node (opset 13), made with
 //! `onnx.helper`; `garbage.onnx` is a line of text; `widths.onnx` (for image-size gears) is
 //! x `[1, 1, H, W]` → Conv 3×3 (2 channels, pad 1, seeded normal weights) → MaxPool 2×2 → y
-//! `[1, 2, H/2, W/2]`, opset 17, made with `onnx.helper`.
+//! `[1, 2, H/2, W/2]`, opset 17, made with `onnx.helper`; `hostile_shape.onnx` is one
+//! ConstantOfShape node `huge` of shape [100000, 100000] (40 GB of f32), opset 17.
 
 use std::path::Path;
 
@@ -26,6 +27,7 @@ fn ui() {
         here.join("tests/ui/models/garbage.onnx"),
         here.join("tests/ui/models/unsupported.onnx"),
         here.join("tests/ui/models/widths.onnx"),
+        here.join("tests/ui/models/hostile_shape.onnx"),
         here.join("../examples/digits/models/digits.onnx"),
     ];
     for f in fixtures {

@@ -15,6 +15,8 @@ pub enum Attr {
     F(f32),
     Is(Vec<i64>),
     S(&'static str),
+    /// A tensor attribute (ConstantOfShape's `value`).
+    T(TensorData),
 }
 
 /// Builds one graph.
@@ -154,6 +156,10 @@ impl ModelBuilder {
                     Attr::S(s) => {
                         a.s = Some(s.as_bytes().to_vec());
                         a.r#type = Some(AttributeType::String as i32);
+                    }
+                    Attr::T(t) => {
+                        a.t = Some(encode_tensor("value", t));
+                        a.r#type = Some(AttributeType::Tensor as i32);
                     }
                 }
                 a

@@ -186,3 +186,70 @@ fn hostile_constant_of_shape_is_an_error_not_an_abort() {
         );
     }
 }
+
+/// Constant folding keeps to its budget (`max_fold_bytes`, issue 59): a ConstantOfShape of
+/// 1.6 GB (under the tensor limit) no longer makes the compiler build, hold and store it
+/// (it took 6 GB and 21 s and wrote a 1.6 GB blob) but runs as an Expand of its one value;
+/// and below the budget and above it, a folded ConstantOfShape and Tile give the outputs the
+/// run-time tasks give.
+#[test]
+fn constant_folding_keeps_to_its_budget() {
+    use ge_build::tensor::TensorData;
+    use ge_runtime::format::DType;
+    use ge_tests::onnx_builder::{Attr, ModelBuilder};
+    let f32s = |dims: &[usize], v: &[f32]| TensorData {
+        dtype: DType::F32,
+        dims: dims.to_vec(),
+        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    let mut big = ModelBuilder::new(17);
+    big.ints("s", &[20_000, 20_000])
+        .output("y", &[20_000, 20_000])
+        .node("ConstantOfShape", &["s"], &["a"], &[])
+        .node("Relu", &["a"], &["y"], &[]);
+    let t = std::time::Instant::now();
+    let c = compile_bytes(&big.build(), None, &CompileOptions::default()).expect("compiles");
+    assert!(c.blob.len() < 64 << 10, "blob of {} bytes", c.blob.len());
+    assert!(t.elapsed().as_secs() < 10, "compile took {:?}", t.elapsed());
+
+    let mut m = ModelBuilder::new(17);
+    m.input("x", &[3, 4, 5])
+        .ints("s", &[3, 4, 5])
+        .tensor("p", f32s(&[1, 4, 1], &[0.5, -1.25, 3.0, 7.5]))
+        .ints("r", &[3, 1, 5])
+        .output("y", &[3, 4, 5])
+        .node(
+            "ConstantOfShape",
+            &["s"],
+            &["c"],
+            &[("value", Attr::T(f32s(&[1], &[2.5])))],
+        )
+        .node("Tile", &["p", "r"], &["t"], &[])
+        .node("Add", &["x", "c"], &["u"], &[])
+        .node("Mul", &["u", "t"], &["y"], &[]);
+    let model = m.build();
+    let folded = compile_bytes(&model, None, &CompileOptions::default()).expect("folds");
+    let mut small = CompileOptions::default();
+    small.limits.set("max_fold_bytes", "64").expect("limit");
+    let tasks = compile_bytes(&model, None, &small).expect("compiles with tasks");
+    let kinds = |c: &ge_build::Compiled| c.report.tasks;
+    assert!(
+        kinds(&tasks) >= kinds(&folded) + 2,
+        "an Expand and a Tile run: {} tasks folded, {} not",
+        kinds(&folded),
+        kinds(&tasks)
+    );
+    let x = ge_tests::random_inputs(&folded, 7);
+    let (a, b) = (ge_tests::run(&folded, &x), ge_tests::run(&tasks, &x));
+    assert_eq!(a[0].bytes, b[0].bytes, "folded and run-time values differ");
+    let xs: &[f32] = bytemuck::cast_slice(&x[0].bytes);
+    let ys: Vec<f32> = a[0]
+        .bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    for (i, (&xv, &yv)) in xs.iter().zip(&ys).enumerate() {
+        let p = [0.5, -1.25, 3.0, 7.5][(i / 5) % 4];
+        assert_eq!(yv, (xv + 2.5) * p, "at {i}");
+    }
+}

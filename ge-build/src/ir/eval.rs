@@ -10,14 +10,23 @@ use crate::tensor::TensorData;
 /// 64-byte aligned scratch bytes.
 struct Aligned(Vec<[u64; 8]>, usize);
 
+/// Why an evaluation's buffer could not be made: the host refused the allocation (an
+/// error, never an abort: the compiler may run inside rustc).
+const NO_MEMORY: KernelError =
+    KernelError::Shape("constant folding: the host could not allocate the value");
+
 impl Aligned {
-    fn zeroed(len: usize) -> Aligned {
-        Aligned(vec![[0u64; 8]; len.div_ceil(64)], len)
+    fn zeroed(len: usize) -> Result<Aligned, KernelError> {
+        let n = len.div_ceil(64);
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| NO_MEMORY)?;
+        v.resize(n, [0u64; 8]);
+        Ok(Aligned(v, len))
     }
-    fn from(bytes: &[u8]) -> Aligned {
-        let mut a = Aligned::zeroed(bytes.len());
+    fn from(bytes: &[u8]) -> Result<Aligned, KernelError> {
+        let mut a = Aligned::zeroed(bytes.len())?;
         a.bytes_mut().copy_from_slice(bytes);
-        a
+        Ok(a)
     }
     fn bytes(&self) -> &[u8] {
         &bytemuck::cast_slice(&self.0)[..self.1]
@@ -41,7 +50,7 @@ pub fn eval(
     let ins_buf: Vec<Option<(Aligned, DType, Shape)>> = inputs
         .iter()
         .map(|t| {
-            t.map(|t| Ok((Aligned::from(&t.bytes), t.dtype, shape(&t.dims)?)))
+            t.map(|t| Ok((Aligned::from(&t.bytes)?, t.dtype, shape(&t.dims)?)))
                 .transpose()
         })
         .collect::<Result<_, KernelError>>()?;
@@ -58,11 +67,13 @@ pub fn eval(
     let mut out_bufs: Vec<(Aligned, DType, Shape)> = outputs
         .iter()
         .map(|(d, dims)| {
-            Ok((
-                Aligned::zeroed(dims.iter().product::<usize>() * d.size()),
-                *d,
-                shape(dims)?,
-            ))
+            let len = dims
+                .iter()
+                .try_fold(d.size(), |a, &x| a.checked_mul(x))
+                .ok_or(KernelError::Shape(
+                    "constant folding: the value's size overflows",
+                ))?;
+            Ok((Aligned::zeroed(len)?, *d, shape(dims)?))
         })
         .collect::<Result<_, KernelError>>()?;
     let in_shapes: Vec<Option<Shape>> = ins.iter().map(|t| t.map(|t| t.shape)).collect();
@@ -73,7 +84,7 @@ pub fn eval(
         &in_shapes,
         &out_shapes,
         out_bufs.first().map_or(DType::F32, |o| o.1),
-    ));
+    ))?;
     {
         let mut outs: Vec<TensorMut<'_>> = out_bufs
             .iter_mut()

@@ -63,6 +63,9 @@ pub struct NodeCtx<'a> {
     /// The largest tensor the compile may hold (`--max-tensor-bytes`): importers that build
     /// a constant check it before allocating one.
     pub max_tensor_bytes: Option<u64>,
+    /// The largest value constant folding computes (`--max-fold-bytes`): importers whose
+    /// constant would be larger import a task instead.
+    pub max_fold_bytes: Option<u64>,
     pub inputs: Vec<Option<InputInfo<'a>>>,
 }
 

@@ -32,6 +32,9 @@ pub struct ImportOptions {
     pub input_values: BTreeMap<String, TensorData>,
     /// Largest tensor (bytes) the graph may hold; `None`: only overflow is refused.
     pub max_tensor_bytes: Option<u64>,
+    /// Largest node output (bytes) constant folding computes; `None`: any. A node over it
+    /// runs as a task on its constant inputs.
+    pub max_fold_bytes: Option<u64>,
     /// (input, dim) pairs whose fixed declared value `input_shapes` may change (gear dims
     /// marked `-1`).
     pub overrides: std::collections::BTreeSet<(String, usize)>,
@@ -351,6 +354,7 @@ fn import_node(
         opset,
         int8_rounding: opts.int8_rounding,
         max_tensor_bytes: opts.max_tensor_bytes,
+        max_fold_bytes: opts.max_fold_bytes,
         inputs: input_ids
             .iter()
             .map(|id| {
@@ -463,10 +467,24 @@ fn import_node(
             }
         }
     }
-    let all_const = kernel_ids
-        .iter()
-        .flatten()
-        .all(|id| g.value(*id).data.is_some());
+    // Folded only within the fold budget: a larger value runs as a task (its constant
+    // inputs become weights) instead of being computed, held and stored by the compiler.
+    let folded_bytes = outputs.iter().try_fold(0u64, |a, (d, dims)| {
+        let n = dims
+            .iter()
+            .try_fold(d.size() as u64, |b, &x| b.checked_mul(x as u64))?;
+        a.checked_add(n)
+    });
+    let within_budget = match (opts.max_fold_bytes, folded_bytes) {
+        (None, _) => true,
+        (Some(l), Some(b)) => b <= l,
+        (Some(_), None) => false,
+    };
+    let all_const = within_budget
+        && kernel_ids
+            .iter()
+            .flatten()
+            .all(|id| g.value(*id).data.is_some());
     let names: Vec<String> = node.output.iter().take(outputs.len()).cloned().collect();
     if all_const {
         let datas: Vec<Option<&TensorData>> = kernel_ids

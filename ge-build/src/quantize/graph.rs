@@ -52,6 +52,7 @@ pub fn ctx(node: &NodeProto, opset: i64) -> NodeCtx<'_> {
         opset,
         int8_rounding: crate::Int8Rounding::Onnx,
         max_tensor_bytes: None,
+        max_fold_bytes: None,
         inputs: Vec::new(),
     }
 }

@@ -230,6 +230,7 @@ fn options(flags: &CompileFlags) -> Res<CompileOptions> {
         ("--max-tensor-bytes", &flags.max_tensor_bytes),
         ("--max-weight-bytes", &flags.max_weight_bytes),
         ("--max-arena-bytes", &flags.max_arena_bytes),
+        ("--max-fold-bytes", &flags.max_fold_bytes),
     ] {
         if let Some(v) = v {
             o.limits

@@ -520,6 +520,17 @@ fn constant_of_shape(ctx: &NodeCtx<'_>) -> Result<Imported> {
         .map_err(|reason| ctx.err(reason))?;
     let n: usize = dims.iter().product();
     let len = fill.bytes.len().saturating_mul(n);
+    // Over the fold budget: an Expand of the one value at run time (the blob keeps one
+    // element, the arena the tensor), not a constant the compiler builds and stores.
+    if ctx.max_fold_bytes.is_some_and(|b| len as u64 > b) {
+        let dtype = fill.dtype;
+        return Ok(Imported::Op {
+            op: Op::Expand,
+            inputs: vec![0],
+            outputs: vec![(dtype, dims)],
+            overrides: vec![(0, fill)],
+        });
+    }
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(len).map_err(|_| {
         ctx.err(format!(
