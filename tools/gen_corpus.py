@@ -1301,7 +1301,9 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     ../shared/corpus/real-models.tsv, downloaded once); tools/gen_ocr_gears.py writes
     out/ocr_gears (an OCR recognizer for the width gears, ~1 s when stale); tools/gen_calib_sets.py
     writes out/calib (calibration inputs of `ge quantize`, ~20 s when stale); tools/gen_quant_corpus.py then
-    writes out/quant from light/ and real/ (~3 min when stale, up to date at once)."""
+    writes out/quant from light/ and real/ (~3 min when stale, up to date at once);
+    tools/gen_op_schemas.py writes out/op_schemas (the onnx package's operator schemas, which
+    the structured fuzzer builds graphs from; under a second)."""
     if "transformer" in parts:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import gen_transformer_opset17
@@ -1328,6 +1330,10 @@ def gen_extras(out: str, parts: list[str], force: bool, log) -> int:
     import gen_calib_sets
 
     gen_calib_sets.generate(out, log, force=force)
+    # The onnx package's operator schemas for the structured fuzzer (rewritten only on change).
+    import gen_op_schemas
+
+    gen_op_schemas.generate(os.path.join(out, "op_schemas", "schemas.json"), log)
     # light/ and real/ CNNs quantized by onnxruntime, with its int8 references (own stamp).
     import gen_quant_corpus
 

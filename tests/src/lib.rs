@@ -13,6 +13,7 @@ use ge_runtime::format::DType;
 pub mod elf;
 pub mod fuzz;
 pub mod onnx_builder;
+pub mod structured;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {

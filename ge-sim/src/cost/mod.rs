@@ -19,8 +19,8 @@
 //! L1 ([`restream_bytes`]).
 
 use ge_runtime::format::{
-    ConvParams, FusedParams, GemmParams, PoolParams, QConvFusedParams, QConvParams, QGemmParams,
-    RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
+    ConvParams, FusedParams, GemmParams, LrnParams, PoolParams, QConvFusedParams, QConvParams,
+    QGemmParams, RECURRENT_BIDIRECTIONAL, RecurrentCell, RecurrentParams, Shape, TopKParams,
 };
 
 use crate::profile::Profile;
@@ -195,9 +195,23 @@ pub fn per_input(_: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
     vector(first_in(ins))
 }
 
-/// Four vector ops per element of input 0 (softmax, LRN, instance norm).
+/// Four vector ops per element of input 0 (softmax, instance norm).
 pub fn four_per_input(_: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
     vector(first_in(ins).saturating_mul(4))
+}
+
+/// LRN: per element of input 0 a square, an add per channel of its window (`size`
+/// channels, clipped to the tensor's) and four ops to finish. O(1).
+pub fn lrn(params: &[u8], ins: &[Option<Shape>], _: &[Shape]) -> Work {
+    let p: LrnParams = read_params(params).unwrap_or(bytemuck::Zeroable::zeroed());
+    let channels = ins
+        .first()
+        .copied()
+        .flatten()
+        .and_then(|s| s.dims().get(1).copied())
+        .unwrap_or(1);
+    let window = (p.size as usize).clamp(1, channels.max(1)) as u64;
+    vector(first_in(ins).saturating_mul(window.saturating_mul(2).saturating_add(4)))
 }
 
 /// Six vector ops per element of input 0 (layer norm).

@@ -233,37 +233,76 @@ fn lrn_t<T: Real + ge_runtime::format::Element>(
         return Err(LAYOUT_ERR);
     }
     let blk = |ni: usize, ci: usize| (ni * c + ci) * s..(ni * c + ci + 1) * s;
+    let beta75 = p.beta == 0.75;
     isa::with_simd(
         #[inline(always)]
         || -> Result<(), KernelError> {
             for ni in 0..n {
+                // The first channel whose window covers every channel keeps its square sum
+                // (finished last) for the later such channels to copy (the same sum in the
+                // same order): a window wider than the tensor costs O(C·S), not O(C²·S).
+                let mut full: Option<usize> = None;
                 for ci in 0..c {
-                    let yb = ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
-                    yb.fill(T::ZERO);
-                    let hi = (ci + after).min(c - 1);
-                    for cj in ci.saturating_sub(before)..=hi {
-                        let xb = xs.get(blk(ni, cj)).ok_or(LAYOUT_ERR)?;
-                        for (o, &v) in yb.iter_mut().zip(xb) {
-                            *o = *o + v * v;
+                    let hi = ci.saturating_add(after).min(c - 1);
+                    let lo = ci.saturating_sub(before);
+                    let whole = lo == 0 && hi == c - 1;
+                    if whole && let Some(f) = full {
+                        let (done, rest) = ys.split_at_mut(blk(ni, ci).start);
+                        let src = done.get(blk(ni, f)).ok_or(LAYOUT_ERR)?;
+                        rest.get_mut(..s).ok_or(LAYOUT_ERR)?.copy_from_slice(src);
+                    } else {
+                        let yb = ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
+                        yb.fill(T::ZERO);
+                        for cj in lo..=hi {
+                            let xb = xs.get(blk(ni, cj)).ok_or(LAYOUT_ERR)?;
+                            for (o, &v) in yb.iter_mut().zip(xb) {
+                                *o = *o + v * v;
+                            }
+                        }
+                        if whole {
+                            full = Some(ci);
+                            continue;
                         }
                     }
-                    let xb = xs.get(blk(ni, ci)).ok_or(LAYOUT_ERR)?;
-                    let it = yb.iter_mut().zip(xb);
-                    // The usual β = 0.75 as square roots: `powf` dominated Inception v1.
-                    if p.beta == 0.75 {
-                        it.for_each(|(o, &v)| {
-                            let r = (bias + coef * *o).sqrt();
-                            *o = v / (r * r.sqrt());
-                        });
-                    } else {
-                        it.for_each(|(o, &v)| *o = v / (bias + coef * *o).powf(beta));
-                    }
+                    lrn_finish(
+                        ys.get_mut(blk(ni, ci)).ok_or(LAYOUT_ERR)?,
+                        xs.get(blk(ni, ci)).ok_or(LAYOUT_ERR)?,
+                        bias,
+                        coef,
+                        beta,
+                        beta75,
+                    );
+                }
+                if let Some(f) = full {
+                    lrn_finish(
+                        ys.get_mut(blk(ni, f)).ok_or(LAYOUT_ERR)?,
+                        xs.get(blk(ni, f)).ok_or(LAYOUT_ERR)?,
+                        bias,
+                        coef,
+                        beta,
+                        beta75,
+                    );
                 }
             }
             Ok(())
         },
     )?;
     Ok(())
+}
+
+/// `y = x / (bias + coef · square sum)^β` over one channel `yb` holding its square sum.
+#[inline(always)]
+fn lrn_finish<T: Real>(yb: &mut [T], xb: &[T], bias: T, coef: T, beta: T, beta75: bool) {
+    let it = yb.iter_mut().zip(xb);
+    // The usual β = 0.75 as square roots: `powf` dominated Inception v1.
+    if beta75 {
+        it.for_each(|(o, &v)| {
+            let r = (bias + coef * *o).sqrt();
+            *o = v / (r * r.sqrt());
+        });
+    } else {
+        it.for_each(|(o, &v)| *o = v / (bias + coef * *o).powf(beta));
+    }
 }
 
 /// LRN across channels: `y = x / (bias + alpha / size * square_sum)^beta`, where the square
@@ -547,5 +586,60 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// Windows as wide as the tensor or wider (every channel's, or the middle ones') share
+    /// one square sum: bitwise the per-window sum in channel order, for β 0.75 and another,
+    /// on two images of 7 channels of 3 pixels; a window of `u32::MAX` channels is O(C·S).
+    #[test]
+    fn wide_lrn_windows_share_one_sum() {
+        let (n, c, s) = (2usize, 7usize, 3usize);
+        let x: std::vec::Vec<f32> = (0..n * c * s)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.37)
+            .collect();
+        for (size, beta) in [
+            (7u32, 0.75f32),
+            (9, 0.6),
+            (13, 0.75),
+            (30, 1.3),
+            (u32::MAX, 0.75),
+        ] {
+            let p = LrnParams {
+                size,
+                alpha: 0.3,
+                beta,
+                bias: 1.5,
+            };
+            let mut y = std::vec![0f32; x.len()];
+            run_lrn(
+                &p,
+                &[Some(t(&[n, c, s], &x))],
+                &mut [tm(&[n, c, s], &mut y)],
+            )
+            .unwrap();
+            let size_f = size as usize;
+            let (before, after) = ((size_f - 1) / 2, size_f - 1 - (size_f - 1) / 2);
+            let coef = p.alpha / size as f32;
+            for ni in 0..n {
+                for ci in 0..c {
+                    for k in 0..s {
+                        let mut sq = 0f32;
+                        for cj in ci.saturating_sub(before)..=ci.saturating_add(after).min(c - 1) {
+                            let v = x[(ni * c + cj) * s + k];
+                            sq += v * v;
+                        }
+                        let v = x[(ni * c + ci) * s + k];
+                        let want = if beta == 0.75 {
+                            let r = (p.bias + coef * sq).sqrt();
+                            v / (r * r.sqrt())
+                        } else {
+                            v / (p.bias + coef * sq).powf(beta)
+                        };
+                        let got = y[(ni * c + ci) * s + k];
+                        assert_eq!(got.to_bits(), want.to_bits(), "size {size} n{ni} c{ci} {k}");
+                    }
+                }
+            }
+        }
     }
 }

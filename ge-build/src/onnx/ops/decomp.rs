@@ -386,8 +386,16 @@ fn depth_to_space(ctx: &NodeCtx<'_>) -> Result<Imported> {
     let b = ctx
         .attr_i("blocksize")
         .ok_or_else(|| ctx.err("blocksize is required"))?;
-    if x.shape.len() != 4 || b <= 0 || x.shape[1] % (b * b) as usize != 0 {
-        return Err(ctx.err(format!("input {:?} with blocksize {b}", x.shape)));
+    // `b²` checked: a hostile blocksize wrapped to a zero divisor.
+    let bb = usize::try_from(b)
+        .ok()
+        .and_then(|b| b.checked_mul(b))
+        .filter(|&bb| bb > 0);
+    if x.shape.len() != 4 || bb.is_none_or(|bb| x.shape[1] % bb != 0) {
+        return Err(ctx.err(format!(
+            "input {:?} with blocksize {b}: needs rank 4 and channels a multiple of blocksize²",
+            x.shape
+        )));
     }
     let b = b as usize;
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);

@@ -255,6 +255,12 @@ fn split(ctx: &NodeCtx<'_>) -> Result<Imported> {
             let parts = ctx
                 .attr_i("num_outputs")
                 .map_or(n_out, |v| v.max(1) as usize);
+            // Checked before the sizes are built: a hostile count overflowed their Vec.
+            if parts != n_out {
+                return Err(ctx.err(format!(
+                    "num_outputs {parts} differs from the node's {n_out} outputs"
+                )));
+            }
             let each = dim.div_ceil(parts);
             (0..parts)
                 .map(|i| each.min(dim.saturating_sub(i * each)))

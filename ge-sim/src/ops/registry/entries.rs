@@ -315,7 +315,7 @@ pub(super) const LRN: Kernel = Kernel {
     kind: OpKind::Lrn,
     run: |p, ins, outs, _, _| norm::run_lrn(&read_params(p)?, ins, outs),
     workspace: no_workspace,
-    work: cost::four_per_input,
+    work: cost::lrn,
     dtypes: DTypes::FLOAT,
     in_place: None,
     epilogue: None,
