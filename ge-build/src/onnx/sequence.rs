@@ -14,6 +14,9 @@ use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Value, ValueId};
 use crate::tensor::TensorData;
 
+/// Most elements a sequence may have: each becomes values of the unrolled graph.
+const MAX_SEQUENCE_ITEMS: usize = 1 << 16;
+
 /// The sequence ops this module resolves (all since opset 11).
 pub const OPS: &[OpEntry] = &[
     OpEntry::sequence("SequenceConstruct", 11).note("lengths and positions known at compile time"),
@@ -322,6 +325,15 @@ impl Sequences {
                 let axis = axis as usize;
                 let dim = shape[axis];
                 let has_split = node.input.get(1).is_some_and(|n| !n.is_empty());
+                // Each element is a value of the unrolled graph: counted before any is made
+                // (an empty [2^31 + 1, …] input split into 2^31 elements exhausted memory).
+                let too_many = |n: usize| {
+                    (n > MAX_SEQUENCE_ITEMS).then(|| {
+                        cx.err(format!(
+                            "a sequence of {n} elements is over the {MAX_SEQUENCE_ITEMS} ge unrolls"
+                        ))
+                    })
+                };
                 let sizes: Vec<usize> = if has_split {
                     let v = cx.g.value(cx.tensor(1)?);
                     let d = v.data.as_ref().ok_or_else(|| {
@@ -330,6 +342,9 @@ impl Sequences {
                     let s = d.to_i64_vec().map_err(|e| cx.err(e))?;
                     if d.dims.is_empty() {
                         let each = s.first().copied().unwrap_or(1).max(1) as usize;
+                        if let Some(e) = too_many(dim.div_ceil(each)) {
+                            return Err(e);
+                        }
                         (0..dim.div_ceil(each))
                             .map(|i| each.min(dim - i * each))
                             .collect()
@@ -337,8 +352,14 @@ impl Sequences {
                         s.iter().map(|&v| v.max(0) as usize).collect()
                     }
                 } else {
+                    if let Some(e) = too_many(dim) {
+                        return Err(e);
+                    }
                     vec![1; dim]
                 };
+                if let Some(e) = too_many(sizes.len()) {
+                    return Err(e);
+                }
                 if sizes.iter().sum::<usize>() != dim {
                     return Err(cx.err(format!("split sizes {sizes:?} do not cover dim {dim}")));
                 }

@@ -339,6 +339,17 @@ fn trilu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     }
     let upper = ctx.attr_i_or("upper", 1) != 0;
     let (n, m) = (x.shape[r - 2], x.shape[r - 1]);
+    // The mask is an n × m constant built here (as f64 first): sized before it is built, to
+    // the fold budget (an empty [.., 2^31 − 1, 2] input asked for 34 GB).
+    let budget = ctx.max_fold_bytes.or(ctx.max_tensor_bytes);
+    let bytes = (n as u64)
+        .checked_mul(m as u64)
+        .and_then(|e| e.checked_mul(8));
+    if budget.is_some_and(|b| bytes.is_none_or(|x| x > b)) {
+        return Err(ctx.err(format!(
+            "its {n} × {m} mask is over the fold budget (raise --max-fold-bytes / max_fold_bytes)"
+        )));
+    }
     let diag = |f: &dyn Fn(i64) -> f64| -> Vec<f64> {
         (0..n)
             .flat_map(|i| (0..m).map(move |j| j as i64 - i as i64))
