@@ -558,11 +558,16 @@ pub enum Outcome {
     Compiled,
 }
 
-/// Compiles the graph `c` builds (at opt level from `c`) with the fuzz limits and, when it
-/// compiles, loads and runs it on zero inputs. Panics (the fuzzer's crash) only where ge has
-/// a bug.
+/// Compiles the graph `c` builds and runs it ([`run_model`] on the rest of `c`). Panics
+/// (the fuzzer's crash) only where ge has a bug.
 pub fn compile_and_run(cat: &Catalog, c: &mut Choices<'_>) -> Outcome {
     let (model, _) = build(cat, c);
+    run_model(&model, c)
+}
+
+/// Compiles `model` (at an opt level from `c`) with the fuzz limits and, when it compiles,
+/// loads and runs it on zero inputs.
+pub fn run_model(model: &[u8], c: &mut Choices<'_>) -> Outcome {
     let opt_level = *c.pick(&[OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3]);
     let mut limits: ge_build::Limits = FUZZ_LIMITS.into();
     let _ = limits.set("max_fold_bytes", "4M");
@@ -571,7 +576,7 @@ pub fn compile_and_run(cat: &Catalog, c: &mut Choices<'_>) -> Outcome {
         limits,
         ..CompileOptions::default()
     };
-    match compile_bytes(&model, None, &opts) {
+    match compile_bytes(model, None, &opts) {
         Ok(compiled) => {
             // Run it unless the simulator predicts more work than a fuzz case affords (a
             // legal LRN over 65,536 channels is 10^11 operations): that is its cost, not a

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use ge_tests::structured::{Catalog, Choices, Outcome, build, compile_and_run};
+use ge_tests::structured::{Catalog, Choices, Outcome, build, run_model};
 
 /// The process's peak resident set (`VmHWM`), in KiB.
 fn peak_rss_kib() -> Option<u64> {
@@ -23,9 +23,8 @@ fn peak_rss_kib() -> Option<u64> {
         .ok()
 }
 
-/// Writes seed `seed`'s graph to `<target>/tmp/<name>` (for `ge compile` and a debugger).
-fn save(cat: &Catalog, seed: u64, name: &str) -> std::path::PathBuf {
-    let (model, _) = build(cat, &mut Choices::seed(seed));
+/// Writes a graph to `<target>/tmp/<name>` (for `ge compile` and a debugger).
+fn save(model: &[u8], name: &str) -> std::path::PathBuf {
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::write(&file, model);
     file
@@ -53,7 +52,9 @@ fn hostile_graphs_from_every_op_give_errors_not_crashes() {
     let t0 = Instant::now();
     for i in 0..runs {
         let seed = base.wrapping_add(i);
-        let (_, desc) = build(cat, &mut Choices::seed(seed));
+        // One stream per seed: the graph, then the compile's choices.
+        let mut choices = Choices::seed(seed);
+        let (model, desc) = build(cat, &mut choices);
         ops.insert(
             desc.split(['@', ' '])
                 .next()
@@ -62,15 +63,12 @@ fn hostile_graphs_from_every_op_give_errors_not_crashes() {
         );
         if trace {
             eprintln!("seed {seed} ({desc})");
-            let (model, _) = build(cat, &mut Choices::seed(seed));
-            let _ = std::fs::write(
-                std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                    .join("structured-fuzz-current.onnx"),
-                model,
-            );
+            save(&model, "structured-fuzz-current.onnx");
         }
         let t = Instant::now();
-        let r = std::panic::catch_unwind(|| compile_and_run(cat, &mut Choices::seed(seed)));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_model(&model, &mut choices)
+        }));
         match r {
             Ok(Outcome::Compiled) => compiled += 1,
             Ok(Outcome::Refused) => refused += 1,
@@ -80,7 +78,7 @@ fn hostile_graphs_from_every_op_give_errors_not_crashes() {
                     .cloned()
                     .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                let file = save(cat, seed, &format!("structured-fuzz-{seed}.onnx"));
+                let file = save(&model, &format!("structured-fuzz-{seed}.onnx"));
                 failures.push(format!(
                     "seed {seed} ({desc}): panicked: {msg} (graph: {})",
                     file.display()
@@ -88,7 +86,7 @@ fn hostile_graphs_from_every_op_give_errors_not_crashes() {
             }
         }
         if t.elapsed() > Duration::from_secs(10) {
-            let file = save(cat, seed, &format!("structured-fuzz-{seed}.onnx"));
+            let file = save(&model, &format!("structured-fuzz-{seed}.onnx"));
             failures.push(format!(
                 "seed {seed} ({desc}): took {:?} (graph: {})",
                 t.elapsed(),

@@ -47,17 +47,6 @@ pub fn eval(
     outputs: &[(DType, Vec<usize>)],
 ) -> Result<Vec<TensorData>, KernelError> {
     let (kind, params) = op.lower();
-    // Empty outputs: nothing to compute (and no workspace sized by the other axes to make).
-    if outputs.iter().all(|(_, dims)| dims.contains(&0)) {
-        return Ok(outputs
-            .iter()
-            .map(|(d, dims)| TensorData {
-                dtype: *d,
-                dims: dims.clone(),
-                bytes: Vec::new(),
-            })
-            .collect());
-    }
     let ins_buf: Vec<Option<(Aligned, DType, Shape)>> = inputs
         .iter()
         .map(|t| {
@@ -78,9 +67,8 @@ pub fn eval(
     let mut out_bufs: Vec<(Aligned, DType, Shape)> = outputs
         .iter()
         .map(|(d, dims)| {
-            let len = dims
-                .iter()
-                .try_fold(d.size(), |a, &x| a.checked_mul(x))
+            let len = crate::onnx::tensor_bytes(*d, dims)
+                .and_then(|b| usize::try_from(b).ok())
                 .ok_or(KernelError::Shape(
                     "constant folding: the value's size overflows",
                 ))?;

@@ -47,6 +47,13 @@ pub fn declared_dims(vi: &ValueInfoProto) -> Option<Vec<Option<usize>>> {
     declared_type(vi).map(|(_, dims, _)| dims.iter().map(|d| d.map(|v| v as usize)).collect())
 }
 
+/// Bytes of a `dtype` tensor of `shape`, `None` when the count overflows.
+pub fn tensor_bytes(dtype: DType, shape: &[usize]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(dtype.size() as u64, |a, &d| a.checked_mul(d as u64))
+}
+
 /// Checks that a tensor of `shape` fits in memory: the byte size must not overflow and must
 /// be at most `limit`. Called before any tensor of that shape is allocated.
 pub fn check_tensor_size(
@@ -54,10 +61,7 @@ pub fn check_tensor_size(
     shape: &[usize],
     limit: Option<u64>,
 ) -> std::result::Result<(), String> {
-    let bytes = shape
-        .iter()
-        .try_fold(dtype.size() as u64, |a, &d| a.checked_mul(d as u64))
-        .ok_or_else(|| format!("shape {shape:?} overflows"))?;
+    let bytes = tensor_bytes(dtype, shape).ok_or_else(|| format!("shape {shape:?} overflows"))?;
     match limit {
         Some(l) if bytes > l => Err(format!(
             "a {} tensor of shape {shape:?} needs {bytes} bytes, over the limit of {l} (raise --max-tensor-bytes / max_tensor_bytes)",
@@ -469,12 +473,9 @@ fn import_node(
     }
     // Folded only within the fold budget: a larger value runs as a task (its constant
     // inputs become weights) instead of being computed, held and stored by the compiler.
-    let folded_bytes = outputs.iter().try_fold(0u64, |a, (d, dims)| {
-        let n = dims
-            .iter()
-            .try_fold(d.size() as u64, |b, &x| b.checked_mul(x as u64))?;
-        a.checked_add(n)
-    });
+    let folded_bytes = outputs
+        .iter()
+        .try_fold(0u64, |a, (d, dims)| a.checked_add(tensor_bytes(*d, dims)?));
     let within_budget = match (opts.max_fold_bytes, folded_bytes) {
         (None, _) => true,
         (Some(l), Some(b)) => b <= l,

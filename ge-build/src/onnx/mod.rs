@@ -17,7 +17,9 @@ mod values;
 
 pub use ctx::{Imported, InputInfo, NodeCtx};
 pub(crate) use import::constant_owner;
-pub use import::{ImportOptions, declared_dims, decode_model, default_opset, import_model};
+pub use import::{
+    ImportOptions, declared_dims, decode_model, default_opset, import_model, tensor_bytes,
+};
 pub use legalize::cast_data;
 pub use ops::{broadcast_shapes, is_float, registry, supported, table};
 pub(crate) use ops::{int_range, weight_only};

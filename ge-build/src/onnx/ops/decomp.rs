@@ -342,9 +342,7 @@ fn trilu(ctx: &NodeCtx<'_>) -> Result<Imported> {
     // The mask is an n × m constant built here (as f64 first): sized before it is built, to
     // the fold budget (an empty [.., 2^31 − 1, 2] input asked for 34 GB).
     let budget = ctx.max_fold_bytes.or(ctx.max_tensor_bytes);
-    let bytes = (n as u64)
-        .checked_mul(m as u64)
-        .and_then(|e| e.checked_mul(8));
+    let bytes = crate::onnx::tensor_bytes(DType::F64, &[n, m]);
     if budget.is_some_and(|b| bytes.is_none_or(|x| x > b)) {
         return Err(ctx.err(format!(
             "its {n} × {m} mask is over the fold budget (raise --max-fold-bytes / max_fold_bytes)"

@@ -44,13 +44,9 @@ pub fn workspace_bytes(
     ins: &[Option<Shape>],
     outs: &[Shape],
 ) -> Option<usize> {
-    // Empty outputs compute nothing: their row buffers (sized by the other axes) would
-    // otherwise be planned for a tensor of zero elements (8 GB for [0, 1, 8, 2^31 − 1]).
-    let empty = outs.iter().all(|s| s.numel() == 0);
     workspace_levels(kind, params, ins, outs)
         .map(|levels| levels[0])
         .or_else(|| fixed_workspace_bytes(kind, params, ins, outs))
-        .map(|b| if empty { 0 } else { b })
 }
 
 /// The workspace sizes a half task of `kind` can run with, largest first, for the kinds
@@ -62,7 +58,6 @@ pub fn workspace_levels(
     outs: &[Shape],
 ) -> Option<[usize; super::WORKSPACE_LEVELS]> {
     match kind {
-        OpKind::Conv if outs.iter().all(|s| s.numel() == 0) => Some([0; super::WORKSPACE_LEVELS]),
         OpKind::Conv => Some(
             read_params(params).map_or([0; super::WORKSPACE_LEVELS], |p| {
                 conv::workspace_levels(&p, ins, outs)
